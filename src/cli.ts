@@ -1,0 +1,194 @@
+#!/usr/bin/env bun
+// herd's one entry point: `bun src/cli.ts …` from a checkout and the compiled
+// `herd …` binary behave the same.
+import { hostname } from "node:os";
+import { parseArgs } from "node:util";
+import { checkConfig } from "./commands/check-config.ts";
+import { init } from "./commands/init.ts";
+import { runNode, runRouter, runSim } from "./commands/run.ts";
+import { configJsonSchema } from "./config/json-schema.ts";
+import { ConfigError } from "./config/load.ts";
+import { UserError } from "./errors.ts";
+import { VERSION } from "./version.ts";
+
+const COMMON = `
+  --config FILE     herd.config.ts / .json / .yaml  (env HERD_CONFIG; default ./herd.config.*)
+  --port N          router port                     (env HERD_PORT; default server.port, 11435)
+  --host ADDR       router address                  (env HERD_HOST; default server.host, 0.0.0.0)
+  --data-dir DIR    SQLite store and state          (env HERD_DATA_DIR; default server.dataDir, ~/.herd)
+  -h, --help        this help`;
+
+const HELP: Record<string, string> = {
+  herd: `herd ${VERSION}: one endpoint for the Ollama and MLX servers on all your Macs.
+
+Usage: herd [command] [options]
+
+Commands:
+  (none)              router + a local node agent in one process: the single-Mac default
+  serve               router only
+  node                node agent only: reports this machine to a router
+  sim                 a demo fleet of simulated nodes behind a router
+  init [DIR]          write a starter herd.config.ts with its types (herd.d.ts) and JSON Schema
+  check-config FILE   validate a config; exit 1 with one line per problem
+  schema              print the config's JSON Schema
+  version             print the version
+
+Options:${COMMON}
+  --node-id ID      this machine's node id (default: the host name)
+  --ollama URL      the local Ollama (default: the node's config entry, else http://127.0.0.1:11434)
+
+Run \`herd COMMAND --help\` for a command's options.`,
+  serve: `Usage: herd serve [options]
+
+Runs the router: clients talk to it; it routes each request to the best node.
+Options:${COMMON}`,
+  node: `Usage: herd node [--router URL] [--ollama URL] [--node-id ID] [--config FILE]
+
+Runs the node agent: every heartbeat interval it reports this machine and its Ollama to the router.
+The agent reads its own entry (by node id) from the same config file as the router, and reloads it.
+  --router URL      the router (env HERD_ROUTER; default http://127.0.0.1:11435)
+  --ollama URL      the local Ollama (default: the node's config entry, else http://127.0.0.1:11434)
+  --node-id ID      this node's id (env HERD_NODE_ID; default: the host name)
+  --config FILE     the fleet's config (env HERD_CONFIG; default ./herd.config.*)
+  -h, --help        this help`,
+  sim: `Usage: herd sim [--nodes N] [--base-port P] [--no-router] [options]
+
+Starts N simulated Ollama nodes (deterministic replies, realistic models and timings) and a
+router in front of them that uses them as its nodes. The config's other settings still apply.
+  --nodes N         how many simulated nodes (default 3)
+  --base-port P     first node's port; the others follow (default 11501)
+  --no-router       only the simulated nodes, e.g. to point another herd at them
+Options:${COMMON}`,
+  init: `Usage: herd init [DIR] [--force]
+
+Writes DIR/herd.config.ts (a starter fleet), DIR/herd.d.ts (its types, for your editor) and
+DIR/herd.schema.json (for .json/.yaml configs). Never overwrites a config without --force.`,
+  "check-config": `Usage: herd check-config FILE
+
+Validates FILE as herd would load it. Prints a summary and exits 0, or one line per problem and exits 1.`,
+  schema: "Usage: herd schema\n\nPrints the JSON Schema of herd's config to stdout.",
+  version: "Usage: herd version\n\nPrints herd's version.",
+};
+
+const OPTIONS = {
+  config: { type: "string" },
+  port: { type: "string" },
+  host: { type: "string" },
+  "data-dir": { type: "string" },
+  "node-id": { type: "string" },
+  ollama: { type: "string" },
+  router: { type: "string" },
+  nodes: { type: "string" },
+  "base-port": { type: "string" },
+  "no-router": { type: "boolean" },
+  force: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/** Which options each command accepts; anything else is a usage error, not silently ignored. */
+const ACCEPTS: Record<string, (keyof typeof OPTIONS)[]> = {
+  herd: ["config", "port", "host", "data-dir", "node-id", "ollama"],
+  serve: ["config", "port", "host", "data-dir"],
+  node: ["config", "node-id", "ollama", "router"],
+  sim: ["config", "port", "host", "data-dir", "nodes", "base-port", "no-router"],
+  init: ["force"],
+  "check-config": [],
+  schema: [],
+  version: [],
+};
+
+class UsageError extends Error {}
+
+async function main(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new UsageError((e as Error).message.replace(/\. To specify.*$/s, ""));
+  }
+  const { values, positionals } = parsed;
+  const command = positionals[0] ?? "herd";
+  if (command === "help" || command === "--help") return print(HELP.herd!);
+  if (!(command in HELP)) throw new UsageError(`unknown command "${command}"`);
+  if (values.help) return print(HELP[command]!);
+  for (const key of Object.keys(values) as (keyof typeof OPTIONS)[]) {
+    if (key !== "help" && !ACCEPTS[command]!.includes(key)) throw new UsageError(`herd ${command === "herd" ? "" : `${command} `}does not take --${key}`);
+  }
+  const env = process.env;
+  const configFlag = values.config ?? env.HERD_CONFIG;
+  const overrides = {
+    port: portValue("--port", values.port ?? env.HERD_PORT),
+    host: values.host ?? env.HERD_HOST,
+    dataDir: values["data-dir"] ?? env.HERD_DATA_DIR,
+  };
+  const nodeId = values["node-id"] ?? env.HERD_NODE_ID ?? hostname().replace(/\.local$/, "");
+
+  switch (command) {
+    case "version":
+      return print(VERSION);
+    case "schema":
+      return print(JSON.stringify(configJsonSchema(), null, 2));
+    case "init":
+      for (const path of init(positionals[1] ?? ".", values.force ?? false)) console.log(`wrote ${path}`);
+      console.log("next: edit herd.config.ts, then run `herd`");
+      return 0;
+    case "check-config": {
+      const file = positionals[1] ?? configFlag;
+      if (!file) throw new UsageError("check-config needs a FILE");
+      return checkConfig(file);
+    }
+    case "node":
+      return runNode({ configFlag, nodeId, ollamaUrl: values.ollama, routerUrl: values.router ?? env.HERD_ROUTER ?? "http://127.0.0.1:11435" });
+    case "sim":
+      return runSim({
+        configFlag,
+        overrides,
+        nodes: countValue("--nodes", values.nodes, 3),
+        basePort: portValue("--base-port", values["base-port"]) ?? 11501,
+        withRouter: !values["no-router"],
+      });
+    case "serve":
+      return runRouter({ configFlag, overrides, localAgent: null });
+    default:
+      return runRouter({ configFlag, overrides, localAgent: { nodeId, ollamaUrl: values.ollama } });
+  }
+}
+
+function print(text: string): number {
+  console.log(text);
+  return 0;
+}
+
+function portValue(flag: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`${flag}: expected a port number 0-65535, got "${raw}"`);
+  return n;
+}
+
+function countValue(flag: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 64) throw new UsageError(`${flag}: expected a whole number 1-64, got "${raw}"`);
+  return n;
+}
+
+try {
+  const code = await main(process.argv.slice(2));
+  if (code !== 0) process.exit(code);
+} catch (e) {
+  if (e instanceof UsageError) {
+    console.error(`herd: ${e.message}; see \`herd --help\``);
+    process.exit(2);
+  }
+  if (e instanceof ConfigError) {
+    console.error(`herd: invalid config ${e.file ?? ""}`);
+    for (const p of e.problems) console.error(`  ${p}`);
+    process.exit(1);
+  }
+  if (e instanceof UserError) {
+    console.error(`herd: ${e.message}`);
+    process.exit(1);
+  }
+  throw e;
+}

@@ -1,0 +1,14 @@
+// `herd check-config FILE`: what herd would make of a config, without starting anything.
+import { resolve } from "node:path";
+import { loadConfig } from "../config/load.ts";
+
+/** Prints a summary and returns 0; a broken config throws ConfigError, which the CLI prints line by line. */
+export async function checkConfig(file: string): Promise<number> {
+  const { config, source } = await loadConfig(resolve(file));
+  const mlx = config.nodes.reduce((n, node) => n + node.mlx.length, 0);
+  console.log(`ok: ${source.path} (hash ${source.hash})`);
+  console.log(`  ${config.nodes.length} node(s): ${config.nodes.map((n) => n.id).join(", ") || "none declared"}; ${mlx} MLX server(s)`);
+  console.log(`  router on ${config.server.host}:${config.server.port}, data in ${config.server.dataDir}`);
+  console.log(`  ${Object.keys(config.modelMap).length} model map entr(ies), pins on ${Object.keys(config.pins).length} node key(s)`);
+  return 0;
+}

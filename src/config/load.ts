@@ -1,0 +1,128 @@
+// Reads a config file (.ts/.js, .json, .yaml), validates it and returns an
+// immutable snapshot with the content hash that GitOps rollouts can compare.
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { basename, dirname, extname, isAbsolute, resolve } from "node:path";
+import * as v from "valibot";
+import YAML from "yaml";
+import { formatIssues, formatPath } from "./problems.ts";
+import { type Config, herdConfigSchema } from "./schema.ts";
+
+export interface ConfigSource {
+  /** Absolute path of the file, or null when herd runs on defaults. */
+  path: string | null;
+  /** First 12 hex digits of the file's SHA-256 ("defaults" without a file). */
+  hash: string;
+  loadedAt: number;
+}
+
+export interface ConfigSnapshot {
+  readonly config: Config;
+  readonly source: ConfigSource;
+}
+
+/** A config that cannot be used; `problems` has one precise line each. */
+export class ConfigError extends Error {
+  constructor(
+    readonly file: string | null,
+    readonly problems: string[],
+    /** Hash of the content that failed, so the same bad save is reported once. */
+    readonly hash: string | null = null,
+  ) {
+    super(`${file ? basename(file) : "config"}: ${problems.join("; ")}`);
+  }
+}
+
+export const CONFIG_NAMES = ["herd.config.ts", "herd.config.js", "herd.config.json", "herd.config.yaml", "herd.config.yml"];
+
+/** The file to load: an explicit path, else the first herd.config.* in `dir`, else null. */
+export function findConfig(explicit: string | undefined, dir = process.cwd()): string | null {
+  if (explicit) return resolve(dir, explicit);
+  const found = CONFIG_NAMES.map((n) => resolve(dir, n)).find((p) => existsSync(p));
+  return found ?? null;
+}
+
+export function defaultSnapshot(): ConfigSnapshot {
+  return { config: parseConfig({}), source: { path: null, hash: "defaults", loadedAt: Date.now() } };
+}
+
+export async function loadConfig(path: string): Promise<ConfigSnapshot> {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (e) {
+    const why = (e as NodeJS.ErrnoException).code === "ENOENT" ? "file not found" : `cannot read it (${(e as Error).message})`;
+    throw new ConfigError(path, [`${why}; pass --config PATH, set HERD_CONFIG, or run \`herd init\``]);
+  }
+  const hash = new Bun.CryptoHasher("sha256").update(text).digest("hex").slice(0, 12);
+  try {
+    const config = parseConfig(await evaluate(path, text, hash), path);
+    return { config: resolvePaths(config, path), source: { path, hash, loadedAt: Date.now() } };
+  } catch (e) {
+    if (e instanceof ConfigError) throw new ConfigError(path, e.problems, hash);
+    throw e;
+  }
+}
+
+/** Validates plain data as a config; throws ConfigError with every problem found. */
+export function parseConfig(raw: unknown, file: string | null = null): Config {
+  const result = v.safeParse(herdConfigSchema, raw);
+  if (!result.success) throw new ConfigError(file, formatIssues(result.issues, herdConfigSchema));
+  const problems = crossCheck(result.output);
+  if (problems.length) throw new ConfigError(file, problems);
+  return result.output;
+}
+
+async function evaluate(path: string, text: string, hash: string): Promise<unknown> {
+  const ext = extname(path).toLowerCase();
+  try {
+    if (ext === ".json") return JSON.parse(text);
+    if (ext === ".yaml" || ext === ".yml") return YAML.parse(text);
+    if (ext === ".ts" || ext === ".js" || ext === ".mjs" || ext === ".mts") {
+      // The query makes each content version a distinct module, so a reload re-evaluates the file.
+      const mod = await import(`${path}?v=${hash}`);
+      if (mod.default === undefined) throw new Error("it has no default export; write `export default { … } satisfies HerdConfig`");
+      return mod.default;
+    }
+  } catch (e) {
+    throw new ConfigError(path, [firstLine((e as Error).message)]);
+  }
+  throw new ConfigError(path, [`unsupported file type "${ext}"; use .ts, .json or .yaml`]);
+}
+
+function crossCheck(config: Config): string[] {
+  const problems: string[] = [];
+  const seen = new Map<string, number>();
+  config.nodes.forEach((node, i) => {
+    const first = seen.get(node.id);
+    if (first !== undefined) problems.push(`nodes[${i}].id: "${node.id}" is already used by nodes[${first}]; node ids must be unique`);
+    else seen.set(node.id, i);
+    const ports = new Map<number, number>();
+    node.mlx.forEach((server, j) => {
+      const other = ports.get(server.port);
+      if (other !== undefined) problems.push(`nodes[${i}].mlx[${j}].port: ${server.port} is already used by nodes[${i}].mlx[${other}]`);
+      else ports.set(server.port, j);
+    });
+  });
+  const hb = config.heartbeat;
+  if (hb.timeoutMs <= hb.intervalMs) problems.push(`heartbeat.timeoutMs: ${hb.timeoutMs} must be greater than heartbeat.intervalMs (${hb.intervalMs})`);
+  if (hb.offlineMs <= hb.timeoutMs) problems.push(`heartbeat.offlineMs: ${hb.offlineMs} must be greater than heartbeat.timeoutMs (${hb.timeoutMs})`);
+  for (const [alias, target] of Object.entries(config.modelMap)) {
+    if (target === alias) problems.push(`${formatPath(["modelMap", alias])}: maps to itself`);
+  }
+  return problems;
+}
+
+// A relative dataDir is relative to the config file, so a config kept in git behaves the same from any cwd.
+function resolvePaths(config: Config, file: string): Config {
+  return { ...config, server: { ...config.server, dataDir: expandPath(config.server.dataDir, dirname(file)) } };
+}
+
+export function expandPath(p: string, base = process.cwd()): string {
+  if (p === "~" || p.startsWith("~/")) return resolve(homedir(), p.slice(2));
+  return isAbsolute(p) ? p : resolve(base, p);
+}
+
+function firstLine(s: string): string {
+  return s.split("\n").find((l) => l.trim())?.trim() ?? s;
+}

@@ -1,0 +1,66 @@
+// The heartbeat a node agent POSTs to /heartbeat (seed 000's wire format,
+// snake_case). Unknown fields are kept out of state but never rejected, so a
+// newer agent can talk to an older router.
+import * as v from "valibot";
+
+const gb = v.pipe(v.number(), v.minValue(0));
+
+const loadedModel = v.object({
+  name: v.string(),
+  size_gb: v.optional(gb, 0),
+  context_length: v.optional(v.number()),
+  expires_at: v.optional(v.string()),
+});
+
+const availableModel = v.union([
+  v.string(),
+  v.object({ name: v.string(), size_gb: v.optional(gb, 0), parameter_size: v.optional(v.string()), quantization: v.optional(v.string()) }),
+]);
+
+export const ollamaSection = v.object({
+  models_loaded: v.optional(v.array(loadedModel), []),
+  models_available: v.optional(v.array(availableModel), []),
+  requests_active: v.optional(v.number(), 0),
+  reachable: v.optional(v.boolean(), true),
+  error: v.optional(v.nullable(v.string()), null),
+  version: v.optional(v.nullable(v.string()), null),
+});
+
+const mlxServer = v.object({
+  port: v.number(),
+  model: v.string(),
+  status: v.picklist(["healthy", "starting", "unhealthy", "memory_blocked", "quarantined", "stopped"]),
+  status_reason: v.optional(v.string(), ""),
+  kv_bits: v.optional(v.number(), 0),
+  model_size_gb: v.optional(v.number(), 0),
+  last_ok_ts: v.optional(v.nullable(v.number()), null),
+});
+
+export const heartbeatSchema = v.object({
+  node_id: v.pipe(v.string(), v.nonEmpty("node_id is required")),
+  agent_version: v.optional(v.string()),
+  ollama_url: v.optional(v.string()),
+  draining: v.optional(v.boolean()),
+  cpu: v.optional(v.object({ cores_physical: v.number(), utilization_pct: v.number() })),
+  memory: v.optional(
+    v.object({ total_gb: gb, used_gb: gb, available_gb: gb, pressure: v.picklist(["nominal", "warning", "critical"]) }),
+  ),
+  disk: v.optional(v.object({ total_gb: gb, available_gb: gb })),
+  hardware: v.optional(
+    v.object({
+      memory_total_gb: gb,
+      cores_physical: v.number(),
+      chip: v.string(),
+      memory_bandwidth_gbps: v.number(),
+      arch: v.string(),
+    }),
+  ),
+  ollama: v.optional(ollamaSection),
+  mlx_servers: v.optional(v.array(mlxServer)),
+  mlx_bind_host: v.optional(v.string()),
+  labels: v.optional(v.record(v.string(), v.string())),
+});
+
+export type Heartbeat = v.InferOutput<typeof heartbeatSchema>;
+export type OllamaSection = v.InferOutput<typeof ollamaSection>;
+export type MlxServerStatus = v.InferOutput<typeof mlxServer>;

@@ -1,0 +1,11 @@
+// Ollama's naming rule, used everywhere herd compares model names: the tag is
+// optional and means ":latest" ("llama3.2" is "llama3.2:latest"). A colon
+// inside a path segment's prefix ("hf.co/org/repo:Q4_K_M") is a tag too.
+export function normalizeModelName(name: string): string {
+  const trimmed = name.trim();
+  return trimmed.lastIndexOf(":") > trimmed.lastIndexOf("/") ? trimmed : `${trimmed}:latest`;
+}
+
+export function sameModel(a: string, b: string): boolean {
+  return normalizeModelName(a).toLowerCase() === normalizeModelName(b).toLowerCase();
+}

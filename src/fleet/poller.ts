@@ -1,0 +1,29 @@
+// The router's own look at agentless nodes: each heartbeat interval it asks
+// their Ollama what is loaded and on disk, as an agent would have reported.
+import { probeOllama } from "../backends/ollama.ts";
+import type { LiveConfig } from "../config/live.ts";
+import type { Registry } from "./registry.ts";
+
+export function startPoller(registry: Registry, live: LiveConfig): { stop(): void; pollNow(): Promise<void> } {
+  let timer: Timer | null = null;
+  let stopped = false;
+  const pollNow = async () => {
+    const { connectMs } = live.config.timeouts;
+    await Promise.all(registry.pollTargets().map(async (t) => registry.polled(t.id, await probeOllama(t.url, connectMs))));
+  };
+  // Re-armed after each round so a slow node never stacks polls, and a new interval applies at once.
+  const loop = async () => {
+    await pollNow();
+    if (!stopped) timer = setTimeout(loop, live.config.heartbeat.intervalMs);
+  };
+  const ticker = setInterval(() => registry.tick(), 1000);
+  void loop();
+  return {
+    pollNow,
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      clearInterval(ticker);
+    },
+  };
+}

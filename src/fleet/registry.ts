@@ -1,0 +1,171 @@
+// Every node the router knows: declared in the config, reporting by heartbeat
+// (agent nodes) or polled by the router itself (agentless nodes). Status is
+// derived from the age of the last report: online → degraded → offline.
+import type { Database } from "bun:sqlite";
+import type { Config, NodeEntry } from "../config/schema.ts";
+import { log } from "../log.ts";
+import type { Heartbeat, OllamaSection } from "./heartbeat.ts";
+
+export type NodeStatus = "online" | "degraded" | "offline";
+
+export interface NodeRecord {
+  id: string;
+  /** How the node reports: its own agent, or the router polling its Ollama. */
+  source: "agent" | "poll" | null;
+  status: NodeStatus;
+  statusReason: string;
+  firstSeen: number | null;
+  lastSeen: number | null;
+  lastAgentBeat: number | null;
+  /** Ollama's URL as the agent reported it, rewritten to the address the router saw it from. */
+  reportedOllamaUrl: string | null;
+  report: Omit<Heartbeat, "node_id">;
+  ollama: OllamaSection | null;
+}
+
+export class Registry {
+  private nodes = new Map<string, NodeRecord>();
+  private declared = new Map<string, NodeEntry>();
+  private config: Config;
+
+  constructor(
+    config: Config,
+    private readonly store: Database | null = null,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.config = config;
+    this.sync(config);
+  }
+
+  /** Adopts a new config: declared nodes appear; nodes only the old config knew and nobody reports for go. */
+  sync(config: Config): void {
+    this.config = config;
+    this.declared = new Map(config.nodes.map((n) => [n.id, n]));
+    for (const id of this.declared.keys()) if (!this.nodes.has(id)) this.nodes.set(id, blank(id));
+    for (const [id, node] of this.nodes) {
+      if (!this.declared.has(id) && node.source !== "agent") this.nodes.delete(id);
+    }
+    this.tick();
+  }
+
+  entry(id: string): NodeEntry | undefined {
+    return this.declared.get(id);
+  }
+
+  get(id: string): NodeRecord | undefined {
+    return this.nodes.get(id);
+  }
+
+  all(): NodeRecord[] {
+    return [...this.nodes.values()];
+  }
+
+  /** Records an agent heartbeat; `remoteAddress` is where it came from. */
+  heartbeat(hb: Heartbeat, remoteAddress: string | null): NodeRecord {
+    const node = this.nodes.get(hb.node_id) ?? blank(hb.node_id);
+    if (!this.nodes.has(hb.node_id)) {
+      this.nodes.set(hb.node_id, node);
+      log.info(`node ${hb.node_id} joined (agent${remoteAddress ? ` at ${remoteAddress}` : ""})`);
+    }
+    const { node_id: _, ...report } = hb;
+    node.report = { ...node.report, ...report };
+    if (hb.ollama) node.ollama = hb.ollama;
+    if (hb.ollama_url) node.reportedOllamaUrl = reachableUrl(hb.ollama_url, remoteAddress);
+    node.source = "agent";
+    node.lastAgentBeat = this.now();
+    this.seen(node);
+    return node;
+  }
+
+  /** Records what the router's own poll of an agentless node found. */
+  polled(id: string, ollama: OllamaSection): void {
+    const node = this.nodes.get(id);
+    if (!node) return;
+    node.ollama = ollama;
+    if (!ollama.reachable) {
+      node.statusReason = `Ollama at ${this.ollamaUrl(node)}: ${ollama.error}`;
+      this.tick();
+      return;
+    }
+    node.source = "poll";
+    this.seen(node);
+  }
+
+  /** Declared nodes with an Ollama URL whose agent is not reporting: the router polls those. */
+  pollTargets(): { id: string; url: string }[] {
+    const fresh = this.now() - this.config.heartbeat.offlineMs;
+    return [...this.declared.values()]
+      .filter((n) => n.ollama && !((this.nodes.get(n.id)?.lastAgentBeat ?? 0) > fresh))
+      .map((n) => ({ id: n.id, url: n.ollama! }));
+  }
+
+  ollamaUrl(node: NodeRecord): string | null {
+    return this.declared.get(node.id)?.ollama ?? node.reportedOllamaUrl;
+  }
+
+  isDraining(node: NodeRecord): boolean {
+    return Boolean(this.declared.get(node.id)?.draining || node.report.draining);
+  }
+
+  /** Re-derives every node's status from the age of its last report. */
+  tick(): void {
+    const { timeoutMs, offlineMs } = this.config.heartbeat;
+    const now = this.now();
+    for (const node of this.nodes.values()) {
+      const age = node.lastSeen === null ? Infinity : now - node.lastSeen;
+      const status: NodeStatus = age > offlineMs ? "offline" : age > timeoutMs ? "degraded" : "online";
+      if (status === node.status) continue;
+      const reason =
+        node.lastSeen === null
+          ? node.statusReason || "not reached yet"
+          : status === "online"
+            ? ""
+            : `no ${node.source === "agent" ? "heartbeat" : "answer"} for ${Math.round(age / 1000)} s${node.statusReason ? `; ${node.statusReason}` : ""}`;
+      this.transition(node, status, reason);
+    }
+  }
+
+  private seen(node: NodeRecord): void {
+    const now = this.now();
+    node.firstSeen ??= now;
+    node.lastSeen = now;
+    node.statusReason = "";
+    if (node.status !== "online") this.transition(node, "online", "");
+  }
+
+  private transition(node: NodeRecord, status: NodeStatus, reason: string): void {
+    const from = node.status;
+    node.status = status;
+    node.statusReason = reason;
+    if (from === status) return;
+    const line = `node ${node.id}: ${from} → ${status}${reason ? ` (${reason})` : ""}`;
+    if (status === "online") log.info(line);
+    else log.warn(line);
+    this.store?.run("INSERT INTO node_events (at, node_id, status, reason) VALUES (?, ?, ?, ?)", [this.now() / 1000, node.id, status, reason]);
+  }
+}
+
+function blank(id: string): NodeRecord {
+  return {
+    id,
+    source: null,
+    status: "offline",
+    statusReason: "",
+    firstSeen: null,
+    lastSeen: null,
+    lastAgentBeat: null,
+    reportedOllamaUrl: null,
+    report: {},
+    ollama: null,
+  };
+}
+
+// An agent reports its Ollama as it sees it (often 127.0.0.1); the router must use the agent's LAN address instead.
+function reachableUrl(reported: string, remoteAddress: string | null): string {
+  if (!remoteAddress || !URL.canParse(reported)) return reported;
+  const url = new URL(reported);
+  const loopback = (h: string) => h === "localhost" || h === "[::1]" || h === "::1" || h.startsWith("127.");
+  if (!loopback(url.hostname) || loopback(remoteAddress) || remoteAddress === "::ffff:127.0.0.1") return reported;
+  url.hostname = remoteAddress.includes(":") && !remoteAddress.startsWith("::ffff:") ? `[${remoteAddress}]` : remoteAddress.replace("::ffff:", "");
+  return url.toString().replace(/\/$/, "");
+}

@@ -1,0 +1,107 @@
+// The node agent: every heartbeat interval it reads the machine and its local
+// Ollama and tells the router. It finds its own entry in the shared config by
+// node id and follows config reloads like the router does.
+import { probeOllama } from "../backends/ollama.ts";
+import type { LiveConfig } from "../config/live.ts";
+import type { NodeEntry } from "../config/schema.ts";
+import type { Heartbeat, OllamaSection } from "../fleet/heartbeat.ts";
+import { log } from "../log.ts";
+import { VERSION } from "../version.ts";
+import { type SystemCollector, systemCollector } from "./collectors.ts";
+
+export const DEFAULT_OLLAMA = "http://127.0.0.1:11434";
+
+export interface AgentOptions {
+  nodeId: string;
+  live: LiveConfig;
+  /** --ollama: wins over the node's config entry. */
+  ollamaUrl?: string;
+  /** Delivers a heartbeat: POST to a remote router, or a direct call in the combined process. */
+  send: (hb: Heartbeat) => Promise<void>;
+  collector?: SystemCollector;
+}
+
+export interface AgentHandle {
+  /** Sends one heartbeat now and returns what the local Ollama looked like. */
+  beat(): Promise<OllamaSection>;
+  stop(): void;
+}
+
+export function startAgent(opts: AgentOptions): AgentHandle {
+  const collector = opts.collector ?? systemCollector();
+  const entry = (): NodeEntry | undefined => opts.live.config.nodes.find((n) => n.id === opts.nodeId);
+  const ollamaUrl = () => opts.ollamaUrl ?? entry()?.ollama ?? DEFAULT_OLLAMA;
+  let timer: Timer | null = null;
+  let stopped = false;
+  let lastOllamaError: string | null | undefined;
+  let lastSendError: string | null | undefined;
+
+  if (!entry()) log.info(`node ${opts.nodeId} has no entry in the config; running with defaults (Ollama at ${ollamaUrl()})`);
+  opts.live.onChange(() => log.debug(`node ${opts.nodeId}: config reloaded`));
+
+  const beat = async (): Promise<OllamaSection> => {
+    const url = ollamaUrl();
+    const [ollama, memory, hardware, disk] = await Promise.all([
+      probeOllama(url, opts.live.config.timeouts.connectMs),
+      collector.memory(),
+      collector.hardware(),
+      collector.disk(opts.live.config.server.dataDir),
+    ]);
+    if (ollama.error !== lastOllamaError) {
+      if (ollama.error) log.warn(`node ${opts.nodeId}: Ollama at ${url} unreachable (${ollama.error})`);
+      else if (lastOllamaError !== undefined) log.info(`node ${opts.nodeId}: Ollama at ${url} is back`);
+      lastOllamaError = ollama.error;
+    }
+    const hb: Heartbeat = {
+      node_id: opts.nodeId,
+      agent_version: VERSION,
+      ollama_url: url,
+      cpu: collector.cpu(),
+      memory,
+      hardware,
+      disk,
+      ollama,
+      ...(entry()?.draining ? { draining: true } : {}),
+    };
+    try {
+      await opts.send(hb);
+      if (lastSendError) log.info(`node ${opts.nodeId}: router reachable again`);
+      lastSendError = null;
+    } catch (e) {
+      const message = (e as Error).message;
+      if (message !== lastSendError) log.warn(`node ${opts.nodeId}: heartbeat not delivered (${message}); retrying every interval`);
+      lastSendError = message;
+    }
+    return ollama;
+  };
+
+  const loop = async () => {
+    await beat();
+    if (!stopped) timer = setTimeout(loop, opts.live.config.heartbeat.intervalMs);
+  };
+  timer = setTimeout(loop, opts.live.config.heartbeat.intervalMs);
+
+  return {
+    beat,
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+    },
+  };
+}
+
+/** Heartbeats over HTTP to a router elsewhere on the network. */
+export function postTo(routerUrl: string, timeoutMs: number): (hb: Heartbeat) => Promise<void> {
+  const url = new URL("/heartbeat", routerUrl);
+  return async (hb) => {
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(hb),
+      signal: AbortSignal.timeout(timeoutMs),
+    }).catch((e: Error) => {
+      throw new Error(`router at ${routerUrl}: ${e.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : e.message}`);
+    });
+    if (!res.ok) throw new Error(`router at ${routerUrl} answered ${res.status}: ${(await res.text()).slice(0, 200)}`);
+  };
+}

@@ -1,0 +1,89 @@
+// The router process: config, store, fleet registry, poller and HTTP server,
+// started in order and stopped in reverse.
+import type { Database } from "bun:sqlite";
+import { buildApp } from "./app.ts";
+import type { LiveConfig } from "./config/live.ts";
+import { startPoller } from "./fleet/poller.ts";
+import { Registry } from "./fleet/registry.ts";
+import { UserError } from "./errors.ts";
+import { log } from "./log.ts";
+import { STORE_FILE, openStore } from "./store/db.ts";
+
+export interface Runtime {
+  live: LiveConfig;
+  registry: Registry;
+  store: Database;
+  startedAt: number;
+  ready: boolean;
+}
+
+export interface RouterHandle {
+  rt: Runtime;
+  url: string;
+  port: number;
+  /** Resolves after the first poll of every agentless node. */
+  firstPoll: Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
+  const { host, port, dataDir } = live.config.server;
+  let store: Database;
+  try {
+    store = openStore(dataDir);
+  } catch (e) {
+    throw new UserError(`cannot open the store in ${dataDir} (${(e as Error).message}); pass --data-dir DIR or set server.dataDir`);
+  }
+  const rt: Runtime = { live, registry: new Registry(live.config, store), store, startedAt: Date.now(), ready: false };
+  recordConfig(rt);
+
+  const app = buildApp(rt);
+  try {
+    // reusePort off: a second herd on the same port must fail loudly, not share the socket.
+    app.listen({ hostname: host, port, idleTimeout: 0, reusePort: false, development: false });
+  } catch (e) {
+    store.close();
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "EADDRINUSE") throw new UserError(`port ${port} on ${host} is already in use (another herd, or Ollama?); pass --port N or set server.port`);
+    if (code === "EADDRNOTAVAIL") throw new UserError(`cannot listen on ${host}: no such address on this machine; fix server.host`);
+    throw new UserError(`cannot listen on ${host}:${port}: ${(e as Error).message}`);
+  }
+  const boundPort = app.server!.port!;
+  const poller = startPoller(rt.registry, live);
+  rt.ready = true;
+  log.info(`store: ${dataDir}/${STORE_FILE}`);
+
+  return {
+    rt,
+    port: boundPort,
+    url: `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${boundPort}`,
+    firstPoll: poller.pollNow(),
+    async stop() {
+      rt.ready = false;
+      poller.stop();
+      await app.stop();
+      store.close();
+    },
+  };
+}
+
+// The fleet follows the config; settings that need a new socket say so instead of silently not applying.
+function recordConfig(rt: Runtime): void {
+  const insert = (ok: boolean, hash: string | null, message: string | null) =>
+    rt.store.run("INSERT INTO config_events (at, path, hash, ok, message) VALUES (?, ?, ?, ?, ?)", [
+      Date.now() / 1000,
+      rt.live.current.source.path,
+      hash,
+      ok ? 1 : 0,
+      message,
+    ]);
+  insert(true, rt.live.current.source.hash, null);
+  rt.live.onChange((next, previous) => {
+    rt.registry.sync(next.config);
+    insert(true, next.source.hash, null);
+    const [a, b] = [previous.config.server, next.config.server];
+    if (a.host !== b.host || a.port !== b.port) log.warn(`server.host/port changed to ${b.host}:${b.port}; restart herd to listen there`);
+    if (a.dataDir !== b.dataDir) log.warn(`server.dataDir changed to ${b.dataDir}; restart herd to use it`);
+  });
+  rt.live.onError((error) => insert(false, error.hash, error.message));
+}

@@ -1,0 +1,201 @@
+// A simulated mlx_lm.server: one model per server, OpenAI wire format as
+// mlx_lm emits it (Python json.dumps bytes, uuid ids, its usage fields) and a
+// prompt cache that reports reused prefix tokens as usage.prompt_tokens_details.
+import { randomUUID } from "node:crypto";
+import { pyJson } from "./encoding.ts";
+import type { Faults } from "./faults.ts";
+import { parseMessages, parseTools, promptTokenIds, reply, tokenIds, type ChatMessage, type Reply } from "./replies.ts";
+import { serveSim, silentDrop, type Backend, type Frame, type RequestContext, type SimServer } from "./server.ts";
+
+export interface SimMlxOptions {
+  id: string;
+  /** The model the server was started with, e.g. "mlx-community/Qwen3-8B-4bit". */
+  model: string;
+  port?: number;
+  host?: string;
+  tokensPerSecond?: number;
+  faults?: Faults;
+}
+
+// mlx_lm's f"{__version__}-{mx.__version__}-{platform.platform()}-{gpu_arch}".
+const FINGERPRINT = "0.28.3-0.29.3-macOS-15.6.1-arm64-arm-64bit-applegpu_g15s";
+const DEFAULT_MAX_TOKENS = 512; // mlx_lm.server --max-tokens default
+const PROMPT_CACHE_SIZE = 10; // mlx_lm.server --prompt-cache-size default
+const METAL_OOM =
+  "[metal::malloc] Attempting to allocate 34359738368 bytes which is greater than the maximum allowed buffer size of 28991029248 bytes.";
+
+export function startMlxServer(opts: SimMlxOptions): SimServer {
+  const { model } = opts;
+  const thinks = /qwen3|gpt-oss|deepseek-r1/i.test(model);
+  // Token sequences (prompt + generated) of recent requests, most recent last.
+  const promptCache: number[][] = [];
+
+  function cachedPrefix(prompt: number[]): number {
+    let best = 0;
+    for (const seq of promptCache) {
+      let n = 0;
+      while (n < prompt.length && n < seq.length && seq[n] === prompt[n]) n++;
+      best = Math.max(best, n);
+    }
+    return best;
+  }
+
+  function remember(seq: number[]) {
+    promptCache.push(seq);
+    if (promptCache.length > PROMPT_CACHE_SIZE) promptCache.shift();
+  }
+
+  async function complete(req: Request, ctx: RequestContext, kind: "chat" | "text"): Promise<Response> {
+    const raw = await req.text();
+    let body: unknown;
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      return json({ error: `Invalid JSON in request body: ${pythonDecodeError(raw)}` }, 400);
+    }
+    if (typeof body !== "object" || body === null || Array.isArray(body)) {
+      return json({ error: "Request should be a JSON dictionary" }, 400);
+    }
+    const b = body as Record<string, unknown>;
+    const stream = b.stream ?? false;
+    const maxTokens = b.max_completion_tokens ?? b.max_tokens ?? DEFAULT_MAX_TOKENS;
+    // mlx_lm raises from do_POST on these; http.server then closes the
+    // connection without writing a response.
+    const malformed =
+      typeof stream !== "boolean" ||
+      typeof maxTokens !== "number" ||
+      !Number.isInteger(maxTokens) ||
+      maxTokens < 0 ||
+      (kind === "chat" ? !Array.isArray(b.messages) : typeof b.prompt !== "string");
+    if (malformed) return silentDrop();
+
+    const requested = typeof b.model === "string" ? b.model : "default_model";
+    if (requested !== "default_model" && requested !== model) {
+      const hint = "Please make sure you specified the local path or Hugging Face repo id correctly.";
+      return json({ error: `Model not found for path or HF repo: ${requested}.\n${hint}` }, 404);
+    }
+
+    const messages: ChatMessage[] = kind === "chat" ? parseMessages(b.messages) : [{ role: "user", content: b.prompt as string }];
+    const prompt = kind === "chat" ? promptTokenIds(messages) : tokenIds(b.prompt as string);
+    const cached = cachedPrefix(prompt);
+    if (cached > 0) ctx.count("promptCacheHits");
+    ctx.count("cachedPromptTokens", cached);
+    await ctx.sleep(((prompt.length - cached) * ctx.tokenIntervalMs) / 10);
+
+    const tools = kind === "chat" ? parseTools(b.tools) : undefined;
+    const templateArgs = b.chat_template_kwargs as { enable_thinking?: unknown } | undefined;
+    const r = reply({
+      model,
+      messages,
+      think: kind === "chat" && thinks && templateArgs?.enable_thinking !== false,
+      tools,
+      maxTokens,
+    });
+    const id = kind === "chat" ? `chatcmpl-${randomUUID()}` : `cmpl-${randomUUID()}`;
+    const created = Math.floor(Date.now() / 1000);
+    const object = kind === "text" ? "text_completion" : stream ? "chat.completion.chunk" : "chat.completion";
+    const finishReason = r.truncated ? "length" : r.toolCall ? "tool_calls" : "stop";
+    const toolCalls = r.toolCall && [
+      {
+        function: { name: r.toolCall.name, arguments: pyJson(r.toolCall.arguments, false) },
+        type: "function",
+        id: randomUUID(),
+        ...(stream ? { index: 0 } : {}),
+      },
+    ];
+    const usage = {
+      prompt_tokens: prompt.length,
+      completion_tokens: r.evalCount,
+      total_tokens: prompt.length + r.evalCount,
+      prompt_tokens_details: { cached_tokens: cached },
+    };
+
+    // generate_response(): static fields, then the choice; empty parts are left out.
+    const packet = (text: string, finish: string | null, extra: { reasoning?: string; tool_calls?: unknown[] } = {}) => {
+      const choice: Record<string, unknown> = { index: 0, finish_reason: finish };
+      if (kind === "text") choice.text = text;
+      else {
+        const message: Record<string, unknown> = { role: "assistant" };
+        if (text) message.content = text;
+        if (extra.reasoning) message.reasoning = extra.reasoning;
+        if (extra.tool_calls?.length) message.tool_calls = extra.tool_calls;
+        choice[stream ? "delta" : "message"] = message;
+      }
+      return { id, system_fingerprint: FINGERPRINT, object, model: requested, created, choices: [choice] };
+    };
+    const sse = (value: unknown) => `data: ${pyJson(value)}\n\n`;
+
+    async function* frames(): AsyncGenerator<Frame> {
+      for (const t of r.thinking) yield { token: true, data: stream ? sse(packet("", null, { reasoning: t })) : undefined };
+      for (const t of r.content) yield { token: true, data: stream ? sse(packet(t, null)) : undefined };
+      for (let i = r.thinking.length + r.content.length; i < r.evalCount; i++) yield { token: true };
+      remember([...prompt, ...generatedIds(r)]);
+      if (!stream) {
+        const whole = packet(r.content.join(""), finishReason, { reasoning: r.thinking.join(""), tool_calls: toolCalls });
+        yield { tail: true, data: pyJson({ ...whole, usage }) };
+        return;
+      }
+      yield { tail: true, data: sse(packet("", finishReason, { tool_calls: toolCalls })) };
+      if ((b.stream_options as { include_usage?: unknown } | undefined)?.include_usage) {
+        // mlx_lm labels this packet "chat.completion" even for text completions.
+        const head = { id, system_fingerprint: FINGERPRINT, object: "chat.completion", model: requested, created };
+        yield { tail: true, data: sse({ ...head, choices: [], usage }) };
+      }
+      yield { tail: true, data: "data: [DONE]\n\n" };
+    }
+    const headers: Record<string, string> = stream ? { "Content-Type": "text/event-stream", "Cache-Control": "no-cache" } : { "Content-Type": "application/json" };
+    return ctx.stream(frames(), { ...CORS, ...headers });
+  }
+
+  const backend: Backend = {
+    async handle(req, ctx) {
+      const path = ctx.url.pathname;
+      if (req.method === "OPTIONS") return new Response(null, { status: 204, headers: { ...CORS, "Content-Type": "application/json" } });
+      if (req.method === "GET") {
+        if (path === "/health") return json({ status: "ok" });
+        if (path.startsWith("/v1/models")) {
+          // /v1/models/<repo id> filters the list to that repo.
+          const filter = path.split("/").slice(3).join("/");
+          const data = !filter || filter === model ? [{ id: model, object: "model", created: Math.floor(Date.now() / 1000) }] : [];
+          return json({ object: "list", data });
+        }
+        return notFound();
+      }
+      if (req.method === "POST") {
+        if (path === "/v1/completions") return complete(req, ctx, "text");
+        if (path === "/v1/chat/completions" || path === "/chat/completions") return complete(req, ctx, "chat");
+        return notFound();
+      }
+      return new Response(`Unsupported method ('${req.method}')`, { status: 501, headers: { "Content-Type": "text/html;charset=utf-8" } });
+    },
+    error500: () => json({ error: METAL_OOM }, 500),
+    state: () => ({ model, promptCache: { sequences: promptCache.length } }),
+    patchKeys: [],
+    patch: () => {},
+  };
+
+  return serveSim({ ...opts, kind: "mlx", backend });
+}
+
+const CORS = { "Access-Control-Allow-Origin": "*", "Access-Control-Allow-Methods": "*", "Access-Control-Allow-Headers": "*" };
+
+function json(value: unknown, status = 200): Response {
+  return new Response(pyJson(value), { status, headers: { ...CORS, "Content-Type": "application/json" } });
+}
+
+// mlx_lm answers unknown paths with a JSON content type and a plain-text body.
+function notFound(): Response {
+  return new Response("Not Found", { status: 404, headers: { ...CORS, "Content-Type": "application/json" } });
+}
+
+// Python's json.JSONDecodeError wording for the two common cases.
+function pythonDecodeError(raw: string): string {
+  const at = raw.length - raw.trimStart().length;
+  const first = raw[at];
+  if (first === undefined || !/[{["\-\dtfnNI]/.test(first)) return `Expecting value: line 1 column ${at + 1} (char ${at})`;
+  return `Expecting ',' delimiter: line 1 column ${raw.length + 1} (char ${raw.length})`;
+}
+
+function generatedIds(r: Reply): number[] {
+  return tokenIds([...r.thinking, ...r.content].join(""));
+}

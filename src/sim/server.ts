@@ -1,0 +1,241 @@
+// The HTTP shell every sim backend runs in: Bun.serve, request accounting,
+// fault injection, paced token streaming and the /_sim control surface.
+import { parseFaults, tokenIntervalMs, type Faults } from "./faults.ts";
+
+export type Counters = Record<string, number>;
+
+/** One write of a response body. */
+export interface Frame {
+  /** Bytes to send; absent for tokens that are generated but not streamed. */
+  data?: string;
+  /** A generated token: paced at the token rate, counted by dieAfterTokens. */
+  token?: boolean;
+  /** A closing frame (final chunk, usage, [DONE]): a dying stream never sends it. */
+  tail?: boolean;
+  /** Wait this long first (pacing for non-token frames, e.g. pull progress). */
+  delayMs?: number;
+}
+
+export interface RequestContext {
+  url: URL;
+  /** Aborts when the client goes away or the sim stops. */
+  signal: AbortSignal;
+  tokenIntervalMs: number;
+  count(counter: string, by?: number): void;
+  /** Sleep that rejects as soon as `signal` aborts. */
+  sleep(ms: number): Promise<void>;
+  /** A response whose body is `frames`, paced and subject to the request's faults. */
+  stream(frames: AsyncIterable<Frame>, headers: Record<string, string>): Response;
+}
+
+export interface Backend {
+  handle(req: Request, ctx: RequestContext): Promise<Response>;
+  /** A 500 shaped the way this backend reports internal errors. */
+  error500(url: URL): Response;
+  /** Backend-specific part of GET /_sim. */
+  state(): Record<string, unknown>;
+  /** Keys of a POST /_sim body the backend owns. */
+  readonly patchKeys: readonly string[];
+  /** Apply those keys; validate everything before changing anything. */
+  patch(body: Record<string, unknown>): void;
+}
+
+export interface SimServer {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+  setFaults(faults: Faults): void;
+  /** What GET /_sim returns. */
+  state(): Record<string, unknown>;
+  /** What POST /_sim does; returns the new state. */
+  patch(body: Record<string, unknown>): Record<string, unknown>;
+}
+
+export interface ServeOptions {
+  id: string;
+  kind: "ollama" | "mlx";
+  host?: string;
+  port?: number;
+  tokensPerSecond?: number;
+  faults?: Faults;
+  backend: Backend;
+}
+
+const SHELL_KEYS = ["faults", "tokensPerSecond"];
+
+export function serveSim(opts: ServeOptions): SimServer {
+  const { id, kind, backend } = opts;
+  let faults = parseFaults(opts.faults ?? {});
+  let tokensPerSecond = positive(opts.tokensPerSecond ?? 400, "tokensPerSecond");
+  let inFlight = 0;
+  const counters: Counters = { requests: 0, errors: 0, tokens: 0, dropped: 0, hung: 0 };
+  const count = (counter: string, by = 1) => {
+    counters[counter] = (counters[counter] ?? 0) + by;
+  };
+  const stopping = new AbortController();
+
+  const server = Bun.serve({
+    hostname: opts.host ?? "127.0.0.1",
+    port: opts.port ?? 0,
+    idleTimeout: 0, // a hung request must stay hung, not be reaped after 10 s
+    development: false,
+    fetch: (req) => (new URL(req.url).pathname === "/_sim" ? control(req) : serve(req)),
+    error: (e) => new Response(`sim ${id}: ${e.message}`, { status: 500 }),
+  });
+  const url = `http://${server.hostname}:${server.port}`;
+
+  async function serve(req: Request): Promise<Response> {
+    const signal = AbortSignal.any([req.signal, stopping.signal]);
+    const requestFaults = faults; // a request keeps the faults it arrived with
+    count("requests");
+    inFlight++;
+    let finished = false;
+    const finish = () => {
+      if (!finished) inFlight--;
+      finished = true;
+    };
+    let streaming = false;
+    const ctx: RequestContext = {
+      url: new URL(req.url),
+      signal,
+      tokenIntervalMs: tokenIntervalMs(requestFaults, tokensPerSecond),
+      count,
+      sleep: (ms) => sleep(ms, signal),
+      stream: (frames, headers) => {
+        streaming = true;
+        return new Response(paced(frames, requestFaults, ctx, finish), { headers });
+      },
+    };
+    try {
+      if (requestFaults.firstByteDelayMs) await ctx.sleep(requestFaults.firstByteDelayMs);
+      if (requestFaults.hang) {
+        count("hung");
+        if (!signal.aborted) await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+        return silentDrop();
+      }
+      if (requestFaults.error500) {
+        count("errors");
+        return backend.error500(ctx.url);
+      }
+      const res = await backend.handle(req, ctx);
+      if (res.status >= 400) count("errors");
+      return res;
+    } catch (e) {
+      if (signal.aborted) return silentDrop();
+      throw e;
+    } finally {
+      if (!streaming) finish();
+    }
+  }
+
+  // Streams frames; tokens are paced against a fixed schedule so the rate
+  // holds however long each write takes.
+  function paced(frames: AsyncIterable<Frame>, f: Faults, ctx: RequestContext, finish: () => void) {
+    const encoder = new TextEncoder();
+    return new ReadableStream<Uint8Array>({
+      async start(controller) {
+        const started = performance.now();
+        let tokens = 0;
+        try {
+          for await (const frame of frames) {
+            const dies = f.dieAfterTokens !== undefined && (frame.tail || (frame.token && tokens >= f.dieAfterTokens));
+            if (dies) {
+              // Die when the next write is due, once what was sent has reached the socket.
+              await ctx.sleep(Math.max(ctx.tokenIntervalMs, 5));
+              count("dropped");
+              return controller.error(undefined); // Bun drops the socket: no terminating chunk
+            }
+            if (frame.token) {
+              tokens++;
+              count("tokens");
+              await ctx.sleep(started + tokens * ctx.tokenIntervalMs - performance.now());
+            } else if (frame.delayMs) {
+              await ctx.sleep(frame.delayMs);
+            }
+            if (frame.data !== undefined) controller.enqueue(encoder.encode(frame.data));
+          }
+          controller.close();
+        } catch (e) {
+          if (!ctx.signal.aborted) console.error(`sim ${id}: response stream failed`, e); // a bug, not a hang-up
+          controller.error(undefined);
+        } finally {
+          finish();
+        }
+      },
+    });
+  }
+
+  async function control(req: Request): Promise<Response> {
+    if (req.method === "GET") return json(state());
+    if (req.method !== "POST") return json({ error: "use GET or POST" }, 405);
+    try {
+      const body: unknown = await req.json();
+      if (typeof body !== "object" || body === null || Array.isArray(body)) throw new Error("body must be an object");
+      return json(patch(body as Record<string, unknown>));
+    } catch (e) {
+      return json({ error: (e as Error).message }, 400);
+    }
+  }
+
+  function state(): Record<string, unknown> {
+    return { id, kind, url, tokensPerSecond, faults, inFlight, counters: { ...counters }, ...backend.state() };
+  }
+
+  function patch(body: Record<string, unknown>): Record<string, unknown> {
+    const unknown = Object.keys(body).filter((k) => !SHELL_KEYS.includes(k) && !backend.patchKeys.includes(k));
+    if (unknown.length) throw new Error(`unknown key(s): ${unknown.join(", ")}`);
+    const nextFaults = "faults" in body ? parseFaults(body.faults) : faults;
+    const nextRate = "tokensPerSecond" in body ? positive(body.tokensPerSecond, "tokensPerSecond") : tokensPerSecond;
+    backend.patch(body);
+    faults = nextFaults;
+    tokensPerSecond = nextRate;
+    return state();
+  }
+
+  return {
+    url,
+    port: server.port!,
+    state,
+    patch,
+    setFaults: (next) => {
+      faults = parseFaults(next);
+    },
+    async stop() {
+      stopping.abort(new Error(`sim ${id} stopped`)); // wakes hung requests and sleeping streams
+      await server.stop(true);
+    },
+  };
+}
+
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    if (ms <= 0) return resolve();
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/**
+ * Close the connection without answering. Erroring the body before any byte
+ * is written makes Bun drop the socket without a status line.
+ */
+export function silentDrop(): Response {
+  return new Response(new ReadableStream({ start: (c) => c.error(undefined) }));
+}
+
+function json(value: unknown, status = 200): Response {
+  return new Response(JSON.stringify(value), { status, headers: { "Content-Type": "application/json" } });
+}
+
+function positive(value: unknown, name: string): number {
+  if (typeof value !== "number" || !(value > 0)) throw new Error(`${name} must be a positive number`);
+  return value;
+}

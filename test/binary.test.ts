@@ -1,0 +1,45 @@
+// The compiled binary as a user gets it: copied alone into an empty folder
+// next to a herd.config.ts, it serves, reloads, and brings its own types.
+import { beforeAll, describe, expect, test } from "bun:test";
+import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { HOST_TARGET, TARGETS, compile } from "../compile/build.ts";
+import pkg from "../package.json" with { type: "json" };
+import { eventually, getJson, herd, startRouterProcess, tmpDir } from "./helpers.ts";
+
+const dir = tmpDir();
+const bin = join(dir, "herd");
+
+beforeAll(async () => {
+  if (!TARGETS[HOST_TARGET]) throw new Error(`herd ships no binary for ${HOST_TARGET}; targets: ${Object.keys(TARGETS).join(", ")}`);
+  copyFileSync(await compile(HOST_TARGET), bin);
+}, 120_000);
+
+describe(`the ${HOST_TARGET} binary, alone in an empty folder`, () => {
+  test("knows its version and validates configs", async () => {
+    expect((await herd(["version"], { bin, cwd: dir })).stdout.trim()).toBe(pkg.version);
+    writeFileSync(join(dir, "bad.yaml"), "server:\n  prot: 1\n");
+    const bad = await herd(["check-config", "bad.yaml"], { bin, cwd: dir });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain(`server.prot: unknown key; did you mean "port"?`);
+  });
+
+  test("`herd init` writes the config, its types and schema from inside the binary", async () => {
+    const r = await herd(["init"], { bin, cwd: dir });
+    expect(r.code).toBe(0);
+    expect(readFileSync(join(dir, "herd.d.ts"), "utf8")).toContain("export interface HerdConfig");
+    expect(JSON.parse(readFileSync(join(dir, "herd.schema.json"), "utf8")).properties.nodes).toBeDefined();
+  });
+
+  test("serves /healthz and reloads herd.config.ts when the file changes", async () => {
+    const config = (id: string) => `import type { HerdConfig } from "./herd";\nexport default { nodes: [{ id: "${id}", ollama: "http://127.0.0.1:9" }] } satisfies HerdConfig;\n`;
+    writeFileSync(join(dir, "herd.config.ts"), config("first"));
+    const router = await startRouterProcess(["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", "data"], { bin, cwd: dir });
+    expect((await getJson(`${router.url}/healthz`)).status).toBe("ok");
+    const ids = async () => (await getJson(`${router.url}/fleet/status`)).nodes.map((n: any) => n.node_id);
+    expect(await ids()).toEqual(["first"]);
+    writeFileSync(join(dir, "herd.config.ts"), config("second"));
+    await eventually(async () => (await ids())[0] === "second", 3000, "the reload");
+    expect(await router.stop()).toBe(0);
+  });
+});

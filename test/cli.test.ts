@@ -1,0 +1,90 @@
+// The CLI as a user meets it: help, versions, usage errors, and the first start.
+import { describe, expect, test } from "bun:test";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import pkg from "../package.json" with { type: "json" };
+import { eventually, getJson, herd, startRouterProcess, tmpDir } from "./helpers.ts";
+
+describe("herd CLI", () => {
+  test("version and --help for every command", async () => {
+    expect((await herd(["version"])).stdout.trim()).toBe(pkg.version);
+    const top = await herd(["--help"]);
+    expect(top.code).toBe(0);
+    for (const cmd of ["serve", "node", "sim", "init", "check-config", "version"]) {
+      expect(top.stdout).toContain(cmd);
+      const r = await herd([cmd, "--help"]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain(`Usage: herd ${cmd}`);
+    }
+    expect((await herd(["node", "-h"])).stdout).toContain("--router URL");
+  });
+
+  test("usage errors say what is wrong in one line and exit 2", async () => {
+    const cases: [string[], string][] = [
+      [["frobnicate"], `unknown command "frobnicate"`],
+      [["serve", "--bogus"], "--bogus"],
+      [["serve", "--port", "http"], `--port: expected a port number 0-65535, got "http"`],
+      [["node", "--port", "1"], "herd node does not take --port"],
+      [["sim", "--nodes", "0"], `--nodes: expected a whole number 1-64, got "0"`],
+      [["check-config"], "check-config needs a FILE"],
+    ];
+    for (const [args, message] of cases) {
+      const r = await herd(args);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(message);
+      expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    }
+  });
+
+  test("with no config and no Ollama, `herd` starts, says what it found, serves, and stops cleanly on SIGTERM", async () => {
+    const dir = tmpDir();
+    const router = await startRouterProcess(["--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data"), "--ollama", "http://127.0.0.1:9"], { cwd: dir });
+    await router.waitFor(/local Ollama at http:\/\/127\.0\.0\.1:9 unreachable; run `herd sim` or edit herd\.config\.ts/);
+    expect(router.output()).toContain(`no herd.config.* in ${dir}; running on defaults`);
+    const health = await getJson(`${router.url}/healthz`);
+    expect(health).toMatchObject({ status: "ok", version: pkg.version, config_hash: "defaults" });
+    const status = await getJson(`${router.url}/fleet/status`);
+    const self = status.nodes.find((n: any) => n.node_id === hostname().replace(/\.local$/, ""));
+    expect(self).toMatchObject({ status: "online", source: "agent", declared: false });
+    expect(self.ollama).toMatchObject({ reachable: false, error: "connection refused" });
+    expect(self.hardware.memory_total_gb).toBeGreaterThan(0);
+    expect(await router.stop("SIGTERM")).toBe(0);
+  });
+
+  test("`npm start`'s command runs the repo's herd.config.ts; env overrides port and data dir", async () => {
+    const dir = tmpDir();
+    const router = await startRouterProcess(["--ollama", "http://127.0.0.1:9"], {
+      env: { HERD_PORT: "0", HERD_HOST: "127.0.0.1", HERD_DATA_DIR: join(dir, "data"), HERD_NODE_ID: "laptop" },
+    });
+    const status = await getJson(`${router.url}/fleet/status`);
+    expect(status.config.path).toMatch(/\/herd\.config\.ts$/);
+    await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.some((n: any) => n.node_id === "laptop"), 3000, "the local agent");
+    expect(await Bun.file(join(dir, "data", "herd.sqlite")).exists()).toBe(true);
+    await router.stop();
+  });
+
+  test("a port in use and an unusable data dir each get one clear line and exit 1", async () => {
+    const dir = tmpDir();
+    const first = await startRouterProcess(["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "a")], { cwd: dir });
+    const port = new URL(first.url).port;
+    const second = await herd(["serve", "--port", port, "--host", "127.0.0.1", "--data-dir", join(dir, "b")], { cwd: dir });
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain(`port ${port} on 127.0.0.1 is already in use`);
+    expect(second.stderr).not.toMatch(/^\s+at /m);
+
+    await Bun.write(join(dir, "file"), "not a directory");
+    const badDir = await herd(["serve", "--port", "0", "--data-dir", join(dir, "file", "sub")], { cwd: dir });
+    expect(badDir.code).toBe(1);
+    expect(badDir.stderr).toContain("cannot open the store in");
+    expect(badDir.stderr).toContain("--data-dir");
+    await first.stop();
+  });
+
+  test("an invalid config at start exits 1 with the problems", async () => {
+    const dir = tmpDir();
+    await Bun.write(join(dir, "herd.config.json"), JSON.stringify({ server: { port: "x" } }));
+    const r = await herd(["serve"], { cwd: dir });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`server.port: expected a number, got "x"`);
+  });
+});

@@ -1,0 +1,126 @@
+// Black-box helpers: run the CLI as a user would, as a real subprocess, and
+// make sure every process a test starts is stopped.
+import { afterAll } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export const ROOT = join(import.meta.dir, "..");
+export const CLI = join(ROOT, "src/cli.ts");
+const BUN = process.execPath;
+
+const cleanups: (() => unknown)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+export function tmpDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "herd-test-"));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+const baseEnv = () => {
+  const env: Record<string, string | undefined> = { ...process.env, HERD_LOG_LEVEL: "info" };
+  for (const k of ["HERD_CONFIG", "HERD_PORT", "HERD_HOST", "HERD_DATA_DIR", "HERD_ROUTER", "HERD_NODE_ID"]) delete env[k];
+  return env;
+};
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `herd ARGS` to completion (bounded by timeoutMs). */
+export async function herd(args: string[], opts: { cwd?: string; env?: Record<string, string>; timeoutMs?: number; bin?: string } = {}): Promise<CliResult> {
+  const proc = Bun.spawn(opts.bin ? [opts.bin, ...args] : [BUN, CLI, ...args], {
+    cwd: opts.cwd ?? ROOT,
+    env: { ...baseEnv(), ...opts.env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const timer = setTimeout(() => proc.kill("SIGKILL"), opts.timeoutMs ?? 15000);
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
+
+export interface Running {
+  proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  /** Everything printed so far (stdout and stderr interleaved by arrival). */
+  output(): string;
+  /** Waits until the output matches, or fails after timeoutMs. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  stop(signal?: NodeJS.Signals): Promise<number>;
+}
+
+/** Starts a long-running `herd ARGS`; it is killed after the test file at the latest. */
+export function spawnHerd(args: string[], opts: { cwd?: string; env?: Record<string, string>; bin?: string } = {}): Running {
+  const proc = Bun.spawn(opts.bin ? [opts.bin, ...args] : [BUN, CLI, ...args], {
+    cwd: opts.cwd ?? ROOT,
+    env: { ...baseEnv(), ...opts.env },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let text = "";
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) text += decoder.decode(chunk, { stream: true });
+  };
+  void pump(proc.stdout);
+  void pump(proc.stderr);
+  const running: Running = {
+    proc,
+    output: () => text,
+    async waitFor(pattern, timeoutMs = 10000) {
+      const deadline = Date.now() + timeoutMs;
+      while (Date.now() < deadline) {
+        const m = text.match(pattern);
+        if (m) return m;
+        if (proc.exitCode !== null) break;
+        await Bun.sleep(25);
+      }
+      throw new Error(`timed out waiting for ${pattern}; output so far:\n${text}`);
+    },
+    async stop(signal = "SIGTERM") {
+      if (proc.exitCode === null) proc.kill(signal);
+      const timer = setTimeout(() => proc.kill("SIGKILL"), 5000);
+      const code = await proc.exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+  cleanups.push(() => running.stop("SIGKILL"));
+  return running;
+}
+
+/** Starts a router (`herd ARGS`, which must include --port 0) and returns its URL once it serves. */
+export async function startRouterProcess(args: string[], opts: { cwd?: string; env?: Record<string, string>; bin?: string } = {}) {
+  const running = spawnHerd(args, opts);
+  const m = await running.waitFor(/serving on (http:\/\/[\d.]+:\d+)/);
+  return { ...running, url: m[1]! };
+}
+
+/** Polls `check` until it returns a truthy value, or fails after timeoutMs. */
+export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 5000, what = "condition"): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await check();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    await Bun.sleep(50);
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ""}`);
+}
+
+export async function getJson<T = any>(url: string): Promise<T> {
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
+  return (await res.json()) as T;
+}

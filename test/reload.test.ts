@@ -1,0 +1,98 @@
+// Live reload through the public surfaces: edit the file, watch /fleet/status.
+import { describe, expect, test } from "bun:test";
+import { renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+
+const config = (nodes: string[], extra = "") =>
+  `export default { nodes: [${nodes.map((id) => `{ id: "${id}", ollama: "http://127.0.0.1:1" }`).join(", ")}], ${extra} };\n`;
+
+async function routerWith(text: string) {
+  const dir = tmpDir();
+  const file = join(dir, "herd.config.ts");
+  writeFileSync(file, text);
+  const router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+  const status = () => getJson(`${router.url}/fleet/status`);
+  return { dir, file, router, status };
+}
+
+const ids = (s: any) => s.nodes.map((n: any) => n.node_id).sort();
+
+describe("live reload", () => {
+  test("a saved edit applies within a second; the hash and loaded_at follow", async () => {
+    const { file, status } = await routerWith(config(["a"]));
+    const before = await status();
+    expect(ids(before)).toEqual(["a"]);
+    expect(before.config.path).toBe(file);
+    expect(before.config.hash).toMatch(/^[0-9a-f]{12}$/);
+
+    const saved = Date.now();
+    writeFileSync(file, config(["a", "b"]));
+    const after = await eventually(async () => {
+      const s = await status();
+      return ids(s).length === 2 && s;
+    }, 3000, "node b to appear");
+    expect(Date.now() - saved).toBeLessThan(1500);
+    expect(ids(after)).toEqual(["a", "b"]);
+    expect(after.config.hash).not.toBe(before.config.hash);
+    expect(after.config.loaded_at).toBeGreaterThan(before.config.loaded_at);
+    expect(after.config.last_error).toBeNull();
+  });
+
+  test("an invalid edit keeps the last good config and shows the error; fixing it clears the error", async () => {
+    const { file, router, status } = await routerWith(config(["a"]));
+    const good = await status();
+    writeFileSync(file, `export default { nodes: [{ id: "a", olama: "http://x:1" }] };\n`);
+    const bad = await eventually(async () => {
+      const s = await status();
+      return s.config.last_error && s;
+    }, 3000, "last_error");
+    expect(bad.config.hash).toBe(good.config.hash);
+    expect(ids(bad)).toEqual(["a"]);
+    expect(bad.config.last_error.message).toContain(`nodes[0].olama: unknown key; did you mean "ollama"?`);
+    await router.waitFor(/config not reloaded, keeping [0-9a-f]{12}: .*olama/);
+    const health = await getJson(`${router.url}/healthz`);
+    expect(health.status).toBe("ok");
+    expect(health.config_error).toContain("olama");
+
+    writeFileSync(file, config(["c"]));
+    const fixed = await eventually(async () => {
+      const s = await status();
+      return s.config.last_error === null && ids(s)[0] === "c" && s;
+    }, 3000, "the fix to apply");
+    expect(fixed.config.hash).not.toBe(good.config.hash);
+  });
+
+  test("editors that save by writing a new file and renaming it over the old one are seen", async () => {
+    const { dir, file, status } = await routerWith(config(["a"]));
+    for (const next of ["b", "c"]) {
+      const tmp = join(dir, `.herd.config.ts.swp-${next}`);
+      writeFileSync(tmp, config([next]));
+      renameSync(tmp, file);
+      await eventually(async () => ids(await status())[0] === next, 3000, `node ${next} after rename`);
+    }
+  });
+
+  test("no request is dropped while the config changes under load, and a burst of saves ends on the last one", async () => {
+    const { file, router, status } = await routerWith(config(["n0"]));
+    let stop = false;
+    let ok = 0;
+    const failures: string[] = [];
+    const load = Array.from({ length: 4 }, async () => {
+      while (!stop) {
+        const res = await fetch(`${router.url}/fleet/status`).catch((e: Error) => e);
+        if (res instanceof Error || !res.ok) failures.push(res instanceof Error ? res.message : `HTTP ${res.status}`);
+        else (await res.json(), ok++);
+      }
+    });
+    for (let i = 1; i <= 20; i++) {
+      writeFileSync(file, config([`n${i}`]));
+      await Bun.sleep(i % 5 === 0 ? 300 : 20);
+    }
+    await eventually(async () => ids(await status())[0] === "n20", 3000, "the last save to win");
+    stop = true;
+    await Promise.all(load);
+    expect(failures).toEqual([]);
+    expect(ok).toBeGreaterThan(50);
+  });
+});
