@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { pyJson } from "./encoding.ts";
 import type { Faults } from "./faults.ts";
 import { parseMessages, parseTools, promptTokenIds, reply, tokenIds, type ChatMessage, type Reply } from "./replies.ts";
-import { serveSim, silentDrop, type Backend, type Frame, type RequestContext, type SimServer } from "./server.ts";
+import { serveSim, silentDrop, silentTokens, type Backend, type Frame, type RequestContext, type SimServer } from "./server.ts";
 
 export interface SimMlxOptions {
   id: string;
@@ -128,7 +128,7 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
     async function* frames(): AsyncGenerator<Frame> {
       for (const t of r.thinking) yield { token: true, data: stream ? sse(packet("", null, { reasoning: t })) : undefined };
       for (const t of r.content) yield { token: true, data: stream ? sse(packet(t, null)) : undefined };
-      for (let i = r.thinking.length + r.content.length; i < r.evalCount; i++) yield { token: true };
+      yield* silentTokens(r.callTokens);
       remember([...prompt, ...generatedIds(r)]);
       if (!stream) {
         const whole = packet(r.content.join(""), finishReason, { reasoning: r.thinking.join(""), tool_calls: toolCalls });

@@ -87,7 +87,7 @@ export function specFor(name: string): SimModelSpec {
     quantization: embedding ? "F16" : "Q4_K_M",
     contextLength: embedding ? 2048 : 8192,
     embeddingLength: embedding ? 768 : 4096,
-    capabilities: embedding ? embedder : ["completion"],
+    capabilities: embedding ? embedder : chat,
   };
 }
 
@@ -111,7 +111,7 @@ export function digest(name: string, salt = "manifest"): string {
 }
 
 /** Ollama's format.HumanNumber: 3.21e9 → "3.2B", 137e6 → "137M". */
-export function parameterSize(parameters: number): string {
+function parameterSize(parameters: number): string {
   for (const [unit, scale] of [["B", 1e9], ["M", 1e6], ["K", 1e3]] as const) {
     if (parameters >= scale) {
       const n = parameters / scale;

@@ -25,9 +25,9 @@ import {
   type Reply,
   type ToolSpec,
 } from "./replies.ts";
-import { serveSim, type Backend, type Frame, type RequestContext, type SimServer } from "./server.ts";
+import { serveSim, silentTokens, type Backend, type Frame, type RequestContext, type SimServer } from "./server.ts";
 
-export const OLLAMA_VERSION = "0.13.5";
+const OLLAMA_VERSION = "0.13.5";
 
 export interface SimNodeOptions {
   id: string;
@@ -459,7 +459,7 @@ export function startOllamaServer(opts: SimNodeOptions): SimServer {
       try {
         for (const t of r.thinking) yield { token: true, data: stream ? chunk({ reasoning: t }) : undefined };
         for (const t of r.content) yield { token: true, data: stream ? chunk({ content: t }) : undefined };
-        yield* silentToolTokens(r);
+        yield* silentTokens(r.callTokens);
         if (call && stream) yield { data: chunk({ tool_calls: call }) };
         if (!stream) {
           const message = { role: "assistant", content: r.content.join(""), reasoning: r.thinking.join("") || undefined, tool_calls: call };
@@ -550,7 +550,7 @@ export function startOllamaServer(opts: SimNodeOptions): SimServer {
       try {
         for (const t of r.thinking) yield { token: true, data: stream ? `${line(shape.thinking(t))}\n` : undefined };
         for (const t of r.content) yield { token: true, data: stream ? `${line(shape.content(t))}\n` : undefined };
-        yield* silentToolTokens(r);
+        yield* silentTokens(r.callTokens);
         if (shape.toolCall && stream) yield { data: `${line(shape.toolCall())}\n` };
         const now = performance.now();
         const { began, loaded, prompted } = run.timing;
@@ -677,11 +677,6 @@ function responseFormat(value: unknown): unknown {
   if (rf?.type === "json_object") return "json";
   if (rf?.type === "json_schema") return rf.json_schema?.schema ?? "json";
   return undefined;
-}
-
-// Tokens a tool call costs: generated, paced, but never streamed as content.
-function* silentToolTokens(r: Reply): Generator<Frame> {
-  for (let i = r.thinking.length + r.content.length; i < r.evalCount; i++) yield { token: true };
 }
 
 // keep_alive: a number of seconds or a Go duration ("5m", "1h30m"); negative keeps forever.

@@ -51,7 +51,9 @@ export interface Reply {
   thinking: string[];
   content: string[];
   toolCall?: ToolCall;
-  /** Tokens generated: thinking + content, or the tool call's JSON. */
+  /** Tokens spent writing the tool call: generated, but not streamed as text. */
+  callTokens: number;
+  /** Tokens generated: thinking + content + callTokens. */
   evalCount: number;
   /** The token cap cut the reply short (done_reason / finish_reason "length"). */
   truncated: boolean;
@@ -107,7 +109,7 @@ export function parseTools(value: unknown): ToolSpec[] {
 }
 
 /** Split text into token-sized pieces; joining them gives the text back. */
-export function tokenize(text: string): string[] {
+function tokenize(text: string): string[] {
   return text.match(/\s*\S+|\s+$/g) ?? [];
 }
 
@@ -151,14 +153,15 @@ export function reply(req: ReplyRequest): Reply {
     // Compact JSON has no spaces to split on; ~4 characters per token is the usual BPE rate.
     const callTokens = Math.ceil(JSON.stringify({ name: call.name, arguments: call.arguments }).length / 4);
     const keptThinking = thinking.slice(0, cap);
-    const truncated = keptThinking.length + callTokens > cap;
+    const spent = Math.min(callTokens, cap - keptThinking.length);
     // A call cut off mid-JSON is no call at all: the model just stops.
     return {
       thinking: keptThinking,
       content: [],
-      toolCall: truncated ? undefined : call,
-      evalCount: Math.min(cap, keptThinking.length + callTokens),
-      truncated,
+      toolCall: spent === callTokens ? call : undefined,
+      callTokens: spent,
+      evalCount: keptThinking.length + spent,
+      truncated: spent < callTokens,
     };
   }
 
@@ -167,6 +170,7 @@ export function reply(req: ReplyRequest): Reply {
   return {
     thinking: pieces.slice(0, thinking.length),
     content: pieces.slice(thinking.length),
+    callTokens: 0,
     evalCount: pieces.length,
     truncated: pieces.length < thinking.length + answer.length,
   };
@@ -183,14 +187,14 @@ function answerText(format: unknown, topic: string, random: () => number): strin
 }
 
 /** An object satisfying the schema: required properties, or all of them when none are listed. */
-export function sampleObject(schema: JsonSchema): Record<string, unknown> {
+function sampleObject(schema: JsonSchema): Record<string, unknown> {
   const properties = schema.properties ?? {};
   const names = schema.required ?? Object.keys(properties);
   return Object.fromEntries(names.map((name) => [name, sampleValue(properties[name] ?? {}, name)]));
 }
 
 /** A deterministic value for a JSON-schema node: const, default, enum, example, else by type. */
-export function sampleValue(node: JsonSchema | null, name: string): unknown {
+function sampleValue(node: JsonSchema | null, name: string): unknown {
   const schema = node ?? {};
   if (schema.const !== undefined) return schema.const;
   if (schema.default !== undefined) return schema.default;

@@ -2,8 +2,6 @@
 // fault injection, paced token streaming and the /_sim control surface.
 import { parseFaults, tokenIntervalMs, type Faults } from "./faults.ts";
 
-export type Counters = Record<string, number>;
-
 /** One write of a response body. */
 export interface Frame {
   /** Bytes to send; absent for tokens that are generated but not streamed. */
@@ -14,6 +12,11 @@ export interface Frame {
   tail?: boolean;
   /** Wait this long first (pacing for non-token frames, e.g. pull progress). */
   delayMs?: number;
+}
+
+/** Tokens that take generation time but send nothing (e.g. a tool call being written). */
+export function* silentTokens(count: number): Generator<Frame> {
+  for (let i = 0; i < count; i++) yield { token: true };
 }
 
 export interface RequestContext {
@@ -68,7 +71,7 @@ export function serveSim(opts: ServeOptions): SimServer {
   let faults = parseFaults(opts.faults ?? {});
   let tokensPerSecond = positive(opts.tokensPerSecond ?? 400, "tokensPerSecond");
   let inFlight = 0;
-  const counters: Counters = { requests: 0, errors: 0, tokens: 0, dropped: 0, hung: 0 };
+  const counters: Record<string, number> = { requests: 0, errors: 0, tokens: 0, dropped: 0, hung: 0 };
   const count = (counter: string, by = 1) => {
     counters[counter] = (counters[counter] ?? 0) + by;
   };
@@ -207,7 +210,7 @@ export function serveSim(opts: ServeOptions): SimServer {
   };
 }
 
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
     if (ms <= 0) return resolve();

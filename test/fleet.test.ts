@@ -1,0 +1,184 @@
+// Nodes joining, reporting and going away, seen through /fleet/status, the
+// Ollama routes and the SQLite file, with real router and agent processes.
+import { Database } from "bun:sqlite";
+import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Ollama } from "ollama";
+import { type SimNode, startSimOllama } from "../src/sim/index.ts";
+import { eventually, getJson, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
+
+// Fast heartbeats so status transitions happen within a test's time.
+const FAST = "heartbeat: { intervalMs: 200, timeoutMs: 700, offlineMs: 1400 }";
+
+async function sim(id: string, port = 0): Promise<SimNode> {
+  return startSimOllama({ id, port, models: ["llama3.2:3b", "qwen3:8b"], loaded: ["llama3.2:3b"], memoryGb: 16 });
+}
+
+function fleetConfig(nodes: string, extra = FAST) {
+  const dir = tmpDir();
+  const file = join(dir, "herd.config.ts");
+  writeFileSync(file, `export default { nodes: [${nodes}], ${extra} };\n`);
+  return { dir, file };
+}
+
+async function router(dir: string, file: string) {
+  return startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+}
+
+const nodeOf = async (url: string, id: string) => (await getJson(`${url}/fleet/status`)).nodes.find((n: any) => n.node_id === id);
+const statusOf = async (url: string, id: string) => (await nodeOf(url, id))?.status;
+
+describe("agentless nodes (the router polls their Ollama)", () => {
+  test("come online with their models, go degraded then offline when Ollama stops, and come back", async () => {
+    let node = await sim("s1");
+    const { dir, file } = fleetConfig(`{ id: "s1", ollama: "${node.url}" }`);
+    const r = await router(dir, file);
+    const online = await eventually(async () => {
+      const n = await nodeOf(r.url, "s1");
+      return n?.status === "online" && n;
+    }, 3000, "s1 online");
+    expect(online).toMatchObject({ source: "poll", declared: true, ollama_url: node.url, models_loaded_count: 1 });
+    expect(online.ollama.models_loaded.map((m: any) => m.name)).toEqual(["llama3.2:3b"]);
+    expect(online.ollama.models_available.map((m: any) => m.name).sort()).toEqual(["llama3.2:3b", "qwen3:8b"]);
+    const fleet = (await getJson(`${r.url}/fleet/status`)).fleet;
+    expect(fleet).toMatchObject({ nodes_total: 1, nodes_online: 1, models_loaded: 1 });
+
+    const port = node.port;
+    await node.stop();
+    await eventually(async () => (await statusOf(r.url, "s1")) === "degraded", 3000, "s1 degraded");
+    const offline = await eventually(async () => {
+      const n = await nodeOf(r.url, "s1");
+      return n?.status === "offline" && n;
+    }, 3000, "s1 offline");
+    expect(offline.status_reason).toMatch(/no answer for \d+ s; Ollama at .*: connection refused/);
+    await r.waitFor(/node s1: online → degraded/);
+    await r.waitFor(/node s1: degraded → offline/);
+
+    node = await sim("s1", port);
+    await eventually(async () => (await statusOf(r.url, "s1")) === "online", 3000, "s1 back online");
+    await node.stop();
+  });
+
+  test("the Ollama routes reach the fleet: the official client chats through the router", async () => {
+    const [a, b] = [await sim("a"), await startSimOllama({ id: "b", models: ["gemma3:4b"], loaded: [] })];
+    const { dir, file } = fleetConfig(`{ id: "a", ollama: "${a.url}" }, { id: "b", ollama: "${b.url}" }`);
+    const r = await router(dir, file);
+    await eventually(async () => (await getJson(`${r.url}/fleet/status`)).fleet.nodes_online === 2, 3000, "both online");
+    const client = new Ollama({ host: r.url });
+
+    const tags = await client.list();
+    const byName = Object.fromEntries(tags.models.map((m: any) => [m.name, m.details.fleet_nodes]));
+    expect(byName).toEqual({ "llama3.2:3b": ["a"], "qwen3:8b": ["a"], "gemma3:4b": ["b"] });
+
+    let text = "";
+    let final: any;
+    for await (const part of await client.chat({ model: "gemma3:4b", messages: [{ role: "user", content: "hi" }], stream: true })) {
+      text += part.message.content;
+      if (part.done) final = part;
+    }
+    expect(text.length).toBeGreaterThan(0);
+    expect(final.eval_count).toBeGreaterThan(0);
+
+    const res = await fetch(`${r.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: "qwen3:8b", prompt: "why", stream: false }) });
+    expect(res.headers.get("x-fleet-node")).toBe("a");
+    expect(res.headers.get("x-fleet-backend")).toBe("ollama");
+    expect(((await res.json()) as any).done).toBe(true);
+
+    const missing = await fetch(`${r.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "nope:1b", messages: [] }) });
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as any).error).toContain(`model "nope:1b" not found on any node`);
+    const noModel = await fetch(`${r.url}/api/chat`, { method: "POST", body: "{}" });
+    expect(noModel.status).toBe(400);
+    expect(((await noModel.json()) as any).error).toBe("model is required");
+    await Promise.all([a.stop(), b.stop()]);
+  });
+});
+
+describe("agent nodes (herd node sends heartbeats)", () => {
+  test("an agent reports its machine and its Ollama; draining follows the config; a dead agent goes offline", async () => {
+    const node = await sim("local");
+    const { dir, file } = fleetConfig("");
+    const r = await router(dir, file);
+    const agent = spawnHerd(["node", "--router", r.url, "--ollama", node.url, "--node-id", "mac-1", "--config", file]);
+    await agent.waitFor(/node mac-1 has no entry in the config; running with defaults/);
+    const joined = await eventually(async () => {
+      const n = await nodeOf(r.url, "mac-1");
+      return n?.status === "online" && n;
+    }, 3000, "mac-1 online");
+    expect(joined).toMatchObject({ source: "agent", declared: false, draining: false, agent_version: expect.any(String), ollama_url: node.url });
+    expect(joined.hardware).toMatchObject({ memory_total_gb: expect.any(Number), cores_physical: expect.any(Number), chip: expect.any(String) });
+    expect(joined.memory.available_gb).toBeLessThanOrEqual(joined.memory.total_gb);
+    expect(["nominal", "warning", "critical"]).toContain(joined.memory.pressure);
+    expect(joined.ollama.models_loaded.map((m: any) => m.name)).toEqual(["llama3.2:3b"]);
+
+    // The same file, edited: the node gets an entry and is drained; router and agent both follow.
+    writeFileSync(file, `export default { nodes: [{ id: "mac-1", ollama: "${node.url}", draining: true, labels: { room: "den" } }], ${FAST} };\n`);
+    const drained = await eventually(async () => {
+      const n = await nodeOf(r.url, "mac-1");
+      return n?.draining && n;
+    }, 3000, "mac-1 draining");
+    expect(drained.labels).toEqual({ room: "den" });
+    expect(drained.source).toBe("agent");
+
+    // The agent dies: the node is declared with an Ollama URL, so the router falls back to polling it.
+    await agent.stop("SIGKILL");
+    await eventually(async () => (await nodeOf(r.url, "mac-1"))?.source === "poll", 4000, "mac-1 polled");
+    expect(await statusOf(r.url, "mac-1")).toBe("online");
+    await node.stop();
+    await eventually(async () => (await statusOf(r.url, "mac-1")) === "offline", 4000, "mac-1 offline");
+  });
+
+  test("a heartbeat with a wrong field is refused with 400 naming the field", async () => {
+    const { dir, file } = fleetConfig("");
+    const r = await router(dir, file);
+    const post = (body: string) => fetch(`${r.url}/heartbeat`, { method: "POST", headers: { "content-type": "application/json" }, body });
+    const bad = await post(JSON.stringify({ node_id: "x", memory: { total_gb: "lots", used_gb: 1, available_gb: 1, pressure: "nominal" } }));
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as any).error).toContain(`memory.total_gb: expected a number, got "lots"`);
+    const noId = await post(JSON.stringify({ cpu: { cores_physical: 1, utilization_pct: 1 } }));
+    expect(((await noId.json()) as any).error).toContain("node_id: required");
+    const ok = await post(JSON.stringify({ node_id: "x" }));
+    expect(await ok.json()).toEqual({ status: "ok", node_status: "online" });
+    expect((await post("{not json")).status).toBe(400);
+  });
+});
+
+describe("the store", () => {
+  test("is one SQLite file in WAL mode with numbered migrations, reopened intact after a restart", async () => {
+    const node = await sim("s");
+    const { dir, file } = fleetConfig(`{ id: "s", ollama: "${node.url}" }`);
+    const first = await router(dir, file);
+    await eventually(async () => (await statusOf(first.url, "s")) === "online", 3000, "s online");
+    expect(await first.stop()).toBe(0);
+
+    const path = join(dir, "data", "herd.sqlite");
+    const read = () => {
+      const db = new Database(path, { readonly: true });
+      try {
+        return {
+          mode: (db.query("PRAGMA journal_mode").get() as any).journal_mode,
+          versions: db.query("SELECT version FROM schema_migrations ORDER BY version").all(),
+          events: db.query("SELECT node_id, status FROM node_events ORDER BY id").all(),
+          configs: (db.query("SELECT COUNT(*) AS n FROM config_events").get() as any).n,
+        };
+      } finally {
+        db.close();
+      }
+    };
+    const before = read();
+    expect(before.mode).toBe("wal");
+    expect(before.versions).toEqual([{ version: 1 }]);
+    expect(before.events).toContainEqual({ node_id: "s", status: "online" });
+
+    const second = await router(dir, file);
+    await eventually(async () => (await statusOf(second.url, "s")) === "online", 3000, "s online again");
+    await second.stop();
+    const after = read();
+    expect(after.versions).toEqual(before.versions);
+    expect(after.events.slice(0, before.events.length)).toEqual(before.events);
+    expect(after.events.length).toBeGreaterThan(before.events.length);
+    expect(after.configs).toBe(before.configs + 1);
+    await node.stop();
+  });
+});
