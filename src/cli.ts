@@ -56,7 +56,7 @@ The agent reads its own entry (by node id) from the same config file as the rout
 Starts N simulated Ollama nodes (deterministic replies, realistic models and timings) and a
 router in front of them that uses them as its nodes. The config's other settings still apply.
   --nodes N         how many simulated nodes (default 3)
-  --base-port P     first node's port; the others follow (default 11501)
+  --base-port P     first node's port; the others follow (default 11501; 0 = any free ports)
   --no-router       only the simulated nodes, e.g. to point another herd at them
 Options:${COMMON}`,
   init: `Usage: herd init [DIR] [--force]

@@ -56,7 +56,7 @@ export async function runNode(opts: { configFlag?: string; nodeId: string; ollam
 export async function runSim(opts: { configFlag?: string; overrides: Overrides; nodes: number; basePort: number; withRouter: boolean }): Promise<number> {
   const sims: SimNode[] = [];
   try {
-    for (const [i, spec] of demoFleet(opts.nodes).entries()) sims.push(await startSimOllama({ ...spec, port: opts.basePort + i }));
+    for (const [i, spec] of demoFleet(opts.nodes).entries()) sims.push(await startSimOllama({ ...spec, port: opts.basePort && opts.basePort + i }));
   } catch (e) {
     await Promise.all(sims.map((s) => s.stop()));
     throw new UserError(`cannot start simulated node on port ${opts.basePort + sims.length} (${(e as Error).message}); pass --base-port P`);
