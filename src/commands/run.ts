@@ -22,6 +22,7 @@ export async function runRouter(opts: {
   overrides: Overrides;
   localAgent: { nodeId: string; ollamaUrl?: string } | null;
 }): Promise<number> {
+  const stopped = untilSignal();
   const live = await openLive(opts.configFlag, withOverrides(opts.overrides));
   const router = await startRouter(live);
   announce(router);
@@ -34,7 +35,7 @@ export async function runRouter(opts: {
     log.info(ollama.reachable ? `local Ollama at ${url}: ${found(ollama)}` : `local Ollama at ${url} unreachable; run \`herd sim\` or edit herd.config.ts`);
   }
   await reportPolled(router);
-  await untilSignal();
+  await stopped;
   agent?.stop();
   await router.stop();
   live.close();
@@ -42,18 +43,20 @@ export async function runRouter(opts: {
 }
 
 export async function runNode(opts: { configFlag?: string; nodeId: string; ollamaUrl?: string; routerUrl: string }): Promise<number> {
+  const stopped = untilSignal();
   const live = await openLive(opts.configFlag, (c) => c);
   const agent = startAgent({ nodeId: opts.nodeId, live, ollamaUrl: opts.ollamaUrl, send: postTo(opts.routerUrl, live.config.timeouts.connectMs) });
   log.info(`herd ${VERSION} node agent "${opts.nodeId}" reporting to ${opts.routerUrl} every ${live.config.heartbeat.intervalMs} ms`);
   const ollama = await agent.beat();
   if (ollama.reachable) log.info(`local Ollama: ${found(ollama)}`);
-  await untilSignal();
+  await stopped;
   agent.stop();
   live.close();
   return 0;
 }
 
 export async function runSim(opts: { configFlag?: string; overrides: Overrides; nodes: number; basePort: number; withRouter: boolean }): Promise<number> {
+  const stopped = untilSignal();
   const sims: SimNode[] = [];
   try {
     for (const [i, spec] of demoFleet(opts.nodes).entries()) sims.push(await startSimOllama({ ...spec, port: opts.basePort && opts.basePort + i }));
@@ -74,7 +77,7 @@ export async function runSim(opts: { configFlag?: string; overrides: Overrides; 
     await reportPolled(router);
     log.info(`try: curl ${router.url}/api/chat -d '{"model":"llama3.2:3b","messages":[{"role":"user","content":"hello"}]}'`);
   }
-  await untilSignal();
+  await stopped;
   await router?.stop();
   live?.close();
   await Promise.all(sims.map((s) => s.stop()));
@@ -122,6 +125,7 @@ function found(ollama: OllamaSection): string {
   return `${ollama.models_available.length} model(s) on disk, ${loaded.length} loaded${loaded.length ? ` (${loaded.join(", ")})` : ""}`;
 }
 
+// Installed before anything starts, so a signal during start-up still ends in a clean stop.
 function untilSignal(): Promise<void> {
   return new Promise((resolve) => {
     const done = (signal: string) => {
