@@ -7,7 +7,7 @@ import { startPoller } from "./fleet/poller.ts";
 import { Registry } from "./fleet/registry.ts";
 import { UserError } from "./errors.ts";
 import { log } from "./log.ts";
-import { STORE_FILE, openStore } from "./store/db.ts";
+import { openStore } from "./store/db.ts";
 
 export interface Runtime {
   live: LiveConfig;
@@ -51,7 +51,6 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   const boundPort = app.server!.port!;
   const poller = startPoller(rt.registry, live);
   rt.ready = true;
-  log.info(`store: ${dataDir}/${STORE_FILE}`);
 
   return {
     rt,

@@ -1,5 +1,6 @@
 // The long-running commands: the router (with or without a local node agent),
 // the node agent alone, and the simulated demo fleet.
+import { join } from "node:path";
 import { LiveConfig } from "../config/live.ts";
 import { findConfig, parseConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
@@ -8,6 +9,7 @@ import { UserError } from "../errors.ts";
 import { log } from "../log.ts";
 import { DEFAULT_OLLAMA, postTo, startAgent } from "../node/agent.ts";
 import { type RouterHandle, startRouter } from "../runtime.ts";
+import { STORE_FILE } from "../store/db.ts";
 import { type SimNode, demoFleet, startSimOllama } from "../sim/index.ts";
 import { VERSION } from "../version.ts";
 
@@ -48,7 +50,7 @@ export async function runNode(opts: { configFlag?: string; nodeId: string; ollam
   const agent = startAgent({ nodeId: opts.nodeId, live, ollamaUrl: opts.ollamaUrl, send: postTo(opts.routerUrl, live.config.timeouts.connectMs) });
   log.info(`herd ${VERSION} node agent "${opts.nodeId}" reporting to ${opts.routerUrl} every ${live.config.heartbeat.intervalMs} ms`);
   const ollama = await agent.beat();
-  if (ollama.reachable) log.info(`local Ollama: ${found(ollama)}`);
+  log.info(ollama.reachable ? `local Ollama: ${found(ollama)}` : `local Ollama unreachable (${ollama.error}); pass --ollama URL or set this node's ollama in the config`);
   await stopped;
   agent.stop();
   live.close();
@@ -107,6 +109,7 @@ function announce(router: RouterHandle): void {
   const { source, config } = router.rt.live.current;
   log.info(`herd ${VERSION} serving on ${router.url} (listening on ${config.server.host}:${router.port})`);
   log.info(`config: ${source.path ?? "defaults"} (hash ${source.hash}); ${config.nodes.length} node(s) declared; reloads on save`);
+  log.info(`store: ${join(config.server.dataDir, STORE_FILE)}`);
 }
 
 async function reportPolled(router: RouterHandle): Promise<void> {

@@ -105,6 +105,8 @@ export class LiveConfig {
       if (this.debounce) clearTimeout(this.debounce);
       this.debounce = setTimeout(() => void this.reload(), debounceMs);
     });
+    // The folder itself can vanish (an unmounted volume, a deleted checkout): keep the last good config.
+    this.watcher.on("error", (e) => log.error(`config watch on ${dirname(path)} stopped (${e.message}); restart herd to watch again`));
   }
 
   close(): void {

@@ -80,7 +80,7 @@ async function evaluate(path: string, text: string, hash: string): Promise<unkno
     if (ext === ".yaml" || ext === ".yml") return YAML.parse(text);
     if (ext === ".ts" || ext === ".js" || ext === ".mjs" || ext === ".mts") {
       // The query makes each content version a distinct module, so a reload re-evaluates the file.
-      const mod = await import(`${path}?v=${hash}`);
+      const mod = await withTimeout(import(`${path}?v=${hash}`), EVALUATE_TIMEOUT_MS);
       if (mod.default === undefined) throw new Error("it has no default export; write `export default { … } satisfies HerdConfig`");
       return mod.default;
     }
@@ -88,6 +88,17 @@ async function evaluate(path: string, text: string, hash: string): Promise<unkno
     throw new ConfigError(path, [firstLine((e as Error).message)]);
   }
   throw new ConfigError(path, [`unsupported file type "${ext}"; use .ts, .json or .yaml`]);
+}
+
+// A config that never finishes evaluating (a top-level await on something that hangs) must not stall reloads.
+const EVALUATE_TIMEOUT_MS = 10_000;
+
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: Timer | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`it did not finish evaluating within ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
 function crossCheck(config: Config): string[] {

@@ -127,19 +127,22 @@ export class Registry {
 
   private seen(node: NodeRecord): void {
     const now = this.now();
+    const firstContact = node.firstSeen === null;
     node.firstSeen ??= now;
     node.lastSeen = now;
     node.statusReason = "";
-    if (node.status !== "online") this.transition(node, "online", "");
+    // First contact is announced by whoever made it (join line, start-up report), not as a transition.
+    if (node.status !== "online") this.transition(node, "online", "", !firstContact);
   }
 
-  private transition(node: NodeRecord, status: NodeStatus, reason: string): void {
+  private transition(node: NodeRecord, status: NodeStatus, reason: string, announce = true): void {
     const from = node.status;
     node.status = status;
     node.statusReason = reason;
     if (from === status) return;
     const line = `node ${node.id}: ${from} → ${status}${reason ? ` (${reason})` : ""}`;
-    if (status === "online") log.info(line);
+    if (!announce) log.debug(line);
+    else if (status === "online") log.info(line);
     else log.warn(line);
     this.store?.run("INSERT INTO node_events (at, node_id, status, reason) VALUES (?, ?, ?, ?)", [this.now() / 1000, node.id, status, reason]);
   }

@@ -47,11 +47,12 @@ export function startAgent(opts: AgentOptions): AgentHandle {
       collector.hardware(),
       collector.disk(opts.live.config.server.dataDir),
     ]);
-    if (ollama.error !== lastOllamaError) {
+    // The first result is reported by the command that started the agent; after that, changes only.
+    if (lastOllamaError !== undefined && ollama.error !== lastOllamaError) {
       if (ollama.error) log.warn(`node ${opts.nodeId}: Ollama at ${url} unreachable (${ollama.error})`);
-      else if (lastOllamaError !== undefined) log.info(`node ${opts.nodeId}: Ollama at ${url} is back`);
-      lastOllamaError = ollama.error;
+      else log.info(`node ${opts.nodeId}: Ollama at ${url} is back`);
     }
+    lastOllamaError = ollama.error;
     const hb: Heartbeat = {
       node_id: opts.nodeId,
       agent_version: VERSION,

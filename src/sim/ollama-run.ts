@@ -1,0 +1,97 @@
+// What the native and the OpenAI-compatible routes of a simulated Ollama node
+// share: the node's state and the start and end of a generation on it.
+import type { Disk } from "./disk.ts";
+import type { SimModelSpec } from "./models.ts";
+import { OllamaError } from "./ollama-http.ts";
+import { promptTokenIds, type ChatMessage, type ToolSpec } from "./replies.ts";
+import { DEFAULT_KEEP_ALIVE_MS, defaultNumCtx, type Residency, type Resident } from "./residency.ts";
+import type { Frame, RequestContext } from "./server.ts";
+
+/** The state every route handler of one node works on. */
+export interface OllamaNode {
+  disk: Disk;
+  residency: Residency;
+}
+
+export interface RunRequest {
+  spec: SimModelSpec;
+  /** The model as the client spelled it: errors and replies echo it. */
+  model: string;
+  verb: "chat" | "generate";
+  /** The native request fields that steer a run: think and options.num_predict / num_ctx. */
+  body: Record<string, unknown>;
+  messages: ChatMessage[];
+  tools: ToolSpec[];
+}
+
+export interface Run {
+  resident: Resident;
+  model: string;
+  think: boolean;
+  maxTokens: number | undefined;
+  promptTokens: number;
+  timing: { began: number; loaded: number; prompted: number };
+}
+
+// A model on disk, or Ollama's 404 naming the model as the client spelled it.
+export function onDisk(node: OllamaNode, model: string): SimModelSpec {
+  const found = node.disk.get(model);
+  if (!model || !found) throw new OllamaError(404, `model '${model}' not found`);
+  return found.spec;
+}
+
+// Checks capabilities, loads the model, and spends the prompt-evaluation
+// time before the first byte, so time-to-first-token looks real.
+export async function startRun(node: OllamaNode, req: RunRequest, ctx: RequestContext): Promise<Run> {
+  const { spec, model, body } = req;
+  const thinks = checkCapabilities(req);
+  const options = (body.options ?? {}) as { num_predict?: unknown; num_ctx?: unknown };
+  const numCtx = typeof options.num_ctx === "number" ? options.num_ctx : defaultNumCtx(spec);
+  const timing = { began: performance.now(), loaded: 0, prompted: 0 };
+  const r = await node.residency.acquire(spec, numCtx, ctx);
+  timing.loaded = performance.now();
+  const promptTokens = promptTokenIds(req.messages).length;
+  try {
+    await ctx.sleep(promptEvalMs(promptTokens, ctx));
+  } catch (e) {
+    node.residency.release(r, DEFAULT_KEEP_ALIVE_MS);
+    throw e;
+  }
+  timing.prompted = performance.now();
+  const maxTokens = typeof options.num_predict === "number" && options.num_predict >= 0 ? options.num_predict : undefined;
+  return { resident: r, model, think: thinks && body.think !== false, maxTokens, promptTokens, timing };
+}
+
+/** Frames that hand the model back to the scheduler once the last is sent (or the stream dies). */
+export async function* releasing(node: OllamaNode, run: Run, keepAliveMs: number, frames: AsyncGenerator<Frame>): AsyncGenerator<Frame> {
+  try {
+    yield* frames;
+  } finally {
+    node.residency.release(run.resident, keepAliveMs);
+  }
+}
+
+// Prompt processing runs roughly ten times faster than generation.
+export function promptEvalMs(tokens: number, ctx: RequestContext): number {
+  return (tokens * ctx.tokenIntervalMs) / 10;
+}
+
+// Ollama's checks, in its order; returns whether the model can think.
+function checkCapabilities({ spec, model, verb, body, tools }: RunRequest): boolean {
+  if (!spec.capabilities.includes("completion")) throw new OllamaError(400, `"${model}" does not support ${verb}`);
+  if (tools.length > 0 && !spec.capabilities.includes("tools")) {
+    throw new OllamaError(400, `${qualifiedName(spec.name)} does not support tools`);
+  }
+  const thinks = spec.capabilities.includes("thinking");
+  if (body.think === true && !thinks) throw new OllamaError(400, `"${model}" does not support thinking`);
+  if (typeof body.think === "string" && spec.family !== "gptoss") {
+    throw new OllamaError(400, `think value "${body.think}" is not supported for this model`);
+  }
+  return thinks;
+}
+
+// Capability errors name the model by its fully qualified registry name.
+function qualifiedName(name: string): string {
+  const parts = name.split("/");
+  return parts.length === 1 ? `registry.ollama.ai/library/${name}` : parts.length === 2 ? `registry.ollama.ai/${name}` : name;
+}

@@ -1,0 +1,139 @@
+// Which models a simulated Ollama node holds in memory. Like Ollama's
+// scheduler it loads a model on demand, evicts idle models least recently used
+// first when memory runs short, waits while busy models hold the memory it
+// needs, and unloads an idle model once its keep_alive runs out.
+import { loadedBytes, type SimModelSpec } from "./models.ts";
+import { OllamaError } from "./ollama-http.ts";
+import type { RequestContext } from "./server.ts";
+
+export const DEFAULT_KEEP_ALIVE_MS = 5 * 60_000;
+
+export interface Resident {
+  spec: SimModelSpec;
+  bytes: number;
+  numCtx: number;
+  /** Requests using the model right now; a busy model is never evicted. */
+  inFlight: number;
+  lastUsed: number;
+  expiresAt: number;
+  /** Settles when the model has finished loading. */
+  ready: Promise<unknown>;
+}
+
+/** What loading needs from a request: a sleep that stops with it, and the node's counters. */
+export type LoadContext = Pick<RequestContext, "sleep" | "count">;
+
+export class Residency {
+  private models = new Map<string, Resident>();
+
+  constructor(
+    readonly memoryBytes: number,
+    private readonly loadTimeMs: number,
+  ) {}
+
+  /** Makes exactly these models resident, already loaded; throws if they do not fit. */
+  replace(specs: readonly SimModelSpec[]): void {
+    const total = specs.reduce((sum, s) => sum + loadedBytes(s), 0);
+    if (total > this.memoryBytes) throw new Error(`loaded models need ${gib(total)} GiB, memory is ${gib(this.memoryBytes)} GiB`);
+    this.models.clear();
+    for (const spec of specs) this.models.set(spec.name, newResident(spec, defaultNumCtx(spec), Promise.resolve()));
+  }
+
+  /** Unloads every model `keep` rejects (e.g. one no longer on disk), busy or not. */
+  retain(keep: (name: string) => boolean): void {
+    for (const name of this.models.keys()) if (!keep(name)) this.models.delete(name);
+  }
+
+  // Claims a runner for a request, loading the model first if needed.
+  async acquire(spec: SimModelSpec, numCtx: number, ctx: LoadContext): Promise<Resident> {
+    for (;;) {
+      this.expireIdle();
+      const r = this.models.get(spec.name) ?? this.reserve(spec, numCtx, ctx);
+      if (r) {
+        r.inFlight++;
+        r.lastUsed = Date.now();
+        await r.ready;
+        return r;
+      }
+      await ctx.sleep(10);
+    }
+  }
+
+  /** Ends a request's claim; the model then stays for keepAliveMs (0 unloads it once idle). */
+  release(r: Resident, keepAliveMs: number): void {
+    r.inFlight--;
+    r.lastUsed = Date.now();
+    r.expiresAt = r.lastUsed + keepAliveMs;
+    if (keepAliveMs === 0 && r.inFlight === 0 && this.models.get(r.spec.name) === r) this.models.delete(r.spec.name);
+  }
+
+  unloadIfIdle(name: string): void {
+    if (this.models.get(name)?.inFlight === 0) this.models.delete(name);
+  }
+
+  /** The resident models, once those past their keep_alive are gone. */
+  current(): Resident[] {
+    this.expireIdle();
+    return [...this.models.values()];
+  }
+
+  /** The residency part of GET /_sim; `loaded` is least recently used first. */
+  state() {
+    const byAge = this.current().sort((a, b) => a.lastUsed - b.lastUsed);
+    return {
+      memoryGb: this.memoryBytes / 2 ** 30,
+      usedGb: Number(gib(this.usedBytes())),
+      loaded: byAge.map((r) => r.spec.name),
+      inFlightByModel: Object.fromEntries(byAge.filter((r) => r.inFlight > 0).map((r) => [r.spec.name, r.inFlight])),
+    };
+  }
+
+  /** Saves the resident set; the returned function puts it back. */
+  checkpoint(): () => void {
+    const saved = new Map(this.models);
+    return () => {
+      this.models = saved;
+    };
+  }
+
+  // Starts loading the model if memory allows, evicting idle models least
+  // recently used first; undefined while busy models hold the memory needed.
+  private reserve(spec: SimModelSpec, numCtx: number, ctx: LoadContext): Resident | undefined {
+    const bytes = loadedBytes(spec);
+    if (bytes > this.memoryBytes) {
+      throw new OllamaError(500, `model requires more system memory (${gib(bytes)} GiB) than is available (${gib(this.memoryBytes)} GiB)`);
+    }
+    while (this.usedBytes() + bytes > this.memoryBytes) {
+      const idle = [...this.models.values()].filter((r) => r.inFlight === 0);
+      if (idle.length === 0) return undefined;
+      const victim = idle.reduce((a, b) => (a.lastUsed <= b.lastUsed ? a : b));
+      this.models.delete(victim.spec.name);
+      ctx.count("evictions");
+    }
+    ctx.count("loads");
+    const r = newResident(spec, numCtx, Bun.sleep(this.loadTimeMs));
+    this.models.set(spec.name, r);
+    return r;
+  }
+
+  private expireIdle(): void {
+    const now = Date.now();
+    for (const [name, r] of this.models) if (r.inFlight === 0 && r.expiresAt <= now) this.models.delete(name);
+  }
+
+  private usedBytes(): number {
+    return [...this.models.values()].reduce((sum, r) => sum + r.bytes, 0);
+  }
+}
+
+// Ollama's default context, raised for models that need more to be useful.
+export function defaultNumCtx(spec: SimModelSpec): number {
+  return spec.family === "gptoss" ? 8192 : Math.min(4096, spec.contextLength);
+}
+
+function newResident(spec: SimModelSpec, numCtx: number, ready: Promise<unknown>): Resident {
+  const now = Date.now();
+  return { spec, bytes: loadedBytes(spec), numCtx, inFlight: 0, lastUsed: now, expiresAt: now + DEFAULT_KEEP_ALIVE_MS, ready };
+}
+
+const gib = (bytes: number) => (bytes / 2 ** 30).toFixed(1);
