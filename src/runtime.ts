@@ -4,15 +4,19 @@ import type { Database } from "bun:sqlite";
 import { buildApp } from "./app.ts";
 import type { LiveConfig } from "./config/live.ts";
 import { startPoller } from "./fleet/poller.ts";
+import { Queues } from "./fleet/queues.ts";
 import { Registry } from "./fleet/registry.ts";
 import { UserError } from "./errors.ts";
 import { log } from "./log.ts";
 import { openStore } from "./store/db.ts";
+import { TraceWriter } from "./store/traces.ts";
 
 export interface Runtime {
   live: LiveConfig;
   registry: Registry;
   store: Database;
+  traces: TraceWriter;
+  queues: Queues;
   startedAt: number;
   ready: boolean;
 }
@@ -34,7 +38,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   } catch (e) {
     throw new UserError(`cannot open the store in ${dataDir} (${(e as Error).message}); pass --data-dir DIR or set server.dataDir`);
   }
-  const rt: Runtime = { live, registry: new Registry(live.config, store), store, startedAt: Date.now(), ready: false };
+  const rt: Runtime = { live, registry: new Registry(live.config, store), store, traces: new TraceWriter(store), queues: new Queues(), startedAt: Date.now(), ready: false };
   recordConfig(rt);
 
   const app = buildApp(rt);
@@ -61,6 +65,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
       rt.ready = false;
       poller.stop();
       await app.stop();
+      rt.traces.close();
       store.close();
     },
   };

@@ -1,6 +1,7 @@
-// Talking to an Ollama server as a backend. For now: probing what it holds,
-// used both by the node agent and by the router for agentless nodes.
+// Ollama as a backend: probing what a server holds (for the node agent and for
+// agentless nodes) and calling it for a request, streaming its lines back.
 import type { OllamaSection } from "../fleet/heartbeat.ts";
+import { readLines } from "./lines.ts";
 
 const GB = 1024 ** 3;
 
@@ -53,4 +54,100 @@ export function describeFetchError(e: unknown, timeoutMs: number): string {
 
 function round(n: number): number {
   return Math.round(n * 10) / 10;
+}
+
+/** One line of an Ollama response: the bytes as sent, and what they say. */
+export interface OllamaLine {
+  raw: string;
+  json: OllamaChunk;
+}
+
+/** The fields herd reads from Ollama's chat, generate and embed responses. */
+export interface OllamaChunk {
+  model?: string;
+  done?: boolean;
+  done_reason?: string;
+  error?: string;
+  message?: { role?: string; content?: string; thinking?: string; tool_calls?: { id?: string; function: { name: string; arguments: unknown } }[] };
+  response?: string;
+  thinking?: string;
+  prompt_eval_count?: number;
+  eval_count?: number;
+  [key: string]: unknown;
+}
+
+/** A failure before the first byte: safe to try another node. */
+export class NodeFailure extends Error {
+  constructor(
+    message: string,
+    readonly status: number | null,
+  ) {
+    super(message);
+  }
+}
+
+export interface OllamaCall {
+  status: number;
+  /** The first line, already read: the node has answered once this exists. */
+  first: OllamaLine;
+  rest: AsyncGenerator<OllamaLine>;
+  cancel(): void;
+}
+
+/**
+ * POSTs `body` to an Ollama node and waits for its first line. Anything that
+ * goes wrong before that line (refused, 5xx, a node that no longer has the
+ * model, silence past firstByteMs) is a NodeFailure, so the caller can retry elsewhere.
+ * A 4xx about the request itself is returned as a call: the client should see it.
+ */
+export async function callOllama(
+  baseUrl: string,
+  path: string,
+  body: string,
+  opts: { firstByteMs: number; idleMs: number; signal: AbortSignal },
+): Promise<OllamaCall> {
+  const abort = new AbortController();
+  const onClientGone = () => abort.abort(opts.signal.reason);
+  opts.signal.addEventListener("abort", onClientGone, { once: true });
+  const timer = setTimeout(() => abort.abort(new NodeFailure(`no answer within ${opts.firstByteMs} ms`, null)), opts.firstByteMs);
+  try {
+    const res = await fetch(new URL(path, baseUrl), { method: "POST", headers: { "content-type": "application/json" }, body, signal: abort.signal });
+    if (!res.body) throw new NodeFailure(`empty response (HTTP ${res.status})`, res.status);
+    const reader = res.body.getReader();
+    const lines = parseLines(readLines(reader, opts.idleMs));
+    const first = await lines.next();
+    if (first.done) throw new NodeFailure(`empty response (HTTP ${res.status})`, res.status);
+    if (res.status >= 500 || res.status === 404) throw new NodeFailure(first.value.json.error ?? `HTTP ${res.status}`, res.status);
+    clearTimeout(timer);
+    return {
+      status: res.status,
+      first: first.value,
+      rest: lines,
+      cancel: () => {
+        opts.signal.removeEventListener("abort", onClientGone);
+        abort.abort();
+      },
+    };
+  } catch (e) {
+    clearTimeout(timer);
+    opts.signal.removeEventListener("abort", onClientGone);
+    abort.abort();
+    if (e instanceof NodeFailure) throw e;
+    if (opts.signal.aborted) throw e;
+    const reason = abort.signal.reason;
+    if (reason instanceof NodeFailure) throw reason;
+    throw new NodeFailure(describeFetchError(e, opts.firstByteMs), null);
+  }
+}
+
+async function* parseLines(lines: AsyncGenerator<string>): AsyncGenerator<OllamaLine> {
+  for await (const raw of lines) {
+    let json: OllamaChunk;
+    try {
+      json = JSON.parse(raw);
+    } catch {
+      throw new Error(`the node sent a line that is not JSON: ${raw.slice(0, 80)}`);
+    }
+    yield { raw, json };
+  }
 }

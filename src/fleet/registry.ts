@@ -8,6 +8,9 @@ import type { Heartbeat, OllamaSection } from "./heartbeat.ts";
 
 export type NodeStatus = "online" | "degraded" | "offline";
 
+/** How long an unloaded model still counts as warm (its files are likely still in the page cache). */
+const WARM_FOR_MS = 10 * 60_000;
+
 export interface NodeRecord {
   id: string;
   /** How the node reports: its own agent, or the router polling its Ollama. */
@@ -21,6 +24,10 @@ export interface NodeRecord {
   reportedOllamaUrl: string | null;
   report: Omit<Heartbeat, "node_id">;
   ollama: OllamaSection | null;
+  /** When the node last came online (ms epoch). */
+  onlineSince: number | null;
+  /** Models the node unloaded, and when: reloading them soon after is cheaper (warm). */
+  unloadedAt: Map<string, number>;
 }
 
 export class Registry {
@@ -69,7 +76,7 @@ export class Registry {
     }
     const { node_id: _, ...report } = hb;
     node.report = { ...node.report, ...report };
-    if (hb.ollama) node.ollama = hb.ollama;
+    if (hb.ollama) this.setOllama(node, hb.ollama);
     if (hb.ollama_url) node.reportedOllamaUrl = reachableUrl(hb.ollama_url, remoteAddress);
     node.source = "agent";
     node.lastAgentBeat = this.now();
@@ -81,14 +88,23 @@ export class Registry {
   polled(id: string, ollama: OllamaSection): void {
     const node = this.nodes.get(id);
     if (!node) return;
-    node.ollama = ollama;
     if (!ollama.reachable) {
+      node.ollama = ollama;
       node.statusReason = `Ollama at ${this.ollamaUrl(node)}: ${ollama.error}`;
       this.tick();
       return;
     }
+    this.setOllama(node, ollama);
     node.source = "poll";
     this.seen(node);
+  }
+
+  private setOllama(node: NodeRecord, next: OllamaSection): void {
+    const stillLoaded = new Set(next.models_loaded.map((m) => m.name));
+    const now = this.now();
+    for (const m of node.ollama?.models_loaded ?? []) if (!stillLoaded.has(m.name)) node.unloadedAt.set(m.name, now);
+    for (const [name, at] of node.unloadedAt) if (now - at > WARM_FOR_MS || stillLoaded.has(name)) node.unloadedAt.delete(name);
+    node.ollama = next;
   }
 
   /** Declared nodes with an Ollama URL whose agent is not reporting: the router polls those. */
@@ -138,6 +154,7 @@ export class Registry {
   private transition(node: NodeRecord, status: NodeStatus, reason: string, announce = true): void {
     const from = node.status;
     node.status = status;
+    if (status === "online" && from !== "online") node.onlineSince = this.now();
     node.statusReason = reason;
     if (from === status) return;
     const line = `node ${node.id}: ${from} → ${status}${reason ? ` (${reason})` : ""}`;
@@ -160,6 +177,8 @@ function blank(id: string): NodeRecord {
     reportedOllamaUrl: null,
     report: {},
     ollama: null,
+    onlineSince: null,
+    unloadedAt: new Map(),
   };
 }
 

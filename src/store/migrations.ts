@@ -23,4 +23,49 @@ export const migrations: { version: number; name: string; sql: string }[] = [
       CREATE INDEX node_events_node ON node_events (node_id, at);
     `,
   },
+  {
+    version: 2,
+    name: "request traces",
+    sql: `
+      CREATE TABLE traces (
+        request_id TEXT PRIMARY KEY,
+        timestamp REAL NOT NULL,
+        model TEXT NOT NULL,
+        original_model TEXT NOT NULL,
+        node_id TEXT,
+        backend TEXT,
+        kind TEXT NOT NULL,
+        original_format TEXT NOT NULL,
+        stream INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        score REAL,
+        scores_breakdown TEXT,
+        latency_ms REAL,
+        time_to_first_token_ms REAL,
+        queue_wait_ms REAL,
+        prompt_tokens INTEGER,
+        completion_tokens INTEGER,
+        retry_count INTEGER NOT NULL DEFAULT 0,
+        fallback_used INTEGER NOT NULL DEFAULT 0,
+        excluded_nodes TEXT,
+        client_ip TEXT,
+        error_message TEXT,
+        tags TEXT
+      );
+      CREATE INDEX traces_time ON traces (timestamp);
+      CREATE INDEX traces_model_time ON traces (model, timestamp);
+      CREATE TABLE trace_tags (
+        request_id TEXT NOT NULL REFERENCES traces (request_id) ON DELETE CASCADE,
+        tag TEXT NOT NULL,
+        timestamp REAL NOT NULL
+      );
+      CREATE INDEX trace_tags_tag_time ON trace_tags (tag, timestamp);
+    `,
+  },
+  {
+    version: 3,
+    name: "trace tags by time",
+    // The dashboard's per-tag stats read a time window across all tags; (tag, timestamp) cannot serve that range.
+    sql: "CREATE INDEX trace_tags_time ON trace_tags (timestamp);",
+  },
 ];

@@ -1,9 +1,12 @@
-// The Ollama API, fleet-wide. /api/chat and /api/generate go to the best node
-// that has the model, the body passed through untouched so every field Ollama
-// knows (format, keep_alive, think, images, options) reaches it.
+// The Ollama API, fleet-wide. Requests go to the best node that has the model;
+// the body is passed through untouched (but for herd's own fields), so every
+// field Ollama knows (format, keep_alive, think, images, options) reaches it,
+// and its NDJSON lines come back byte for byte.
 import { Elysia } from "elysia";
-import { candidatesFor } from "../fleet/candidates.ts";
 import { normalizeModelName } from "../fleet/model-name.ts";
+import type { RouteRequest } from "../router/dispatch.ts";
+import { estimateTokens, takeHerdFields } from "../router/herd-fields.ts";
+import { type Encoder, route } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
 import { VERSION } from "../version.ts";
 import { jsonError } from "./errors.ts";
@@ -11,53 +14,54 @@ import { jsonError } from "./errors.ts";
 const GB = 1024 ** 3;
 
 export function ollamaSurface(rt: Runtime) {
+  const proxy = (kind: RouteRequest["kind"], path: string) => ({ request, server }: { request: Request; server: any }) =>
+    handle(rt, request, kind, path, server?.requestIP(request)?.address ?? null);
   return new Elysia({ name: "ollama" })
-    .post("/api/chat", ({ request }) => proxy(rt, request, "/api/chat"), { parse: "none" })
-    .post("/api/generate", ({ request }) => proxy(rt, request, "/api/generate"), { parse: "none" })
+    .post("/api/chat", proxy("chat", "/api/chat"), { parse: "none" })
+    .post("/api/generate", proxy("generate", "/api/generate"), { parse: "none" })
+    .post("/api/embed", proxy("embed", "/api/embed"), { parse: "none" })
+    .post("/api/embeddings", proxy("embed", "/api/embeddings"), { parse: "none" })
     .get("/api/version", () => ({ version: VERSION }))
     .get("/api/tags", () => ({ models: fleetTags(rt) }))
     .get("/api/ps", () => ({ models: fleetLoaded(rt) }));
 }
 
-async function proxy(rt: Runtime, request: Request, path: string): Promise<Response> {
-  const text = await request.text();
-  let body: { model?: unknown };
+async function handle(rt: Runtime, request: Request, kind: RouteRequest["kind"], path: string, clientIp: string | null): Promise<Response> {
+  let body: Record<string, unknown>;
   try {
-    body = JSON.parse(text);
+    body = JSON.parse(await request.text());
   } catch {
     return jsonError(400, "invalid JSON body");
   }
-  if (typeof body?.model !== "string" || !body.model.trim()) return jsonError(400, "model is required");
-  const requested = body.model;
-  const [best] = candidatesFor(rt.registry, requested);
-  if (!best) {
-    const known = fleetTags(rt).some((m) => m.name === normalizeModelName(requested));
-    return known
-      ? jsonError(503, `model "${requested}" exists but no node can serve it right now`)
-      : jsonError(404, `model "${requested}" not found on any node; pull it with POST /api/pull`);
-  }
-  const headers = {
-    "X-Fleet-Node": best.node.id,
-    "X-Fleet-Requested-Model": requested,
-    "X-Fleet-Served-Model": requested,
-    "X-Fleet-Fallback": "false",
-    "X-Fleet-Backend": "ollama",
-    "X-Fleet-Retries": "0",
+  if (!body || typeof body !== "object" || Array.isArray(body)) return jsonError(400, "expected a JSON object");
+  if (typeof body.model !== "string" || !body.model.trim()) return jsonError(400, "model is required");
+  if (kind === "chat" && body.messages !== undefined && !Array.isArray(body.messages)) return jsonError(400, "messages: expected a list");
+  if (body.stream !== undefined && typeof body.stream !== "boolean") return jsonError(400, "stream: expected true or false");
+  const herd = takeHerdFields(body, request.headers);
+  if (typeof herd === "string") return jsonError(400, herd);
+  const stream = kind !== "embed" && body.stream !== false;
+  const req: RouteRequest = {
+    surface: "ollama",
+    kind,
+    path,
+    model: body.model,
+    fallbackModels: herd.fallbackModels,
+    body,
+    promptTokens: estimateTokens(body.messages ?? body.prompt ?? body.input),
+    signal: request.signal,
   };
-  try {
-    const upstream = await fetch(new URL(path, best.url), {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: text,
-      signal: request.signal,
-    });
-    return new Response(upstream.body, {
-      status: upstream.status,
-      headers: { "content-type": upstream.headers.get("content-type") ?? "application/json", ...headers },
-    });
-  } catch (e) {
-    return jsonError(502, `node ${best.node.id} failed: ${(e as Error).message}`, headers);
-  }
+  return route(rt, req, ndjson(stream), { tags: herd.tags, stream, clientIp });
+}
+
+/** Ollama's own wire format: each line as the node sent it; errors as {"error": "..."}. */
+function ndjson(stream: boolean): Encoder {
+  return {
+    contentType: stream ? "application/x-ndjson" : "application/json; charset=utf-8",
+    line: (line) => `${line.raw}\n`,
+    end: () => "",
+    fail: (message) => `${JSON.stringify({ error: message })}\n`,
+    error: (status, message, headers) => jsonError(status, message, headers),
+  };
 }
 
 /** Every model on disk on an online node, once, with the nodes that have it. */

@@ -1,0 +1,128 @@
+// One queue per node:model. At most `concurrency` requests run at once (the
+// node's Ollama parallelism); the rest wait in order. The counts are exact:
+// every acquired slot is released once, whatever happened to its request.
+import type { QueueView } from "./scorer.ts";
+
+export type Outcome = "completed" | "failed";
+
+export interface Slot {
+  /** Milliseconds the request waited for its slot. */
+  waitedMs: number;
+  release(outcome: Outcome, latencyMs?: number): void;
+}
+
+interface Queue {
+  nodeId: string;
+  model: string;
+  concurrency: number;
+  inFlight: number;
+  waiters: (() => void)[];
+  completed: number;
+  failed: number;
+  avgLatencyMs: number;
+  lastDispatchAt: number;
+}
+
+/** Latency estimate before a queue has seen a request. */
+const DEFAULT_LATENCY_MS = 5000;
+/** Weight of the newest sample in the running latency average. */
+const EWMA = 0.2;
+
+export class Queues {
+  private queues = new Map<string, Queue>();
+
+  static key(nodeId: string, model: string): string {
+    return `${nodeId}:${model}`;
+  }
+
+  /** Waits for a free slot on node:model; rejects if `signal` aborts first. */
+  async acquire(nodeId: string, model: string, concurrency: number, signal?: AbortSignal): Promise<Slot> {
+    const q = this.queue(nodeId, model);
+    q.concurrency = concurrency;
+    this.wakeWaiters(q); // a raised limit lets more through at once
+    const queuedAt = performance.now();
+    if (q.inFlight < q.concurrency && !q.waiters.length) q.inFlight++;
+    else await this.wait(q, signal); // the slot is taken for us when our turn comes
+    q.lastDispatchAt = Date.now();
+    let released = false;
+    return {
+      waitedMs: performance.now() - queuedAt,
+      release: (outcome, latencyMs) => {
+        if (released) return;
+        released = true;
+        q.inFlight--;
+        q[outcome]++;
+        if (latencyMs !== undefined && outcome === "completed") q.avgLatencyMs = q.avgLatencyMs * (1 - EWMA) + latencyMs * EWMA;
+        this.wakeWaiters(q);
+      },
+    };
+  }
+
+  view(nodeId: string, model: string): QueueView {
+    const q = this.queues.get(Queues.key(nodeId, model));
+    return q
+      ? { pending: q.waiters.length, inFlight: q.inFlight, concurrency: q.concurrency, avgLatencyMs: q.avgLatencyMs, lastDispatchAt: q.lastDispatchAt }
+      : { pending: 0, inFlight: 0, concurrency: 1, avgLatencyMs: DEFAULT_LATENCY_MS, lastDispatchAt: 0 };
+  }
+
+  /** Requests running or waiting on a node, across its models. */
+  nodeLoad(nodeId: string): { pending: number; inFlight: number } {
+    let pending = 0;
+    let inFlight = 0;
+    for (const q of this.queues.values()) {
+      if (q.nodeId !== nodeId) continue;
+      pending += q.waiters.length;
+      inFlight += q.inFlight;
+    }
+    return { pending, inFlight };
+  }
+
+  /** Every queue in the shape of /fleet/status and /fleet/queue. */
+  entries(): { key: string; node_id: string; model: string; pending: number; in_flight: number; completed: number; failed: number; concurrency: number; avg_latency_ms: number }[] {
+    return [...this.queues.entries()].map(([key, q]) => ({
+      key,
+      node_id: q.nodeId,
+      model: q.model,
+      pending: q.waiters.length,
+      in_flight: q.inFlight,
+      completed: q.completed,
+      failed: q.failed,
+      concurrency: q.concurrency,
+      avg_latency_ms: Math.round(q.avgLatencyMs * 10) / 10,
+    }));
+  }
+
+  private queue(nodeId: string, model: string): Queue {
+    const key = Queues.key(nodeId, model);
+    let q = this.queues.get(key);
+    if (!q) {
+      q = { nodeId, model, concurrency: 1, inFlight: 0, waiters: [], completed: 0, failed: 0, avgLatencyMs: DEFAULT_LATENCY_MS, lastDispatchAt: 0 };
+      this.queues.set(key, q);
+    }
+    return q;
+  }
+
+  private wait(q: Queue, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const turn = () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      };
+      const onAbort = () => {
+        q.waiters.splice(q.waiters.indexOf(turn), 1);
+        reject(signal!.reason);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      q.waiters.push(turn);
+    });
+  }
+
+  // Taking the slot here, not after the waiter resumes, keeps a newcomer from slipping in between.
+  private wakeWaiters(q: Queue): void {
+    while (q.inFlight < q.concurrency && q.waiters.length) {
+      q.inFlight++;
+      q.waiters.shift()!();
+    }
+  }
+}

@@ -1,0 +1,169 @@
+// Which node should serve a request: a pure function of the fleet snapshot, the
+// queues, the config's weights and the request. No I/O, so it is easy to test
+// and to replay. Every signal is bounded by its weight (negative = penalty) and
+// the breakdown is returned so a trace can say why a node won.
+import type { Config } from "../config/schema.ts";
+import { sameModel } from "./model-name.ts";
+
+export interface NodeView {
+  id: string;
+  online: boolean;
+  draining: boolean;
+  /** Total and free memory; null for agentless nodes, which do not report it. */
+  memoryTotalGb: number | null;
+  memoryAvailableGb: number | null;
+  bandwidthGbps: number | null;
+  /** Seconds the node has been continuously online. */
+  onlineForS: number;
+  loaded: { name: string; sizeGb: number; contextLength?: number }[];
+  available: { name: string; sizeGb: number }[];
+  /** Models this node unloaded recently: a reload is faster (files in page cache). */
+  recentlyLoaded: string[];
+}
+
+export interface QueueView {
+  pending: number;
+  inFlight: number;
+  concurrency: number;
+  avgLatencyMs: number;
+  /** When this node:model last got a request (ms epoch; 0 = never): ties go to the one idle longest. */
+  lastDispatchAt: number;
+}
+
+export interface ScoreRequest {
+  model: string;
+  promptTokens: number;
+}
+
+export type Breakdown = {
+  model_thermal: number;
+  memory_fit: number;
+  queue_depth: number;
+  wait_time: number;
+  role_affinity: number;
+  availability: number;
+  context_fit: number;
+};
+
+export interface Scored {
+  nodeId: string;
+  score: number;
+  breakdown: Breakdown;
+  loaded: boolean;
+  modelSizeGb: number;
+  estimatedWaitMs: number;
+  /** The prompt is larger than the loaded context window. */
+  contextOverflow: { estimated: number; contextLength: number } | null;
+}
+
+export interface ScoreResult {
+  ranked: Scored[];
+  eliminated: { nodeId: string; reason: string }[];
+}
+
+/** macOS and the rest of the machine keep this much; a model must fit beside it. */
+const OS_RESERVE_GB = 6;
+/** An estimated wait this long takes the whole wait-time penalty. */
+const FULL_WAIT_PENALTY_MS = 30_000;
+/** A node online this long has earned the whole availability bonus. */
+const SETTLED_S = 600;
+
+export function scoreNodes(
+  nodes: readonly NodeView[],
+  queues: (nodeId: string) => QueueView,
+  req: ScoreRequest,
+  scoring: Config["scoring"],
+): ScoreResult {
+  const w = scoring.weights;
+  const ranked: Scored[] = [];
+  const eliminated: ScoreResult["eliminated"] = [];
+  const tieBreak = new Map<string, QueueView>();
+  const bandwidths = nodes.map((n) => n.bandwidthGbps ?? 0);
+  const fastest = Math.max(1, ...bandwidths);
+  const knownBandwidth = bandwidths.filter((b) => b > 0);
+  const medianBandwidth = knownBandwidth.length ? knownBandwidth.sort((a, b) => a - b)[Math.floor(knownBandwidth.length / 2)]! : 0;
+
+  for (const node of nodes) {
+    if (!node.online) {
+      eliminated.push({ nodeId: node.id, reason: "offline" });
+      continue;
+    }
+    if (node.draining) {
+      eliminated.push({ nodeId: node.id, reason: "draining" });
+      continue;
+    }
+    const loaded = node.loaded.find((m) => sameModel(m.name, req.model));
+    const onDisk = node.available.find((m) => sameModel(m.name, req.model));
+    if (!loaded && !onDisk) {
+      eliminated.push({ nodeId: node.id, reason: "model not on this node" });
+      continue;
+    }
+    const sizeGb = loaded?.sizeGb || onDisk?.sizeGb || 0;
+    if (!loaded && node.memoryTotalGb !== null && sizeGb > node.memoryTotalGb - OS_RESERVE_GB) {
+      eliminated.push({ nodeId: node.id, reason: `model needs ${sizeGb} GB; node has ${node.memoryTotalGb} GB` });
+      continue;
+    }
+    const q = queues(node.id);
+    const estimatedWaitMs = (q.pending + Math.max(0, q.inFlight - q.concurrency + 1)) * (q.avgLatencyMs / Math.max(1, q.concurrency));
+
+    const thermal = loaded ? w.hot : node.recentlyLoaded.some((m) => sameModel(m, req.model)) ? w.warm : w.cold;
+    const memoryFit = loaded ? w.memoryFit : fitAfterLoad(node, sizeGb) * w.memoryFit;
+
+    // A fast node drains its queue sooner: count its queue as proportionally shorter.
+    const speedup = scoring.normalizeQueueByBandwidth && node.bandwidthGbps && medianBandwidth ? node.bandwidthGbps / medianBandwidth : 1;
+    const depth = (q.pending + q.inFlight) / Math.max(0.25, speedup);
+    const queueDepth = -Math.min(Math.abs(w.queueDepth), scoring.queuePenaltyPerRequest * depth);
+    const waitTime = -Math.abs(w.waitTime) * Math.min(1, estimatedWaitMs / FULL_WAIT_PENALTY_MS);
+
+    const roleAffinity = affinity(node, sizeGb, fastest, scoring) * w.roleAffinity;
+    const availability = Math.min(1, node.onlineForS / SETTLED_S) * w.availability;
+
+    const contextLength = loaded?.contextLength;
+    const overflow = contextLength && req.promptTokens > contextLength ? { estimated: req.promptTokens, contextLength } : null;
+    const contextFit = overflow ? 0 : w.contextFit;
+
+    const breakdown: Breakdown = {
+      model_thermal: round(thermal),
+      memory_fit: round(memoryFit),
+      queue_depth: round(queueDepth),
+      wait_time: round(waitTime),
+      role_affinity: round(roleAffinity),
+      availability: round(availability),
+      context_fit: round(contextFit),
+    };
+    const score = round(Object.values(breakdown).reduce((a, b) => a + b, 0));
+    ranked.push({ nodeId: node.id, score, breakdown, loaded: Boolean(loaded), modelSizeGb: sizeGb, estimatedWaitMs, contextOverflow: overflow });
+    tieBreak.set(node.id, q);
+  }
+  // Equal scores must not all go to whichever node registered first: the less busy, then the longest idle, wins.
+  ranked.sort((a, b) => {
+    const [qa, qb] = [tieBreak.get(a.nodeId)!, tieBreak.get(b.nodeId)!];
+    return b.score - a.score || qa.inFlight - qb.inFlight || qa.lastDispatchAt - qb.lastDispatchAt || a.nodeId.localeCompare(b.nodeId);
+  });
+  return { ranked, eliminated };
+}
+
+/** 0..1: how comfortably the model fits in what the node has free, after loading it. */
+function fitAfterLoad(node: NodeView, sizeGb: number): number {
+  if (node.memoryAvailableGb === null || node.memoryTotalGb === null) return 0.5;
+  const left = node.memoryAvailableGb - sizeGb;
+  if (left < 0) return 0; // Ollama will have to evict something first
+  return Math.min(1, left / Math.max(1, node.memoryTotalGb * 0.5));
+}
+
+/** 0..1: big models belong on the fastest machines, small ones on the smaller machines that would otherwise idle. */
+function affinity(node: NodeView, sizeGb: number, fastestGbps: number, scoring: Config["scoring"]): number {
+  const speed = scoring.bandwidthAware && node.bandwidthGbps ? node.bandwidthGbps / fastestGbps : memoryTier(node);
+  if (sizeGb >= scoring.largeModelGb) return speed;
+  if (sizeGb <= scoring.smallModelGb) return 1 - speed * 0.5;
+  return 0.5;
+}
+
+function memoryTier(node: NodeView): number {
+  const gb = node.memoryTotalGb ?? 32;
+  return gb >= 128 ? 1 : gb >= 64 ? 0.75 : gb >= 32 ? 0.5 : 0.25;
+}
+
+function round(n: number): number {
+  return Math.round(n * 10) / 10;
+}

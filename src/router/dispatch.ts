@@ -1,0 +1,146 @@
+// The router core for one request: resolve the model, score the nodes, wait
+// for a queue slot, call the node, and on a failure before its first byte try
+// the next node (then the next fallback model). It returns once a node has
+// answered, so the headers it produces name the node that really serves.
+import type { Config } from "../config/schema.ts";
+import { NodeFailure, type OllamaCall, callOllama } from "../backends/ollama.ts";
+import { normalizeModelName, sameModel } from "../fleet/model-name.ts";
+import type { Queues, Slot } from "../fleet/queues.ts";
+import type { NodeRecord, Registry } from "../fleet/registry.ts";
+import { type Breakdown, type NodeView, type Scored, scoreNodes } from "../fleet/scorer.ts";
+import { resolveAlias } from "./aliases.ts";
+
+export interface RouteRequest {
+  surface: "ollama" | "openai";
+  kind: "chat" | "generate" | "embed";
+  /** Ollama path to call: /api/chat, /api/generate, /api/embed, /api/embeddings. */
+  path: string;
+  /** What the client asked for. */
+  model: string;
+  fallbackModels: string[];
+  /** Body for Ollama, herd's own fields already removed; `model` is set per attempt. */
+  body: Record<string, unknown>;
+  promptTokens: number;
+  signal: AbortSignal;
+}
+
+export interface Routed {
+  call: OllamaCall;
+  nodeId: string;
+  servedModel: string;
+  score: number;
+  breakdown: Breakdown;
+  retries: number;
+  fallback: boolean;
+  excluded: string[];
+  slot: Slot;
+  contextOverflow: Scored["contextOverflow"];
+}
+
+/** Why a request could not be routed, with the status and the X-Fleet-* headers it still gets. */
+export class RouteError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly retries = 0,
+    readonly excluded: string[] = [],
+    readonly retryAfterS?: number,
+  ) {
+    super(message);
+  }
+}
+
+export interface RouterDeps {
+  registry: Registry;
+  queues: Queues;
+  config: Config;
+}
+
+export async function dispatch(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
+  const { config, registry, queues } = deps;
+  const nodes = registry.all().map((n) => nodeView(registry, n));
+  const models = [req.model, ...req.fallbackModels].map((m) => normalizeModelName(resolveAlias(m, config.modelMap)));
+  const excluded: string[] = [];
+  const failures: string[] = [];
+  let attempts = 0;
+
+  for (const [i, model] of models.entries()) {
+    const { ranked } = scoreNodes(nodes, (id) => queues.view(id, model), { model, promptTokens: req.promptTokens }, config.scoring);
+    for (const candidate of ranked) {
+      if (attempts > config.routing.maxRetries) break;
+      if (excluded.includes(candidate.nodeId)) continue;
+      attempts++;
+      const url = registry.ollamaUrl(registry.get(candidate.nodeId)!)!;
+      const concurrency = registry.entry(candidate.nodeId)?.parallel ?? 4;
+      const firstByte = AbortSignal.any([req.signal, AbortSignal.timeout(config.timeouts.firstByteMs)]);
+      let slot: Slot;
+      try {
+        slot = await queues.acquire(candidate.nodeId, model, concurrency, firstByte);
+      } catch (e) {
+        if (req.signal.aborted) throw e;
+        failures.push(`${candidate.nodeId}: no free slot within ${config.timeouts.firstByteMs} ms`);
+        excluded.push(candidate.nodeId);
+        continue;
+      }
+      try {
+        const call = await callOllama(url, req.path, JSON.stringify({ ...req.body, model }), {
+          firstByteMs: Math.max(1, config.timeouts.firstByteMs - slot.waitedMs),
+          idleMs: config.timeouts.idleMs,
+          signal: req.signal,
+        });
+        return {
+          call,
+          nodeId: candidate.nodeId,
+          servedModel: model,
+          score: candidate.score,
+          breakdown: candidate.breakdown,
+          retries: excluded.length,
+          fallback: i > 0,
+          excluded,
+          slot,
+          contextOverflow: candidate.contextOverflow,
+        };
+      } catch (e) {
+        slot.release("failed");
+        if (!(e instanceof NodeFailure)) throw e;
+        failures.push(`${candidate.nodeId}: ${e.message}`);
+        excluded.push(candidate.nodeId);
+      }
+    }
+  }
+  throw unroutable(nodes, models, failures, excluded);
+}
+
+/** 404 when no node has any of the models, 503 when some node has one but none could serve it now. */
+function unroutable(nodes: NodeView[], models: string[], failures: string[], excluded: string[]): RouteError {
+  const holders = models.flatMap((model) =>
+    nodes
+      .filter((n) => n.available.some((m) => sameModel(m.name, model)) || n.loaded.some((m) => sameModel(m.name, model)))
+      .map((n) => `${model} on ${n.id} (${n.online ? (n.draining ? "draining" : "online") : "offline"})`),
+  );
+  const asked = models.map((m) => `"${m}"`).join(", ");
+  if (!holders.length) {
+    const known = [...new Set(nodes.filter((n) => n.online).flatMap((n) => n.available.map((m) => m.name)))].sort();
+    const hint = known.length ? `; the fleet has: ${known.slice(0, 20).join(", ")}${known.length > 20 ? ", …" : ""}` : "; no node reports any model";
+    return new RouteError(404, `model ${asked} not found on any node${hint}`);
+  }
+  const why = failures.length ? `; tried ${failures.join("; ")}` : "";
+  return new RouteError(503, `model ${asked} exists but no node can serve it right now: ${holders.join(", ")}${why}`, excluded.length, excluded, 5);
+}
+
+function nodeView(registry: Registry, node: NodeRecord): NodeView {
+  const memory = node.report.memory;
+  const ollama = node.ollama;
+  return {
+    id: node.id,
+    online: node.status === "online" && Boolean(ollama?.reachable) && registry.ollamaUrl(node) !== null,
+    draining: registry.isDraining(node),
+    memoryTotalGb: memory?.total_gb ?? null,
+    memoryAvailableGb: memory?.available_gb ?? null,
+    bandwidthGbps: node.report.hardware?.memory_bandwidth_gbps || null,
+    onlineForS: node.onlineSince === null ? 0 : (Date.now() - node.onlineSince) / 1000,
+    loaded: (ollama?.models_loaded ?? []).map((m) => ({ name: m.name, sizeGb: m.size_gb, contextLength: m.context_length })),
+    available: (ollama?.models_available ?? []).map((m) => (typeof m === "string" ? { name: m, sizeGb: 0 } : { name: m.name, sizeGb: m.size_gb })),
+    recentlyLoaded: [...node.unloadedAt.keys()],
+  };
+}

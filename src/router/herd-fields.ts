@@ -1,0 +1,44 @@
+// herd's own request fields, shared by every surface: tags for per-app
+// analytics, fallback models, strict mode. They are taken out of the body
+// before it reaches a backend, which would not know them.
+export interface HerdFields {
+  tags: string[];
+  fallbackModels: string[];
+  /** The client asked for exactly this model: no substitution. */
+  strict: boolean;
+}
+
+/** Problems are returned as a message naming the field, for a 400 in the surface's format. */
+export function takeHerdFields(body: Record<string, unknown>, headers: Headers): HerdFields | string {
+  const tags: string[] = [];
+  const metadata = body.metadata;
+  if (metadata !== undefined && (typeof metadata !== "object" || metadata === null || Array.isArray(metadata))) return "metadata: expected an object";
+  const metaTags = (metadata as { tags?: unknown } | undefined)?.tags;
+  if (metaTags !== undefined) {
+    if (!Array.isArray(metaTags) || metaTags.some((t) => typeof t !== "string")) return "metadata.tags: expected a list of strings";
+    tags.push(...metaTags);
+  }
+  for (const t of (headers.get("x-herd-tags") ?? "").split(",")) tags.push(t);
+  if (body.user !== undefined) {
+    if (typeof body.user !== "string") return "user: expected a string";
+    if (body.user) tags.push(`user:${body.user}`);
+  }
+  const fallbacks = body.fallback_models ?? [];
+  if (!Array.isArray(fallbacks) || fallbacks.some((m) => typeof m !== "string" || !m.trim())) return "fallback_models: expected a list of model names";
+  if (body.fallback !== undefined && typeof body.fallback !== "boolean") return "fallback: expected true or false";
+  const strict = body.fallback === false || headers.get("x-fleet-no-fallback")?.toLowerCase() === "true";
+  for (const key of ["metadata", "user", "fallback_models", "fallback"]) delete body[key];
+  return { tags: [...new Set(tags.map((t) => t.trim()).filter(Boolean))], fallbackModels: fallbacks as string[], strict };
+}
+
+/** A rough token count (4 characters a token) for context-fit decisions; not for billing. */
+export function estimateTokens(value: unknown): number {
+  return Math.ceil(textLength(value) / 4);
+}
+
+function textLength(value: unknown): number {
+  if (typeof value === "string") return value.length;
+  if (Array.isArray(value)) return value.reduce((n: number, v) => n + textLength(v), 0);
+  if (value && typeof value === "object") return Object.entries(value).reduce((n, [k, v]) => (k === "images" ? n : n + textLength(v)), 0);
+  return 0;
+}

@@ -1,0 +1,170 @@
+// One request end to end: dispatch it, relay the node's lines to the client in
+// the surface's wire format, and leave a trace. Headers go out only once a
+// node has answered, so X-Fleet-Node always names the node that served.
+import type { OllamaLine } from "../backends/ollama.ts";
+import type { Runtime } from "../runtime.ts";
+import type { Trace, TraceStatus } from "../store/traces.ts";
+import { type RouteRequest, RouteError, type Routed, dispatch } from "./dispatch.ts";
+
+/** How a surface writes the node's lines in its own wire format. */
+export interface Encoder {
+  contentType: string;
+  /** Bytes for one line of the node's answer ("" to send nothing). */
+  line(line: OllamaLine): string;
+  /** Bytes after the node's done marker (e.g. SSE's `data: [DONE]`). */
+  end(): string;
+  /** Bytes that end a stream that failed after its first byte. */
+  fail(message: string): string;
+  /** A whole error response before anything was sent. */
+  error(status: number, message: string, headers: Record<string, string>): Response;
+}
+
+export interface RouteMeta {
+  tags: string[];
+  stream: boolean;
+  clientIp: string | null;
+}
+
+export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, meta: RouteMeta): Promise<Response> {
+  const started = performance.now();
+  const trace: Trace = {
+    request_id: crypto.randomUUID(),
+    timestamp: Date.now() / 1000,
+    model: req.model,
+    original_model: req.model,
+    node_id: null,
+    backend: null,
+    kind: req.kind,
+    original_format: req.surface,
+    stream: meta.stream,
+    status: "failed",
+    score: null,
+    scores_breakdown: null,
+    latency_ms: null,
+    time_to_first_token_ms: null,
+    queue_wait_ms: null,
+    prompt_tokens: null,
+    completion_tokens: null,
+    retry_count: 0,
+    fallback_used: false,
+    excluded_nodes: [],
+    client_ip: meta.clientIp,
+    error_message: null,
+    tags: meta.tags,
+  };
+  let routed: Routed;
+  try {
+    routed = await dispatch({ registry: rt.registry, queues: rt.queues, config: rt.live.config }, req);
+  } catch (e) {
+    const error = e instanceof RouteError ? e : new RouteError(502, (e as Error).message);
+    rt.traces.record({ ...trace, status: req.signal.aborted ? "client_disconnected" : "failed", error_message: error.message, retry_count: error.retries, excluded_nodes: error.excluded, latency_ms: ms(started) });
+    const headers = fleetHeaders(req.model, null, error.retries);
+    if (error.retryAfterS) headers["Retry-After"] = String(error.retryAfterS);
+    return encoder.error(error.status, error.message, headers);
+  }
+  Object.assign(trace, {
+    model: routed.servedModel,
+    node_id: routed.nodeId,
+    backend: "ollama",
+    score: routed.score,
+    scores_breakdown: routed.breakdown,
+    retry_count: routed.retries,
+    fallback_used: routed.fallback,
+    excluded_nodes: routed.excluded,
+    queue_wait_ms: round(routed.slot.waitedMs),
+    time_to_first_token_ms: ms(started),
+  });
+  const finish = (status: TraceStatus, done: OllamaLine["json"] | null, error: string | null) => {
+    const latency = ms(started);
+    routed.slot.release(status === "completed" ? "completed" : "failed", latency);
+    rt.traces.record({
+      ...trace,
+      status,
+      latency_ms: latency,
+      prompt_tokens: done?.prompt_eval_count ?? null,
+      completion_tokens: done?.eval_count ?? null,
+      error_message: error,
+    });
+  };
+  return new Response(relay(routed, req.kind, encoder, finish), {
+    status: routed.call.status,
+    headers: { "content-type": encoder.contentType, ...fleetHeaders(req.model, routed, routed.retries) },
+  });
+}
+
+/** The node's lines, re-encoded; the stream always ends well-formed, whatever the node did. */
+function relay(routed: Routed, kind: RouteRequest["kind"], encoder: Encoder, finish: (s: TraceStatus, done: OllamaLine["json"] | null, e: string | null) => void): ReadableStream<Uint8Array> {
+  const bytes = new TextEncoder();
+  let finished = false;
+  const end = (controller: ReadableStreamDefaultController<Uint8Array>, status: TraceStatus, done: OllamaLine["json"] | null, error: string | null, tail: string) => {
+    finished = true;
+    if (tail) controller.enqueue(bytes.encode(tail));
+    controller.close();
+    finish(status, done, error);
+  };
+  // A line ends the answer when it carries Ollama's done marker (embeddings come as one line without it).
+  const handle = (controller: ReadableStreamDefaultController<Uint8Array>, line: OllamaLine): boolean => {
+    const out = encoder.line(line);
+    if (out) controller.enqueue(bytes.encode(out));
+    if (line.json.error) {
+      end(controller, "failed", null, line.json.error, routed.call.status < 400 ? encoder.fail(line.json.error) : "");
+      return true;
+    }
+    if (line.json.done === true || kind === "embed" || routed.call.status >= 400) {
+      end(controller, routed.call.status < 400 ? "completed" : "failed", line.json, null, routed.call.status < 400 ? encoder.end() : "");
+      return true;
+    }
+    return false;
+  };
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      handle(controller, routed.call.first);
+    },
+    async pull(controller) {
+      if (finished) return;
+      try {
+        const next = await routed.call.rest.next();
+        if (next.done) {
+          const message = `node ${routed.nodeId} closed the stream before it finished`;
+          return end(controller, "incomplete", null, message, encoder.fail(message));
+        }
+        handle(controller, next.value);
+      } catch (e) {
+        if (finished) return;
+        const message = `node ${routed.nodeId} failed mid-stream: ${(e as Error).message}`;
+        routed.call.cancel();
+        end(controller, "failed", null, message, encoder.fail(message));
+      }
+    },
+    cancel() {
+      if (finished) return;
+      finished = true;
+      routed.call.cancel();
+      finish("client_disconnected", null, "the client went away");
+    },
+  });
+}
+
+export function fleetHeaders(requested: string, routed: Routed | null, retries: number): Record<string, string> {
+  const headers: Record<string, string> = {
+    "X-Fleet-Node": routed?.nodeId ?? "none",
+    "X-Fleet-Served-Model": routed?.servedModel ?? "none",
+    "X-Fleet-Requested-Model": requested,
+    "X-Fleet-Fallback": String(routed?.fallback ?? false),
+    "X-Fleet-Backend": routed ? "ollama" : "none",
+    "X-Fleet-Retries": String(retries),
+  };
+  if (routed) headers["X-Fleet-Score"] = String(Math.round(routed.score));
+  if (routed?.contextOverflow) {
+    headers["X-Fleet-Context-Overflow"] = `estimated_tokens=${routed.contextOverflow.estimated}; context_length=${routed.contextOverflow.contextLength}`;
+  }
+  return headers;
+}
+
+function ms(since: number): number {
+  return round(performance.now() - since);
+}
+
+function round(n: number): number {
+  return Math.round(n * 10) / 10;
+}
