@@ -2,9 +2,11 @@
 import { Elysia } from "elysia";
 import { log } from "./log.ts";
 import type { Runtime } from "./runtime.ts";
+import { analyticsSurface } from "./surfaces/analytics.ts";
 import { fleetSurface } from "./surfaces/fleet.ts";
 import { healthSurface } from "./surfaces/health.ts";
 import { ollamaSurface } from "./surfaces/ollama.ts";
+import { openaiSurface } from "./surfaces/openai.ts";
 import { jsonError } from "./surfaces/errors.ts";
 
 export function buildApp(rt: Runtime) {
@@ -18,5 +20,7 @@ export function buildApp(rt: Runtime) {
     })
     .use(healthSurface(rt))
     .use(fleetSurface(rt))
-    .use(ollamaSurface(rt));
+    .use(analyticsSurface(rt))
+    .use(ollamaSurface(rt))
+    .use(openaiSurface(rt));
 }

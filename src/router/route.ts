@@ -74,6 +74,14 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
     queue_wait_ms: round(routed.slot.waitedMs),
     time_to_first_token_ms: ms(started),
   });
+  // The node refused the request itself (a 4xx, e.g. a model that cannot embed): the client gets it in its own format.
+  if (routed.call.status >= 400) {
+    routed.call.cancel();
+    const message = routed.call.first.json.error ?? `node ${routed.nodeId} answered HTTP ${routed.call.status}`;
+    routed.slot.release("failed");
+    rt.traces.record({ ...trace, status: "failed", error_message: message, latency_ms: ms(started) });
+    return encoder.error(routed.call.status, message, fleetHeaders(req.model, routed, routed.retries));
+  }
   const finish = (status: TraceStatus, done: OllamaLine["json"] | null, error: string | null) => {
     const latency = ms(started);
     routed.slot.release(status === "completed" ? "completed" : "failed", latency);
@@ -104,14 +112,14 @@ function relay(routed: Routed, kind: RouteRequest["kind"], encoder: Encoder, fin
   };
   // A line ends the answer when it carries Ollama's done marker (embeddings come as one line without it).
   const handle = (controller: ReadableStreamDefaultController<Uint8Array>, line: OllamaLine): boolean => {
-    const out = encoder.line(line);
-    if (out) controller.enqueue(bytes.encode(out));
     if (line.json.error) {
-      end(controller, "failed", null, line.json.error, routed.call.status < 400 ? encoder.fail(line.json.error) : "");
+      end(controller, "failed", null, line.json.error, encoder.fail(line.json.error));
       return true;
     }
-    if (line.json.done === true || kind === "embed" || routed.call.status >= 400) {
-      end(controller, routed.call.status < 400 ? "completed" : "failed", line.json, null, routed.call.status < 400 ? encoder.end() : "");
+    const out = encoder.line(line);
+    if (out) controller.enqueue(bytes.encode(out));
+    if (line.json.done === true || kind === "embed") {
+      end(controller, "completed", line.json, null, encoder.end());
       return true;
     }
     return false;

@@ -42,7 +42,7 @@ export class TraceWriter {
   private readonly insertTag: Statement;
 
   constructor(private readonly db: Database) {
-    this.insertTrace = db.prepare(`INSERT OR REPLACE INTO traces (request_id, timestamp, model, original_model, node_id, backend, kind,
+    this.insertTrace = db.prepare(`INSERT OR IGNORE INTO traces (request_id, timestamp, model, original_model, node_id, backend, kind,
       original_format, stream, status, score, scores_breakdown, latency_ms, time_to_first_token_ms, queue_wait_ms, prompt_tokens,
       completion_tokens, retry_count, fallback_used, excluded_nodes, client_ip, error_message, tags)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
@@ -63,13 +63,14 @@ export class TraceWriter {
     try {
       this.db.transaction(() => {
         for (const t of batch) {
-          this.insertTrace.run(
+          const { changes } = this.insertTrace.run(
             t.request_id, t.timestamp, t.model, t.original_model, t.node_id, t.backend, t.kind, t.original_format, t.stream ? 1 : 0,
             t.status, t.score, t.scores_breakdown && JSON.stringify(t.scores_breakdown), t.latency_ms, t.time_to_first_token_ms,
             t.queue_wait_ms, t.prompt_tokens, t.completion_tokens, t.retry_count, t.fallback_used ? 1 : 0,
             JSON.stringify(t.excluded_nodes), t.client_ip, t.error_message, JSON.stringify(t.tags),
           );
-          for (const tag of t.tags) this.insertTag.run(t.request_id, tag, t.timestamp);
+          // A request id is recorded once; its tags with it.
+          if (changes) for (const tag of t.tags) this.insertTag.run(t.request_id, tag, t.timestamp);
         }
       })();
     } catch (e) {

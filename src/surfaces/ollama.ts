@@ -9,6 +9,7 @@ import { estimateTokens, takeHerdFields } from "../router/herd-fields.ts";
 import { type Encoder, route } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
 import { VERSION } from "../version.ts";
+import { modelOf, readJsonObject } from "./body.ts";
 import { jsonError } from "./errors.ts";
 
 const GB = 1024 ** 3;
@@ -27,14 +28,10 @@ export function ollamaSurface(rt: Runtime) {
 }
 
 async function handle(rt: Runtime, request: Request, kind: RouteRequest["kind"], path: string, clientIp: string | null): Promise<Response> {
-  let body: Record<string, unknown>;
-  try {
-    body = JSON.parse(await request.text());
-  } catch {
-    return jsonError(400, "invalid JSON body");
-  }
-  if (!body || typeof body !== "object" || Array.isArray(body)) return jsonError(400, "expected a JSON object");
-  if (typeof body.model !== "string" || !body.model.trim()) return jsonError(400, "model is required");
+  const body = await readJsonObject(request);
+  if (typeof body === "string") return jsonError(400, body);
+  const model = modelOf(body);
+  if (!model) return jsonError(400, "model is required");
   if (kind === "chat" && body.messages !== undefined && !Array.isArray(body.messages)) return jsonError(400, "messages: expected a list");
   if (body.stream !== undefined && typeof body.stream !== "boolean") return jsonError(400, "stream: expected true or false");
   const herd = takeHerdFields(body, request.headers);
@@ -44,7 +41,7 @@ async function handle(rt: Runtime, request: Request, kind: RouteRequest["kind"],
     surface: "ollama",
     kind,
     path,
-    model: body.model,
+    model,
     fallbackModels: herd.fallbackModels,
     body,
     promptTokens: estimateTokens(body.messages ?? body.prompt ?? body.input),

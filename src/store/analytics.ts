@@ -1,0 +1,129 @@
+// Read-only aggregates over the traces for the dashboard. Each query takes the
+// store and the start of its window (unix seconds); db.query() compiles a
+// statement once per store and reuses it. Days and hours are UTC; latencies and
+// token averages are rounded to 0.1. A trace counts as failed unless completed.
+import type { Database } from "bun:sqlite";
+import type { Trace } from "./traces.ts";
+
+/** A trace as the dashboard lists it: JSON columns decoded, fallback_used kept as 0/1. */
+export type TraceView = Omit<Trace, "backend" | "kind" | "stream" | "queue_wait_ms" | "fallback_used"> & { fallback_used: number };
+
+type TraceRow = Omit<TraceView, "scores_breakdown" | "excluded_nodes" | "tags"> & {
+  scores_breakdown: string | null;
+  excluded_nodes: string | null;
+  tags: string | null;
+};
+
+interface Totals {
+  avg_latency_ms: number | null;
+  total_prompt_tokens: number;
+  total_completion_tokens: number;
+}
+
+// Without table statistics SQLite prefers scanning a (model|tag, timestamp) index whole to save a sort;
+// a dashboard window is a small slice of the history, so the time indexes are named outright.
+const TRACES_SINCE = "FROM traces INDEXED BY traces_time WHERE timestamp >= ?";
+const TAGGED_SINCE = `FROM trace_tags tt INDEXED BY trace_tags_time JOIN traces t ON t.request_id = tt.request_id
+  WHERE tt.timestamp >= ?`;
+
+// Token columns are NULL on failures; a group of only failures totals 0, not null.
+const PROMPT_TOKENS = "COALESCE(SUM(prompt_tokens), 0)";
+const COMPLETION_TOKENS = "COALESCE(SUM(completion_tokens), 0)";
+const AVG_LATENCY = "ROUND(AVG(latency_ms), 1)";
+const TOTALS = `${AVG_LATENCY} AS avg_latency_ms, ${PROMPT_TOKENS} AS total_prompt_tokens, ${COMPLETION_TOKENS} AS total_completion_tokens`;
+
+const day = (timestamp: string) => `date(${timestamp}, 'unixepoch')`;
+
+export function recentTraces(db: Database, limit: number): TraceView[] {
+  const rows = db
+    .query<TraceRow, [number]>(
+      `SELECT request_id, model, original_model, node_id, score, scores_breakdown, status, latency_ms, time_to_first_token_ms,
+        prompt_tokens, completion_tokens, retry_count, fallback_used, excluded_nodes, client_ip, original_format, error_message,
+        timestamp, tags
+      FROM traces ORDER BY timestamp DESC LIMIT ?`,
+    )
+    .all(limit);
+  return rows.map((r) => ({
+    ...r,
+    scores_breakdown: r.scores_breakdown === null ? null : JSON.parse(r.scores_breakdown),
+    excluded_nodes: JSON.parse(r.excluded_nodes ?? "[]"),
+    tags: JSON.parse(r.tags ?? "[]"),
+  }));
+}
+
+/** All-time totals: the header cards have no window. */
+export function overview(db: Database) {
+  return db
+    .query<{ total_requests: number; total_prompt_tokens: number; total_completion_tokens: number; total_tokens: number; models_count: number }, []>(
+      `SELECT COUNT(*) AS total_requests, ${PROMPT_TOKENS} AS total_prompt_tokens, ${COMPLETION_TOKENS} AS total_completion_tokens,
+        ${PROMPT_TOKENS} + ${COMPLETION_TOKENS} AS total_tokens, COUNT(DISTINCT model) AS models_count
+      FROM traces`,
+    )
+    .get()!;
+}
+
+export function usageByNodeModelDay(db: Database, since: number) {
+  return db
+    .query<{ node_id: string | null; model: string; day: string; request_count: number; completed: number; failed: number } & Totals, [number]>(
+      `SELECT node_id, model, ${day("timestamp")} AS day, COUNT(*) AS request_count,
+        SUM(status = 'completed') AS completed, SUM(status <> 'completed') AS failed, ${TOTALS}
+      ${TRACES_SINCE}
+      GROUP BY node_id, model, day ORDER BY day, node_id, model`,
+    )
+    .all(since);
+}
+
+export function modelsDaily(db: Database, since: number) {
+  return db
+    .query<{ model: string; day: string; request_count: number } & Totals, [number]>(
+      `SELECT model, ${day("timestamp")} AS day, COUNT(*) AS request_count, ${TOTALS}
+      ${TRACES_SINCE}
+      GROUP BY model, day ORDER BY day, model`,
+    )
+    .all(since);
+}
+
+export function modelsSummary(db: Database, since: number) {
+  return db
+    .query<{ model: string; total_requests: number } & Totals, [number]>(
+      `SELECT model, COUNT(*) AS total_requests, ${TOTALS}
+      ${TRACES_SINCE}
+      GROUP BY model ORDER BY total_requests DESC, model`,
+    )
+    .all(since);
+}
+
+export function hourlyTrends(db: Database, since: number) {
+  return db
+    .query<{ hour_bucket: string; request_count: number; avg_latency_ms: number | null; avg_prompt_tokens: number | null; avg_completion_tokens: number | null }, [number]>(
+      `SELECT strftime('%Y-%m-%d %H:00:00', timestamp, 'unixepoch') AS hour_bucket, COUNT(*) AS request_count,
+        ${AVG_LATENCY} AS avg_latency_ms, ROUND(AVG(prompt_tokens), 1) AS avg_prompt_tokens,
+        ROUND(AVG(completion_tokens), 1) AS avg_completion_tokens
+      ${TRACES_SINCE}
+      GROUP BY hour_bucket ORDER BY hour_bucket`,
+    )
+    .all(since);
+}
+
+// One trace_tags row per tag, so a trace with two tags counts once under each.
+export function appsByTag(db: Database, since: number) {
+  return db
+    .query<{ tag: string; request_count: number; avg_ttft_ms: number | null; error_rate: number } & Totals, [number]>(
+      `SELECT tt.tag, COUNT(*) AS request_count, ${TOTALS}, ROUND(AVG(time_to_first_token_ms), 1) AS avg_ttft_ms,
+        ROUND(AVG(status <> 'completed'), 4) AS error_rate
+      ${TAGGED_SINCE}
+      GROUP BY tt.tag ORDER BY request_count DESC, tt.tag`,
+    )
+    .all(since);
+}
+
+export function appsDaily(db: Database, since: number) {
+  return db
+    .query<{ tag: string; day: string; request_count: number; avg_latency_ms: number | null; total_tokens: number }, [number]>(
+      `SELECT tt.tag, ${day("tt.timestamp")} AS day, COUNT(*) AS request_count, ${AVG_LATENCY} AS avg_latency_ms,
+        ${PROMPT_TOKENS} + ${COMPLETION_TOKENS} AS total_tokens
+      ${TAGGED_SINCE}
+      GROUP BY tt.tag, day ORDER BY day, tt.tag`,
+    )
+    .all(since);
+}

@@ -1,0 +1,92 @@
+// The OpenAI API over the fleet: chat completions (streamed as SSE or not),
+// embeddings, and the fleet's models. Requests are translated to Ollama's
+// native API, which every node speaks; see openai-codec.ts.
+import { Elysia } from "elysia";
+import type { OllamaLine } from "../backends/ollama.ts";
+import { normalizeModelName } from "../fleet/model-name.ts";
+import { estimateTokens, takeHerdFields } from "../router/herd-fields.ts";
+import { type Encoder, route } from "../router/route.ts";
+import type { Runtime } from "../runtime.ts";
+import { modelOf, readJsonObject } from "./body.ts";
+import { chatEncoder, chatToOllama, openaiError } from "./openai-codec.ts";
+
+type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
+
+export function openaiSurface(rt: Runtime) {
+  return new Elysia({ name: "openai" })
+    .post("/v1/chat/completions", ({ request, server }: Ctx) => chat(rt, request, server?.requestIP(request)?.address ?? null), { parse: "none" })
+    .post("/v1/embeddings", ({ request, server }: Ctx) => embeddings(rt, request, server?.requestIP(request)?.address ?? null), { parse: "none" })
+    .get("/v1/models", () => ({ object: "list", data: models(rt) }));
+}
+
+async function chat(rt: Runtime, request: Request, clientIp: string | null): Promise<Response> {
+  const body = await readJsonObject(request);
+  if (typeof body === "string") return openaiError(400, body);
+  const model = modelOf(body);
+  if (!model) return openaiError(400, "model: required");
+  const herd = takeHerdFields(body, request.headers);
+  if (typeof herd === "string") return openaiError(400, herd);
+  const ollamaBody = chatToOllama(body);
+  if (typeof ollamaBody === "string") return openaiError(400, ollamaBody);
+  const stream = body.stream === true;
+  const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
+  return route(
+    rt,
+    { surface: "openai", kind: "chat", path: "/api/chat", model, fallbackModels: herd.fallbackModels, body: ollamaBody, promptTokens: estimateTokens(body.messages), signal: request.signal },
+    chatEncoder(stream, includeUsage),
+    { tags: herd.tags, stream, clientIp },
+  );
+}
+
+async function embeddings(rt: Runtime, request: Request, clientIp: string | null): Promise<Response> {
+  const body = await readJsonObject(request);
+  if (typeof body === "string") return openaiError(400, body);
+  const model = modelOf(body);
+  if (!model) return openaiError(400, "model: required");
+  const input = body.input;
+  if (!(typeof input === "string" || (Array.isArray(input) && input.length && input.every((s) => typeof s === "string")))) {
+    return openaiError(400, "input: expected a string or a non-empty list of strings");
+  }
+  if (body.encoding_format !== undefined && body.encoding_format !== "float" && body.encoding_format !== "base64") {
+    return openaiError(400, `encoding_format: expected "float" or "base64"`);
+  }
+  const herd = takeHerdFields(body, request.headers);
+  if (typeof herd === "string") return openaiError(400, herd);
+  const ollamaBody: Record<string, unknown> = { input, ...(typeof body.dimensions === "number" ? { dimensions: body.dimensions } : {}) };
+  return route(
+    rt,
+    { surface: "openai", kind: "embed", path: "/api/embed", model, fallbackModels: herd.fallbackModels, body: ollamaBody, promptTokens: estimateTokens(input), signal: request.signal },
+    embeddingEncoder(body.encoding_format === "base64"),
+    { tags: herd.tags, stream: false, clientIp },
+  );
+}
+
+function embeddingEncoder(base64: boolean): Encoder {
+  return {
+    contentType: "application/json",
+    line({ json }: OllamaLine) {
+      if (json.error) return "";
+      const vectors = (json.embeddings as number[][] | undefined) ?? [];
+      const prompt = json.prompt_eval_count ?? 0;
+      return JSON.stringify({
+        object: "list",
+        data: vectors.map((v, index) => ({ object: "embedding", index, embedding: base64 ? Buffer.from(new Float32Array(v).buffer).toString("base64") : v })),
+        model: json.model,
+        usage: { prompt_tokens: prompt, total_tokens: prompt },
+      });
+    },
+    end: () => "",
+    fail: () => "",
+    error: openaiError,
+  };
+}
+
+function models(rt: Runtime) {
+  const created = Math.floor(rt.startedAt / 1000);
+  const names = new Set<string>();
+  for (const node of rt.registry.all()) {
+    if (node.status !== "online" || !node.ollama?.reachable) continue;
+    for (const m of node.ollama.models_available) names.add(normalizeModelName(typeof m === "string" ? m : m.name));
+  }
+  return [...names].sort().map((id) => ({ id, object: "model", created, owned_by: "ollama" }));
+}

@@ -1,0 +1,263 @@
+// Routing through a real router process to simulated nodes, with the official
+// ollama and openai clients: where requests go, retries, failures mid-stream,
+// fallbacks, errors in each surface's own format.
+import { afterAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Ollama } from "ollama";
+import OpenAI from "openai";
+import { type SimNode, type SimNodeOptions, startSimOllama } from "../src/sim/index.ts";
+import { eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+
+// Polls are rare here, so a fault injected into a node is met by a request, not by the poller first.
+const SLOW_POLLS = "heartbeat: { intervalMs: 30000, timeoutMs: 60000, offlineMs: 120000 }";
+
+const sims: SimNode[] = [];
+afterAll(async () => {
+  await Promise.all(sims.map((s) => s.stop()));
+});
+
+async function fleet(nodes: (SimNodeOptions & { parallel?: number; draining?: boolean })[], extra = "") {
+  const started = await Promise.all(nodes.map((n) => startSimOllama(n)));
+  sims.push(...started);
+  const dir = tmpDir();
+  const file = join(dir, "herd.config.ts");
+  const entries = nodes.map((n, i) => JSON.stringify({ id: n.id, ollama: started[i]!.url, parallel: n.parallel ?? 4, draining: n.draining ?? false }));
+  writeFileSync(file, `export default { nodes: [${entries.join(", ")}], ${SLOW_POLLS}, ${extra} };\n`);
+  const router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+  await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.every((n: any) => n.status === "online"), 3000, "all nodes online");
+  return { router, url: router.url, nodes: started };
+}
+
+const post = (url: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+
+describe("where requests go", () => {
+  test("to the node that has the model loaded, over one that only has it on disk; headers say so", async () => {
+    const { url } = await fleet([
+      { id: "cold", models: ["qwen3:8b"], loaded: [] },
+      { id: "hot", models: ["qwen3:8b"], loaded: ["qwen3:8b"] },
+    ]);
+    for (let i = 0; i < 3; i++) {
+      const res = await post(url, "/api/chat", { model: "qwen3:8b", messages: [{ role: "user", content: "hi" }], stream: false });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-fleet-node")).toBe("hot");
+      expect(res.headers.get("x-fleet-served-model")).toBe("qwen3:8b");
+      expect(res.headers.get("x-fleet-requested-model")).toBe("qwen3:8b");
+      expect(res.headers.get("x-fleet-fallback")).toBe("false");
+      expect(res.headers.get("x-fleet-backend")).toBe("ollama");
+      expect(res.headers.get("x-fleet-retries")).toBe("0");
+      expect(Number(res.headers.get("x-fleet-score"))).toBeGreaterThan(0);
+      expect(((await res.json()) as any).done).toBe(true);
+    }
+  });
+
+  test("load spreads over equal nodes under concurrency, and each node's parallel limit is enforced", async () => {
+    const opts = { models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 200, parallel: 1 };
+    const { url, nodes } = await fleet([{ id: "a", ...opts }, { id: "b", ...opts }]);
+    let peak = 0;
+    const watch = setInterval(() => (peak = Math.max(peak, ...nodes.map((n) => n.state().inFlight))), 5);
+    const served = await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        const res = await post(url, "/api/generate", { model: "llama3.2:3b", prompt: "count", stream: false, options: { num_predict: 10 } });
+        await res.json();
+        return res.headers.get("x-fleet-node");
+      }),
+    );
+    clearInterval(watch);
+    expect(served.filter((n) => n === "a").length).toBeGreaterThanOrEqual(2);
+    expect(served.filter((n) => n === "b").length).toBeGreaterThanOrEqual(2);
+    expect(peak).toBe(1);
+  });
+
+  test("Ollama fields herd does not know reach the node untouched; herd's own fields do not", async () => {
+    const { url, nodes } = await fleet([{ id: "only", models: ["qwen3:8b"], loaded: ["qwen3:8b"] }]);
+    const res = await post(url, "/api/chat", {
+      model: "qwen3:8b",
+      messages: [{ role: "user", content: "hi" }],
+      stream: false,
+      think: true,
+      keep_alive: 0,
+      options: { num_predict: 3 },
+      metadata: { tags: ["app-a"] },
+      fallback_models: ["llama3.2:3b"],
+    });
+    const body = (await res.json()) as any;
+    expect(body.message.thinking.length).toBeGreaterThan(0); // think reached the node
+    expect(body.done_reason).toBe("length"); // options.num_predict reached it
+    await eventually(async () => nodes[0]!.state().loaded!.length === 0, 2000, "keep_alive 0 to unload the model");
+  });
+});
+
+describe("when nodes fail", () => {
+  test("a node failing before its first byte is routed around and counted in X-Fleet-Retries", async () => {
+    const { url, nodes } = await fleet([
+      { id: "bad", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] },
+      { id: "good", models: ["llama3.2:3b"], loaded: [] },
+    ]);
+    nodes[0]!.setFaults({ error500: true });
+    const res = await post(url, "/api/chat", { model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], stream: false });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-fleet-node")).toBe("good");
+    expect(res.headers.get("x-fleet-retries")).toBe("1");
+  });
+
+  test("a node that accepts and never answers is abandoned after timeouts.firstByteMs", async () => {
+    const { url, nodes } = await fleet(
+      [
+        { id: "hangs", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] },
+        { id: "works", models: ["llama3.2:3b"], loaded: [] },
+      ],
+      "timeouts: { firstByteMs: 400 }",
+    );
+    nodes[0]!.setFaults({ hang: true });
+    const res = await post(url, "/api/generate", { model: "llama3.2:3b", prompt: "hi", stream: false });
+    expect(res.headers.get("x-fleet-node")).toBe("works");
+    expect(res.headers.get("x-fleet-retries")).toBe("1");
+  });
+
+  test("a node dying mid-stream ends the stream with an error line (Ollama) or an error event (OpenAI), never a hang", async () => {
+    const { url, nodes } = await fleet([{ id: "dies", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] }]);
+    nodes[0]!.setFaults({ dieAfterTokens: 3 });
+    const res = await post(url, "/api/chat", { model: "llama3.2:3b", messages: [{ role: "user", content: "tell me a story" }] });
+    const lines = (await res.text()).trimEnd().split("\n").map((l) => JSON.parse(l));
+    expect(lines.length).toBe(4);
+    expect(lines.slice(0, 3).every((l) => l.done === false)).toBe(true);
+    expect(lines[3].error).toContain("node dies");
+
+    const client = new Ollama({ host: url });
+    const consume = async () => {
+      for await (const _ of await client.chat({ model: "llama3.2:3b", messages: [{ role: "user", content: "again" }], stream: true }));
+    };
+    await expect(consume()).rejects.toThrow(/node dies/);
+
+    const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: "x" });
+    const consumeOpenAI = async () => {
+      for await (const _ of await openai.chat.completions.create({ model: "llama3.2:3b", messages: [{ role: "user", content: "x" }], stream: true }));
+    };
+    await expect(consumeOpenAI()).rejects.toThrow(/node dies/);
+  });
+
+  test("an idle stream past timeouts.idleMs is ended with an error", async () => {
+    const { url, nodes } = await fleet([{ id: "slow", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] }], "timeouts: { idleMs: 300 }");
+    nodes[0]!.setFaults({ tokenDelayMs: 2000 });
+    const started = Date.now();
+    const res = await post(url, "/api/generate", { model: "llama3.2:3b", prompt: "hi" });
+    const last = JSON.parse((await res.text()).trimEnd().split("\n").at(-1)!);
+    expect(last.error).toContain("no data from the node for 300 ms");
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+});
+
+describe("models that are not there", () => {
+  test("fallback_models are tried in order, and the headers say what ran", async () => {
+    const { url } = await fleet([{ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] }]);
+    const res = await post(url, "/api/chat", { model: "missing:70b", fallback_models: ["also-missing", "llama3.2:3b"], messages: [{ role: "user", content: "hi" }], stream: false });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-fleet-requested-model")).toBe("missing:70b");
+    expect(res.headers.get("x-fleet-served-model")).toBe("llama3.2:3b");
+    expect(res.headers.get("x-fleet-fallback")).toBe("true");
+  });
+
+  test("400, 404 and 503 say what is wrong, in each surface's format, with the fleet headers", async () => {
+    const { url } = await fleet([
+      { id: "up", models: ["llama3.2:3b"], loaded: [] },
+      { id: "drained", models: ["qwen3:8b"], loaded: [], draining: true },
+    ]);
+    const noModel = await post(url, "/api/chat", { messages: [] });
+    expect(noModel.status).toBe(400);
+    expect(await noModel.json()).toEqual({ error: "model is required" });
+
+    const notFound = await post(url, "/api/generate", { model: "ghost", prompt: "x" });
+    expect(notFound.status).toBe(404);
+    expect(((await notFound.json()) as any).error).toBe(`model "ghost:latest" not found on any node; the fleet has: llama3.2:3b, qwen3:8b`);
+    expect(notFound.headers.get("x-fleet-requested-model")).toBe("ghost");
+    expect(notFound.headers.get("x-fleet-retries")).toBe("0");
+
+    const unavailable = await post(url, "/api/generate", { model: "qwen3:8b", prompt: "x" });
+    expect(unavailable.status).toBe(503);
+    expect(((await unavailable.json()) as any).error).toContain("qwen3:8b on drained (draining)");
+
+    const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: "x", maxRetries: 0 });
+    // The SDK returns its own thenable, so the error is caught rather than passed to expect().rejects.
+    const ghost = await openai.chat.completions.create({ model: "ghost", messages: [{ role: "user", content: "x" }] }).catch((e) => e);
+    expect(ghost).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(ghost.code).toBe("model_not_found");
+    const busy = await openai.chat.completions.create({ model: "qwen3:8b", messages: [{ role: "user", content: "x" }] }).catch((e) => e);
+    expect(busy).toBeInstanceOf(OpenAI.APIError);
+    expect(busy.status).toBe(503);
+    const bad = await post(url, "/v1/chat/completions", { model: "llama3.2:3b", messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "http://x/y.png" } }] }] });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as any).error.message).toContain("messages[0].content[0].image_url.url");
+    const notJson = await fetch(`${url}/api/chat`, { method: "POST", body: "{nope" });
+    expect(notJson.status).toBe(400);
+    expect(((await notJson.json()) as any).error).toContain("invalid JSON body");
+  });
+});
+
+describe("the OpenAI surface", () => {
+  test("chat completions: one id for the whole stream, usage on request, [DONE] at the end", async () => {
+    const { url } = await fleet([{ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] }]);
+    const res = await post(url, "/v1/chat/completions", { model: "llama3.2:3b", messages: [{ role: "user", content: "hello" }], stream: true, stream_options: { include_usage: true } });
+    expect(res.headers.get("content-type")).toStartWith("text/event-stream");
+    const text = await res.text();
+    expect(text.endsWith("data: [DONE]\n\n")).toBe(true);
+    const chunks = text.split("\n\n").filter((f) => f && f !== "data: [DONE]").map((f) => JSON.parse(f.replace(/^data: /, "")));
+    expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
+    expect(chunks[0].choices[0].delta.role).toBe("assistant");
+    expect(chunks.at(-2).choices[0].finish_reason).toBe("stop");
+    expect(chunks.at(-1).choices).toEqual([]);
+    expect(chunks.at(-1).usage.completion_tokens).toBeGreaterThan(0);
+
+    const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: "x" });
+    const done = await openai.chat.completions.create({ model: "llama3.2:3b", messages: [{ role: "user", content: "hello" }], max_tokens: 2 });
+    expect(done.object).toBe("chat.completion");
+    expect(done.choices[0]!.finish_reason).toBe("length");
+    expect(done.usage!.completion_tokens).toBe(2);
+  });
+
+  test("tools and tool_calls round-trip, with finish_reason tool_calls", async () => {
+    const { url } = await fleet([{ id: "n", models: ["qwen3:8b"], loaded: ["qwen3:8b"] }]);
+    const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: "x" });
+    const tools = [{ type: "function" as const, function: { name: "get_weather", description: "weather", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } }];
+    const first = await openai.chat.completions.create({ model: "qwen3:8b", messages: [{ role: "user", content: "use get_weather for Paris" }], tools });
+    const call = first.choices[0]!.message.tool_calls![0]!;
+    expect(first.choices[0]!.finish_reason).toBe("tool_calls");
+    expect(call.type).toBe("function");
+    expect(call.type === "function" && call.function.name).toBe("get_weather");
+    expect(call.type === "function" && JSON.parse(call.function.arguments)).toHaveProperty("city");
+
+    const stream = await openai.chat.completions.create({ model: "qwen3:8b", messages: [{ role: "user", content: "use get_weather for Paris" }], tools, stream: true });
+    let finish: string | null = null;
+    const names: string[] = [];
+    for await (const chunk of stream) {
+      for (const c of chunk.choices[0]?.delta.tool_calls ?? []) if (c.function?.name) names.push(c.function.name);
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(names).toEqual(["get_weather"]);
+    expect(finish).toBe("tool_calls");
+
+    const second = await openai.chat.completions.create({
+      model: "qwen3:8b",
+      tools,
+      messages: [{ role: "user", content: "use get_weather for Paris" }, first.choices[0]!.message, { role: "tool", tool_call_id: call.id, content: "18C, sunny" }],
+    });
+    expect(second.choices[0]!.finish_reason).toBe("stop");
+    expect(second.choices[0]!.message.content!.length).toBeGreaterThan(0);
+  });
+
+  test("embeddings and models, fleet-wide", async () => {
+    const { url } = await fleet([
+      { id: "a", models: ["nomic-embed-text", "llama3.2:3b"], loaded: [] },
+      { id: "b", models: ["qwen3:8b"], loaded: [] },
+    ]);
+    const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: "x" });
+    const list = await openai.models.list();
+    expect(list.data.map((m) => m.id)).toEqual(["llama3.2:3b", "nomic-embed-text:latest", "qwen3:8b"]);
+    const emb = await openai.embeddings.create({ model: "nomic-embed-text", input: ["a", "b"] });
+    expect(emb.data.length).toBe(2);
+    expect(emb.data[0]!.embedding.length).toBe(768);
+    const ollama = await new Ollama({ host: url }).embed({ model: "nomic-embed-text", input: "hello" });
+    expect(ollama.embeddings[0]!.length).toBe(768);
+  });
+});
