@@ -4,7 +4,9 @@ import type { Database } from "bun:sqlite";
 import { buildApp } from "./app.ts";
 import type { LiveConfig } from "./config/live.ts";
 import { startPoller } from "./fleet/poller.ts";
+import { NodeOrdering } from "./fleet/ordering.ts";
 import { Queues } from "./fleet/queues.ts";
+import { ClientGate } from "./router/client-gate.ts";
 import { Registry } from "./fleet/registry.ts";
 import { UserError } from "./errors.ts";
 import { log } from "./log.ts";
@@ -17,6 +19,8 @@ export interface Runtime {
   store: Database;
   traces: TraceWriter;
   queues: Queues;
+  ordering: NodeOrdering;
+  clients: ClientGate;
   startedAt: number;
   ready: boolean;
 }
@@ -38,7 +42,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   } catch (e) {
     throw new UserError(`cannot open the store in ${dataDir} (${(e as Error).message}); pass --data-dir DIR or set server.dataDir`);
   }
-  const rt: Runtime = { live, registry: new Registry(live.config, store), store, traces: new TraceWriter(store), queues: new Queues(), startedAt: Date.now(), ready: false };
+  const rt: Runtime = { live, registry: new Registry(live.config, store), store, traces: new TraceWriter(store), queues: new Queues(), ordering: new NodeOrdering(), clients: new ClientGate(), startedAt: Date.now(), ready: false };
   recordConfig(rt);
 
   const app = buildApp(rt);

@@ -131,7 +131,7 @@ describe("when nodes fail", () => {
     };
     await expect(consume()).rejects.toThrow(/node dies/);
 
-    const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: "x" });
+    const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: "x", maxRetries: 0 });
     const consumeOpenAI = async () => {
       for await (const _ of await openai.chat.completions.create({ model: "llama3.2:3b", messages: [{ role: "user", content: "x" }], stream: true }));
     };
@@ -259,5 +259,58 @@ describe("the OpenAI surface", () => {
     expect(emb.data[0]!.embedding.length).toBe(768);
     const ollama = await new Ollama({ host: url }).embed({ model: "nomic-embed-text", input: "hello" });
     expect(ollama.embeddings[0]!.length).toBe(768);
+  });
+});
+
+describe("queues, limits and the per-client cap", () => {
+  test("/fleet/queue and /fleet/status count exactly; /fleet/limits says what the fleet absorbs", async () => {
+    const { url, nodes } = await fleet([{ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 100, parallel: 2 }]);
+    nodes[0]!.setFaults({ firstByteDelayMs: 400 });
+    const running = Array.from({ length: 5 }, () => post(url, "/api/generate", { model: "llama3.2:3b", prompt: "x", stream: false, options: { num_predict: 2 } }).then((r) => r.json()));
+    const busy = await eventually(async () => {
+      const q = await getJson(`${url}/fleet/queue`);
+      return q.in_flight === 2 && q.pending === 3 && q;
+    }, 2000, "2 running and 3 waiting");
+    expect(busy.queue_depth).toBe(5);
+    expect(busy.queues["n:llama3.2:3b"]).toEqual({ pending: 3, in_flight: 2, concurrency: 2, model: "llama3.2:3b", node_id: "n" });
+    expect(busy.nodes_online).toBe(1);
+    const limits = await getJson(`${url}/fleet/limits`);
+    expect(limits.nodes.n).toMatchObject({ status: "online", parallel: 2, in_flight: 2, pending: 3 });
+    expect(limits.max_retries).toBe(2);
+    await Promise.all(running);
+    const status = await getJson(`${url}/fleet/status`);
+    expect(status.queues["n:llama3.2:3b"]).toMatchObject({ pending: 0, in_flight: 0, completed: 5, failed: 0, concurrency: 2 });
+    expect(status.nodes[0].ollama.requests_active).toBe(0);
+  });
+
+  test("a client over routing.clientMaxInFlight gets 429 with Retry-After, in each surface's format", async () => {
+    const { url, nodes } = await fleet([{ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] }], "routing: { clientMaxInFlight: 1, clientRetryAfterSeconds: 3 }");
+    nodes[0]!.setFaults({ firstByteDelayMs: 500 });
+    const first = post(url, "/api/generate", { model: "llama3.2:3b", prompt: "x", stream: false });
+    await Bun.sleep(100);
+    const second = await post(url, "/api/generate", { model: "llama3.2:3b", prompt: "x", stream: false });
+    expect(second.status).toBe(429);
+    expect(second.headers.get("retry-after")).toBe("3");
+    expect(((await second.json()) as any).error).toContain("routing.clientMaxInFlight");
+    const third = await post(url, "/v1/chat/completions", { model: "llama3.2:3b", messages: [{ role: "user", content: "x" }] });
+    expect(third.status).toBe(429);
+    expect(((await third.json()) as any).error.type).toBe("rate_limit_error");
+    expect((await first).status).toBe(200);
+    const after = await post(url, "/api/generate", { model: "llama3.2:3b", prompt: "x", stream: false });
+    expect(after.status).toBe(200);
+  });
+
+  test("round-robin and least-connections are there for comparison; /api/show answers from a node with the model", async () => {
+    const opts = { models: ["llama3.2:3b"], loaded: [] as string[] };
+    const { url } = await fleet([{ id: "a", ...opts, loaded: ["llama3.2:3b"] }, { id: "b", ...opts }, { id: "c", ...opts }], `routing: { strategy: "round-robin" }`);
+    const served: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await post(url, "/api/generate", { model: "llama3.2:3b", prompt: "x", stream: false, options: { num_predict: 1 } });
+      await res.json();
+      served.push(res.headers.get("x-fleet-node")!);
+    }
+    expect(served).toEqual(["a", "b", "c", "a", "b", "c"]);
+    const show = await new Ollama({ host: url }).show({ model: "llama3.2:3b" });
+    expect(show.details.family).toBe("llama");
   });
 });

@@ -73,6 +73,10 @@ export const herdConfigSchema = v.strictObject({
     offlineMs: v.optional(ms, 30000),
   }),
   routing: section({
+    strategy: v.optional(
+      v.picklist(["score", "round-robin", "least-connections"], 'expected "score", "round-robin" or "least-connections"'),
+      "score",
+    ),
     maxRetries: v.optional(count, 2),
     clientMaxInFlight: v.optional(count, 0),
     clientRetryAfterSeconds: v.optional(count, 2),

@@ -1,12 +1,15 @@
-// GET /fleet/status: the whole fleet in seed 000's shape, plus herd's config block.
+// GET /fleet/status, /fleet/queue and /fleet/limits: the fleet in seed 000's shapes, plus herd's config block.
 import type { ConfigStatus } from "../config/live.ts";
+import type { Config } from "../config/schema.ts";
+import type { Queues } from "./queues.ts";
 import type { NodeRecord, Registry } from "./registry.ts";
 
-export function nodeJson(registry: Registry, node: NodeRecord) {
+export function nodeJson(registry: Registry, queues: Queues, node: NodeRecord) {
   const entry = registry.entry(node.id);
   const r = node.report;
   const loaded = node.ollama?.models_loaded ?? [];
-  const active = node.ollama?.requests_active ?? 0;
+  // What the router itself has in flight on the node: exact, unlike a backend's own count.
+  const active = queues.nodeLoad(node.id).inFlight;
   const parallel = entry?.parallel ?? 4;
   return {
     node_id: node.id,
@@ -23,7 +26,7 @@ export function nodeJson(registry: Registry, node: NodeRecord) {
     cpu: r.cpu ?? null,
     memory: r.memory ?? null,
     disk: r.disk ?? null,
-    ollama: node.ollama,
+    ollama: node.ollama && { ...node.ollama, requests_active: active },
     models_loaded_count: loaded.length,
     free_slots: Math.max(0, parallel * Math.max(1, loaded.length) - active),
     mlx_servers: r.mlx_servers ?? [],
@@ -31,8 +34,8 @@ export function nodeJson(registry: Registry, node: NodeRecord) {
   };
 }
 
-export function fleetStatus(registry: Registry, config: ConfigStatus) {
-  const nodes = registry.all().map((n) => nodeJson(registry, n));
+export function fleetStatus(registry: Registry, queues: Queues, config: ConfigStatus) {
+  const nodes = registry.all().map((n) => nodeJson(registry, queues, n));
   const online = nodes.filter((n) => n.status === "online");
   return {
     fleet: {
@@ -42,8 +45,50 @@ export function fleetStatus(registry: Registry, config: ConfigStatus) {
       requests_active: online.reduce((sum, n) => sum + (n.ollama?.requests_active ?? 0), 0),
     },
     nodes,
-    queues: {},
+    queues: queueMap(queues),
     config,
+    timestamp: Date.now() / 1000,
+  };
+}
+
+function queueMap(queues: Queues) {
+  return Object.fromEntries(queues.entries().map(({ key, ...q }) => [key, q]));
+}
+
+/** GET /fleet/queue: light enough to poll often, for client-side backoff. */
+export function fleetQueue(registry: Registry, queues: Queues) {
+  const entries = queues.entries();
+  const pending = entries.reduce((n, q) => n + q.pending, 0);
+  const inFlight = entries.reduce((n, q) => n + q.in_flight, 0);
+  return {
+    queue_depth: pending + inFlight,
+    pending,
+    in_flight: inFlight,
+    completed: entries.reduce((n, q) => n + q.completed, 0),
+    failed: entries.reduce((n, q) => n + q.failed, 0),
+    // The longest wait a queued request faces now: a cautious client backs off by this much.
+    estimated_wait_ms: Math.round(Math.max(0, ...entries.map((q) => (q.pending * q.avg_latency_ms) / Math.max(1, q.concurrency)))),
+    nodes_online: registry.all().filter((n) => n.status === "online").length,
+    queues: Object.fromEntries(entries.map((q) => [q.key, { pending: q.pending, in_flight: q.in_flight, concurrency: q.concurrency, model: q.model, node_id: q.node_id }])),
+    timestamp: Date.now() / 1000,
+  };
+}
+
+/** GET /fleet/limits: what the fleet can absorb, so a client can serialise instead of collecting 429s. */
+export function fleetLimits(registry: Registry, queues: Queues, config: Config) {
+  return {
+    hot_model_cap: config.preloader.maxCount,
+    max_retries: config.routing.maxRetries,
+    client_max_in_flight: config.routing.clientMaxInFlight,
+    client_retry_after_s: config.routing.clientRetryAfterSeconds,
+    mlx: { max_in_flight_per_model: config.mlx.maxInFlightPerModel, max_queue_depth: config.mlx.maxQueueDepth, retry_after_s: config.mlx.retryAfterSeconds },
+    nodes: Object.fromEntries(
+      registry.all().map((node) => {
+        const json = nodeJson(registry, queues, node);
+        const load = queues.nodeLoad(node.id);
+        return [node.id, { status: node.status, parallel: registry.entry(node.id)?.parallel ?? 4, free_slots: json.free_slots, in_flight: load.inFlight, pending: load.pending }];
+      }),
+    ),
     timestamp: Date.now() / 1000,
   };
 }

@@ -5,6 +5,7 @@
 import type { Config } from "../config/schema.ts";
 import { NodeFailure, type OllamaCall, callOllama } from "../backends/ollama.ts";
 import { normalizeModelName, sameModel } from "../fleet/model-name.ts";
+import type { NodeOrdering } from "../fleet/ordering.ts";
 import type { Queues, Slot } from "../fleet/queues.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import { type Breakdown, type NodeView, type Scored, scoreNodes } from "../fleet/scorer.ts";
@@ -53,11 +54,12 @@ export class RouteError extends Error {
 export interface RouterDeps {
   registry: Registry;
   queues: Queues;
+  ordering: NodeOrdering;
   config: Config;
 }
 
 export async function dispatch(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
-  const { config, registry, queues } = deps;
+  const { config, registry, queues, ordering } = deps;
   const nodes = registry.all().map((n) => nodeView(registry, n));
   const models = [req.model, ...req.fallbackModels].map((m) => normalizeModelName(resolveAlias(m, config.modelMap)));
   const excluded: string[] = [];
@@ -66,7 +68,7 @@ export async function dispatch(deps: RouterDeps, req: RouteRequest): Promise<Rou
 
   for (const [i, model] of models.entries()) {
     const { ranked } = scoreNodes(nodes, (id) => queues.view(id, model), { model, promptTokens: req.promptTokens }, config.scoring);
-    for (const candidate of ranked) {
+    for (const candidate of ordering.order(config.routing.strategy, model, ranked, (id) => queues.nodeLoad(id).inFlight)) {
       if (attempts > config.routing.maxRetries) break;
       if (excluded.includes(candidate.nodeId)) continue;
       attempts++;

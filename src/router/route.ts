@@ -52,10 +52,23 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
     error_message: null,
     tags: meta.tags,
   };
+  const client = meta.clientIp ?? "unknown";
+  const { clientMaxInFlight, clientRetryAfterSeconds } = rt.live.config.routing;
+  if (!rt.clients.enter(client, clientMaxInFlight)) {
+    const message = `client ${client} already has ${clientMaxInFlight} requests in flight (routing.clientMaxInFlight); retry after ${clientRetryAfterSeconds} s`;
+    rt.traces.record({ ...trace, status: "rejected", error_message: message, latency_ms: ms(started) });
+    return encoder.error(429, message, { ...fleetHeaders(req.model, null, 0), "Retry-After": String(clientRetryAfterSeconds) });
+  }
+  let left = false;
+  const leave = () => {
+    if (!left) rt.clients.leave(client);
+    left = true;
+  };
   let routed: Routed;
   try {
-    routed = await dispatch({ registry: rt.registry, queues: rt.queues, config: rt.live.config }, req);
+    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, config: rt.live.config }, req);
   } catch (e) {
+    leave();
     const error = e instanceof RouteError ? e : new RouteError(502, (e as Error).message);
     rt.traces.record({ ...trace, status: req.signal.aborted ? "client_disconnected" : "failed", error_message: error.message, retry_count: error.retries, excluded_nodes: error.excluded, latency_ms: ms(started) });
     const headers = fleetHeaders(req.model, null, error.retries);
@@ -79,12 +92,14 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
     routed.call.cancel();
     const message = routed.call.first.json.error ?? `node ${routed.nodeId} answered HTTP ${routed.call.status}`;
     routed.slot.release("failed");
+    leave();
     rt.traces.record({ ...trace, status: "failed", error_message: message, latency_ms: ms(started) });
     return encoder.error(routed.call.status, message, fleetHeaders(req.model, routed, routed.retries));
   }
   const finish = (status: TraceStatus, done: OllamaLine["json"] | null, error: string | null) => {
     const latency = ms(started);
     routed.slot.release(status === "completed" ? "completed" : "failed", latency);
+    leave();
     rt.traces.record({
       ...trace,
       status,

@@ -3,7 +3,7 @@
 // field Ollama knows (format, keep_alive, think, images, options) reaches it,
 // and its NDJSON lines come back byte for byte.
 import { Elysia } from "elysia";
-import { normalizeModelName } from "../fleet/model-name.ts";
+import { normalizeModelName, sameModel } from "../fleet/model-name.ts";
 import type { RouteRequest } from "../router/dispatch.ts";
 import { estimateTokens, takeHerdFields } from "../router/herd-fields.ts";
 import { type Encoder, route } from "../router/route.ts";
@@ -22,6 +22,7 @@ export function ollamaSurface(rt: Runtime) {
     .post("/api/generate", proxy("generate", "/api/generate"), { parse: "none" })
     .post("/api/embed", proxy("embed", "/api/embed"), { parse: "none" })
     .post("/api/embeddings", proxy("embed", "/api/embeddings"), { parse: "none" })
+    .post("/api/show", ({ request }) => show(rt, request), { parse: "none" })
     .get("/api/version", () => ({ version: VERSION }))
     .get("/api/tags", () => ({ models: fleetTags(rt) }))
     .get("/api/ps", () => ({ models: fleetLoaded(rt) }));
@@ -48,6 +49,29 @@ async function handle(rt: Runtime, request: Request, kind: RouteRequest["kind"],
     signal: request.signal,
   };
   return route(rt, req, ndjson(stream), { tags: herd.tags, stream, clientIp });
+}
+
+/** Model details come from any online node that has the model; nothing runs, so no queue slot is taken. */
+async function show(rt: Runtime, request: Request): Promise<Response> {
+  const body = await readJsonObject(request);
+  if (typeof body === "string") return jsonError(400, body);
+  const model = modelOf(body) ?? (typeof body.name === "string" && body.name.trim() ? body.name : null);
+  if (!model) return jsonError(400, "model is required");
+  const wanted = normalizeModelName(model);
+  const node = onlineNodes(rt).find((n) => n.ollama!.models_available.some((m) => sameModel(typeof m === "string" ? m : m.name, wanted)));
+  if (!node) return jsonError(404, `model "${wanted}" not found on any node`);
+  const headers = { "X-Fleet-Node": node.id, "X-Fleet-Requested-Model": model, "X-Fleet-Served-Model": wanted, "X-Fleet-Backend": "ollama", "X-Fleet-Fallback": "false", "X-Fleet-Retries": "0" };
+  try {
+    const res = await fetch(new URL("/api/show", rt.registry.ollamaUrl(node)!), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ ...body, model: wanted }),
+      signal: AbortSignal.timeout(rt.live.config.timeouts.connectMs),
+    });
+    return new Response(res.body, { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/json", ...headers } });
+  } catch (e) {
+    return jsonError(502, `node ${node.id} did not answer /api/show: ${(e as Error).message}`, headers);
+  }
 }
 
 /** Ollama's own wire format: each line as the node sent it; errors as {"error": "..."}. */

@@ -1,0 +1,18 @@
+// The order in which eligible nodes are tried. "score" keeps the scorer's
+// ranking; the two classic balancers exist so herd can be measured against them
+// (npm run bench) and for fleets of identical machines.
+import type { Config } from "../config/schema.ts";
+import type { Scored } from "./scorer.ts";
+
+export class NodeOrdering {
+  private turns = new Map<string, number>();
+
+  order(strategy: Config["routing"]["strategy"], model: string, ranked: Scored[], inFlight: (nodeId: string) => number): Scored[] {
+    if (strategy === "score" || ranked.length < 2) return ranked;
+    const byId = [...ranked].sort((a, b) => a.nodeId.localeCompare(b.nodeId));
+    if (strategy === "least-connections") return byId.sort((a, b) => inFlight(a.nodeId) - inFlight(b.nodeId));
+    const turn = this.turns.get(model) ?? 0;
+    this.turns.set(model, turn + 1);
+    return [...byId.slice(turn % byId.length), ...byId.slice(0, turn % byId.length)];
+  }
+}
