@@ -7,6 +7,8 @@ import { fleetSurface } from "./surfaces/fleet.ts";
 import { healthSurface } from "./surfaces/health.ts";
 import { ollamaSurface } from "./surfaces/ollama.ts";
 import { openaiSurface } from "./surfaces/openai.ts";
+import { pullSurface } from "./surfaces/pull.ts";
+import { pinsSurface } from "./surfaces/pins.ts";
 import { jsonError } from "./surfaces/errors.ts";
 
 export function buildApp(rt: Runtime) {
@@ -20,7 +22,9 @@ export function buildApp(rt: Runtime) {
     })
     .use(healthSurface(rt))
     .use(fleetSurface(rt))
+    .use(pinsSurface(rt))
     .use(analyticsSurface(rt))
     .use(ollamaSurface(rt))
-    .use(openaiSurface(rt));
+    .use(openaiSurface(rt))
+    .use(pullSurface(rt));
 }

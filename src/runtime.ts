@@ -4,7 +4,11 @@ import type { Database } from "bun:sqlite";
 import { buildApp } from "./app.ts";
 import type { LiveConfig } from "./config/live.ts";
 import { startPoller } from "./fleet/poller.ts";
+import { startPreloader } from "./fleet/preloader.ts";
+import { startRebalancer } from "./fleet/rebalancer.ts";
 import { NodeOrdering } from "./fleet/ordering.ts";
+import { Pins } from "./fleet/pins.ts";
+import { Pulls } from "./fleet/pulls.ts";
 import { Queues } from "./fleet/queues.ts";
 import { ClientGate } from "./router/client-gate.ts";
 import { Registry } from "./fleet/registry.ts";
@@ -21,6 +25,8 @@ export interface Runtime {
   queues: Queues;
   ordering: NodeOrdering;
   clients: ClientGate;
+  pulls: Pulls;
+  pins: Pins;
   startedAt: number;
   ready: boolean;
 }
@@ -42,7 +48,20 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   } catch (e) {
     throw new UserError(`cannot open the store in ${dataDir} (${(e as Error).message}); pass --data-dir DIR or set server.dataDir`);
   }
-  const rt: Runtime = { live, registry: new Registry(live.config, store), store, traces: new TraceWriter(store), queues: new Queues(), ordering: new NodeOrdering(), clients: new ClientGate(), startedAt: Date.now(), ready: false };
+  const registry = new Registry(live.config, store);
+  const rt: Runtime = {
+    live,
+    registry,
+    store,
+    traces: new TraceWriter(store),
+    queues: new Queues(),
+    ordering: new NodeOrdering(),
+    clients: new ClientGate(),
+    pulls: new Pulls(),
+    pins: new Pins(store, live, registry),
+    startedAt: Date.now(),
+    ready: false,
+  };
   recordConfig(rt);
 
   const app = buildApp(rt);
@@ -58,6 +77,8 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   }
   const boundPort = app.server!.port!;
   const poller = startPoller(rt.registry, live);
+  const preloader = startPreloader(rt);
+  const rebalancer = startRebalancer(rt.registry, rt.queues, () => live.config);
   rt.ready = true;
 
   return {
@@ -68,6 +89,8 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     async stop() {
       rt.ready = false;
       poller.stop();
+      preloader.stop();
+      rebalancer.stop();
       await app.stop();
       rt.traces.close();
       store.close();

@@ -1,11 +1,11 @@
 // The dashboard's analytics APIs over a store that already has history: traces
 // are written with the project's own TraceWriter before a real router starts.
-import { beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openStore } from "../src/store/db.ts";
 import { type Trace, TraceWriter } from "../src/store/traces.ts";
-import { getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+import { cleanupFile, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
 
 const LLAMA = "llama3.3:70b";
 const QWEN = "qwen3:8b";
@@ -42,6 +42,8 @@ const TRACES = [
 ];
 
 let url = "";
+afterAll(cleanupFile);
+
 beforeAll(async () => {
   const dir = tmpDir();
   const dataDir = join(dir, "data");

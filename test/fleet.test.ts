@@ -168,7 +168,7 @@ describe("the store", () => {
     };
     const before = read();
     expect(before.mode).toBe("wal");
-    expect(before.versions).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }]);
+    expect(before.versions).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }]);
     expect(before.events).toContainEqual({ node_id: "s", status: "online" });
 
     const second = await router(dir, file);

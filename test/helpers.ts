@@ -1,6 +1,8 @@
 // Black-box helpers: run the CLI as a user would, as a real subprocess, and
-// make sure every process a test starts is stopped.
-import { afterAll } from "bun:test";
+// make sure every process a test starts is stopped. What a test starts is
+// cleaned up after that test; what a file starts outside any test (in
+// beforeAll) after that file calls cleanupFile(), or at the latest when the
+// run ends (test/setup.ts, preloaded by bunfig.toml, wires both).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,14 +11,41 @@ export const ROOT = join(import.meta.dir, "..");
 export const CLI = join(ROOT, "src/cli.ts");
 const BUN = process.execPath;
 
-const cleanups: (() => unknown)[] = [];
-afterAll(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+type Cleanup = { run: () => unknown; kill?: () => void };
+const perTest: Cleanup[] = [];
+const perFile: Cleanup[] = [];
+let inTest = false;
+
+function onCleanup(c: Cleanup): void {
+  (inTest ? perTest : perFile).push(c);
+}
+
+async function drain(list: Cleanup[]): Promise<void> {
+  for (const c of list.splice(0).reverse()) await c.run();
+}
+
+export function testStarted(): void {
+  inTest = true;
+}
+
+export async function cleanupTest(): Promise<void> {
+  inTest = false;
+  await drain(perTest);
+}
+
+export async function cleanupFile(): Promise<void> {
+  await drain(perTest);
+  await drain(perFile);
+}
+
+/** Last resort when the test process exits (a crash, a timeout): no child outlives it. */
+export function killAllNow(): void {
+  for (const c of [...perTest, ...perFile]) c.kill?.();
+}
 
 export function tmpDir(): string {
   const dir = mkdtempSync(join(tmpdir(), "herd-test-"));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  onCleanup({ run: () => rmSync(dir, { recursive: true, force: true }) });
   return dir;
 }
 
@@ -92,7 +121,7 @@ export function spawnHerd(args: string[], opts: { cwd?: string; env?: Record<str
       return code;
     },
   };
-  cleanups.push(() => running.stop("SIGKILL"));
+  onCleanup({ run: () => running.stop("SIGKILL"), kill: () => proc.kill("SIGKILL") });
   return running;
 }
 

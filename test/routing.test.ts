@@ -76,15 +76,15 @@ describe("where requests go", () => {
       model: "qwen3:8b",
       messages: [{ role: "user", content: "hi" }],
       stream: false,
-      think: true,
+      think: false,
       keep_alive: 0,
       options: { num_predict: 3 },
       metadata: { tags: ["app-a"] },
       fallback_models: ["llama3.2:3b"],
     });
     const body = (await res.json()) as any;
-    expect(body.message.thinking.length).toBeGreaterThan(0); // think reached the node
-    expect(body.done_reason).toBe("length"); // options.num_predict reached it
+    expect(body.message.thinking).toBeUndefined(); // think: false reached the node (qwen3 thinks by default)
+    expect(body.done_reason).toBe("length"); // options.num_predict reached it, not raised for thinking
     await eventually(async () => nodes[0]!.state().loaded!.length === 0, 2000, "keep_alive 0 to unload the model");
   });
 });
@@ -170,7 +170,9 @@ describe("models that are not there", () => {
 
     const notFound = await post(url, "/api/generate", { model: "ghost", prompt: "x" });
     expect(notFound.status).toBe(404);
-    expect(((await notFound.json()) as any).error).toBe(`model "ghost:latest" not found on any node; the fleet has: llama3.2:3b, qwen3:8b`);
+    const notFoundError = ((await notFound.json()) as any).error;
+    expect(notFoundError).toStartWith(`model "ghost:latest" not found on any node; the fleet has: llama3.2:3b, qwen3:8b`);
+    expect(notFoundError).toContain("auto-pull: up could not pull it (pull model manifest: file does not exist)");
     expect(notFound.headers.get("x-fleet-requested-model")).toBe("ghost");
     expect(notFound.headers.get("x-fleet-retries")).toBe("0");
 
@@ -312,5 +314,120 @@ describe("queues, limits and the per-client cap", () => {
     expect(served).toEqual(["a", "b", "c", "a", "b", "c"]);
     const show = await new Ollama({ host: url }).show({ model: "llama3.2:3b" });
     expect(show.details.family).toBe("llama");
+  });
+});
+
+describe("pulling models", () => {
+  test("POST /api/pull streams Ollama's progress from the node with the most free memory; the model is then routable", async () => {
+    const { url } = await fleet([{ id: "n", models: ["llama3.2:3b"], loaded: [] }]);
+    const client = new Ollama({ host: url });
+    const statuses: string[] = [];
+    for await (const p of await client.pull({ model: "qwen3:8b", stream: true })) statuses.push(p.status);
+    expect(statuses[0]).toBe("pulling manifest");
+    expect(statuses.at(-1)).toBe("success");
+    expect(statuses).toContain("writing manifest");
+    expect((await client.list()).models.map((m) => m.name)).toContain("qwen3:8b");
+    const res = await post(url, "/api/generate", { model: "qwen3:8b", prompt: "hi", stream: false });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-fleet-node")).toBe("n");
+  });
+
+  test("a request for a model no node has pulls it first when features.autoPull is on", async () => {
+    const { url } = await fleet([{ id: "n", models: ["llama3.2:3b"], loaded: [] }]);
+    const res = await post(url, "/api/chat", { model: "qwen3:32b", messages: [{ role: "user", content: "hi" }], stream: false });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-fleet-served-model")).toBe("qwen3:32b");
+  });
+
+  test("400 for a model Ollama cannot pull (with the install command), 404 for an unknown node, 409 for a pull already running", async () => {
+    const { url, nodes } = await fleet([{ id: "n", models: ["llama3.2:3b"], loaded: [] }], "features: { autoPull: false }");
+    const image = await post(url, "/api/pull", { name: "z-image-turbo" });
+    expect(image.status).toBe(400);
+    expect(((await image.json()) as any).error).toContain("mflux");
+    const noName = await post(url, "/api/pull", {});
+    expect(noName.status).toBe(400);
+    const badNode = await post(url, "/api/pull", { model: "qwen3:8b", node_id: "nowhere" });
+    expect(badNode.status).toBe(404);
+    expect(((await badNode.json()) as any).error).toContain("known nodes: n (online)");
+
+    nodes[0]!.setFaults({ firstByteDelayMs: 600 });
+    const first = post(url, "/api/pull", { model: "qwen3:8b", stream: false });
+    await Bun.sleep(150);
+    const second = await post(url, "/api/pull", { model: "qwen3:8b" });
+    expect(second.status).toBe(409);
+    expect(((await second.json()) as any).error).toContain("already being pulled onto n");
+    const done = await first;
+    expect(done.headers.get("x-fleet-node")).toBe("n");
+    expect(await done.json()).toEqual({ status: "success" });
+
+    const missing = await post(url, "/api/generate", { model: "gemma3:12b", prompt: "x" });
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as any).error).not.toContain("auto-pull");
+  });
+});
+
+describe("request adjustments", () => {
+  test("a thinking model's num_predict is raised so the answer fits, with the seed's budget diagnostics", async () => {
+    const { url } = await fleet([{ id: "n", models: ["qwen3:8b", "llama3.2:3b"], loaded: ["qwen3:8b"] }]);
+    const res = await post(url, "/api/chat", { model: "qwen3:8b", messages: [{ role: "user", content: "hi" }], stream: false, think: true, options: { num_predict: 8 } });
+    const body = (await res.json()) as any;
+    expect(body.done_reason).toBe("stop"); // 8 tokens would have cut it off mid-thought
+    expect(res.headers.get("x-budget-used")).toMatch(/^\d+\/1024$/);
+    expect(Number(res.headers.get("x-thinking-tokens"))).toBeGreaterThan(0);
+    expect(Number(res.headers.get("x-output-tokens"))).toBeGreaterThan(0);
+    expect(res.headers.get("x-done-reason")).toBe("stop");
+    const plain = await post(url, "/api/generate", { model: "llama3.2:3b", prompt: "hi", stream: false, options: { num_predict: 2 } });
+    expect(((await plain.json()) as any).done_reason).toBe("length");
+    expect(plain.headers.get("x-budget-used")).toBeNull();
+  });
+});
+
+describe("the rebalancer", () => {
+  // No queue or wait penalties: the scorer alone would queue everything on the hot node.
+  const stubborn = "scoring: { weights: { queueDepth: 0, waitTime: 0 } }";
+  const slowHot = { id: "hot", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 40, parallel: 1 };
+  const idleCold = { id: "cold", models: ["llama3.2:3b"], loaded: [] as string[], parallel: 2 };
+  const burst = (url: string) =>
+    Promise.all(
+      Array.from({ length: 6 }, async () => {
+        const res = await post(url, "/api/generate", { model: "llama3.2:3b", prompt: "x", stream: false, options: { num_predict: 8 } });
+        await res.json();
+        return res.headers.get("x-fleet-node");
+      }),
+    );
+
+  test("moves waiting requests to a node with free slots, and counts them", async () => {
+    const { url } = await fleet([slowHot, idleCold], `${stubborn}, rebalancer: { intervalMs: 50, threshold: 2, maxPerCycle: 3 }`);
+    const served = await burst(url);
+    expect(served.filter((n) => n === "cold").length).toBeGreaterThan(0);
+    const status = await getJson(`${url}/fleet/status`);
+    expect(status.queues["hot:llama3.2:3b"].rebalanced).toBeGreaterThan(0);
+    expect(status.queues["hot:llama3.2:3b"].failed).toBe(0);
+  });
+
+  test("without it (threshold out of reach) the same burst all waits on the hot node", async () => {
+    const { url } = await fleet([slowHot, idleCold], `${stubborn}, rebalancer: { intervalMs: 50, threshold: 100 }`);
+    expect(await burst(url)).toEqual(Array(6).fill("hot"));
+  });
+});
+
+describe("context protection", () => {
+  const ask = (url: string) =>
+    post(url, "/api/chat", { model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], stream: false, options: { num_ctx: 2048 } }).then((r) => r.json());
+  const loads = (node: SimNode) => node.state().counters.loads ?? 0;
+
+  test('"strip" drops a num_ctx that fits the loaded context, so Ollama does not reload the model', async () => {
+    const { url, nodes } = await fleet([{ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] }]);
+    const before = loads(nodes[0]!);
+    await ask(url);
+    await ask(url);
+    expect(loads(nodes[0]!)).toBe(before);
+  });
+
+  test('"passthrough" sends it on, and the model is reloaded', async () => {
+    const { url, nodes } = await fleet([{ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] }], `features: { contextProtection: "passthrough" }`);
+    const before = loads(nodes[0]!);
+    await ask(url);
+    expect(loads(nodes[0]!)).toBe(before + 1);
   });
 });

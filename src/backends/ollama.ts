@@ -151,3 +151,8 @@ async function* parseLines(lines: AsyncGenerator<string>): AsyncGenerator<Ollama
     yield { raw, json };
   }
 }
+
+/** Asks a node's Ollama to pull a model; the response is Ollama's own (NDJSON progress, or one object). */
+export function pullModel(baseUrl: string, model: string, stream: boolean, signal: AbortSignal): Promise<Response> {
+  return fetch(new URL("/api/pull", baseUrl), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model, stream }), signal });
+}

@@ -5,6 +5,18 @@ import type { QueueView } from "./scorer.ts";
 
 export type Outcome = "completed" | "failed";
 
+/** A waiting request taken off its queue by the rebalancer: it should be routed again. */
+export class Moved extends Error {
+  constructor(readonly from: string) {
+    super(`moved off ${from} by the rebalancer`);
+  }
+}
+
+interface Waiter {
+  turn(): void;
+  move(): void;
+}
+
 export interface Slot {
   /** Milliseconds the request waited for its slot. */
   waitedMs: number;
@@ -16,8 +28,10 @@ interface Queue {
   model: string;
   concurrency: number;
   inFlight: number;
-  waiters: (() => void)[];
+  waiters: Waiter[];
   completed: number;
+  /** Waiting requests the rebalancer moved to another node. */
+  moved: number;
   failed: number;
   avgLatencyMs: number;
   lastDispatchAt: number;
@@ -78,7 +92,7 @@ export class Queues {
   }
 
   /** Every queue in the shape of /fleet/status and /fleet/queue. */
-  entries(): { key: string; node_id: string; model: string; pending: number; in_flight: number; completed: number; failed: number; concurrency: number; avg_latency_ms: number }[] {
+  entries(): { key: string; node_id: string; model: string; pending: number; in_flight: number; completed: number; failed: number; rebalanced: number; concurrency: number; avg_latency_ms: number }[] {
     return [...this.queues.entries()].map(([key, q]) => ({
       key,
       node_id: q.nodeId,
@@ -87,6 +101,7 @@ export class Queues {
       in_flight: q.inFlight,
       completed: q.completed,
       failed: q.failed,
+      rebalanced: q.moved,
       concurrency: q.concurrency,
       avg_latency_ms: Math.round(q.avgLatencyMs * 10) / 10,
     }));
@@ -96,25 +111,41 @@ export class Queues {
     const key = Queues.key(nodeId, model);
     let q = this.queues.get(key);
     if (!q) {
-      q = { nodeId, model, concurrency: 1, inFlight: 0, waiters: [], completed: 0, failed: 0, avgLatencyMs: DEFAULT_LATENCY_MS, lastDispatchAt: 0 };
+      q = { nodeId, model, concurrency: 1, inFlight: 0, waiters: [], completed: 0, failed: 0, moved: 0, avgLatencyMs: DEFAULT_LATENCY_MS, lastDispatchAt: 0 };
       this.queues.set(key, q);
     }
     return q;
   }
 
+  /** Takes up to `count` of the newest waiters off node:model (the oldest are next in line anyway). */
+  move(nodeId: string, model: string, count: number): number {
+    const q = this.queues.get(Queues.key(nodeId, model));
+    if (!q) return 0;
+    const moved = q.waiters.splice(Math.max(0, q.waiters.length - count));
+    for (const w of moved) w.move();
+    q.moved += moved.length;
+    return moved.length;
+  }
+
   private wait(q: Queue, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
-      const turn = () => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
+      const waiter: Waiter = {
+        turn: () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        },
+        move: () => {
+          signal?.removeEventListener("abort", onAbort);
+          reject(new Moved(q.nodeId));
+        },
       };
       const onAbort = () => {
-        q.waiters.splice(q.waiters.indexOf(turn), 1);
+        q.waiters.splice(q.waiters.indexOf(waiter), 1);
         reject(signal!.reason);
       };
       signal?.addEventListener("abort", onAbort, { once: true });
-      q.waiters.push(turn);
+      q.waiters.push(waiter);
     });
   }
 
@@ -122,7 +153,7 @@ export class Queues {
   private wakeWaiters(q: Queue): void {
     while (q.inFlight < q.concurrency && q.waiters.length) {
       q.inFlight++;
-      q.waiters.shift()!();
+      q.waiters.shift()!.turn();
     }
   }
 }

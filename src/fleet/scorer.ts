@@ -62,7 +62,7 @@ export interface ScoreResult {
 }
 
 /** macOS and the rest of the machine keep this much; a model must fit beside it. */
-const OS_RESERVE_GB = 6;
+export const OS_RESERVE_GB = 6;
 /** An estimated wait this long takes the whole wait-time penalty. */
 const FULL_WAIT_PENALTY_MS = 30_000;
 /** A node online this long has earned the whole availability bonus. */

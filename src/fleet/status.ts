@@ -2,9 +2,10 @@
 import type { ConfigStatus } from "../config/live.ts";
 import type { Config } from "../config/schema.ts";
 import type { Queues } from "./queues.ts";
+import type { Pins } from "./pins.ts";
 import type { NodeRecord, Registry } from "./registry.ts";
 
-export function nodeJson(registry: Registry, queues: Queues, node: NodeRecord) {
+export function nodeJson(registry: Registry, queues: Queues, pins: Pins, node: NodeRecord) {
   const entry = registry.entry(node.id);
   const r = node.report;
   const loaded = node.ollama?.models_loaded ?? [];
@@ -30,12 +31,13 @@ export function nodeJson(registry: Registry, queues: Queues, node: NodeRecord) {
     models_loaded_count: loaded.length,
     free_slots: Math.max(0, parallel * Math.max(1, loaded.length) - active),
     mlx_servers: r.mlx_servers ?? [],
+    pinned: pins.on(node.id).map((p) => p.model),
     ...(r.mlx_bind_host ? { mlx_bind_host: r.mlx_bind_host } : {}),
   };
 }
 
-export function fleetStatus(registry: Registry, queues: Queues, config: ConfigStatus) {
-  const nodes = registry.all().map((n) => nodeJson(registry, queues, n));
+export function fleetStatus(registry: Registry, queues: Queues, pins: Pins, config: ConfigStatus) {
+  const nodes = registry.all().map((n) => nodeJson(registry, queues, pins, n));
   const online = nodes.filter((n) => n.status === "online");
   return {
     fleet: {
@@ -75,7 +77,7 @@ export function fleetQueue(registry: Registry, queues: Queues) {
 }
 
 /** GET /fleet/limits: what the fleet can absorb, so a client can serialise instead of collecting 429s. */
-export function fleetLimits(registry: Registry, queues: Queues, config: Config) {
+export function fleetLimits(registry: Registry, queues: Queues, pins: Pins, config: Config) {
   return {
     hot_model_cap: config.preloader.maxCount,
     max_retries: config.routing.maxRetries,
@@ -84,7 +86,7 @@ export function fleetLimits(registry: Registry, queues: Queues, config: Config) 
     mlx: { max_in_flight_per_model: config.mlx.maxInFlightPerModel, max_queue_depth: config.mlx.maxQueueDepth, retry_after_s: config.mlx.retryAfterSeconds },
     nodes: Object.fromEntries(
       registry.all().map((node) => {
-        const json = nodeJson(registry, queues, node);
+        const json = nodeJson(registry, queues, pins, node);
         const load = queues.nodeLoad(node.id);
         return [node.id, { status: node.status, parallel: registry.entry(node.id)?.parallel ?? 4, free_slots: json.free_slots, in_flight: load.inFlight, pending: load.pending }];
       }),

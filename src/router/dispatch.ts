@@ -3,13 +3,15 @@
 // the next node (then the next fallback model). It returns once a node has
 // answered, so the headers it produces name the node that really serves.
 import type { Config } from "../config/schema.ts";
-import { NodeFailure, type OllamaCall, callOllama } from "../backends/ollama.ts";
+import { NodeFailure, type OllamaCall, callOllama, pullModel } from "../backends/ollama.ts";
 import { normalizeModelName, sameModel } from "../fleet/model-name.ts";
 import type { NodeOrdering } from "../fleet/ordering.ts";
-import type { Queues, Slot } from "../fleet/queues.ts";
+import { markPulled, notPullable, type Pulls, pullTarget } from "../fleet/pulls.ts";
+import { Moved, type Queues, type Slot } from "../fleet/queues.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import { type Breakdown, type NodeView, type Scored, scoreNodes } from "../fleet/scorer.ts";
 import { resolveAlias } from "./aliases.ts";
+import { type Adjusted, adjustBody } from "./body-rules.ts";
 
 export interface RouteRequest {
   surface: "ollama" | "openai";
@@ -36,6 +38,7 @@ export interface Routed {
   excluded: string[];
   slot: Slot;
   contextOverflow: Scored["contextOverflow"];
+  thinkingBudget: Adjusted["thinkingBudget"];
 }
 
 /** Why a request could not be routed, with the status and the X-Fleet-* headers it still gets. */
@@ -55,10 +58,44 @@ export interface RouterDeps {
   registry: Registry;
   queues: Queues;
   ordering: NodeOrdering;
+  pulls: Pulls;
   config: Config;
 }
 
+/** Routes the request; a model no node has is pulled first when features.autoPull is on. */
 export async function dispatch(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
+  try {
+    return await attempt(deps, req);
+  } catch (e) {
+    if (!(e instanceof RouteError) || e.status !== 404 || !deps.config.features.autoPull) throw e;
+    const failed = await autoPull(deps, normalizeModelName(resolveAlias(req.model, deps.config.modelMap)), req.signal);
+    if (failed) throw new RouteError(404, `${e.message}; auto-pull: ${failed}`);
+    return attempt(deps, req);
+  }
+}
+
+/** Pulls `model` onto the best node; returns why it could not, or null once the model is there. */
+async function autoPull(deps: RouterDeps, model: string, signal: AbortSignal): Promise<string | null> {
+  const refusal = notPullable(model);
+  if (refusal) return refusal;
+  const node = pullTarget(deps.registry);
+  if (!node) return "no online node can take a pull";
+  const busy = deps.pulls.begin(model, node.id);
+  if (busy) return `already being pulled onto ${busy}; retry when it is done`;
+  try {
+    const res = await pullModel(deps.registry.ollamaUrl(node)!, model, false, AbortSignal.any([signal, AbortSignal.timeout(deps.config.timeouts.autoPullMs)]));
+    const body = (await res.json().catch(() => ({}))) as { error?: string };
+    if (!res.ok || body.error) return `${node.id} could not pull it (${body.error ?? `HTTP ${res.status}`})`;
+    markPulled(node, model);
+    return null;
+  } catch (e) {
+    return `${node.id} did not finish within ${deps.config.timeouts.autoPullMs} ms (${(e as Error).message})`;
+  } finally {
+    deps.pulls.end(model);
+  }
+}
+
+async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
   const { config, registry, queues, ordering } = deps;
   const nodes = registry.all().map((n) => nodeView(registry, n));
   const models = [req.model, ...req.fallbackModels].map((m) => normalizeModelName(resolveAlias(m, config.modelMap)));
@@ -80,12 +117,19 @@ export async function dispatch(deps: RouterDeps, req: RouteRequest): Promise<Rou
         slot = await queues.acquire(candidate.nodeId, model, concurrency, firstByte);
       } catch (e) {
         if (req.signal.aborted) throw e;
+        // Moved by the rebalancer: not a failure of the node, so not a retry; the next candidate gets it.
+        if (e instanceof Moved) {
+          attempts--;
+          continue;
+        }
         failures.push(`${candidate.nodeId}: no free slot within ${config.timeouts.firstByteMs} ms`);
         excluded.push(candidate.nodeId);
         continue;
       }
       try {
-        const call = await callOllama(url, req.path, JSON.stringify({ ...req.body, model }), {
+        const loadedContext = nodes.find((n) => n.id === candidate.nodeId)?.loaded.find((m) => sameModel(m.name, model))?.contextLength;
+        const { body, thinkingBudget } = adjustBody(req.body, model, loadedContext, config.features.contextProtection);
+        const call = await callOllama(url, req.path, JSON.stringify(body), {
           firstByteMs: Math.max(1, config.timeouts.firstByteMs - slot.waitedMs),
           idleMs: config.timeouts.idleMs,
           signal: req.signal,
@@ -101,6 +145,7 @@ export async function dispatch(deps: RouterDeps, req: RouteRequest): Promise<Rou
           excluded,
           slot,
           contextOverflow: candidate.contextOverflow,
+          thinkingBudget,
         };
       } catch (e) {
         slot.release("failed");

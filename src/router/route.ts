@@ -4,6 +4,7 @@
 import type { OllamaLine } from "../backends/ollama.ts";
 import type { Runtime } from "../runtime.ts";
 import type { Trace, TraceStatus } from "../store/traces.ts";
+import { budgetHeaders } from "./body-rules.ts";
 import { type RouteRequest, RouteError, type Routed, dispatch } from "./dispatch.ts";
 
 /** How a surface writes the node's lines in its own wire format. */
@@ -66,7 +67,7 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
   };
   let routed: Routed;
   try {
-    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, config: rt.live.config }, req);
+    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, config: rt.live.config }, req);
   } catch (e) {
     leave();
     const error = e instanceof RouteError ? e : new RouteError(502, (e as Error).message);
@@ -109,9 +110,11 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
       error_message: error,
     });
   };
+  // A non-streaming answer is whole in its first line, so its budget diagnostics can go in the headers.
+  const budget = routed.thinkingBudget && !meta.stream && routed.call.first.json.done ? budgetHeaders(routed.thinkingBudget, routed.call.first.json) : {};
   return new Response(relay(routed, req.kind, encoder, finish), {
     status: routed.call.status,
-    headers: { "content-type": encoder.contentType, ...fleetHeaders(req.model, routed, routed.retries) },
+    headers: { "content-type": encoder.contentType, ...fleetHeaders(req.model, routed, routed.retries), ...budget },
   });
 }
 

@@ -1,9 +1,9 @@
 // What the native and the OpenAI-compatible routes of a simulated Ollama node
-// share: the node's state and the start and end of a generation on it.
+// share: the node's state, model lookup, and the start and end of a generation.
 import type { Disk } from "./disk.ts";
 import type { SimModelSpec } from "./models.ts";
 import { OllamaError } from "./ollama-http.ts";
-import { promptTokenIds, type ChatMessage, type ToolSpec } from "./replies.ts";
+import { promptTokenIds, reply, type ChatMessage, type Reply, type ToolSpec } from "./replies.ts";
 import { DEFAULT_KEEP_ALIVE_MS, defaultNumCtx, type Residency, type Resident } from "./residency.ts";
 import type { Frame, RequestContext } from "./server.ts";
 
@@ -22,13 +22,14 @@ export interface RunRequest {
   body: Record<string, unknown>;
   messages: ChatMessage[];
   tools: ToolSpec[];
+  /** "json" or a JSON schema the answer must follow. */
+  format: unknown;
 }
 
 export interface Run {
   resident: Resident;
   model: string;
-  think: boolean;
-  maxTokens: number | undefined;
+  reply: Reply;
   promptTokens: number;
   timing: { began: number; loaded: number; prompted: number };
 }
@@ -40,17 +41,24 @@ export function onDisk(node: OllamaNode, model: string): SimModelSpec {
   return found.spec;
 }
 
+/** The model a request must name, on disk. */
+export function namedModel(node: OllamaNode, model: string): SimModelSpec {
+  if (!model) throw new OllamaError(400, "model is required");
+  return onDisk(node, model);
+}
+
 // Checks capabilities, loads the model, and spends the prompt-evaluation
-// time before the first byte, so time-to-first-token looks real.
+// time before the first byte, so time-to-first-token looks real; the reply
+// is then fixed, as the run's thinking and token cap decide it.
 export async function startRun(node: OllamaNode, req: RunRequest, ctx: RequestContext): Promise<Run> {
-  const { spec, model, body } = req;
+  const { spec, model, body, messages, tools } = req;
   const thinks = checkCapabilities(req);
   const options = (body.options ?? {}) as { num_predict?: unknown; num_ctx?: unknown };
   const numCtx = typeof options.num_ctx === "number" ? options.num_ctx : defaultNumCtx(spec);
   const timing = { began: performance.now(), loaded: 0, prompted: 0 };
   const r = await node.residency.acquire(spec, numCtx, ctx);
   timing.loaded = performance.now();
-  const promptTokens = promptTokenIds(req.messages).length;
+  const promptTokens = promptTokenIds(messages).length;
   try {
     await ctx.sleep(promptEvalMs(promptTokens, ctx));
   } catch (e) {
@@ -59,7 +67,8 @@ export async function startRun(node: OllamaNode, req: RunRequest, ctx: RequestCo
   }
   timing.prompted = performance.now();
   const maxTokens = typeof options.num_predict === "number" && options.num_predict >= 0 ? options.num_predict : undefined;
-  return { resident: r, model, think: thinks && body.think !== false, maxTokens, promptTokens, timing };
+  const answer = reply({ model: spec.name, messages, think: thinks && body.think !== false, format: req.format, tools, maxTokens });
+  return { resident: r, model, reply: answer, promptTokens, timing };
 }
 
 /** Frames that hand the model back to the scheduler once the last is sent (or the stream dies). */

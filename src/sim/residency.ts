@@ -48,6 +48,15 @@ export class Residency {
   async acquire(spec: SimModelSpec, numCtx: number, ctx: LoadContext): Promise<Resident> {
     for (;;) {
       this.expireIdle();
+      // Like Ollama, a runner loaded with another context size is reloaded (once it is idle).
+      const running = this.models.get(spec.name);
+      if (running && running.numCtx !== numCtx) {
+        if (running.inFlight > 0) {
+          await ctx.sleep(10);
+          continue;
+        }
+        this.models.delete(spec.name);
+      }
       const r = this.models.get(spec.name) ?? this.reserve(spec, numCtx, ctx);
       if (r) {
         r.inFlight++;

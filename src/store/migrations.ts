@@ -68,4 +68,17 @@ export const migrations: { version: number; name: string; sql: string }[] = [
     // The dashboard's per-tag stats read a time window across all tags; (tag, timestamp) cannot serve that range.
     sql: "CREATE INDEX trace_tags_time ON trace_tags (timestamp);",
   },
+  {
+    version: 4,
+    name: "pins",
+    // Pins set through the API; the config's pins are read from the config, never stored.
+    sql: `
+      CREATE TABLE pins (
+        node_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        pinned_at REAL NOT NULL,
+        PRIMARY KEY (node_id, model)
+      );
+    `,
+  },
 ];

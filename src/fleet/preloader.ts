@@ -1,0 +1,86 @@
+// Keeps pinned models loaded: each cycle it asks every online node's Ollama to
+// load the pins the router does not see resident there. POST /fleet/pin warms
+// through the same warm(), so one node:model never loads twice at once.
+import { describeFetchError } from "../backends/ollama.ts";
+import { log } from "../log.ts";
+import type { Runtime } from "../runtime.ts";
+import { normalizeModelName } from "./model-name.ts";
+import { loadableUrl, loadedOn, onDisk } from "./pins.ts";
+
+// A cycle every 12 heartbeats: 60 s at the default 5 s, seconds under the fast heartbeats of tests and demos.
+const HEARTBEATS_PER_CYCLE = 12;
+
+const loading = new Map<string, Promise<void>>();
+
+/** Has Ollama at `url` load `model` and keep it (keep_alive -1); an empty prompt loads without generating. */
+export function warm(url: string, model: string, timeoutMs: number): Promise<void> {
+  const key = `${url} ${normalizeModelName(model)}`;
+  let load = loading.get(key);
+  if (!load) {
+    load = requestLoad(url, model, timeoutMs).finally(() => loading.delete(key));
+    loading.set(key, load);
+  }
+  return load;
+}
+
+async function requestLoad(url: string, model: string, timeoutMs: number): Promise<void> {
+  let res: Response;
+  try {
+    res = await fetch(new URL("/api/generate", url), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model, prompt: "", keep_alive: -1, stream: false }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+  } catch (e) {
+    throw new Error(describeFetchError(e, timeoutMs));
+  }
+  const body = (await res.json().catch(() => ({}))) as { error?: string };
+  if (!res.ok) throw new Error(body.error ?? `HTTP ${res.status}`);
+}
+
+export function startPreloader(rt: Runtime, intervalMs = () => HEARTBEATS_PER_CYCLE * rt.live.config.heartbeat.intervalMs): { stop(): void } {
+  const pins = rt.pins;
+  const warned = new Set<string>();
+  const warnOnce = (key: string, message: string) => {
+    if (!warned.has(key)) log.warn(message);
+    warned.add(key);
+  };
+
+  const reload = async (nodeId: string, url: string, models: string[]) => {
+    for (const model of models) {
+      try {
+        await warm(url, model, rt.live.config.timeouts.firstByteMs);
+        log.info(`preloader: reloaded pinned ${model} on ${nodeId}`);
+      } catch (e) {
+        log.warn(`preloader: pinned ${model} did not load on ${nodeId}: ${(e as Error).message}`);
+      }
+    }
+  };
+
+  const cycle = () => {
+    const { enabled, maxCount } = rt.live.config.preloader;
+    if (!enabled) return;
+    for (const node of rt.registry.all()) {
+      const url = loadableUrl(rt.registry, node);
+      if (!url) continue;
+      const pinned = pins.on(node.id).map((p) => p.model);
+      const kept = pinned.slice(0, maxCount);
+      if (pinned.length > maxCount) {
+        warnOnce(`${node.id} ${pinned.length}`, `node ${node.id} has ${pinned.length} pins but preloader.maxCount is ${maxCount}; keeping only ${kept.join(", ")} loaded`);
+      }
+      const missing = kept.filter((m) => !loadedOn(node, m));
+      for (const m of missing.filter((m) => !onDisk(node, m))) {
+        warnOnce(`${node.id} ${m}`, `preloader: pinned ${m} is not on disk on ${node.id}; pull it there (the preloader does not pull)`);
+      }
+      // Loads on one node go one after another, as Ollama would take them anyway.
+      void reload(node.id, url, missing.filter((m) => onDisk(node, m)));
+    }
+  };
+
+  let timer = setTimeout(function loop() {
+    cycle();
+    timer = setTimeout(loop, intervalMs());
+  }, intervalMs());
+  return { stop: () => clearTimeout(timer) };
+}

@@ -1,0 +1,53 @@
+// Pulling models onto nodes: which node gets it, one pull of a model at a time
+// fleet-wide, and a clear refusal for models Ollama cannot pull at all.
+import type { OllamaSection } from "./heartbeat.ts";
+import { normalizeModelName, sameModel } from "./model-name.ts";
+import type { NodeRecord, Registry } from "./registry.ts";
+
+/** Models that are not Ollama's, and how to install them on a node instead. */
+const NOT_OLLAMA: { test: RegExp; what: string; install: string }[] = [
+  { test: /^(z-image-turbo|flux-dev|flux-schnell)(:latest)?$/, what: "an mflux image model", install: "uv tool install mflux (then run it on the node)" },
+  { test: /^(sd3-medium|sd3\.5-large)(:latest)?$/, what: "a DiffusionKit image model", install: "pip install diffusionkit (then run it on the node)" },
+  { test: /^qwen3-asr/, what: "a Qwen3-ASR speech-to-text model", install: "pip install qwen-asr (then enable transcription on the node)" },
+  { test: /^mlx:|^mlx-community\//, what: "an MLX model", install: "add it to the node's mlx servers in herd.config.ts (nodes[].mlx)" },
+];
+
+/** Why `model` cannot be pulled through Ollama, with the install command; null when it can. */
+export function notPullable(model: string): string | null {
+  const hit = NOT_OLLAMA.find((n) => n.test.test(model.toLowerCase()));
+  return hit ? `"${model}" is ${hit.what}, not an Ollama model; install it with: ${hit.install}` : null;
+}
+
+export class Pulls {
+  /** model → node currently pulling it. */
+  private active = new Map<string, string>();
+
+  /** Marks a pull as running; returns the node already pulling this model instead, if any. */
+  begin(model: string, nodeId: string): string | null {
+    const key = normalizeModelName(model);
+    const running = this.active.get(key);
+    if (running) return running;
+    this.active.set(key, nodeId);
+    return null;
+  }
+
+  end(model: string): void {
+    this.active.delete(normalizeModelName(model));
+  }
+}
+
+/** The node a pull should go to: the online, undrained node with the most free memory. */
+export function pullTarget(registry: Registry): NodeRecord | null {
+  const eligible = registry
+    .all()
+    .filter((n) => n.status === "online" && n.ollama?.reachable && registry.ollamaUrl(n) && !registry.isDraining(n));
+  eligible.sort((a, b) => (b.report.memory?.available_gb ?? -1) - (a.report.memory?.available_gb ?? -1) || a.id.localeCompare(b.id));
+  return eligible[0] ?? null;
+}
+
+/** After a pull the model is on the node's disk: say so now rather than at the next heartbeat. */
+export function markPulled(node: NodeRecord, model: string): void {
+  const ollama: OllamaSection | null = node.ollama;
+  if (!ollama || ollama.models_available.some((m) => sameModel(typeof m === "string" ? m : m.name, model))) return;
+  ollama.models_available = [...ollama.models_available, { name: normalizeModelName(model), size_gb: 0 }];
+}

@@ -1,0 +1,41 @@
+// Moves waiting requests off a backed-up node:model onto another node that has
+// the model and a free slot right now. A moved request is routed again from
+// its next candidate, so it is never lost and never runs twice.
+import type { Config } from "../config/schema.ts";
+import { log } from "../log.ts";
+import { sameModel } from "./model-name.ts";
+import type { Queues } from "./queues.ts";
+import type { Registry } from "./registry.ts";
+
+/** One pass; returns how many requests were moved. */
+export function rebalance(registry: Registry, queues: Queues, config: Config): number {
+  const { threshold, maxPerCycle } = config.rebalancer;
+  let moved = 0;
+  for (const q of queues.entries()) {
+    if (q.pending < threshold || moved >= maxPerCycle) continue;
+    const spare = registry
+      .all()
+      .filter((n) => n.id !== q.node_id && n.status === "online" && !registry.isDraining(n) && n.ollama?.reachable)
+      .filter((n) => n.ollama!.models_available.some((m) => sameModel(typeof m === "string" ? m : m.name, q.model)))
+      .reduce((free, n) => {
+        const there = queues.view(n.id, q.model);
+        const parallel = registry.entry(n.id)?.parallel ?? 4;
+        return free + (there.pending ? 0 : Math.max(0, parallel - there.inFlight));
+      }, 0);
+    const count = Math.min(spare, q.pending, maxPerCycle - moved);
+    if (count <= 0) continue;
+    moved += queues.move(q.node_id, q.model, count);
+    log.info(`rebalancer: moved ${count} waiting request(s) for ${q.model} off ${q.node_id} (${q.pending} were waiting)`);
+  }
+  return moved;
+}
+
+export function startRebalancer(registry: Registry, queues: Queues, config: () => Config): { stop(): void } {
+  let timer: Timer | null = null;
+  const loop = () => {
+    rebalance(registry, queues, config());
+    timer = setTimeout(loop, config().rebalancer.intervalMs);
+  };
+  timer = setTimeout(loop, config().rebalancer.intervalMs);
+  return { stop: () => timer && clearTimeout(timer) };
+}

@@ -1,0 +1,59 @@
+// Two adjustments to a request body once the serving node is known:
+// - context protection: a client's num_ctx no larger than what the node already
+//   has loaded would only make Ollama reload the model (a long stall), so it is
+//   stripped ("strip"), logged ("warn") or left alone ("passthrough");
+// - thinking budgets: a thinking model spends tokens on its reasoning before it
+//   answers, so a client's num_predict is raised so the answer still fits.
+import type { Config } from "../config/schema.ts";
+import { log } from "../log.ts";
+
+/** Raise a thinking model's num_predict by this factor, to at least THINKING_MIN_PREDICT. */
+const THINKING_OVERHEAD = 4;
+const THINKING_MIN_PREDICT = 1024;
+const THINKING_FAMILIES = /^(qwen3(?!-coder)|gpt-oss|deepseek-r1|qwq|magistral|phi4-reasoning|cogito)/i;
+
+export interface Adjusted {
+  body: Record<string, unknown>;
+  /** Set when num_predict was raised: what the client asked for, and what was sent. */
+  thinkingBudget: { requested: number; sent: number } | null;
+}
+
+export function thinks(model: string, body: Record<string, unknown>): boolean {
+  return body.think !== false && THINKING_FAMILIES.test(model.replace(/^.*\//, ""));
+}
+
+export function adjustBody(
+  body: Record<string, unknown>,
+  model: string,
+  loadedContext: number | undefined,
+  mode: Config["features"]["contextProtection"],
+): Adjusted {
+  const options = { ...((body.options as Record<string, unknown> | undefined) ?? {}) };
+  const numCtx = options.num_ctx;
+  if (typeof numCtx === "number" && loadedContext && numCtx <= loadedContext && mode !== "passthrough") {
+    if (mode === "strip") delete options.num_ctx;
+    else log.warn(`${model}: num_ctx ${numCtx} fits the loaded context (${loadedContext}) but makes Ollama reload the model`);
+  }
+  let thinkingBudget: Adjusted["thinkingBudget"] = null;
+  const requested = options.num_predict;
+  if (typeof requested === "number" && requested > 0 && thinks(model, body)) {
+    const sent = Math.max(requested * THINKING_OVERHEAD, THINKING_MIN_PREDICT);
+    options.num_predict = sent;
+    thinkingBudget = { requested, sent };
+  }
+  const hasOptions = Object.keys(options).length > 0 || body.options !== undefined;
+  return { body: { ...body, model, ...(hasOptions ? { options } : {}) }, thinkingBudget };
+}
+
+/** The seed's reasoning-budget diagnostics for a finished non-streaming answer. */
+export function budgetHeaders(budget: NonNullable<Adjusted["thinkingBudget"]>, done: { eval_count?: number; done_reason?: string; message?: { thinking?: string }; thinking?: unknown }): Record<string, string> {
+  const thinkingText = done.message?.thinking ?? (typeof done.thinking === "string" ? done.thinking : "");
+  const total = done.eval_count ?? 0;
+  const thinkingTokens = Math.min(total, Math.ceil(thinkingText.length / 4));
+  return {
+    "X-Thinking-Tokens": String(thinkingTokens),
+    "X-Output-Tokens": String(total - thinkingTokens),
+    "X-Budget-Used": `${total}/${budget.sent}`,
+    "X-Done-Reason": done.done_reason ?? "stop",
+  };
+}
