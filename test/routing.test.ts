@@ -102,6 +102,26 @@ describe("when nodes fail", () => {
     expect(res.headers.get("x-fleet-retries")).toBe("1");
   });
 
+  test("a node killed mid-run is routed around at once and marked offline", async () => {
+    const { url, nodes } = await fleet(
+      [
+        { id: "doomed", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] },
+        { id: "survivor", models: ["llama3.2:3b"], loaded: [] },
+      ],
+      "heartbeat: { intervalMs: 200, timeoutMs: 600, offlineMs: 1000 }",
+    );
+    const ask = async () => {
+      const res = await post(url, "/api/generate", { model: "llama3.2:3b", prompt: "hi", stream: false });
+      expect(res.status).toBe(200);
+      await res.json();
+      return res.headers.get("x-fleet-node");
+    };
+    expect(await ask()).toBe("doomed");
+    await nodes[0]!.stop();
+    for (let i = 0; i < 5; i++) expect(await ask()).toBe("survivor");
+    await eventually(async () => (await getJson(`${url}/fleet/status`)).nodes.find((n: any) => n.node_id === "doomed").status === "offline", 3000, "doomed offline");
+  });
+
   test("a node that accepts and never answers is abandoned after timeouts.firstByteMs", async () => {
     const { url, nodes } = await fleet(
       [

@@ -12,6 +12,7 @@ import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import { type Breakdown, type NodeView, type Scored, scoreNodes } from "../fleet/scorer.ts";
 import { resolveAlias } from "./aliases.ts";
 import { type Adjusted, adjustBody } from "./body-rules.ts";
+import { needsOf, vramSubstitute } from "./vram-fallback.ts";
 
 export interface RouteRequest {
   surface: "ollama" | "openai";
@@ -21,6 +22,8 @@ export interface RouteRequest {
   /** What the client asked for. */
   model: string;
   fallbackModels: string[];
+  /** The client asked for exactly this model (X-Fleet-No-Fallback, "fallback": false): no VRAM fallback. */
+  strict: boolean;
   /** Body for Ollama, herd's own fields already removed; `model` is set per attempt. */
   body: Record<string, unknown>;
   promptTokens: number;
@@ -99,12 +102,18 @@ async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
   const { config, registry, queues, ordering } = deps;
   const nodes = registry.all().map((n) => nodeView(registry, n));
   const models = [req.model, ...req.fallbackModels].map((m) => normalizeModelName(resolveAlias(m, config.modelMap)));
+  const requested = models[0]!;
+  const score = (model: string) => scoreNodes(nodes, (id) => queues.view(id, model), { model, promptTokens: req.promptTokens }, config.scoring).ranked;
+  if (config.features.vramFallback && !req.strict) {
+    const standIn = vramSubstitute(requested, score(requested), nodes, needsOf(req.body));
+    if (standIn) models.unshift(standIn);
+  }
   const excluded: string[] = [];
   const failures: string[] = [];
   let attempts = 0;
 
-  for (const [i, model] of models.entries()) {
-    const { ranked } = scoreNodes(nodes, (id) => queues.view(id, model), { model, promptTokens: req.promptTokens }, config.scoring);
+  for (const model of models) {
+    const ranked = score(model);
     for (const candidate of ordering.order(config.routing.strategy, model, ranked, (id) => queues.nodeLoad(id).inFlight)) {
       if (attempts > config.routing.maxRetries) break;
       if (excluded.includes(candidate.nodeId)) continue;
@@ -141,7 +150,7 @@ async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
           score: candidate.score,
           breakdown: candidate.breakdown,
           retries: excluded.length,
-          fallback: i > 0,
+          fallback: model !== requested,
           excluded,
           slot,
           contextOverflow: candidate.contextOverflow,

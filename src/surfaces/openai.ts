@@ -32,7 +32,7 @@ async function chat(rt: Runtime, request: Request, clientIp: string | null): Pro
   const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
   return route(
     rt,
-    { surface: "openai", kind: "chat", path: "/api/chat", model, fallbackModels: herd.fallbackModels, body: ollamaBody, promptTokens: estimateTokens(body.messages), signal: request.signal },
+    { surface: "openai", kind: "chat", path: "/api/chat", model, fallbackModels: herd.fallbackModels, strict: herd.strict, body: ollamaBody, promptTokens: estimateTokens(body.messages), signal: request.signal },
     chatEncoder(stream, includeUsage),
     { tags: herd.tags, stream, clientIp },
   );
@@ -55,7 +55,7 @@ async function embeddings(rt: Runtime, request: Request, clientIp: string | null
   const ollamaBody: Record<string, unknown> = { input, ...(typeof body.dimensions === "number" ? { dimensions: body.dimensions } : {}) };
   return route(
     rt,
-    { surface: "openai", kind: "embed", path: "/api/embed", model, fallbackModels: herd.fallbackModels, body: ollamaBody, promptTokens: estimateTokens(input), signal: request.signal },
+    { surface: "openai", kind: "embed", path: "/api/embed", model, fallbackModels: herd.fallbackModels, strict: herd.strict, body: ollamaBody, promptTokens: estimateTokens(input), signal: request.signal },
     embeddingEncoder(body.encoding_format === "base64"),
     { tags: herd.tags, stream: false, clientIp },
   );

@@ -1,0 +1,75 @@
+// VRAM fallback through a real router: a node agent (the real one, reporting a
+// simulated Mac's memory) says the requested model cannot fit without evictions;
+// herd serves a loaded model of the same kind instead, unless told not to.
+import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { LiveConfig } from "../src/config/live.ts";
+import { postTo, startAgent } from "../src/node/agent.ts";
+import { simCollector } from "../src/sim/collector.ts";
+import { startSimOllama } from "../src/sim/index.ts";
+import { eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+
+const FAST = { intervalMs: 200, timeoutMs: 700, offlineMs: 1400 };
+
+async function macWith(loaded: string[]) {
+  const sim = await startSimOllama({ id: "mac", memoryGb: 32, models: ["qwen3:32b", "qwen3:8b", "llama3.2:3b", "gemma3:12b", "gemma3:4b", "nomic-embed-text"], loaded });
+  const dir = tmpDir();
+  const file = join(dir, "herd.config.ts");
+  writeFileSync(file, `export default { nodes: [{ id: "mac", ollama: "${sim.url}" }], heartbeat: ${JSON.stringify(FAST)} };\n`);
+  const router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+  const live = await LiveConfig.open(null, (c) => ({ ...c, heartbeat: FAST }));
+  const agent = startAgent({ nodeId: "mac", live, ollamaUrl: sim.url, send: postTo(router.url, 1000), collector: simCollector(sim, { chip: "Apple M2 Pro", memoryBandwidthGbps: 200 }) });
+  await agent.beat();
+  await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes[0]?.source === "agent", 3000, "the agent's report");
+  const chat = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+    fetch(`${router.url}/api/chat`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify({ model: "qwen3:32b", messages: [{ role: "user", content: "hi" }], stream: false, ...body }),
+    });
+  const stop = async () => {
+    agent.stop();
+    await sim.stop();
+  };
+  const freeGb = async () => (await getJson(`${router.url}/fleet/status`)).nodes[0].memory.available_gb as number;
+  return { chat, stop, freeGb };
+}
+
+describe("VRAM fallback", () => {
+  test("a cold model that cannot fit is served by a loaded model of the same kind; the headers say so", async () => {
+    const mac = await macWith(["qwen3:8b", "llama3.2:3b", "gemma3:12b"]);
+    expect(await mac.freeGb()).toBeLessThan(19);
+    const res = await mac.chat({});
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-fleet-requested-model")).toBe("qwen3:32b");
+    expect(res.headers.get("x-fleet-served-model")).toBe("qwen3:8b");
+    expect(res.headers.get("x-fleet-fallback")).toBe("true");
+    expect(((await res.json()) as any).model).toBe("qwen3:8b");
+    await mac.stop();
+  });
+
+  test("X-Fleet-No-Fallback: true and \"fallback\": false get exactly the model asked for", async () => {
+    const mac = await macWith(["qwen3:8b", "llama3.2:3b", "gemma3:12b"]);
+    const strict = await mac.chat({}, { "X-Fleet-No-Fallback": "true" });
+    expect(strict.headers.get("x-fleet-served-model")).toBe("qwen3:32b");
+    expect(strict.headers.get("x-fleet-fallback")).toBe("false");
+    await strict.json();
+    await mac.stop();
+    const again = await macWith(["qwen3:8b", "llama3.2:3b", "gemma3:12b"]);
+    const body = await again.chat({ fallback: false });
+    expect(body.headers.get("x-fleet-served-model")).toBe("qwen3:32b");
+    await body.json();
+    await again.stop();
+  });
+
+  test("never a model of another kind: with only vision, embedding and general models loaded, the requested model is loaded", async () => {
+    const mac = await macWith(["gemma3:12b", "gemma3:4b", "nomic-embed-text", "llama3.2:3b"]);
+    expect(await mac.freeGb()).toBeLessThan(19); // qwen3:32b needs ~20 GB: it cannot fit without evictions
+    const res = await mac.chat({});
+    expect(res.headers.get("x-fleet-served-model")).toBe("qwen3:32b");
+    expect(res.headers.get("x-fleet-fallback")).toBe("false");
+    await res.json();
+    await mac.stop();
+  });
+});
