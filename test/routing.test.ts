@@ -52,6 +52,19 @@ describe("where requests go", () => {
     }
   });
 
+  test("ties between equal nodes are broken fairly, not by registration order", async () => {
+    const opts = { models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] };
+    const { url } = await fleet([{ id: "first", ...opts }, { id: "second", ...opts }]);
+    const served: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await post(url, "/api/generate", { model: "llama3.2:3b", prompt: "x", stream: false, options: { num_predict: 1 } });
+      await res.json();
+      served.push(res.headers.get("x-fleet-node")!);
+    }
+    expect(served.filter((n) => n === "first").length).toBe(2);
+    expect(served.filter((n) => n === "second").length).toBe(2);
+  });
+
   test("load spreads over equal nodes under concurrency, and each node's parallel limit is enforced", async () => {
     const opts = { models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 200, parallel: 1 };
     const { url, nodes } = await fleet([{ id: "a", ...opts }, { id: "b", ...opts }]);
@@ -100,6 +113,10 @@ describe("when nodes fail", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("x-fleet-node")).toBe("good");
     expect(res.headers.get("x-fleet-retries")).toBe("1");
+    // No zombie: the failed attempt is released on the node that failed, counted there as failed.
+    const queues = (await getJson(`${url}/fleet/status`)).queues;
+    expect(queues["bad:llama3.2:3b"]).toMatchObject({ in_flight: 0, failed: 1, completed: 0 });
+    expect(queues["good:llama3.2:3b"]).toMatchObject({ in_flight: 0, completed: 1 });
   });
 
   test("a node killed mid-run is routed around at once and marked offline", async () => {
@@ -449,5 +466,41 @@ describe("context protection", () => {
     const before = loads(nodes[0]!);
     await ask(url);
     expect(loads(nodes[0]!)).toBe(before + 1);
+  });
+});
+
+describe("traces", () => {
+  test("every request leaves a trace whose status says what really happened", async () => {
+    const { url, nodes } = await fleet([{ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 50 }]);
+    const ok = await post(url, "/api/chat", { model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], metadata: { tags: ["app-x"] } }, { "X-Herd-Tags": "team-y" });
+    await ok.text();
+
+    nodes[0]!.setFaults({ dieAfterTokens: 2 });
+    await (await post(url, "/api/chat", { model: "llama3.2:3b", messages: [{ role: "user", content: "story" }] })).text();
+    nodes[0]!.setFaults({});
+
+    const gone = await post(url, "/api/generate", { model: "llama3.2:3b", prompt: "a long one", options: { num_predict: 200 } });
+    const reader = gone.body!.getReader();
+    await reader.read();
+    await reader.cancel();
+
+    const missing = await post(url, "/api/chat", { model: "ghost", messages: [] });
+    await missing.text();
+
+    const traces = await eventually(async () => {
+      const t = (await getJson(`${url}/dashboard/api/traces?limit=10`)).traces;
+      return t.length === 4 && t;
+    }, 3000, "four traces");
+    const byStatus = Object.fromEntries(traces.map((t: any) => [t.status, t]));
+    expect(Object.keys(byStatus).sort()).toEqual(["client_disconnected", "completed", "failed"]);
+    expect(traces.filter((t: any) => t.status === "failed").length).toBe(2);
+    const completed = byStatus.completed;
+    expect(completed).toMatchObject({ node_id: "n", model: "llama3.2:3b", original_format: "ollama", retry_count: 0 });
+    expect(completed.tags.sort()).toEqual(["app-x", "team-y"]);
+    expect(completed.completion_tokens).toBeGreaterThan(0);
+    expect(completed.time_to_first_token_ms).toBeGreaterThan(0);
+    expect(completed.scores_breakdown.model_thermal).toBe(50);
+    expect(traces.some((t: any) => t.status === "failed" && /failed mid-stream|closed the stream/.test(t.error_message))).toBe(true);
+    expect(traces.some((t: any) => t.status === "failed" && t.error_message.includes("not found on any node"))).toBe(true);
   });
 });
