@@ -103,13 +103,6 @@ export function loadableUrl(registry: Registry, node: NodeRecord): string | null
   return node.status === "online" && node.ollama?.reachable ? registry.ollamaUrl(node) : null;
 }
 
-export function loadedOn(node: NodeRecord, model: string): boolean {
-  return (node.ollama?.models_loaded ?? []).some((m) => sameModel(m.name, model));
-}
-
-export function onDisk(node: NodeRecord, model: string): boolean {
-  return (node.ollama?.models_available ?? []).some((m) => sameModel(typeof m === "string" ? m : m.name, model));
-}
 
 // What the model takes on the node: its resident size when loaded (weights and KV cache), else its size on disk.
 function sizeOn(node: NodeRecord, model: string): number {

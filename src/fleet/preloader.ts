@@ -5,7 +5,8 @@ import { describeFetchError } from "../backends/ollama.ts";
 import { log } from "../log.ts";
 import type { Runtime } from "../runtime.ts";
 import { normalizeModelName } from "./model-name.ts";
-import { loadableUrl, loadedOn, onDisk } from "./pins.ts";
+import { loadableUrl } from "./pins.ts";
+import { loadedOn, onDisk } from "./registry.ts";
 
 // A cycle every 12 heartbeats: 60 s at the default 5 s, seconds under the fast heartbeats of tests and demos.
 const HEARTBEATS_PER_CYCLE = 12;

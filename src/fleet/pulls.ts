@@ -1,8 +1,8 @@
 // Pulling models onto nodes: which node gets it, one pull of a model at a time
 // fleet-wide, and a clear refusal for models Ollama cannot pull at all.
 import type { OllamaSection } from "./heartbeat.ts";
-import { normalizeModelName, sameModel } from "./model-name.ts";
-import type { NodeRecord, Registry } from "./registry.ts";
+import { normalizeModelName } from "./model-name.ts";
+import { type NodeRecord, onDisk, type Registry } from "./registry.ts";
 
 /** Models that are not Ollama's, and how to install them on a node instead. */
 const NOT_OLLAMA: { test: RegExp; what: string; install: string }[] = [
@@ -48,6 +48,6 @@ export function pullTarget(registry: Registry): NodeRecord | null {
 /** After a pull the model is on the node's disk: say so now rather than at the next heartbeat. */
 export function markPulled(node: NodeRecord, model: string): void {
   const ollama: OllamaSection | null = node.ollama;
-  if (!ollama || ollama.models_available.some((m) => sameModel(typeof m === "string" ? m : m.name, model))) return;
+  if (!ollama || onDisk(node, model)) return;
   ollama.models_available = [...ollama.models_available, { name: normalizeModelName(model), size_gb: 0 }];
 }

@@ -3,9 +3,8 @@
 // its next candidate, so it is never lost and never runs twice.
 import type { Config } from "../config/schema.ts";
 import { log } from "../log.ts";
-import { sameModel } from "./model-name.ts";
 import type { Queues } from "./queues.ts";
-import type { Registry } from "./registry.ts";
+import { onDisk, type Registry } from "./registry.ts";
 
 /** One pass; returns how many requests were moved. */
 export function rebalance(registry: Registry, queues: Queues, config: Config): number {
@@ -16,7 +15,7 @@ export function rebalance(registry: Registry, queues: Queues, config: Config): n
     const spare = registry
       .all()
       .filter((n) => n.id !== q.node_id && n.status === "online" && !registry.isDraining(n) && n.ollama?.reachable)
-      .filter((n) => n.ollama!.models_available.some((m) => sameModel(typeof m === "string" ? m : m.name, q.model)))
+      .filter((n) => onDisk(n, q.model))
       .reduce((free, n) => {
         const there = queues.view(n.id, q.model);
         const parallel = registry.entry(n.id)?.parallel ?? 4;

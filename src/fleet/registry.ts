@@ -4,6 +4,7 @@
 import type { Database } from "bun:sqlite";
 import type { Config, NodeEntry } from "../config/schema.ts";
 import { log } from "../log.ts";
+import { sameModel } from "./model-name.ts";
 import type { Heartbeat, OllamaSection } from "./heartbeat.ts";
 
 export type NodeStatus = "online" | "degraded" | "offline";
@@ -190,4 +191,14 @@ function reachableUrl(reported: string, remoteAddress: string | null): string {
   if (!loopback(url.hostname) || loopback(remoteAddress) || remoteAddress === "::ffff:127.0.0.1") return reported;
   url.hostname = remoteAddress.includes(":") && !remoteAddress.startsWith("::ffff:") ? `[${remoteAddress}]` : remoteAddress.replace("::ffff:", "");
   return url.toString().replace(/\/$/, "");
+}
+
+/** The node has the model loaded right now. */
+export function loadedOn(node: NodeRecord, model: string): boolean {
+  return (node.ollama?.models_loaded ?? []).some((m) => sameModel(m.name, model));
+}
+
+/** The node has the model on disk. */
+export function onDisk(node: NodeRecord, model: string): boolean {
+  return (node.ollama?.models_available ?? []).some((m) => sameModel(typeof m === "string" ? m : m.name, model));
 }

@@ -3,7 +3,8 @@
 // field Ollama knows (format, keep_alive, think, images, options) reaches it,
 // and its NDJSON lines come back byte for byte.
 import { Elysia } from "elysia";
-import { normalizeModelName, sameModel } from "../fleet/model-name.ts";
+import { normalizeModelName } from "../fleet/model-name.ts";
+import { onDisk } from "../fleet/registry.ts";
 import type { RouteRequest } from "../router/dispatch.ts";
 import { estimateTokens, takeHerdFields } from "../router/herd-fields.ts";
 import { type Encoder, route } from "../router/route.ts";
@@ -59,7 +60,7 @@ async function show(rt: Runtime, request: Request): Promise<Response> {
   const model = modelOf(body) ?? (typeof body.name === "string" && body.name.trim() ? body.name : null);
   if (!model) return jsonError(400, "model is required");
   const wanted = normalizeModelName(model);
-  const node = onlineNodes(rt).find((n) => n.ollama!.models_available.some((m) => sameModel(typeof m === "string" ? m : m.name, wanted)));
+  const node = onlineNodes(rt).find((n) => onDisk(n, wanted));
   if (!node) return jsonError(404, `model "${wanted}" not found on any node`);
   const headers = { "X-Fleet-Node": node.id, "X-Fleet-Requested-Model": model, "X-Fleet-Served-Model": wanted, "X-Fleet-Backend": "ollama", "X-Fleet-Fallback": "false", "X-Fleet-Retries": "0" };
   try {

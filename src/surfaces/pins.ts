@@ -4,7 +4,8 @@
 import { Elysia } from "elysia";
 import * as v from "valibot";
 import { formatIssues } from "../config/problems.ts";
-import { type CoResidence, loadableUrl, loadedOn, onDisk, type Pins } from "../fleet/pins.ts";
+import { type CoResidence, loadableUrl, type Pins } from "../fleet/pins.ts";
+import { loadedOn, onDisk } from "../fleet/registry.ts";
 import { OS_RESERVE_GB } from "../fleet/scorer.ts";
 import { warm } from "../fleet/preloader.ts";
 import type { NodeRecord } from "../fleet/registry.ts";
