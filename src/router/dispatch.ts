@@ -21,6 +21,8 @@ export interface RouteRequest {
   path: string;
   /** What the client asked for. */
   model: string;
+  /** Why `model` became what it is, when a surface resolved an agent's id (claude-*, gpt-5-codex) first. */
+  resolution?: string;
   fallbackModels: string[];
   /** The client asked for exactly this model (X-Fleet-No-Fallback, "fallback": false): no VRAM fallback. */
   strict: boolean;

@@ -52,6 +52,7 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
     client_ip: meta.clientIp,
     error_message: null,
     tags: meta.tags,
+    resolution: req.resolution ?? null,
   };
   const client = meta.clientIp ?? "unknown";
   const { clientMaxInFlight, clientRetryAfterSeconds } = rt.live.config.routing;

@@ -39,7 +39,7 @@ export function recentTraces(db: Database, limit: number): TraceView[] {
     .query<TraceRow, [number]>(
       `SELECT request_id, model, original_model, node_id, score, scores_breakdown, status, latency_ms, time_to_first_token_ms,
         prompt_tokens, completion_tokens, retry_count, fallback_used, excluded_nodes, client_ip, original_format, error_message,
-        timestamp, tags
+        timestamp, tags, resolution
       FROM traces ORDER BY timestamp DESC LIMIT ?`,
     )
     .all(limit);

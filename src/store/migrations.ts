@@ -81,4 +81,10 @@ export const migrations: { version: number; name: string; sql: string }[] = [
       );
     `,
   },
+  {
+    version: 5,
+    name: "why a model was chosen",
+    // How a requested id became the model that ran (modelMap, a local name, tier auto-routing).
+    sql: "ALTER TABLE traces ADD COLUMN resolution TEXT;",
+  },
 ];

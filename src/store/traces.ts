@@ -30,6 +30,8 @@ export interface Trace {
   client_ip: string | null;
   error_message: string | null;
   tags: string[];
+  /** How the requested id became the model that ran, when it was not a plain model name. */
+  resolution: string | null;
 }
 
 const FLUSH_MS = 250;
@@ -44,8 +46,8 @@ export class TraceWriter {
   constructor(private readonly db: Database) {
     this.insertTrace = db.prepare(`INSERT OR IGNORE INTO traces (request_id, timestamp, model, original_model, node_id, backend, kind,
       original_format, stream, status, score, scores_breakdown, latency_ms, time_to_first_token_ms, queue_wait_ms, prompt_tokens,
-      completion_tokens, retry_count, fallback_used, excluded_nodes, client_ip, error_message, tags)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+      completion_tokens, retry_count, fallback_used, excluded_nodes, client_ip, error_message, tags, resolution)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     this.insertTag = db.prepare("INSERT INTO trace_tags (request_id, tag, timestamp) VALUES (?, ?, ?)");
   }
 
@@ -67,7 +69,7 @@ export class TraceWriter {
             t.request_id, t.timestamp, t.model, t.original_model, t.node_id, t.backend, t.kind, t.original_format, t.stream ? 1 : 0,
             t.status, t.score, t.scores_breakdown && JSON.stringify(t.scores_breakdown), t.latency_ms, t.time_to_first_token_ms,
             t.queue_wait_ms, t.prompt_tokens, t.completion_tokens, t.retry_count, t.fallback_used ? 1 : 0,
-            JSON.stringify(t.excluded_nodes), t.client_ip, t.error_message, JSON.stringify(t.tags),
+            JSON.stringify(t.excluded_nodes), t.client_ip, t.error_message, JSON.stringify(t.tags), t.resolution,
           );
           // A request id is recorded once; its tags with it.
           if (changes) for (const tag of t.tags) this.insertTag.run(t.request_id, tag, t.timestamp);

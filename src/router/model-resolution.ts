@@ -1,0 +1,62 @@
+// Which local model serves a model id that coding agents send (claude-sonnet-4-5,
+// gpt-5-codex, …). In order: the config's modelMap, a real local model of that
+// name, then auto-routing to the best model the fleet has loaded for the id's
+// tier; else nothing (the surface answers 404). The reason goes in the trace.
+import type { Config } from "../config/schema.ts";
+import { type Category, modelTraits } from "../fleet/model-traits.ts";
+import { normalizeModelName } from "../fleet/model-name.ts";
+import { onDisk, type Registry } from "../fleet/registry.ts";
+import { resolveAlias } from "./aliases.ts";
+
+export type Tier = "small" | "coding" | "large";
+
+export interface Resolution {
+  model: string;
+  reason: string;
+}
+
+/** claude-*-haiku → small, sonnet → coding, opus → large; other agent ids (gpt-5-codex, …) → coding. */
+export function tierOf(id: string): Tier {
+  const lower = id.toLowerCase();
+  if (lower.includes("haiku") || lower.includes("mini") || lower.includes("nano")) return "small";
+  if (lower.includes("opus")) return "large";
+  return "coding";
+}
+
+export function resolveModel(registry: Registry, config: Config, requested: string, needs: { vision: boolean }): Resolution | null {
+  const mapped = resolveAlias(requested, config.modelMap);
+  if (mapped !== requested) return { model: mapped, reason: `modelMap maps "${requested}" to "${mapped}"` };
+  if (needs.vision && config.anthropic.visionModel) return { model: config.anthropic.visionModel, reason: "the request carries images: anthropic.visionModel" };
+  const online = registry.all().filter((n) => n.status === "online" && n.ollama?.reachable && !registry.isDraining(n));
+  if (online.some((n) => onDisk(n, requested))) return { model: normalizeModelName(requested), reason: "a local model of that name" };
+  if (!config.anthropic.autoRoute) return null;
+
+  const tier = tierOf(requested);
+  const pick = (loadedOnly: boolean) => {
+    const models = new Map<string, number>();
+    for (const n of online) {
+      const list = loadedOnly ? n.ollama!.models_loaded : n.ollama!.models_available.map((m) => (typeof m === "string" ? { name: m, size_gb: 0 } : m));
+      for (const m of list) models.set(m.name, Math.max(models.get(m.name) ?? 0, m.size_gb));
+    }
+    const ranked = [...models]
+      .map(([name, sizeGb]) => ({ name, sizeGb, traits: modelTraits(name) }))
+      .filter((m) => m.traits.category !== "embedding" && (!needs.vision || m.traits.vision))
+      .sort((a, b) => preference(tier, a.traits.category) - preference(tier, b.traits.category) || (tier === "small" ? a.sizeGb - b.sizeGb : b.sizeGb - a.sizeGb) || a.name.localeCompare(b.name));
+    return ranked[0]?.name;
+  };
+  const loaded = pick(true);
+  if (loaded) return { model: loaded, reason: `auto-routed (${tier} tier${needs.vision ? ", needs vision" : ""}) to the best loaded model` };
+  const onDiskModel = pick(false);
+  return onDiskModel ? { model: onDiskModel, reason: `auto-routed (${tier} tier) to the best model on disk; none was loaded` } : null;
+}
+
+// Lower is better: a coding agent wants a coder, then a general or reasoning model.
+function preference(tier: Tier, category: Category): number {
+  const order: Record<Tier, Category[]> = {
+    small: ["general", "coding", "reasoning", "vision"],
+    coding: ["coding", "reasoning", "general", "vision"],
+    large: ["reasoning", "coding", "general", "vision"],
+  };
+  const i = order[tier].indexOf(category);
+  return i < 0 ? 99 : i;
+}
