@@ -18,6 +18,8 @@ export interface Encoder {
   fail(message: string): string;
   /** A whole error response before anything was sent. */
   error(status: number, message: string, headers: Record<string, string>): Response;
+  /** Bytes to send when the node has been silent this long (Anthropic's `ping`), so clients know the stream is alive. */
+  keepAlive?: { everyMs: number; bytes: string };
 }
 
 export interface RouteMeta {
@@ -150,7 +152,7 @@ function relay(routed: Routed, kind: RouteRequest["kind"], encoder: Encoder, fin
     async pull(controller) {
       if (finished) return;
       try {
-        const next = await routed.call.rest.next();
+        const next = await nextLine(routed, encoder, (bytes$) => !finished && controller.enqueue(bytes.encode(bytes$)));
         if (next.done) {
           const message = `node ${routed.nodeId} closed the stream before it finished`;
           return end(controller, "incomplete", null, message, encoder.fail(message));
@@ -170,6 +172,22 @@ function relay(routed: Routed, kind: RouteRequest["kind"], encoder: Encoder, fin
       finish("client_disconnected", null, "the client went away");
     },
   });
+}
+
+/** The node's next line; while waiting, the encoder's keep-alive bytes go out every interval. */
+async function nextLine(routed: Routed, encoder: Encoder, send: (bytes: string) => void): Promise<IteratorResult<OllamaLine>> {
+  const next = routed.call.rest.next();
+  const keepAlive = encoder.keepAlive;
+  if (!keepAlive) return next;
+  for (;;) {
+    let timer: Timer | undefined;
+    const tick = new Promise<"tick">((resolve) => {
+      timer = setTimeout(() => resolve("tick"), keepAlive.everyMs);
+    });
+    const won = await Promise.race([next, tick]).finally(() => clearTimeout(timer));
+    if (won !== "tick") return won;
+    send(keepAlive.bytes);
+  }
 }
 
 export function fleetHeaders(requested: string, routed: Routed | null, retries: number): Record<string, string> {
