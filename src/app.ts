@@ -3,12 +3,14 @@ import { Elysia } from "elysia";
 import { log } from "./log.ts";
 import type { Runtime } from "./runtime.ts";
 import { analyticsSurface } from "./surfaces/analytics.ts";
+import { anthropicSurface } from "./surfaces/anthropic.ts";
 import { fleetSurface } from "./surfaces/fleet.ts";
 import { healthSurface } from "./surfaces/health.ts";
 import { ollamaSurface } from "./surfaces/ollama.ts";
 import { openaiSurface } from "./surfaces/openai.ts";
 import { pullSurface } from "./surfaces/pull.ts";
 import { pinsSurface } from "./surfaces/pins.ts";
+import { responsesSurface } from "./surfaces/responses.ts";
 import { jsonError } from "./surfaces/errors.ts";
 
 export function buildApp(rt: Runtime) {
@@ -26,5 +28,7 @@ export function buildApp(rt: Runtime) {
     .use(analyticsSurface(rt))
     .use(ollamaSurface(rt))
     .use(openaiSurface(rt))
+    .use(responsesSurface(rt))
+    .use(anthropicSurface(rt))
     .use(pullSurface(rt));
 }

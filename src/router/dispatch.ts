@@ -15,12 +15,14 @@ import { type Adjusted, adjustBody } from "./body-rules.ts";
 import { needsOf, vramSubstitute } from "./vram-fallback.ts";
 
 export interface RouteRequest {
-  surface: "ollama" | "openai";
+  surface: "ollama" | "openai" | "anthropic" | "responses";
   kind: "chat" | "generate" | "embed";
   /** Ollama path to call: /api/chat, /api/generate, /api/embed, /api/embeddings. */
   path: string;
-  /** What the client asked for. */
+  /** The model to route: what the client asked for, or what its id resolved to. */
   model: string;
+  /** The client's own id when a surface resolved it (claude-sonnet-4-5, gpt-5-codex); else `model`. */
+  requested?: string;
   /** Why `model` became what it is, when a surface resolved an agent's id (claude-*, gpt-5-codex) first. */
   resolution?: string;
   fallbackModels: string[];

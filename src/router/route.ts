@@ -30,11 +30,12 @@ export interface RouteMeta {
 
 export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, meta: RouteMeta): Promise<Response> {
   const started = performance.now();
+  const requested = req.requested ?? req.model;
   const trace: Trace = {
     request_id: crypto.randomUUID(),
     timestamp: Date.now() / 1000,
     model: req.model,
-    original_model: req.model,
+    original_model: requested,
     node_id: null,
     backend: null,
     kind: req.kind,
@@ -61,7 +62,7 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
   if (!rt.clients.enter(client, clientMaxInFlight)) {
     const message = `client ${client} already has ${clientMaxInFlight} requests in flight (routing.clientMaxInFlight); retry after ${clientRetryAfterSeconds} s`;
     rt.traces.record({ ...trace, status: "rejected", error_message: message, latency_ms: ms(started) });
-    return encoder.error(429, message, { ...fleetHeaders(req.model, null, 0), "Retry-After": String(clientRetryAfterSeconds) });
+    return encoder.error(429, message, { ...fleetHeaders(requested, null, 0), "Retry-After": String(clientRetryAfterSeconds) });
   }
   let left = false;
   const leave = () => {
@@ -75,7 +76,7 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
     leave();
     const error = e instanceof RouteError ? e : new RouteError(502, (e as Error).message);
     rt.traces.record({ ...trace, status: req.signal.aborted ? "client_disconnected" : "failed", error_message: error.message, retry_count: error.retries, excluded_nodes: error.excluded, latency_ms: ms(started) });
-    const headers = fleetHeaders(req.model, null, error.retries);
+    const headers = fleetHeaders(requested, null, error.retries);
     if (error.retryAfterS) headers["Retry-After"] = String(error.retryAfterS);
     return encoder.error(error.status, error.message, headers);
   }
@@ -98,7 +99,7 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
     routed.slot.release("failed");
     leave();
     rt.traces.record({ ...trace, status: "failed", error_message: message, latency_ms: ms(started) });
-    return encoder.error(routed.call.status, message, fleetHeaders(req.model, routed, routed.retries));
+    return encoder.error(routed.call.status, message, fleetHeaders(requested, routed, routed.retries));
   }
   const finish = (status: TraceStatus, done: OllamaLine["json"] | null, error: string | null) => {
     const latency = ms(started);
@@ -117,7 +118,7 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
   const budget = routed.thinkingBudget && !meta.stream && routed.call.first.json.done ? budgetHeaders(routed.thinkingBudget, routed.call.first.json) : {};
   return new Response(relay(routed, req.kind, encoder, finish), {
     status: routed.call.status,
-    headers: { "content-type": encoder.contentType, ...fleetHeaders(req.model, routed, routed.retries), ...budget },
+    headers: { "content-type": encoder.contentType, ...fleetHeaders(requested, routed, routed.retries), ...budget },
   });
 }
 
@@ -132,6 +133,7 @@ function relay(routed: Routed, kind: RouteRequest["kind"], encoder: Encoder, fin
     finish(status, done, error);
   };
   // A line ends the answer when it carries Ollama's done marker (embeddings come as one line without it).
+  // Says whether the client got anything: a line may encode to nothing (text an encoder holds back).
   const handle = (controller: ReadableStreamDefaultController<Uint8Array>, line: OllamaLine): boolean => {
     if (line.json.error) {
       end(controller, "failed", null, line.json.error, encoder.fail(line.json.error));
@@ -143,26 +145,32 @@ function relay(routed: Routed, kind: RouteRequest["kind"], encoder: Encoder, fin
       end(controller, "completed", line.json, null, encoder.end());
       return true;
     }
-    return false;
+    return out !== "";
   };
   return new ReadableStream<Uint8Array>({
     start(controller) {
       handle(controller, routed.call.first);
     },
+    // Reads on until the client gets something: a pull that enqueues nothing is not called again, and the stream would stall.
     async pull(controller) {
-      if (finished) return;
-      try {
-        const next = await nextLine(routed, encoder, (bytes$) => !finished && controller.enqueue(bytes.encode(bytes$)));
-        if (next.done) {
-          const message = `node ${routed.nodeId} closed the stream before it finished`;
-          return end(controller, "incomplete", null, message, encoder.fail(message));
+      let sent = false;
+      while (!finished && !sent) {
+        try {
+          const next = await nextLine(routed, encoder, (bytes$) => {
+            if (!finished) controller.enqueue(bytes.encode(bytes$));
+            sent = true;
+          });
+          if (next.done) {
+            const message = `node ${routed.nodeId} closed the stream before it finished`;
+            return end(controller, "incomplete", null, message, encoder.fail(message));
+          }
+          sent = handle(controller, next.value) || sent;
+        } catch (e) {
+          if (finished) return;
+          const message = `node ${routed.nodeId} failed mid-stream: ${(e as Error).message}`;
+          routed.call.cancel();
+          end(controller, "failed", null, message, encoder.fail(message));
         }
-        handle(controller, next.value);
-      } catch (e) {
-        if (finished) return;
-        const message = `node ${routed.nodeId} failed mid-stream: ${(e as Error).message}`;
-        routed.call.cancel();
-        end(controller, "failed", null, message, encoder.fail(message));
       }
     },
     cancel() {

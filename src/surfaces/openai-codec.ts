@@ -16,20 +16,15 @@ export function chatToOllama(body: Json): Json | string {
     if (typeof converted === "string") return converted;
     messages.push(converted);
   }
-  const options: Json = {};
-  const maxTokens = body.max_completion_tokens ?? body.max_tokens;
-  for (const [from, to, value] of [
+  const options = numericOptions([
     ["temperature", "temperature", body.temperature],
     ["top_p", "top_p", body.top_p],
     ["seed", "seed", body.seed],
     ["frequency_penalty", "frequency_penalty", body.frequency_penalty],
     ["presence_penalty", "presence_penalty", body.presence_penalty],
-    ["max_tokens", "num_predict", maxTokens],
-  ] as const) {
-    if (value === undefined || value === null) continue;
-    if (typeof value !== "number") return `${from}: expected a number`;
-    options[to] = value;
-  }
+    ["max_tokens", "num_predict", body.max_completion_tokens ?? body.max_tokens],
+  ]);
+  if (typeof options === "string") return options;
   if (body.stop !== undefined && body.stop !== null) {
     const stop = typeof body.stop === "string" ? [body.stop] : body.stop;
     if (!Array.isArray(stop) || stop.some((s) => typeof s !== "string")) return "stop: expected a string or a list of strings";
@@ -40,9 +35,10 @@ export function chatToOllama(body: Json): Json | string {
     if (!Array.isArray(body.tools)) return "tools: expected a list";
     out.tools = body.tools;
   }
-  const format = responseFormat(body.response_format);
-  if (typeof format === "string" && format !== "json") return format;
-  if (format !== undefined) out.format = format;
+  const rf = body.response_format as Json | null | undefined;
+  const format = rf ? ollamaFormat("response_format", rf.type, (rf.json_schema as Json | undefined)?.schema, "response_format.json_schema.schema") : {};
+  if (typeof format === "string") return format;
+  Object.assign(out, format);
   if (body.reasoning_effort !== undefined) out.think = body.reasoning_effort === "none" ? false : body.reasoning_effort;
   return out;
 }
@@ -58,8 +54,7 @@ function message(m: Json, i: number): Json | string {
     for (const [j, part] of (m.content as Json[]).entries()) {
       if (part?.type === "text" && typeof part.text === "string") texts.push(part.text);
       else if (part?.type === "image_url") {
-        const url = (part.image_url as Json | undefined)?.url;
-        const data = typeof url === "string" ? /^data:[^;,]+;base64,(.*)$/s.exec(url)?.[1] : undefined;
+        const data = dataUrlBase64((part.image_url as Json | undefined)?.url);
         if (!data) return `${at}.content[${j}].image_url.url: expected a data: URL with base64 image data (herd does not fetch remote images)`;
         images.push(data);
       } else return `${at}.content[${j}].type: expected "text" or "image_url"`;
@@ -72,14 +67,8 @@ function message(m: Json, i: number): Json | string {
     for (const [j, call] of (m.tool_calls as Json[]).entries()) {
       const fn = call?.function as Json | undefined;
       if (!fn || typeof fn.name !== "string") return `${at}.tool_calls[${j}].function.name: expected a string`;
-      let args: unknown = fn.arguments ?? {};
-      if (typeof args === "string") {
-        try {
-          args = args.trim() ? JSON.parse(args) : {};
-        } catch {
-          return `${at}.tool_calls[${j}].function.arguments: expected a JSON object in a string`;
-        }
-      }
+      const args = toolArguments(fn.arguments);
+      if (args === null) return `${at}.tool_calls[${j}].function.arguments: expected a JSON object in a string`;
       calls.push({ ...(call.id ? { id: call.id } : {}), function: { name: fn.name, arguments: args } });
     }
     out.tool_calls = calls;
@@ -89,16 +78,48 @@ function message(m: Json, i: number): Json | string {
   return out;
 }
 
-function responseFormat(rf: unknown): unknown {
-  if (rf === undefined || rf === null) return undefined;
-  const type = (rf as Json).type;
-  if (type === "text") return undefined;
-  if (type === "json_object") return "json";
-  if (type === "json_schema") {
-    const schema = ((rf as Json).json_schema as Json | undefined)?.schema;
-    return schema && typeof schema === "object" ? schema : "response_format.json_schema.schema: expected an object";
+/** Ollama `options` from a client's numeric fields ([its name, Ollama's name, value]), or a message naming one that is not a number. */
+export function numericOptions(fields: [string, string, unknown][]): Json | string {
+  const options: Json = {};
+  for (const [from, to, value] of fields) {
+    if (value === undefined || value === null) continue;
+    if (typeof value !== "number") return `${from}: expected a number`;
+    options[to] = value;
   }
-  return `response_format.type: expected "text", "json_object" or "json_schema"`;
+  return options;
+}
+
+/** Ollama's `format` for an OpenAI output format ("json", or the JSON schema; none for plain text), or a message naming what is wrong. */
+export function ollamaFormat(at: string, type: unknown, schema: unknown, schemaAt: string): { format?: unknown } | string {
+  if (type === "text") return {};
+  if (type === "json_object") return { format: "json" };
+  if (type === "json_schema") return schema && typeof schema === "object" ? { format: schema } : `${schemaAt}: expected an object`;
+  return `${at}.type: expected "text", "json_object" or "json_schema"`;
+}
+
+/** The base64 payload of a data: URL, which Ollama's `images` take bare; anything else is undefined (herd fetches no remote images). */
+export function dataUrlBase64(url: unknown): string | undefined {
+  return typeof url === "string" ? /^data:[^;,]+;base64,(.*)$/s.exec(url)?.[1] : undefined;
+}
+
+/** Tool-call arguments as Ollama takes them (an object), from JSON text or an object; null when the text is not JSON. */
+export function toolArguments(args: unknown): unknown {
+  if (typeof args !== "string") return args ?? {};
+  try {
+    return args.trim() ? JSON.parse(args) : {};
+  } catch {
+    return null;
+  }
+}
+
+/** Tool-call arguments as OpenAI's APIs carry them: JSON text. */
+export function argumentsText(args: unknown): string {
+  return typeof args === "string" ? args : JSON.stringify(args ?? {});
+}
+
+/** An id in OpenAI's style: a prefix and 24 hex digits. */
+export function randomId(prefix: string): string {
+  return `${prefix}${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
 }
 
 /** OpenAI's error object, with the type its SDKs map to an exception class. */
@@ -110,7 +131,7 @@ export function openaiError(status: number, message: string, headers: Record<str
 
 /** Writes Ollama's chat lines as OpenAI chat completions: SSE chunks, or one object. */
 export function chatEncoder(stream: boolean, includeUsage: boolean): Encoder {
-  const id = `chatcmpl-${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
+  const id = randomId("chatcmpl-");
   const created = Math.floor(Date.now() / 1000);
   let toolCalls = 0;
   let started = false;
@@ -123,9 +144,9 @@ export function chatEncoder(stream: boolean, includeUsage: boolean): Encoder {
       if (json.error) return "";
       const calls = (json.message?.tool_calls ?? []).map((c, i) => ({
         index: toolCalls + i,
-        id: c.id ?? `call_${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`,
+        id: c.id ?? randomId("call_"),
         type: "function",
-        function: { name: c.function.name, arguments: typeof c.function.arguments === "string" ? c.function.arguments : JSON.stringify(c.function.arguments ?? {}) },
+        function: { name: c.function.name, arguments: argumentsText(c.function.arguments) },
       }));
       toolCalls += calls.length;
       if (!stream) {

@@ -1,0 +1,393 @@
+// Anthropic Messages ⇄ Ollama /api/chat. The request keeps everything Ollama
+// has a home for (system, content blocks, images, tools, tool_use/tool_result,
+// stop_sequences, sampling, thinking); Ollama's lines come back as content
+// blocks: one Message object, or the exact SSE event sequence that builds it.
+import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
+import type { Encoder } from "../router/route.ts";
+
+type Json = Record<string, unknown>;
+
+export interface Translated {
+  /** Ollama's /api/chat body. */
+  body: Json;
+  /** The client's stop_sequences, which the answer is scanned for (see StopScanner). */
+  stops: string[];
+}
+
+/** Ollama's /api/chat body for a Messages request, or a message naming the field that is wrong. */
+export function messagesToOllama(req: Json, defaultMaxTokens: number): Translated | string {
+  if (!Array.isArray(req.messages) || req.messages.length === 0) return "messages: expected a non-empty list of messages";
+  const system = systemText(req.system);
+  if (system === null) return "system: expected a string or a list of text blocks";
+  const tools = toolsOf(req.tools, req.tool_choice);
+  if (typeof tools === "string") return tools;
+  const messages = chatMessages(req.messages as unknown[]);
+  if (typeof messages === "string") return messages;
+  const instruction = [system, tools.instruction].filter(Boolean).join("\n\n");
+  if (instruction) messages.unshift({ role: "system", content: instruction });
+
+  const options: Json = { num_predict: req.max_tokens ?? defaultMaxTokens };
+  if (!Number.isInteger(options.num_predict) || (options.num_predict as number) < 1) return "max_tokens: expected a whole number of at least 1";
+  for (const [from, to] of [["temperature", "temperature"], ["top_p", "top_p"], ["top_k", "top_k"]] as const) {
+    const value = req[from];
+    if (value === undefined || value === null) continue;
+    if (typeof value !== "number") return `${from}: expected a number`;
+    options[to] = value;
+  }
+  const stops = req.stop_sequences ?? [];
+  if (!Array.isArray(stops) || stops.some((s) => typeof s !== "string" || s === "")) return "stop_sequences: expected a list of non-empty strings";
+  if (stops.length) options.stop = stops;
+
+  const body: Json = { messages, stream: req.stream === true, options };
+  if (tools.list.length) body.tools = tools.list;
+  const think = thinkOf(req.thinking);
+  if (typeof think === "string") return think;
+  if (think !== undefined) body.think = think;
+  return { body, stops: stops as string[] };
+}
+
+function systemText(system: unknown): string | null {
+  if (system === undefined || system === null) return "";
+  if (typeof system === "string") return system;
+  if (!Array.isArray(system) || system.some((b) => b?.type !== "text" || typeof b.text !== "string")) return null;
+  return system.map((b) => b.text as string).join("\n");
+}
+
+// Ollama has no tool_choice: "none" sends no tools, "tool" only the named one,
+// and "any"/"tool" add a system instruction to call it.
+function toolsOf(tools: unknown, choice: unknown): { list: Json[]; instruction: string } | string {
+  if (tools === undefined || tools === null) return { list: [], instruction: "" };
+  if (!Array.isArray(tools)) return "tools: expected a list of tools";
+  const list: Json[] = [];
+  for (const [i, t] of (tools as Json[]).entries()) {
+    if (typeof t?.name !== "string" || !t.name) return `tools[${i}].name: expected a string`;
+    const schema = t.input_schema;
+    if (!schema || typeof schema !== "object") {
+      return `tools[${i}].input_schema: expected a JSON schema object (herd serves custom tools only${typeof t.type === "string" ? `, not "${t.type}"` : ""})`;
+    }
+    list.push({ type: "function", function: { name: t.name, description: typeof t.description === "string" ? t.description : "", parameters: schema } });
+  }
+  if (choice === undefined || choice === null) return { list, instruction: "" };
+  const type = (choice as Json).type;
+  if (type === "auto") return { list, instruction: "" };
+  if (type === "none") return { list: [], instruction: "" };
+  if (type === "any") return { list, instruction: list.length ? "You must answer by calling one of the provided tools." : "" };
+  if (type === "tool") {
+    const name = (choice as Json).name;
+    const named = list.filter((t) => (t.function as Json).name === name);
+    if (!named.length) return `tool_choice.name: expected the name of one of the tools, got ${JSON.stringify(name)}`;
+    return { list: named, instruction: `You must answer by calling the tool "${name}".` };
+  }
+  return `tool_choice.type: expected "auto", "any", "tool" or "none"`;
+}
+
+function thinkOf(thinking: unknown): boolean | string | undefined {
+  if (thinking === undefined || thinking === null) return undefined;
+  const type = (thinking as Json).type;
+  if (type === "enabled" || type === "adaptive") return true;
+  if (type === "disabled") return false;
+  return `thinking.type: expected "enabled", "adaptive" or "disabled"`;
+}
+
+// Anthropic keeps a turn's tool results inside a user message; Ollama wants a
+// "tool" message per result, named after the tool_use it answers.
+function chatMessages(list: unknown[]): Json[] | string {
+  const out: Json[] = [];
+  const toolNames = new Map<string, string>();
+  for (const [i, m] of (list as Json[]).entries()) {
+    const at = `messages[${i}]`;
+    if (m?.role !== "user" && m?.role !== "assistant") return `${at}.role: expected "user" or "assistant"`;
+    if (typeof m.content === "string") {
+      out.push({ role: m.role, content: m.content });
+      continue;
+    }
+    if (!Array.isArray(m.content)) return `${at}.content: expected a string or a list of content blocks`;
+    const texts: string[] = [];
+    const images: string[] = [];
+    const thinking: string[] = [];
+    const calls: Json[] = [];
+    for (const [j, block] of (m.content as Json[]).entries()) {
+      const where = `${at}.content[${j}]`;
+      switch (block?.type) {
+        case "text":
+          if (typeof block.text !== "string") return `${where}.text: expected a string`;
+          texts.push(block.text);
+          break;
+        case "image": {
+          const image = imageOf(block, where);
+          if (typeof image === "string") return image;
+          images.push(image.base64);
+          break;
+        }
+        case "thinking":
+          if (typeof block.thinking === "string") thinking.push(block.thinking);
+          break;
+        case "redacted_thinking":
+          break; // encrypted by Anthropic: nothing a local model can read
+        case "tool_use":
+          if (typeof block.id !== "string" || typeof block.name !== "string") return `${where}: a tool_use block needs a string id and name`;
+          toolNames.set(block.id, block.name);
+          calls.push({ id: block.id, function: { name: block.name, arguments: block.input ?? {} } });
+          break;
+        case "tool_result": {
+          const result = toolResult(block, where, toolNames);
+          if (typeof result === "string") return result;
+          out.push(result);
+          break;
+        }
+        default:
+          return `${where}.type: expected "text", "image", "thinking", "tool_use" or "tool_result", got ${JSON.stringify(block?.type)}`;
+      }
+    }
+    if (!texts.length && !images.length && !thinking.length && !calls.length) continue;
+    const message: Json = { role: m.role, content: texts.join("\n") };
+    if (images.length) message.images = images;
+    if (thinking.length) message.thinking = thinking.join("\n");
+    if (calls.length) message.tool_calls = calls;
+    out.push(message);
+  }
+  return out;
+}
+
+function imageOf(block: Json, where: string): { base64: string } | string {
+  const source = block.source as Json | undefined;
+  if (source?.type !== "base64" || typeof source.data !== "string") return `${where}.source: expected a base64 image source (herd does not fetch image URLs)`;
+  return { base64: source.data };
+}
+
+// Ollama has no error flag on a tool result: the model reads it in the text.
+function toolResult(block: Json, where: string, toolNames: Map<string, string>): Json | string {
+  const texts: string[] = [];
+  const images: string[] = [];
+  if (typeof block.content === "string") texts.push(block.content);
+  else if (Array.isArray(block.content)) {
+    for (const [k, part] of (block.content as Json[]).entries()) {
+      if (part?.type === "text" && typeof part.text === "string") texts.push(part.text);
+      else if (part?.type === "image") {
+        const image = imageOf(part, `${where}.content[${k}]`);
+        if (typeof image === "string") return image;
+        images.push(image.base64);
+      } else return `${where}.content[${k}].type: expected "text" or "image"`;
+    }
+  } else if (block.content !== undefined) return `${where}.content: expected a string or a list of text and image blocks`;
+  const text = texts.join("\n");
+  const message: Json = { role: "tool", content: block.is_error === true ? `Error: ${text}` : text };
+  const name = typeof block.tool_use_id === "string" ? toolNames.get(block.tool_use_id) : undefined;
+  if (name) message.tool_name = name;
+  if (typeof block.tool_use_id === "string") message.tool_call_id = block.tool_use_id;
+  if (images.length) message.images = images;
+  return message;
+}
+
+/** Anthropic's error object, with the type its SDKs map to an exception class. */
+export function anthropicError(status: number, message: string, headers: Record<string, string> = {}): Response {
+  return Response.json({ type: "error", error: { type: errorType(status), message } }, { status, headers });
+}
+
+function errorType(status: number): string {
+  const types: Record<number, string> = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "prompt_too_large",
+    429: "rate_limit_error",
+    503: "overloaded_error",
+  };
+  return types[status] ?? (status >= 500 ? "api_error" : "invalid_request_error");
+}
+
+const id = (prefix: string) => `${prefix}${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
+
+type Event = Json & { type: string };
+
+const sse = (event: Event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+
+export interface TurnOptions {
+  /** The model id as the client sent it: Anthropic answers with the id it was asked for. */
+  model: string;
+  /** herd's count of the prompt, for message_start (the node counts only at the end). */
+  inputTokens: number;
+  stops: string[];
+}
+
+/** Writes Ollama's chat lines as an Anthropic Message: SSE events, or one object. */
+export function messagesEncoder(stream: boolean, opts: TurnOptions & { pingEveryMs: number }): Encoder {
+  const turn = new Turn(opts);
+  return {
+    contentType: stream ? "text/event-stream; charset=utf-8" : "application/json",
+    line({ json }: OllamaLine) {
+      if (json.error) return "";
+      const events = turn.feed(json);
+      if (stream) return events.map(sse).join("");
+      return json.done ? JSON.stringify(turn.message) : "";
+    },
+    end: () => "",
+    fail: (message) => {
+      const error: Event = { type: "error", error: { type: "api_error", message } };
+      return stream ? sse(error) : JSON.stringify(error);
+    },
+    error: anthropicError,
+    keepAlive: stream ? { everyMs: opts.pingEveryMs, bytes: sse({ type: "ping" }) } : undefined,
+  };
+}
+
+/**
+ * One assistant turn built from Ollama's lines: the Message so far, and the
+ * stream events that build it. Blocks follow the order the model produced
+ * them in: thinking, text, tool_use; a new kind closes the open block.
+ */
+class Turn {
+  readonly message: Json & { content: Json[]; usage: Json };
+  private open: "text" | "thinking" | null = null;
+  private toolUses = 0;
+  private readonly scanner: StopScanner;
+  private started = false;
+  private events: Event[] = [];
+
+  constructor(private readonly opts: TurnOptions) {
+    this.scanner = new StopScanner(opts.stops);
+    this.message = {
+      id: id("msg_"),
+      type: "message",
+      role: "assistant",
+      model: opts.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: opts.inputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 },
+    };
+  }
+
+  /** The events one of Ollama's lines adds (the first line also starts the message). */
+  feed(chunk: OllamaChunk): Event[] {
+    this.events = [];
+    if (!this.started) this.events.push({ type: "message_start", message: { ...this.message, content: [], usage: { ...this.message.usage } } });
+    this.started = true;
+    // Once a stop sequence has matched, the rest of the generation is not part of the answer.
+    if (!this.scanner.matched) {
+      const m = chunk.message;
+      if (m?.thinking) this.append("thinking", m.thinking);
+      if (m?.content) this.append("text", this.scanner.push(m.content));
+      for (const call of m?.tool_calls ?? []) if (!this.scanner.matched) this.toolUse(call.function.name, call.function.arguments);
+    }
+    if (chunk.done) this.finish(chunk);
+    return this.events;
+  }
+
+  private append(kind: "text" | "thinking", piece: string): void {
+    if (!piece) return;
+    if (this.open !== kind) {
+      this.close();
+      this.start(kind === "text" ? { type: "text", text: "" } : { type: "thinking", thinking: "", signature: "" });
+      this.open = kind;
+    }
+    const index = this.message.content.length - 1;
+    const block = this.message.content[index]!;
+    block[kind] = (block[kind] as string) + piece;
+    this.events.push({ type: "content_block_delta", index, delta: kind === "text" ? { type: "text_delta", text: piece } : { type: "thinking_delta", thinking: piece } });
+  }
+
+  private toolUse(name: string, args: unknown): void {
+    this.append("text", this.scanner.flush()); // held-back text comes before the call
+    this.close();
+    const input = toolInput(args);
+    const index = this.start({ type: "tool_use", id: id("toolu_"), name, input: {} });
+    this.message.content[index]!.input = input;
+    this.events.push({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(input) } });
+    this.events.push({ type: "content_block_stop", index });
+    this.toolUses++;
+  }
+
+  private start(block: Json): number {
+    const index = this.message.content.length;
+    this.message.content.push({ ...block });
+    this.events.push({ type: "content_block_start", index, content_block: block });
+    return index;
+  }
+
+  private close(): void {
+    if (!this.open) return;
+    this.events.push({ type: "content_block_stop", index: this.message.content.length - 1 });
+    this.open = null;
+  }
+
+  private finish(done: OllamaChunk): void {
+    // Text held back as a possible start of a stop sequence was text after all.
+    this.append("text", this.scanner.flush());
+    this.close();
+    const stopReason = this.scanner.matched !== null ? "stop_sequence" : this.toolUses ? "tool_use" : done.done_reason === "length" ? "max_tokens" : "end_turn";
+    // Ollama's prompt_eval_count is the whole prompt, cached part included; Anthropic counts cache reads apart.
+    const cached = typeof done.prompt_eval_cached_count === "number" ? done.prompt_eval_cached_count : 0;
+    const prompt = done.prompt_eval_count ?? this.opts.inputTokens;
+    const usage = { input_tokens: Math.max(0, prompt - cached), cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: done.eval_count ?? 0 };
+    Object.assign(this.message, { stop_reason: stopReason, stop_sequence: this.scanner.matched, usage });
+    this.events.push({ type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: this.scanner.matched }, usage });
+    this.events.push({ type: "message_stop" });
+  }
+}
+
+// Tool-call repair (a model's malformed arguments) is a later step; until then a string is parsed if it can be.
+function toolInput(args: unknown): Json {
+  if (args && typeof args === "object" && !Array.isArray(args)) return args as Json;
+  if (typeof args === "string") {
+    try {
+      const parsed = JSON.parse(args);
+      if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) return parsed;
+    } catch {}
+  }
+  return {};
+}
+
+/**
+ * Finds the client's stop sequences in the answer's text. Ollama gets them as
+ * options.stop, stops there and drops the match, and its done_reason is "stop"
+ * either way, so a stop sequence Ollama honoured is indistinguishable from the
+ * model's own end and reads as end_turn. A backend that leaves the match in the
+ * text (or ignores options.stop) is caught here: the text is cut before it,
+ * nothing after it is sent, and the turn ends with stop_sequence. Text that
+ * could be the start of a stop sequence is held back until it cannot.
+ */
+export class StopScanner {
+  matched: string | null = null;
+  private held = "";
+
+  constructor(private readonly stops: string[]) {}
+
+  /** The part of `text` that is safe to send now. */
+  push(text: string): string {
+    if (this.matched !== null) return "";
+    if (!this.stops.length) return text;
+    const buffer = this.held + text;
+    let cut = -1;
+    for (const stop of this.stops) {
+      const at = buffer.indexOf(stop);
+      if (at >= 0 && (cut < 0 || at < cut)) {
+        cut = at;
+        this.matched = stop;
+      }
+    }
+    if (cut >= 0) {
+      this.held = "";
+      return buffer.slice(0, cut);
+    }
+    let keep = 0;
+    for (const stop of this.stops) {
+      for (let n = Math.min(stop.length - 1, buffer.length); n > keep; n--) {
+        if (buffer.endsWith(stop.slice(0, n))) {
+          keep = n;
+          break;
+        }
+      }
+    }
+    this.held = buffer.slice(buffer.length - keep);
+    return buffer.slice(0, buffer.length - keep);
+  }
+
+  /** What is held back, released: the text went on without completing a stop sequence. */
+  flush(): string {
+    const held = this.held;
+    this.held = "";
+    return held;
+  }
+}

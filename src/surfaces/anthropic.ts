@@ -1,0 +1,85 @@
+// The Anthropic Messages API over the fleet, for Claude Code and the Anthropic
+// SDKs: POST /v1/messages (SSE or one Message), count_tokens, and the GET probe
+// Claude Code may send. The model id (claude-*, or a local name) is resolved
+// to a local model first; the translation lives in anthropic-codec.ts.
+import { Elysia } from "elysia";
+import { needsOf } from "../router/vram-fallback.ts";
+import { resolveModel } from "../router/model-resolution.ts";
+import { takeHerdFields } from "../router/herd-fields.ts";
+import { fleetHeaders, route } from "../router/route.ts";
+import { promptTokens } from "../router/tokens.ts";
+import type { Runtime } from "../runtime.ts";
+import { anthropicError, messagesEncoder, messagesToOllama } from "./anthropic-codec.ts";
+import { modelOf, readJsonObject } from "./body.ts";
+
+type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
+
+export function anthropicSurface(rt: Runtime) {
+  return new Elysia({ name: "anthropic" })
+    .post("/v1/messages", async ({ request, server }: Ctx) => echoVersion(request, await messages(rt, request, server?.requestIP(request)?.address ?? null)), { parse: "none" })
+    .post("/v1/messages/count_tokens", async ({ request }: Ctx) => echoVersion(request, await countTokens(rt, request)), { parse: "none" })
+    .get("/v1/messages", ({ request }: Ctx) => echoVersion(request, Response.json({ ok: true, service: "herd", endpoint: "/v1/messages", ts: Math.floor(Date.now() / 1000) })));
+}
+
+// Whatever the date: current SDKs send versions newer than 2023-06-01, and herd speaks one dialect.
+function echoVersion(request: Request, response: Response): Response {
+  const version = request.headers.get("anthropic-version");
+  if (version) response.headers.set("anthropic-version", version);
+  return response;
+}
+
+async function messages(rt: Runtime, request: Request, clientIp: string | null): Promise<Response> {
+  const { anthropic, timeouts } = rt.live.config;
+  const body = await readJsonObject(request);
+  const requested = typeof body === "string" ? null : modelOf(body);
+  const refuse = (status: number, message: string) => anthropicError(status, message, fleetHeaders(requested ?? "none", null, 0));
+  if (typeof body === "string") return refuse(400, body);
+  if (!requested) return refuse(400, "model: required");
+  if (body.stream !== undefined && typeof body.stream !== "boolean") return refuse(400, "stream: expected true or false");
+  const userId = (body.metadata as { user_id?: unknown } | undefined)?.user_id;
+  if (userId !== undefined && userId !== null && typeof userId !== "string") return refuse(400, "metadata.user_id: expected a string");
+  const herd = takeHerdFields(body, request.headers);
+  if (typeof herd === "string") return refuse(400, herd);
+  const translated = messagesToOllama(body, anthropic.defaultMaxTokens);
+  if (typeof translated === "string") return refuse(400, translated);
+
+  const resolution = resolveModel(rt.registry, rt.live.config, requested, needsOf(translated.body));
+  if (!resolution) {
+    const why = anthropic.autoRoute ? "no online node has a chat model to auto-route it to" : "anthropic.autoRoute is off";
+    return refuse(404, `model "${requested}" not found: no modelMap entry, no local model of that name, and ${why}`);
+  }
+  // Context management (clearing the oldest tool results to fit) belongs here, before the cap applies.
+  const tokens = await promptTokens(translated.body);
+  if (tokens > anthropic.maxPromptTokens) {
+    return refuse(413, `prompt is too long: about ${tokens} tokens, over this router's limit of ${anthropic.maxPromptTokens} (anthropic.maxPromptTokens). Run /compact in Claude Code (or shorten the conversation) and resubmit.`);
+  }
+
+  const stream = body.stream === true;
+  return route(
+    rt,
+    {
+      surface: "anthropic",
+      kind: "chat",
+      path: "/api/chat",
+      model: resolution.model,
+      requested,
+      resolution: `"${requested}": ${resolution.reason}`,
+      fallbackModels: herd.fallbackModels,
+      strict: herd.strict,
+      body: translated.body,
+      promptTokens: tokens,
+      signal: request.signal,
+    },
+    // Pings well inside the window in which herd itself waits on a silent node.
+    messagesEncoder(stream, { model: requested, inputTokens: tokens, stops: translated.stops, pingEveryMs: Math.min(10_000, timeouts.idleMs / 4) }),
+    { tags: userId ? [...herd.tags, `user:${userId}`] : herd.tags, stream, clientIp },
+  );
+}
+
+async function countTokens(rt: Runtime, request: Request): Promise<Response> {
+  const body = await readJsonObject(request);
+  if (typeof body === "string") return anthropicError(400, body);
+  const translated = messagesToOllama(body, rt.live.config.anthropic.defaultMaxTokens);
+  if (typeof translated === "string") return anthropicError(400, translated);
+  return Response.json({ input_tokens: await promptTokens(translated.body) });
+}

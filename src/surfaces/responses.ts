@@ -1,0 +1,69 @@
+// The OpenAI Responses API over the fleet: what Codex speaks. Stateless: each
+// request carries the whole conversation (Codex's default, store=false). The
+// model id is resolved first (gpt-5-codex → the best loaded coder; an image
+// asks for a vision model), then the request is translated to Ollama's chat
+// API and routed like any other; see responses-codec.ts and docs/responses.md.
+import { Elysia } from "elysia";
+import { log } from "../log.ts";
+import { estimateTokens, takeHerdFields } from "../router/herd-fields.ts";
+import { resolveModel } from "../router/model-resolution.ts";
+import { fleetHeaders, route } from "../router/route.ts";
+import type { Runtime } from "../runtime.ts";
+import { modelOf, readJsonObject } from "./body.ts";
+import { openaiError } from "./openai-codec.ts";
+import { readResponsesRequest, responsesEncoder, toOllama } from "./responses-codec.ts";
+
+type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
+
+// Codex resends its whole history every turn: one warning per item type is enough.
+const warned = new Set<string>();
+
+export function responsesSurface(rt: Runtime) {
+  return new Elysia({ name: "responses" }).post("/v1/responses", ({ request, server }: Ctx) => create(rt, request, server?.requestIP(request)?.address ?? null), {
+    parse: "none",
+  });
+}
+
+async function create(rt: Runtime, request: Request, clientIp: string | null): Promise<Response> {
+  const body = await readJsonObject(request);
+  if (typeof body === "string") return openaiError(400, body);
+  const requested = modelOf(body);
+  if (!requested) return openaiError(400, "model: required");
+  if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
+    return openaiError(400, "previous_response_id: herd keeps no conversation state; resend the whole conversation in `input` (Codex does by default, with store=false)");
+  }
+  if (requested.startsWith("mlx:")) return openaiError(400, `model "${requested}": mlx: models are not served on /v1/responses (herd has no MLX backend yet); name an Ollama model`);
+  const herd = takeHerdFields(body, request.headers);
+  if (typeof herd === "string") return openaiError(400, herd);
+  const translated = readResponsesRequest(body);
+  if (typeof translated === "string") return openaiError(400, translated);
+  for (const what of translated.dropped) {
+    if (warned.has(what)) continue;
+    warned.add(what);
+    log.warn(`/v1/responses: dropped ${what}: herd does not translate them (said once per type)`);
+  }
+  const resolved = resolveModel(rt.registry, rt.live.config, requested, { vision: translated.images });
+  if (!resolved) {
+    return openaiError(404, `model "${requested}" is neither mapped (modelMap) nor on any online node, and nothing could be auto-routed to it`, fleetHeaders(requested, null, 0));
+  }
+  const stream = body.stream === true;
+  const ollamaBody = toOllama(translated, resolved.model, stream);
+  return route(
+    rt,
+    {
+      surface: "responses",
+      kind: "chat",
+      path: "/api/chat",
+      model: resolved.model,
+      requested,
+      resolution: `"${requested}" → ${resolved.model}: ${resolved.reason}`,
+      fallbackModels: herd.fallbackModels,
+      strict: herd.strict,
+      body: ollamaBody,
+      promptTokens: estimateTokens(ollamaBody.messages),
+      signal: request.signal,
+    },
+    responsesEncoder(stream, translated, log.warn),
+    { tags: herd.tags, stream, clientIp },
+  );
+}

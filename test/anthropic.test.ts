@@ -1,0 +1,400 @@
+// The Anthropic Messages API through a real router process to simulated
+// nodes, with the official @anthropic-ai/sdk and with raw HTTP where the bytes
+// matter: messages, SSE event order, tools, thinking, count_tokens, claude-*
+// resolution, errors, and a turn shaped like Claude Code's.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import Anthropic from "@anthropic-ai/sdk";
+import { countTokens as bpeCount } from "gpt-tokenizer/encoding/cl100k_base";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type SimNode, type SimNodeOptions, startSimOllama } from "../src/sim/index.ts";
+import { StopScanner } from "../src/surfaces/anthropic-codec.ts";
+import { eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+
+const sims: SimNode[] = [];
+afterAll(async () => {
+  await Promise.all(sims.map((s) => s.stop()));
+});
+
+async function fleet(node: SimNodeOptions, extra = "") {
+  const sim = await startSimOllama(node);
+  sims.push(sim);
+  const dir = tmpDir();
+  const file = join(dir, "herd.config.ts");
+  writeFileSync(file, `export default { nodes: [{ id: "${node.id}", ollama: "${sim.url}" }], ${extra} };\n`);
+  const router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+  await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.every((n: any) => n.status === "online"), 3000, "the node online");
+  return { url: router.url, sim };
+}
+
+const MODELS = ["llama3.2:1b", "llama3.2:3b", "qwen2.5-coder:7b", "qwen3:8b", "gemma3:4b"];
+let url: string;
+let sim: SimNode;
+let client: Anthropic;
+beforeAll(async () => {
+  // Pings every 400 ms (a quarter of idleMs), so a slow node shows them quickly.
+  ({ url, sim } = await fleet({ id: "studio", models: MODELS, loaded: MODELS }, "timeouts: { idleMs: 1600 }"));
+  client = new Anthropic({ baseURL: url, apiKey: "unused", maxRetries: 0 });
+});
+
+const user = (content: Anthropic.MessageParam["content"]): Anthropic.MessageParam => ({ role: "user", content });
+const textOf = (m: Anthropic.Message) => m.content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("");
+
+const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+
+/** An SSE body as (event name, parsed data) pairs; each data's type must match its event line. */
+function parseSse(raw: string): { event: string; data: any }[] {
+  expect(raw.endsWith("\n\n")).toBe(true);
+  return raw
+    .slice(0, -2)
+    .split("\n\n")
+    .map((chunk) => {
+      const m = /^event: ([a-z_]+)\ndata: (.+)$/.exec(chunk);
+      if (!m) throw new Error(`not an Anthropic SSE event: ${JSON.stringify(chunk)}`);
+      const data = JSON.parse(m[2]!);
+      expect(data.type).toBe(m[1]!);
+      return { event: m[1]!, data };
+    });
+}
+
+const WEATHER: Anthropic.Tool = {
+  name: "get_weather",
+  description: "Get the current weather for a city",
+  input_schema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+};
+
+describe("messages.create", () => {
+  test("a text answer: Message shape, end_turn, usage, X-Fleet-* headers, anthropic-version echoed", async () => {
+    const versioned = new Anthropic({ baseURL: url, apiKey: "unused", maxRetries: 0, defaultHeaders: { "anthropic-version": "2026-01-15", "anthropic-beta": "interleaved-thinking-2025-05-14" } });
+    const { data, response } = await versioned.messages
+      .create({ model: "llama3.2:3b", max_tokens: 200, system: "You are terse.", messages: [user("Tell me about caching")] })
+      .withResponse();
+    expect(data.id).toMatch(/^msg_[0-9a-f]{24}$/);
+    expect(data).toMatchObject({ type: "message", role: "assistant", model: "llama3.2:3b", stop_reason: "end_turn", stop_sequence: null });
+    expect(data.content).toHaveLength(1);
+    expect(data.content[0]!.type).toBe("text");
+    expect(textOf(data)).toContain("caching");
+    expect(data.usage.input_tokens).toBeGreaterThan(0);
+    expect(data.usage.output_tokens).toBeGreaterThan(3);
+    expect(response.headers.get("anthropic-version")).toBe("2026-01-15");
+    expect(response.headers.get("x-fleet-node")).toBe("studio");
+    expect(response.headers.get("x-fleet-served-model")).toBe("llama3.2:3b");
+    expect(Number(response.headers.get("x-fleet-score"))).toBeGreaterThan(0);
+  });
+
+  test("system as text blocks (with cache_control) reaches the model exactly as the same string does", async () => {
+    const ask = (system: Anthropic.MessageCreateParams["system"]) =>
+      client.messages.create({ model: "llama3.2:3b", max_tokens: 200, system, messages: [user("What about batching")] }).then(textOf);
+    const asBlocks = await ask([{ type: "text", text: "Be brief." }, { type: "text", text: "Use plain words.", cache_control: { type: "ephemeral" } }]);
+    expect(await ask("Be brief.\nUse plain words.")).toBe(asBlocks);
+    expect(await ask("Something else entirely.")).not.toBe(asBlocks);
+  });
+
+  test("multi-turn content blocks, and max_tokens ending the answer with stop_reason max_tokens", async () => {
+    const m = await client.messages.create({
+      model: "llama3.2:3b",
+      max_tokens: 3,
+      messages: [
+        user([{ type: "text", text: "Hello" }, { type: "text", text: "there" }]),
+        { role: "assistant", content: [{ type: "text", text: "Hi! How can I help?" }] },
+        user([{ type: "text", text: "Explain latency" }]),
+      ],
+    });
+    expect(m.stop_reason).toBe("max_tokens");
+    expect(m.usage.output_tokens).toBe(3);
+  });
+
+  test("stop_sequences: the answer is cut before the sequence and ends with stop_reason stop_sequence", async () => {
+    const question = { model: "llama3.2:3b", max_tokens: 200, messages: [user("Tell me about queues")] };
+    const whole = textOf(await client.messages.create(question));
+    const words = whole.split(" ");
+    const stop = ` ${words[Math.floor(words.length / 2)]}`;
+    const cut = await client.messages.create({ ...question, stop_sequences: ["NEVER-SEEN", stop] });
+    expect(cut.stop_reason).toBe("stop_sequence");
+    expect(cut.stop_sequence).toBe(stop);
+    expect(textOf(cut)).toBe(whole.slice(0, whole.indexOf(stop)));
+    // Streamed, the deltas hold back a possible start of the sequence and never send past it.
+    const stream = client.messages.stream({ ...question, stop_sequences: [stop] });
+    let streamed = "";
+    stream.on("text", (t) => (streamed += t));
+    const final = await stream.finalMessage();
+    expect(streamed).toBe(textOf(cut));
+    expect(final).toMatchObject({ stop_reason: "stop_sequence", stop_sequence: stop });
+  });
+
+  test("images: base64 sources go to a vision model; URL sources are refused", async () => {
+    const image: Anthropic.ImageBlockParam = { type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } };
+    const { data, response } = await client.messages.create({ model: "claude-sonnet-4-5", max_tokens: 50, messages: [user([image, { type: "text", text: "What is this" }])] }).withResponse();
+    expect(response.headers.get("x-fleet-served-model")).toBe("gemma3:4b");
+    expect(data.stop_reason).toBe("end_turn");
+    const remote = await client.messages
+      .create({ model: "llama3.2:3b", max_tokens: 50, messages: [user([{ type: "image", source: { type: "url", url: "https://example.com/a.png" } }])] })
+      .catch((e) => e);
+    expect(remote).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(remote.message).toContain("messages[0].content[0].source");
+  });
+});
+
+describe("messages.stream", () => {
+  test("the exact SSE sequence, byte for byte, and the SDK's view of it", async () => {
+    const res = await post("/v1/messages", { model: "llama3.2:1b", max_tokens: 100, stream: true, messages: [{ role: "user", content: "Tell me about memory" }] });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toStartWith("text/event-stream");
+    const events = parseSse(await res.text());
+    const names = events.map((e) => e.event);
+    const deltas = names.filter((n) => n === "content_block_delta").length;
+    expect(deltas).toBeGreaterThan(3);
+    expect(names).toEqual(["message_start", "content_block_start", ...Array(deltas).fill("content_block_delta"), "content_block_stop", "message_delta", "message_stop"]);
+    const [start, blockStart] = events;
+    expect(start!.data.message).toMatchObject({ type: "message", role: "assistant", model: "llama3.2:1b", content: [], stop_reason: null, stop_sequence: null });
+    expect(start!.data.message.id).toMatch(/^msg_/);
+    expect(start!.data.message.usage.input_tokens).toBeGreaterThan(0);
+    expect(blockStart!.data).toEqual({ type: "content_block_start", index: 0, content_block: { type: "text", text: "" } });
+    for (const e of events.filter((e) => e.event === "content_block_delta")) expect(e.data).toMatchObject({ index: 0, delta: { type: "text_delta" } });
+    expect(events.at(-3)!.data).toEqual({ type: "content_block_stop", index: 0 });
+    expect(events.at(-2)!.data).toMatchObject({ delta: { stop_reason: "end_turn", stop_sequence: null } });
+    expect(events.at(-2)!.data.usage.output_tokens).toBe(deltas);
+
+    // The SDK sees the same sequence and assembles the same text.
+    const stream = client.messages.stream({ model: "llama3.2:1b", max_tokens: 100, messages: [user("Tell me about memory")] });
+    const seen: string[] = [];
+    stream.on("streamEvent", (e) => seen.push(e.type));
+    const final = await stream.finalMessage();
+    expect(seen).toEqual(names);
+    expect(textOf(final)).toBe(events.filter((e) => e.event === "content_block_delta").map((e) => e.data.delta.text).join(""));
+  });
+
+  test("ping events while the node is silent; the SDK ignores them", async () => {
+    sim.setFaults({ tokenDelayMs: 600 });
+    try {
+      const res = await post("/v1/messages", { model: "llama3.2:1b", max_tokens: 3, stream: true, messages: [{ role: "user", content: "hi" }] });
+      const names = parseSse(await res.text()).map((e) => e.event);
+      expect(names.filter((n) => n === "ping").length).toBeGreaterThanOrEqual(2);
+      expect(names.filter((n) => n !== "ping")).toEqual(["message_start", "content_block_start", "content_block_delta", "content_block_delta", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]);
+      expect(names.indexOf("ping")).toBeGreaterThan(names.indexOf("content_block_start"));
+    } finally {
+      sim.setFaults({});
+    }
+  });
+
+  test("a node dying mid-stream ends the stream with an error event; the SDK throws", async () => {
+    sim.setFaults({ dieAfterTokens: 3 });
+    try {
+      const res = await post("/v1/messages", { model: "llama3.2:1b", max_tokens: 100, stream: true, messages: [{ role: "user", content: "hi" }] });
+      const events = parseSse(await res.text());
+      expect(events.at(-1)!.event).toBe("error");
+      expect(events.at(-1)!.data.error.type).toBe("api_error");
+      expect(events.map((e) => e.event)).not.toContain("message_stop");
+      const stream = client.messages.stream({ model: "llama3.2:1b", max_tokens: 100, messages: [user("hi")] });
+      expect(await stream.finalMessage().catch((e) => e)).toBeInstanceOf(Anthropic.APIError);
+    } finally {
+      sim.setFaults({});
+    }
+  });
+});
+
+describe("tools and thinking", () => {
+  test("a tool-use round trip: tool_use with parsed input, then tool_result (string, blocks, is_error) to end_turn", async () => {
+    const ask: Anthropic.MessageParam = user("What is the weather in Paris? Use get_weather.");
+    const first = await client.messages.create({ model: "qwen2.5-coder:7b", max_tokens: 300, tools: [WEATHER], tool_choice: { type: "auto" }, messages: [ask] });
+    expect(first.stop_reason).toBe("tool_use");
+    const call = first.content.find((b) => b.type === "tool_use");
+    if (call?.type !== "tool_use") throw new Error("no tool_use block");
+    expect(call.id).toMatch(/^toolu_[0-9a-f]{24}$/);
+    expect(call).toMatchObject({ name: "get_weather", input: { city: "example city" } });
+
+    const results: Anthropic.ToolResultBlockParam[] = [
+      { type: "tool_result", tool_use_id: call.id, content: "18C, sunny" },
+      { type: "tool_result", tool_use_id: call.id, content: [{ type: "text", text: "18C" }, { type: "text", text: "sunny" }] },
+      { type: "tool_result", tool_use_id: call.id, content: "city not found", is_error: true },
+    ];
+    const answers = await Promise.all(
+      results.map((result) =>
+        client.messages.create({ model: "qwen2.5-coder:7b", max_tokens: 300, tools: [WEATHER], messages: [ask, { role: "assistant", content: first.content }, user([result])] }),
+      ),
+    );
+    for (const a of answers) {
+      expect(a.stop_reason).toBe("end_turn");
+      expect(a.content.map((b) => b.type)).toEqual(["text"]);
+    }
+    // The error flag reaches the model (as text), so its answer differs from the plain result's.
+    expect(textOf(answers[2]!)).not.toBe(textOf(answers[0]!));
+  });
+
+  test("tool_choice none sends no tools; tool_choice tool must name one of them", async () => {
+    const ask = user("Use get_weather for Paris");
+    const none = await client.messages.create({ model: "qwen2.5-coder:7b", max_tokens: 300, tools: [WEATHER], tool_choice: { type: "none" }, messages: [ask] });
+    expect(none.stop_reason).toBe("end_turn");
+    const forced = await client.messages.create({ model: "qwen2.5-coder:7b", max_tokens: 300, tools: [WEATHER], tool_choice: { type: "tool", name: "get_weather" }, messages: [ask] });
+    expect(forced.stop_reason).toBe("tool_use");
+    const wrong = await client.messages
+      .create({ model: "qwen2.5-coder:7b", max_tokens: 300, tools: [WEATHER], tool_choice: { type: "tool", name: "nope" }, messages: [ask] })
+      .catch((e) => e);
+    expect(wrong).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(wrong.error.error).toMatchObject({ type: "invalid_request_error", message: expect.stringContaining("tool_choice.name") });
+  });
+
+  test("a thinking model's reasoning comes back as thinking blocks, before the text", async () => {
+    const params: Anthropic.MessageCreateParamsNonStreaming = { model: "qwen3:8b", max_tokens: 2000, thinking: { type: "enabled", budget_tokens: 1024 }, messages: [user("Tell me about routing")] };
+    const m = await client.messages.create(params);
+    expect(m.content.map((b) => b.type)).toEqual(["thinking", "text"]);
+    const thinking = m.content[0]!;
+    if (thinking.type !== "thinking") throw new Error("no thinking block");
+    expect(thinking.thinking).toContain("routing");
+    expect(m.stop_reason).toBe("end_turn");
+
+    const res = await post("/v1/messages", { ...params, stream: true });
+    const events = parseSse(await res.text());
+    const kinds = events.filter((e) => e.event === "content_block_start").map((e) => e.data.content_block);
+    expect(kinds).toEqual([{ type: "thinking", thinking: "", signature: "" }, { type: "text", text: "" }]);
+    const deltas = events.filter((e) => e.event === "content_block_delta");
+    expect(deltas.filter((e) => e.data.index === 0).every((e) => e.data.delta.type === "thinking_delta")).toBe(true);
+    expect(deltas.filter((e) => e.data.index === 1).every((e) => e.data.delta.type === "text_delta")).toBe(true);
+    expect(deltas.filter((e) => e.data.index === 0).map((e) => e.data.delta.thinking).join("")).toBe(thinking.thinking);
+
+    // thinking disabled: the model is told not to think.
+    const plain = await client.messages.create({ ...params, thinking: { type: "disabled" } });
+    expect(plain.content.map((b) => b.type)).toEqual(["text"]);
+  });
+});
+
+describe("count_tokens, resolution, errors", () => {
+  test("countTokens counts with a real BPE tokenizer, tools included", async () => {
+    const base = await client.messages.countTokens({ model: "claude-sonnet-4-5", messages: [user("x")] });
+    const text = "Tokenization of antidisestablishmentarianism, naïve café prose, and `const x = await fetch(url);` — 42 times.";
+    const longer = await client.messages.countTokens({ model: "claude-sonnet-4-5", messages: [user(`x${text}`)] });
+    expect(longer.input_tokens - base.input_tokens).toBe(bpeCount(`x${text}`) - bpeCount("x"));
+    expect(longer.input_tokens - base.input_tokens).not.toBe(Math.ceil(text.length / 4));
+    const withTools = await client.messages.countTokens({ model: "claude-sonnet-4-5", messages: [user("x")], tools: [WEATHER] });
+    expect(withTools.input_tokens).toBeGreaterThan(base.input_tokens + 20);
+  });
+
+  test("claude-* ids resolve by tier: haiku to the smallest loaded chat model, sonnet to a coder; the trace says why", async () => {
+    const ask = (model: string) => client.messages.create({ model, max_tokens: 20, metadata: { user_id: "alice" }, messages: [user("hi")] }).withResponse();
+    const haiku = await ask("claude-haiku-4-5");
+    expect(haiku.response.headers.get("x-fleet-served-model")).toBe("llama3.2:1b");
+    expect(haiku.response.headers.get("x-fleet-requested-model")).toBe("claude-haiku-4-5");
+    expect(haiku.data.model).toBe("claude-haiku-4-5");
+    const sonnet = await ask("claude-sonnet-4-5-20250929");
+    expect(sonnet.response.headers.get("x-fleet-served-model")).toBe("qwen2.5-coder:7b");
+    const traces = await eventually(async () => {
+      const all = (await getJson(`${url}/dashboard/api/traces?limit=50`)).traces as any[];
+      const mine = all.filter((t) => t.original_format === "anthropic" && t.tags.includes("user:alice"));
+      return mine.length >= 2 && mine;
+    }, 3000, "the two traces");
+    expect(traces.map((t) => t.resolution).sort()).toEqual([
+      `"claude-haiku-4-5": auto-routed (small tier) to the best loaded model`,
+      `"claude-sonnet-4-5-20250929": auto-routed (coding tier) to the best loaded model`,
+    ]);
+  });
+
+  test("errors in Anthropic's shape: 400 naming the field", async () => {
+    for (const [body, field] of [
+      [{ model: "llama3.2:3b", max_tokens: 10 }, "messages:"],
+      [{ model: "llama3.2:3b", max_tokens: 0, messages: [{ role: "user", content: "x" }] }, "max_tokens:"],
+      [{ model: "llama3.2:3b", messages: [{ role: "system", content: "x" }] }, "messages[0].role:"],
+      [{ model: "llama3.2:3b", messages: [{ role: "user", content: [{ type: "video" }] }] }, "messages[0].content[0].type:"],
+      [{ model: "llama3.2:3b", messages: [{ role: "user", content: "x" }], stop_sequences: "END" }, "stop_sequences:"],
+      [{ messages: [{ role: "user", content: "x" }] }, "model:"],
+    ] as const) {
+      const res = await post("/v1/messages", body, { "anthropic-version": "2023-06-01" });
+      expect(res.status).toBe(400);
+      expect(res.headers.get("anthropic-version")).toBe("2023-06-01");
+      expect(res.headers.get("x-fleet-node")).toBe("none");
+      const error = (await res.json()) as any;
+      expect(error.type).toBe("error");
+      expect(error.error.type).toBe("invalid_request_error");
+      expect(error.error.message).toStartWith(field);
+    }
+  });
+
+  test("GET /v1/messages answers Claude Code's probe", async () => {
+    const probe = await getJson(`${url}/v1/messages`);
+    expect(probe).toMatchObject({ ok: true, service: "herd", endpoint: "/v1/messages" });
+    expect(Math.abs(probe.ts - Date.now() / 1000)).toBeLessThan(60);
+  });
+});
+
+describe("limits and resolution off", () => {
+  test("404 not_found_error when nothing can serve; 413 prompt_too_large with the /compact hint; 503 overloaded_error", async () => {
+    const strict = await fleet({ id: "small", models: ["llama3.2:1b"], loaded: ["llama3.2:1b"] }, "anthropic: { autoRoute: false, maxPromptTokens: 1000 }");
+    const c = new Anthropic({ baseURL: strict.url, apiKey: "unused", maxRetries: 0 });
+    const missing = await c.messages.create({ model: "claude-opus-4-1", max_tokens: 10, messages: [user("hi")] }).catch((e) => e);
+    expect(missing).toBeInstanceOf(Anthropic.NotFoundError);
+    expect(missing.error.error.type).toBe("not_found_error");
+    expect(missing.message).toContain("claude-opus-4-1");
+    expect(missing.headers.get("x-fleet-served-model")).toBe("none");
+
+    const res = await fetch(`${strict.url}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "llama3.2:1b", max_tokens: 10, messages: [{ role: "user", content: "many words ".repeat(1000) }] }),
+    });
+    expect(res.status).toBe(413);
+    const error = (await res.json()) as any;
+    expect(error.error.type).toBe("prompt_too_large");
+    expect(error.error.message).toContain("/compact");
+    // Under the cap, the same local model serves.
+    expect((await c.messages.create({ model: "llama3.2:1b", max_tokens: 10, messages: [user("hi")] })).type).toBe("message");
+
+    // A model that exists where no node can serve it now: 503 overloaded_error with Retry-After.
+    strict.sim.setFaults({ error500: true });
+    const busy = await c.messages.create({ model: "llama3.2:1b", max_tokens: 10, messages: [user("hi")] }).catch((e) => e);
+    expect(busy).toBeInstanceOf(Anthropic.InternalServerError);
+    expect(busy.status).toBe(503);
+    expect(busy.error.error.type).toBe("overloaded_error");
+    expect(Number(busy.headers.get("retry-after"))).toBeGreaterThan(0);
+  });
+});
+
+describe("a Claude Code turn (fixture)", () => {
+  const fixture = JSON.parse(readFileSync(join(import.meta.dir, "fixtures/claude-code-turn.json"), "utf8"));
+
+  test("long cached system blocks, 16 tools, streamed tool_use, then the tool_result follow-up, event by event", async () => {
+    expect(fixture.body.tools.length).toBeGreaterThanOrEqual(15);
+    const first = await post(fixture.path, fixture.body, fixture.headers);
+    expect(first.status).toBe(200);
+    expect(first.headers.get("anthropic-version")).toBe("2023-06-01");
+    expect(first.headers.get("x-fleet-served-model")).toBe("qwen2.5-coder:7b");
+    const events = parseSse(await first.text());
+    expect(events.map((e) => e.event)).toEqual(["message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]);
+    const [start, blockStart, delta, blockStop, messageDelta] = events.map((e) => e.data);
+    expect(start.message).toMatchObject({ model: fixture.body.model, content: [], stop_reason: null });
+    expect(start.message.usage.input_tokens).toBeGreaterThan(1500);
+    expect(blockStart).toEqual({ type: "content_block_start", index: 0, content_block: { type: "tool_use", id: expect.stringMatching(/^toolu_/), name: "Read", input: {} } });
+    expect(delta).toEqual({ type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: JSON.stringify({ file_path: "example file path" }) } });
+    expect(blockStop).toEqual({ type: "content_block_stop", index: 0 });
+    expect(messageDelta.delta).toEqual({ stop_reason: "tool_use", stop_sequence: null });
+    expect(messageDelta.usage.output_tokens).toBeGreaterThan(0);
+
+    const toolUse = { type: "tool_use", id: blockStart.content_block.id, name: "Read", input: JSON.parse(delta.delta.partial_json) };
+    const followUp = {
+      ...fixture.body,
+      messages: [...fixture.body.messages, { role: "assistant", content: [toolUse] }, { role: "user", content: [{ type: "tool_result", tool_use_id: toolUse.id, content: fixture.tool_result }] }],
+    };
+    const second = parseSse(await (await post(fixture.path, followUp, fixture.headers)).text());
+    const names = second.map((e) => e.event);
+    const deltas = names.filter((n) => n === "content_block_delta").length;
+    expect(names).toEqual(["message_start", "content_block_start", ...Array(deltas).fill("content_block_delta"), "content_block_stop", "message_delta", "message_stop"]);
+    expect(second[1]!.data.content_block).toEqual({ type: "text", text: "" });
+    expect(second.at(-2)!.data.delta.stop_reason).toBe("end_turn");
+    expect(second[0]!.data.message.usage.input_tokens).toBeGreaterThan(start.message.usage.input_tokens);
+  });
+});
+
+test("StopScanner finds a stop sequence split across pieces and holds back only what could start one", () => {
+  const s = new StopScanner(["\n\nHuman:"]);
+  expect(s.push("Hello\n")).toBe("Hello");
+  expect(s.push("\nHu")).toBe("");
+  expect(s.push("man: more")).toBe("");
+  expect(s.matched).toBe("\n\nHuman:");
+  const t = new StopScanner(["END"]);
+  expect(t.push("the EN")).toBe("the ");
+  expect(t.push("D-less")).toBe("");
+  expect(t.matched).toBe("END");
+  const u = new StopScanner(["END"]);
+  expect(u.push("EN")).toBe("");
+  expect(u.push("TRY")).toBe("ENTRY");
+  expect(u.flush()).toBe("");
+});
