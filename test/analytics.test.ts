@@ -23,7 +23,7 @@ const base: Omit<Trace, "request_id" | "timestamp"> = {
   model: LLAMA, original_model: LLAMA, node_id: "studio", backend: "ollama", kind: "chat", original_format: "openai", stream: true,
   status: "completed", score: 73, scores_breakdown: BREAKDOWN, latency_ms: null, time_to_first_token_ms: null, queue_wait_ms: 0,
   prompt_tokens: null, completion_tokens: null, retry_count: 0, fallback_used: false, excluded_nodes: [], client_ip: "10.0.0.50",
-  error_message: null, tags: [], resolution: null,
+  error_message: null, tags: [], resolution: null, adjustments: [],
 };
 const t = (request_id: string, timestamp: number, fields: Partial<Trace>): Trace => ({ ...base, request_id, timestamp, ...fields });
 
@@ -74,7 +74,7 @@ describe("GET /dashboard/api/traces", () => {
       request_id: "d", model: QWEN, original_model: "qwen3:32b", node_id: "mini", score: 61.5, scores_breakdown: BREAKDOWN,
       status: "completed", latency_ms: 300, time_to_first_token_ms: 50, prompt_tokens: 5, completion_tokens: 15, retry_count: 1,
       fallback_used: 1, excluded_nodes: ["studio"], client_ip: "10.0.0.50", original_format: "openai", error_message: null,
-      timestamp: T + 3000.25, tags: ["batch"], resolution: null,
+      timestamp: T + 3000.25, tags: ["batch"], resolution: null, adjustments: [],
     });
     expect(byId.f).toMatchObject({ node_id: null, score: null, scores_breakdown: null, status: "rejected", fallback_used: 0, error_message: "queue full", tags: ["prod"] });
     expect(byId.a.tags).toEqual(["chat", "prod"]);

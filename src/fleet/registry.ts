@@ -202,3 +202,14 @@ export function loadedOn(node: NodeRecord, model: string): boolean {
 export function onDisk(node: NodeRecord, model: string): boolean {
   return (node.ollama?.models_available ?? []).some((m) => sameModel(typeof m === "string" ? m : m.name, model));
 }
+
+/** The largest context window `model` is loaded with on any online node, if it is loaded anywhere. */
+export function loadedContext(registry: Registry, model: string): number | undefined {
+  const lengths = registry
+    .all()
+    .filter((n) => n.status === "online")
+    .flatMap((n) => n.ollama?.models_loaded ?? [])
+    .filter((m) => sameModel(m.name, model) && m.context_length)
+    .map((m) => m.context_length!);
+  return lengths.length ? Math.max(...lengths) : undefined;
+}

@@ -16,6 +16,8 @@ export interface Adjusted {
   body: Record<string, unknown>;
   /** Set when num_predict was raised: what the client asked for, and what was sent. */
   thinkingBudget: { requested: number; sent: number } | null;
+  /** What was changed, for the trace. */
+  notes: string[];
 }
 
 export function thinks(model: string, body: Record<string, unknown>): boolean {
@@ -29,10 +31,13 @@ export function adjustBody(
   mode: Config["features"]["contextProtection"],
 ): Adjusted {
   const options = { ...((body.options as Record<string, unknown> | undefined) ?? {}) };
+  const notes: string[] = [];
   const numCtx = options.num_ctx;
   if (typeof numCtx === "number" && loadedContext && numCtx <= loadedContext && mode !== "passthrough") {
-    if (mode === "strip") delete options.num_ctx;
-    else log.warn(`${model}: num_ctx ${numCtx} fits the loaded context (${loadedContext}) but makes Ollama reload the model`);
+    if (mode === "strip") {
+      delete options.num_ctx;
+      notes.push(`num_ctx ${numCtx} stripped: the loaded context (${loadedContext}) already fits it`);
+    } else log.warn(`${model}: num_ctx ${numCtx} fits the loaded context (${loadedContext}) but makes Ollama reload the model`);
   }
   let thinkingBudget: Adjusted["thinkingBudget"] = null;
   const requested = options.num_predict;
@@ -40,9 +45,10 @@ export function adjustBody(
     const sent = Math.max(requested * THINKING_OVERHEAD, THINKING_MIN_PREDICT);
     options.num_predict = sent;
     thinkingBudget = { requested, sent };
+    notes.push(`num_predict raised ${requested} → ${sent} for a thinking model`);
   }
   const hasOptions = Object.keys(options).length > 0 || body.options !== undefined;
-  return { body: { ...body, model, ...(hasOptions ? { options } : {}) }, thinkingBudget };
+  return { body: { ...body, model, ...(hasOptions ? { options } : {}) }, thinkingBudget, notes };
 }
 
 /** The seed's reasoning-budget diagnostics for a finished non-streaming answer. */

@@ -25,6 +25,8 @@ export interface RouteRequest {
   requested?: string;
   /** Why `model` became what it is, when a surface resolved an agent's id (claude-*, gpt-5-codex) first. */
   resolution?: string;
+  /** What the surface changed about the request (e.g. old tool results cleared), for the trace. */
+  adjustments?: string[];
   fallbackModels: string[];
   /** The client asked for exactly this model (X-Fleet-No-Fallback, "fallback": false): no VRAM fallback. */
   strict: boolean;
@@ -46,6 +48,7 @@ export interface Routed {
   slot: Slot;
   contextOverflow: Scored["contextOverflow"];
   thinkingBudget: Adjusted["thinkingBudget"];
+  adjustments: string[];
 }
 
 /** Why a request could not be routed, with the status and the X-Fleet-* headers it still gets. */
@@ -141,7 +144,7 @@ async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
       }
       try {
         const loadedContext = nodes.find((n) => n.id === candidate.nodeId)?.loaded.find((m) => sameModel(m.name, model))?.contextLength;
-        const { body, thinkingBudget } = adjustBody(req.body, model, loadedContext, config.features.contextProtection);
+        const { body, thinkingBudget, notes } = adjustBody(req.body, model, loadedContext, config.features.contextProtection);
         const call = await callOllama(url, req.path, JSON.stringify(body), {
           firstByteMs: Math.max(1, config.timeouts.firstByteMs - slot.waitedMs),
           idleMs: config.timeouts.idleMs,
@@ -159,6 +162,7 @@ async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
           slot,
           contextOverflow: candidate.contextOverflow,
           thinkingBudget,
+          adjustments: notes,
         };
       } catch (e) {
         slot.release("failed");

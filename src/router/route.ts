@@ -56,6 +56,7 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
     error_message: null,
     tags: meta.tags,
     resolution: req.resolution ?? null,
+    adjustments: req.adjustments ?? [],
   };
   const client = meta.clientIp ?? "unknown";
   const { clientMaxInFlight, clientRetryAfterSeconds } = rt.live.config.routing;
@@ -89,6 +90,7 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
     retry_count: routed.retries,
     fallback_used: routed.fallback,
     excluded_nodes: routed.excluded,
+    adjustments: [...trace.adjustments, ...routed.adjustments],
     queue_wait_ms: round(routed.slot.waitedMs),
     time_to_first_token_ms: ms(started),
   });

@@ -35,6 +35,11 @@ interface ChatMessage {
   tool_calls?: unknown[];
 }
 
+/** Tokens in a piece of text. */
+export async function textTokens(text: string): Promise<number> {
+  return (await counter())(text);
+}
+
 /** Tokens in an Ollama chat body's messages and tool definitions, as the model will be shown them. */
 export async function promptTokens(body: { messages?: unknown; tools?: unknown }): Promise<number> {
   const count = await counter();

@@ -87,4 +87,10 @@ export const migrations: { version: number; name: string; sql: string }[] = [
     // How a requested id became the model that ran (modelMap, a local name, tier auto-routing).
     sql: "ALTER TABLE traces ADD COLUMN resolution TEXT;",
   },
+  {
+    version: 6,
+    name: "what herd changed about a request",
+    // e.g. old tool results cleared to fit the context, num_ctx stripped, a thinking budget raised.
+    sql: "ALTER TABLE traces ADD COLUMN adjustments TEXT;",
+  },
 ];

@@ -32,6 +32,8 @@ export interface Trace {
   tags: string[];
   /** How the requested id became the model that ran, when it was not a plain model name. */
   resolution: string | null;
+  /** What herd changed about the request on its way (context cleared, num_ctx stripped, …). */
+  adjustments: string[];
 }
 
 const FLUSH_MS = 250;
@@ -46,8 +48,8 @@ export class TraceWriter {
   constructor(private readonly db: Database) {
     this.insertTrace = db.prepare(`INSERT OR IGNORE INTO traces (request_id, timestamp, model, original_model, node_id, backend, kind,
       original_format, stream, status, score, scores_breakdown, latency_ms, time_to_first_token_ms, queue_wait_ms, prompt_tokens,
-      completion_tokens, retry_count, fallback_used, excluded_nodes, client_ip, error_message, tags, resolution)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+      completion_tokens, retry_count, fallback_used, excluded_nodes, client_ip, error_message, tags, resolution, adjustments)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     this.insertTag = db.prepare("INSERT INTO trace_tags (request_id, tag, timestamp) VALUES (?, ?, ?)");
   }
 
@@ -70,6 +72,7 @@ export class TraceWriter {
             t.status, t.score, t.scores_breakdown && JSON.stringify(t.scores_breakdown), t.latency_ms, t.time_to_first_token_ms,
             t.queue_wait_ms, t.prompt_tokens, t.completion_tokens, t.retry_count, t.fallback_used ? 1 : 0,
             JSON.stringify(t.excluded_nodes), t.client_ip, t.error_message, JSON.stringify(t.tags), t.resolution,
+            JSON.stringify(t.adjustments),
           );
           // A request id is recorded once; its tags with it.
           if (changes) for (const tag of t.tags) this.insertTag.run(t.request_id, tag, t.timestamp);

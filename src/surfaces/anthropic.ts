@@ -4,10 +4,12 @@
 // to a local model first; the translation lives in anthropic-codec.ts.
 import { Elysia } from "elysia";
 import { needsOf } from "../router/vram-fallback.ts";
+import { fitToContext, promptLimit } from "../router/context-management.ts";
 import { resolveModel } from "../router/model-resolution.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import { fleetHeaders, route } from "../router/route.ts";
 import { promptTokens } from "../router/tokens.ts";
+import { loadedContext } from "../fleet/registry.ts";
 import type { Runtime } from "../runtime.ts";
 import { anthropicError, messagesEncoder, messagesToOllama } from "./anthropic-codec.ts";
 import { modelOf, readJsonObject } from "./body.ts";
@@ -48,8 +50,11 @@ async function messages(rt: Runtime, request: Request, clientIp: string | null):
     const why = anthropic.autoRoute ? "no online node has a chat model to auto-route it to" : "anthropic.autoRoute is off";
     return refuse(404, `model "${requested}" not found: no modelMap entry, no local model of that name, and ${why}`);
   }
-  // Context management (clearing the oldest tool results to fit) belongs here, before the cap applies.
-  const tokens = await promptTokens(translated.body);
+  // Old tool results go first when the conversation outgrows the model's context; the cap applies after.
+  const replyTokens = Number((translated.body.options as { num_predict?: number } | undefined)?.num_predict ?? anthropic.defaultMaxTokens);
+  const limit = promptLimit(loadedContext(rt.registry, resolution.model), replyTokens, anthropic.maxPromptTokens);
+  const fitted = await fitToContext(translated.body, await promptTokens(translated.body), limit);
+  const tokens = fitted.tokens;
   if (tokens > anthropic.maxPromptTokens) {
     return refuse(413, `prompt is too long: about ${tokens} tokens, over this router's limit of ${anthropic.maxPromptTokens} (anthropic.maxPromptTokens). Run /compact in Claude Code (or shorten the conversation) and resubmit.`);
   }
@@ -64,6 +69,7 @@ async function messages(rt: Runtime, request: Request, clientIp: string | null):
       model: resolution.model,
       requested,
       resolution: `"${requested}": ${resolution.reason}`,
+      adjustments: fitted.note ? [fitted.note] : [],
       fallbackModels: herd.fallbackModels,
       strict: herd.strict,
       body: translated.body,

@@ -1,0 +1,56 @@
+// Context management for coding agents: a long session whose tool results
+// outgrow the model's loaded context gets its oldest tool results cleared
+// (the trace says so), and a prompt still over the router's cap is refused with
+// the /compact hint — through the official Anthropic SDK.
+import { describe, expect, test } from "bun:test";
+import Anthropic from "@anthropic-ai/sdk";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { startSimOllama } from "../src/sim/index.ts";
+import { eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+
+async function router(extra = "") {
+  // llama3.2:3b is loaded with a 4096-token context in the simulator, as Ollama's default.
+  const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] });
+  const dir = tmpDir();
+  const file = join(dir, "herd.config.ts");
+  writeFileSync(file, `export default { nodes: [{ id: "n", ollama: "${sim.url}" }], ${extra} };\n`);
+  const r = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+  await eventually(async () => (await getJson(`${r.url}/api/ps`)).models.length === 1, 3000, "the loaded model");
+  return { url: r.url, client: new Anthropic({ baseURL: r.url, apiKey: "unused", maxRetries: 0 }), stop: () => sim.stop() };
+}
+
+/** A session of `turns` tool calls, each returning a file of about 1500 tokens. */
+function longSession(turns: number): Anthropic.MessageParam[] {
+  const messages: Anthropic.MessageParam[] = [{ role: "user", content: "read the files and summarise them" }];
+  for (let i = 0; i < turns; i++) {
+    messages.push({ role: "assistant", content: [{ type: "tool_use", id: `toolu_${i}`, name: "Read", input: { path: `src/file${i}.ts` } }] });
+    const file = Array.from({ length: 300 }, (_, line) => `export const value${i}_${line} = ${line};`).join("\n");
+    messages.push({ role: "user", content: [{ type: "tool_result", tool_use_id: `toolu_${i}`, content: file }] });
+  }
+  return messages;
+}
+
+const tools: Anthropic.Tool[] = [{ name: "Read", description: "read a file", input_schema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] } }];
+
+describe("context management", () => {
+  test("the oldest tool results are cleared to fit the loaded context, the newest kept, and the trace says what was cleared", async () => {
+    const { url, client, stop } = await router();
+    const reply = await client.messages.create({ model: "llama3.2:3b", max_tokens: 256, tools, messages: longSession(8) });
+    expect(reply.stop_reason).toBe("end_turn");
+    const trace = await eventually(async () => (await getJson(`${url}/dashboard/api/traces?limit=1`)).traces[0], 3000, "the trace");
+    expect(trace.adjustments).toHaveLength(1);
+    expect(trace.adjustments[0]).toMatch(/^cleared the 5 oldest tool result\(s\) \(\d+ → \d+ tokens\) to fit 3840$/);
+    await stop();
+  });
+
+  test("a prompt still over anthropic.maxPromptTokens after clearing is refused with 413 and the /compact hint", async () => {
+    const { client, stop } = await router("anthropic: { maxPromptTokens: 3000 }");
+    const error = await client.messages.create({ model: "llama3.2:3b", max_tokens: 256, tools, messages: longSession(4) }).catch((e) => e);
+    expect(error).toBeInstanceOf(Anthropic.APIError);
+    expect(error.status).toBe(413);
+    expect(error.error.error.type).toBe("prompt_too_large");
+    expect(error.message).toContain("/compact");
+    await stop();
+  });
+});
