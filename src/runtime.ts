@@ -11,6 +11,7 @@ import { Pins } from "./fleet/pins.ts";
 import { Pulls } from "./fleet/pulls.ts";
 import { Queues } from "./fleet/queues.ts";
 import { ClientGate } from "./router/client-gate.ts";
+import { RepairStats } from "./router/tool-repair.ts";
 import { Registry } from "./fleet/registry.ts";
 import { UserError } from "./errors.ts";
 import { log } from "./log.ts";
@@ -27,6 +28,7 @@ export interface Runtime {
   clients: ClientGate;
   pulls: Pulls;
   pins: Pins;
+  toolRepairs: RepairStats;
   startedAt: number;
   ready: boolean;
 }
@@ -59,6 +61,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     clients: new ClientGate(),
     pulls: new Pulls(),
     pins: new Pins(store, live, registry),
+    toolRepairs: new RepairStats(),
     startedAt: Date.now(),
     ready: false,
   };

@@ -2,6 +2,7 @@
 import type { ConfigStatus } from "../config/live.ts";
 import type { Config } from "../config/schema.ts";
 import type { Queues } from "./queues.ts";
+import type { RepairStats } from "../router/tool-repair.ts";
 import type { Pins } from "./pins.ts";
 import type { NodeRecord, Registry } from "./registry.ts";
 
@@ -58,7 +59,7 @@ function queueMap(queues: Queues) {
 }
 
 /** GET /fleet/queue: light enough to poll often, for client-side backoff. */
-export function fleetQueue(registry: Registry, queues: Queues) {
+export function fleetQueue(registry: Registry, queues: Queues, repairs: RepairStats) {
   const entries = queues.entries();
   const pending = entries.reduce((n, q) => n + q.pending, 0);
   const inFlight = entries.reduce((n, q) => n + q.in_flight, 0);
@@ -71,7 +72,12 @@ export function fleetQueue(registry: Registry, queues: Queues) {
     // The longest wait a queued request faces now: a cautious client backs off by this much.
     estimated_wait_ms: Math.round(Math.max(0, ...entries.map((q) => (q.pending * q.avg_latency_ms) / Math.max(1, q.concurrency)))),
     nodes_online: registry.all().filter((n) => n.status === "online").length,
-    queues: Object.fromEntries(entries.map((q) => [q.key, { pending: q.pending, in_flight: q.in_flight, concurrency: q.concurrency, model: q.model, node_id: q.node_id }])),
+    queues: Object.fromEntries(
+      entries.map((q) => {
+        const toolRepair = repairs.of(q.model);
+        return [q.key, { pending: q.pending, in_flight: q.in_flight, concurrency: q.concurrency, model: q.model, node_id: q.node_id, ...(toolRepair ? { tool_repair: toolRepair } : {}) }];
+      }),
+    ),
     timestamp: Date.now() / 1000,
   };
 }

@@ -6,6 +6,7 @@ import type { Runtime } from "../runtime.ts";
 import type { Trace, TraceStatus } from "../store/traces.ts";
 import { budgetHeaders } from "./body-rules.ts";
 import { type RouteRequest, RouteError, type Routed, dispatch } from "./dispatch.ts";
+import { ToolCallRepair, offeredTools } from "./tool-repair.ts";
 
 /** How a surface writes the node's lines in its own wire format. */
 export interface Encoder {
@@ -118,14 +119,22 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
   };
   // A non-streaming answer is whole in its first line, so its budget diagnostics can go in the headers.
   const budget = routed.thinkingBudget && !meta.stream && routed.call.first.json.done ? budgetHeaders(routed.thinkingBudget, routed.call.first.json) : {};
-  return new Response(relay(routed, req.kind, encoder, finish), {
+  const tools = req.kind === "chat" ? offeredTools(req.body) : [];
+  const repair = tools.length ? new ToolCallRepair(tools, rt.toolRepairs.counter(routed.servedModel)) : null;
+  return new Response(relay(routed, req.kind, encoder, repair, finish), {
     status: routed.call.status,
     headers: { "content-type": encoder.contentType, ...fleetHeaders(requested, routed, routed.retries), ...budget },
   });
 }
 
 /** The node's lines, re-encoded; the stream always ends well-formed, whatever the node did. */
-function relay(routed: Routed, kind: RouteRequest["kind"], encoder: Encoder, finish: (s: TraceStatus, done: OllamaLine["json"] | null, e: string | null) => void): ReadableStream<Uint8Array> {
+function relay(
+  routed: Routed,
+  kind: RouteRequest["kind"],
+  encoder: Encoder,
+  repair: ToolCallRepair | null,
+  finish: (s: TraceStatus, done: OllamaLine["json"] | null, e: string | null) => void,
+): ReadableStream<Uint8Array> {
   const bytes = new TextEncoder();
   let finished = false;
   const end = (controller: ReadableStreamDefaultController<Uint8Array>, status: TraceStatus, done: OllamaLine["json"] | null, error: string | null, tail: string) => {
@@ -149,9 +158,15 @@ function relay(routed: Routed, kind: RouteRequest["kind"], encoder: Encoder, fin
     }
     return out !== "";
   };
+  // Lines pass through tool-call repair first when the request offered tools; it may hold some back.
+  const feed = (controller: ReadableStreamDefaultController<Uint8Array>, line: OllamaLine): boolean => {
+    let sent = false;
+    for (const l of repair ? repair.feed(line) : [line]) if (!finished) sent = handle(controller, l) || sent;
+    return sent;
+  };
   return new ReadableStream<Uint8Array>({
     start(controller) {
-      handle(controller, routed.call.first);
+      feed(controller, routed.call.first);
     },
     // Reads on until the client gets something: a pull that enqueues nothing is not called again, and the stream would stall.
     async pull(controller) {
@@ -166,7 +181,7 @@ function relay(routed: Routed, kind: RouteRequest["kind"], encoder: Encoder, fin
             const message = `node ${routed.nodeId} closed the stream before it finished`;
             return end(controller, "incomplete", null, message, encoder.fail(message));
           }
-          sent = handle(controller, next.value) || sent;
+          sent = feed(controller, next.value) || sent;
         } catch (e) {
           if (finished) return;
           const message = `node ${routed.nodeId} failed mid-stream: ${(e as Error).message}`;

@@ -10,7 +10,7 @@ import { jsonError } from "./errors.ts";
 export function fleetSurface(rt: Runtime) {
   return new Elysia({ name: "fleet" })
     .get("/fleet/status", () => fleetStatus(rt.registry, rt.queues, rt.pins, rt.live.status()))
-    .get("/fleet/queue", () => fleetQueue(rt.registry, rt.queues))
+    .get("/fleet/queue", () => fleetQueue(rt.registry, rt.queues, rt.toolRepairs))
     .get("/fleet/limits", () => fleetLimits(rt.registry, rt.queues, rt.pins, rt.live.config))
     .post("/heartbeat", ({ body, request, server }) => {
       const parsed = v.safeParse(heartbeatSchema, body);

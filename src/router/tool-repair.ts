@@ -1,0 +1,165 @@
+// Tool-call repair. Local models sometimes write a tool call Ollama cannot
+// parse (a trailing comma, single quotes, a missing brace); Ollama then hands
+// it back as plain text and the agent sees prose instead of a call. When the
+// request offered tools, text that looks like a call is held back, repaired,
+// checked against the tool's schema, and sent as a real tool call; when repair
+// fails, the text goes out unchanged. Counted per model (/fleet/queue).
+import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
+
+export interface ToolSpec {
+  name: string;
+  parameters?: { type?: string; properties?: Record<string, { type?: string }>; required?: string[] };
+}
+
+export interface RepairCounts {
+  attempts: number;
+  successes: number;
+  failures: number;
+}
+
+/** The tools an Ollama body offers, by name. */
+export function offeredTools(body: Record<string, unknown>): ToolSpec[] {
+  if (!Array.isArray(body.tools)) return [];
+  return body.tools.flatMap((t) => {
+    const fn = (t as { function?: ToolSpec })?.function;
+    return fn && typeof fn.name === "string" ? [fn] : [];
+  });
+}
+
+// Text that may be the start of a tool call: a tag, a JSON object, or a fenced block.
+const MAY_BE_CALL = /^\s*(<tool_call>|\{|```)/;
+const PREFIXES = ["<tool_call>", "{", "```"];
+
+/** Feeds an answer's lines through; returns the lines to send on. */
+export class ToolCallRepair {
+  private held: OllamaLine[] = [];
+  private text = "";
+  private holding = true;
+
+  constructor(
+    private readonly tools: ToolSpec[],
+    private readonly count: (outcome: keyof RepairCounts) => void,
+  ) {}
+
+  feed(line: OllamaLine): OllamaLine[] {
+    const json = line.json;
+    if (!this.holding || json.message?.tool_calls?.length) return this.release(line);
+    this.text += json.message?.content ?? "";
+    this.held.push(line);
+    if (json.done) return this.finish(json);
+    const trimmed = this.text.trimStart();
+    if (trimmed && !MAY_BE_CALL.test(trimmed) && !PREFIXES.some((p) => p.startsWith(trimmed))) return this.release();
+    return [];
+  }
+
+  private release(line?: OllamaLine): OllamaLine[] {
+    this.holding = false;
+    const out = [...this.held.splice(0), ...(line ? [line] : [])];
+    return out;
+  }
+
+  private finish(done: OllamaChunk): OllamaLine[] {
+    if (!MAY_BE_CALL.test(this.text)) return this.release();
+    this.count("attempts");
+    const call = repairCall(this.text, this.tools);
+    if (!call) {
+      this.count("failures");
+      return this.release();
+    }
+    this.count("successes");
+    this.holding = false;
+    this.held = [];
+    const json: OllamaChunk = { ...done, message: { role: "assistant", content: "", tool_calls: [{ function: call }] } };
+    return [{ raw: JSON.stringify(json), json }];
+  }
+}
+
+/** A tool call read out of `text`, repaired and valid for one of `tools`; null when none can be made. */
+export function repairCall(text: string, tools: ToolSpec[]): { name: string; arguments: Record<string, unknown> } | null {
+  const inner = text.replace(/<\/?tool_call>/g, "").replace(/^\s*```(?:json)?|```\s*$/g, "").trim();
+  const parsed = parseLoose(inner);
+  if (!parsed || typeof parsed !== "object") return null;
+  const { name, arguments: args, parameters } = parsed as { name?: unknown; arguments?: unknown; parameters?: unknown };
+  const tool = tools.find((t) => t.name === name);
+  const input = typeof args === "string" ? parseLoose(args) : (args ?? parameters ?? {});
+  if (!tool || !input || typeof input !== "object" || Array.isArray(input)) return null;
+  return fitsSchema(input as Record<string, unknown>, tool.parameters) ? { name: tool.name, arguments: input as Record<string, unknown> } : null;
+}
+
+// JSON as models get it wrong: single quotes, trailing commas, unquoted keys, unclosed braces.
+function parseLoose(text: string): unknown {
+  const attempts = [
+    text,
+    text.replace(/,\s*([}\]])/g, "$1"),
+    text.replace(/'/g, '"').replace(/,\s*([}\]])/g, "$1"),
+    text.replace(/([{,]\s*)([A-Za-z_][\w-]*)\s*:/g, '$1"$2":').replace(/,\s*([}\]])/g, "$1"),
+  ];
+  for (const candidate of attempts) {
+    for (const closed of [candidate, closeBrackets(candidate)]) {
+      try {
+        return JSON.parse(closed);
+      } catch {
+        // try the next repair
+      }
+    }
+  }
+  return null;
+}
+
+function closeBrackets(text: string): string {
+  const stack: string[] = [];
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (inString) {
+      if (c === "\\") i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === "{") stack.push("}");
+    else if (c === "[") stack.push("]");
+    else if (c === "}" || c === "]") stack.pop();
+  }
+  return text + (inString ? '"' : "") + stack.reverse().join("");
+}
+
+function fitsSchema(input: Record<string, unknown>, schema: ToolSpec["parameters"]): boolean {
+  if (!schema) return true;
+  if ((schema.required ?? []).some((key) => !(key in input))) return false;
+  return Object.entries(schema.properties ?? {}).every(([key, prop]) => !(key in input) || matchesType(input[key], prop.type));
+}
+
+function matchesType(value: unknown, type: string | undefined): boolean {
+  switch (type) {
+    case "string":
+      return typeof value === "string";
+    case "number":
+      return typeof value === "number";
+    case "integer":
+      return Number.isInteger(value);
+    case "boolean":
+      return typeof value === "boolean";
+    case "array":
+      return Array.isArray(value);
+    case "object":
+      return typeof value === "object" && value !== null && !Array.isArray(value);
+    default:
+      return true;
+  }
+}
+
+/** Repair counters per model, for /fleet/queue: a model that needs repairs often is unreliable with tools. */
+export class RepairStats {
+  private byModel = new Map<string, RepairCounts>();
+
+  counter(model: string): (outcome: keyof RepairCounts) => void {
+    return (outcome) => {
+      const counts = this.byModel.get(model) ?? { attempts: 0, successes: 0, failures: 0 };
+      counts[outcome]++;
+      this.byModel.set(model, counts);
+    };
+  }
+
+  of(model: string): RepairCounts | undefined {
+    return this.byModel.get(model);
+  }
+}
