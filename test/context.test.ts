@@ -54,3 +54,16 @@ describe("context management", () => {
     await stop();
   });
 });
+
+describe("the Anthropic surface's key", () => {
+  test("with anthropic.apiKey set, a wrong or missing x-api-key is a 401 authentication_error; the right one works", async () => {
+    const { url, stop } = await router(`anthropic: { apiKey: "sk-herd-test" }`);
+    const ask = (apiKey: string) => new Anthropic({ baseURL: url, apiKey, maxRetries: 0 }).messages.create({ model: "llama3.2:3b", max_tokens: 16, messages: [{ role: "user", content: "hi" }] });
+    const wrong = await ask("nope").catch((e) => e);
+    expect(wrong).toBeInstanceOf(Anthropic.AuthenticationError);
+    expect(wrong.error.error.type).toBe("authentication_error");
+    expect(JSON.stringify(wrong.error)).not.toContain("sk-herd-test");
+    expect((await ask("sk-herd-test")).stop_reason).toBeDefined();
+    await stop();
+  });
+});

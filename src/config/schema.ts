@@ -107,6 +107,7 @@ export const herdConfigSchema = v.strictObject({
     maxPromptTokens: v.optional(count, 180000),
     defaultMaxTokens: v.optional(v.pipe(count, v.minValue(1)), 4096),
     visionModel: v.optional(name),
+    apiKey: v.optional(name),
   }),
   mlx: section({
     maxQueueDepth: v.optional(count, 10),

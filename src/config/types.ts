@@ -155,6 +155,8 @@ export interface AnthropicConfig {
   defaultMaxTokens?: number;
   /** Model for requests that carry images, whatever the tier maps to. */
   visionModel?: string;
+  /** When set, /v1/messages requires this key in `x-api-key` (or `Authorization: Bearer`). */
+  apiKey?: string;
 }
 
 export interface MlxRoutingConfig {

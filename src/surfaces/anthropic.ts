@@ -2,6 +2,7 @@
 // SDKs: POST /v1/messages (SSE or one Message), count_tokens, and the GET probe
 // Claude Code may send. The model id (claude-*, or a local name) is resolved
 // to a local model first; the translation lives in anthropic-codec.ts.
+import { timingSafeEqual } from "node:crypto";
 import { Elysia } from "elysia";
 import { needsOf } from "../router/vram-fallback.ts";
 import { fitToContext, promptLimit } from "../router/context-management.ts";
@@ -24,6 +25,13 @@ export function anthropicSurface(rt: Runtime) {
 }
 
 // Whatever the date: current SDKs send versions newer than 2023-06-01, and herd speaks one dialect.
+// Constant-time, so the comparison leaks nothing about the key; x-api-key as Anthropic's SDKs send it, or a bearer token.
+function keyMatches(request: Request, key: string): boolean {
+  const given = request.headers.get("x-api-key") ?? request.headers.get("authorization")?.replace(/^Bearer\s+/i, "") ?? "";
+  const [a, b] = [Buffer.from(given), Buffer.from(key)];
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
 function echoVersion(request: Request, response: Response): Response {
   const version = request.headers.get("anthropic-version");
   if (version) response.headers.set("anthropic-version", version);
@@ -35,6 +43,7 @@ async function messages(rt: Runtime, request: Request, clientIp: string | null):
   const body = await readJsonObject(request);
   const requested = typeof body === "string" ? null : modelOf(body);
   const refuse = (status: number, message: string) => anthropicError(status, message, fleetHeaders(requested ?? "none", null, 0));
+  if (anthropic.apiKey && !keyMatches(request, anthropic.apiKey)) return refuse(401, "invalid x-api-key: this router requires the key set in anthropic.apiKey");
   if (typeof body === "string") return refuse(400, body);
   if (!requested) return refuse(400, "model: required");
   if (body.stream !== undefined && typeof body.stream !== "boolean") return refuse(400, "stream: expected true or false");
