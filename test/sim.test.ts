@@ -4,6 +4,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { demoFleet, startSimMlx, startSimOllama, type SimNode, type SimNodeOptions } from "../src/sim/index.ts";
+import { catalogSpec, decodeTokensPerSecond, sizeBytes } from "../src/sim/models.ts";
 
 const started: SimNode[] = [];
 afterEach(async () => {
@@ -397,6 +398,56 @@ describe("ollama residency", () => {
     expect(node.state()).toMatchObject({ inFlight: 1, inFlightByModel: { "llama3.2:3b": 1 } });
     while (!(await reader.read()).done);
     expect(node.state()).toMatchObject({ inFlight: 0, inFlightByModel: {} });
+  });
+});
+
+describe("ollama sim as a particular Mac", () => {
+  const generate = (node: SimNode, model: string, tokens: number, signal?: AbortSignal) =>
+    post(node, "/api/generate", { model, prompt: "hi", stream: false, options: { num_predict: tokens } }, { signal }).then(jsonOf);
+
+  test("numParallel: beyond N requests per model wait their turn; one that goes away gives its place back", async () => {
+    const node = await ollamaNode({ tokensPerSecond: 100, numParallel: 1 });
+    const began = performance.now();
+    const done = await Promise.all([1, 2].map(() => generate(node, "llama3.2:3b", 10).then(() => performance.now() - began)));
+    expect(Math.max(...done)).toBeGreaterThanOrEqual(190); // 10 tokens at 100/s, one after the other
+
+    const gone = new AbortController();
+    const first = generate(node, "llama3.2:3b", 10);
+    const second = generate(node, "llama3.2:3b", 10, gone.signal).catch(() => "aborted");
+    await Bun.sleep(30);
+    expect(node.state().inFlightByModel).toEqual({ "llama3.2:3b": 2 });
+    gone.abort();
+    expect(await second).toBe("aborted");
+    await first;
+    expect(node.state().inFlightByModel).toEqual({});
+
+    const unlimited = await ollamaNode({ tokensPerSecond: 100 });
+    const together = performance.now();
+    await Promise.all([1, 2].map(() => generate(unlimited, "llama3.2:3b", 10)));
+    expect(performance.now() - together).toBeLessThan(190);
+  });
+
+  test("memoryBandwidthGbps: each model generates at the rate the bandwidth allows for its size", async () => {
+    const node = await ollamaNode({ models: ["llama3.2:1b", "llama3.2:3b"], loaded: ["llama3.2:1b", "llama3.2:3b"], memoryBandwidthGbps: 200 });
+    const rates: number[] = [];
+    for (const name of ["llama3.2:1b", "llama3.2:3b"]) {
+      const done = await generate(node, name, 8);
+      rates.push(done.eval_count / (done.eval_duration / 1e9));
+      const expected = decodeTokensPerSecond(catalogSpec(name)!, 200);
+      expect(rates.at(-1)!).toBeGreaterThan(expected * 0.8);
+      expect(rates.at(-1)!).toBeLessThan(expected * 1.2);
+    }
+    expect(rates[0]!).toBeGreaterThan(rates[1]! * 1.2); // 1.3 GB of weights against 1.9
+  });
+
+  test("diskGbps: a load also reads the model file, so bigger models load for longer", async () => {
+    const node = await ollamaNode({ models: ["llama3.2:1b", "llama3.2:3b"], loaded: [], loadTimeMs: 10, diskGbps: 20 });
+    for (const name of ["llama3.2:1b", "llama3.2:3b"]) {
+      const expected = 10 + sizeBytes(catalogSpec(name)!) / 20e6;
+      const done = await generate(node, name, 1);
+      expect(done.load_duration / 1e6).toBeGreaterThanOrEqual(expected - 2);
+      expect(done.load_duration / 1e6).toBeLessThan(expected + 60);
+    }
   });
 });
 

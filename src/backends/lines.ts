@@ -6,15 +6,21 @@ export class IdleTimeout extends Error {
   }
 }
 
-export async function* readLines(reader: { read(): Promise<{ done: boolean; value?: Uint8Array }> }, idleMs: number): AsyncGenerator<string> {
+export async function* readLines(reader: { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(): Promise<void> }, idleMs: number): AsyncGenerator<string> {
   const decoder = new TextDecoder();
   let buffer = "";
+  // A read that waits too long is ended by cancelling the reader (its read then resolves as done):
+  // a plain timer per read, not a promise race, as this runs for every chunk of every answer.
+  let idle = false;
+  const onIdle = () => {
+    idle = true;
+    void reader.cancel();
+  };
   for (;;) {
-    let timer: Timer | undefined;
-    const idle = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new IdleTimeout(idleMs)), idleMs);
-    });
-    const { done, value } = await Promise.race([reader.read(), idle]).finally(() => clearTimeout(timer));
+    const timer = setTimeout(onIdle, idleMs);
+    const { done, value } = await reader.read();
+    clearTimeout(timer);
+    if (idle) throw new IdleTimeout(idleMs);
     if (done || !value) break;
     buffer += decoder.decode(value, { stream: true });
     let nl: number;

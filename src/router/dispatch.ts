@@ -110,7 +110,12 @@ async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
   const nodes = registry.all().map((n) => nodeView(registry, n));
   const models = [req.model, ...req.fallbackModels].map((m) => normalizeModelName(resolveAlias(m, config.modelMap)));
   const requested = models[0]!;
-  const score = (model: string) => scoreNodes(nodes, (id) => queues.view(id, model), { model, promptTokens: req.promptTokens }, config.scoring).ranked;
+  // Each model is scored once per attempt: the VRAM-fallback check and the loop below share the ranking.
+  const rankings = new Map<string, Scored[]>();
+  const score = (model: string): Scored[] => {
+    if (!rankings.has(model)) rankings.set(model, scoreNodes(nodes, (id) => queues.view(id, model), { model, promptTokens: req.promptTokens }, config.scoring).ranked);
+    return rankings.get(model)!;
+  };
   if (config.features.vramFallback && !req.strict) {
     const standIn = vramSubstitute(requested, score(requested), nodes, needsOf(req.body));
     if (standIn) models.unshift(standIn);
@@ -127,10 +132,12 @@ async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
       attempts++;
       const url = registry.ollamaUrl(registry.get(candidate.nodeId)!)!;
       const concurrency = registry.entry(candidate.nodeId)?.parallel ?? 4;
-      const firstByte = AbortSignal.any([req.signal, AbortSignal.timeout(config.timeouts.firstByteMs)]);
+      // Waiting for a slot counts against firstByteMs; the timer goes as soon as the slot is ours.
+      const waited = new AbortController();
+      const waitTimer = setTimeout(() => waited.abort(), config.timeouts.firstByteMs);
       let slot: Slot;
       try {
-        slot = await queues.acquire(candidate.nodeId, model, concurrency, firstByte);
+        slot = await queues.acquire(candidate.nodeId, model, concurrency, AbortSignal.any([req.signal, waited.signal]));
       } catch (e) {
         if (req.signal.aborted) throw e;
         // Moved by the rebalancer: not a failure of the node, so not a retry; the next candidate gets it.
@@ -141,6 +148,8 @@ async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
         failures.push(`${candidate.nodeId}: no free slot within ${config.timeouts.firstByteMs} ms`);
         excluded.push(candidate.nodeId);
         continue;
+      } finally {
+        clearTimeout(waitTimer);
       }
       try {
         const loadedContext = nodes.find((n) => n.id === candidate.nodeId)?.loaded.find((m) => sameModel(m.name, model))?.contextLength;

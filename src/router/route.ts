@@ -127,66 +127,79 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
   });
 }
 
-/** The node's lines, re-encoded; the stream always ends well-formed, whatever the node did. */
+/**
+ * The node's lines, re-encoded; the answer always ends well-formed, whatever the node did. An answer
+ * that is whole in its first line (stream:false, embeddings) comes back as one string: no stream to pump.
+ */
 function relay(
   routed: Routed,
   kind: RouteRequest["kind"],
   encoder: Encoder,
   repair: ToolCallRepair | null,
   finish: (s: TraceStatus, done: OllamaLine["json"] | null, e: string | null) => void,
-): ReadableStream<Uint8Array> {
+): string | ReadableStream<Uint8Array> {
   const bytes = new TextEncoder();
   let finished = false;
-  const end = (controller: ReadableStreamDefaultController<Uint8Array>, status: TraceStatus, done: OllamaLine["json"] | null, error: string | null, tail: string) => {
+  // The first line is encoded before the stream exists; its bytes wait here until the stream starts.
+  let controller: ReadableStreamDefaultController<Uint8Array> | null = null;
+  let early = "";
+  const send = (text: string) => {
+    if (controller) controller.enqueue(bytes.encode(text));
+    else early += text;
+  };
+  const end = (status: TraceStatus, done: OllamaLine["json"] | null, error: string | null, tail: string) => {
     finished = true;
-    if (tail) controller.enqueue(bytes.encode(tail));
-    controller.close();
+    if (tail) send(tail);
+    controller?.close();
     finish(status, done, error);
   };
   // A line ends the answer when it carries Ollama's done marker (embeddings come as one line without it).
   // Says whether the client got anything: a line may encode to nothing (text an encoder holds back).
-  const handle = (controller: ReadableStreamDefaultController<Uint8Array>, line: OllamaLine): boolean => {
+  const handle = (line: OllamaLine): boolean => {
     if (line.json.error) {
-      end(controller, "failed", null, line.json.error, encoder.fail(line.json.error));
+      end("failed", null, line.json.error, encoder.fail(line.json.error));
       return true;
     }
     const out = encoder.line(line);
-    if (out) controller.enqueue(bytes.encode(out));
+    if (out) send(out);
     if (line.json.done === true || kind === "embed") {
-      end(controller, "completed", line.json, null, encoder.end());
+      end("completed", line.json, null, encoder.end());
       return true;
     }
     return out !== "";
   };
   // Lines pass through tool-call repair first when the request offered tools; it may hold some back.
-  const feed = (controller: ReadableStreamDefaultController<Uint8Array>, line: OllamaLine): boolean => {
+  const feed = (line: OllamaLine): boolean => {
     let sent = false;
-    for (const l of repair ? repair.feed(line) : [line]) if (!finished) sent = handle(controller, l) || sent;
+    for (const l of repair ? repair.feed(line) : [line]) if (!finished) sent = handle(l) || sent;
     return sent;
   };
+  feed(routed.call.first);
+  if (finished) return early;
   return new ReadableStream<Uint8Array>({
-    start(controller) {
-      feed(controller, routed.call.first);
+    start(c) {
+      controller = c;
+      if (early) c.enqueue(bytes.encode(early));
     },
     // Reads on until the client gets something: a pull that enqueues nothing is not called again, and the stream would stall.
-    async pull(controller) {
+    async pull() {
       let sent = false;
       while (!finished && !sent) {
         try {
-          const next = await nextLine(routed, encoder, (bytes$) => {
-            if (!finished) controller.enqueue(bytes.encode(bytes$));
+          const next = await nextLine(routed, encoder, (keepAlive) => {
+            if (!finished) send(keepAlive);
             sent = true;
           });
           if (next.done) {
             const message = `node ${routed.nodeId} closed the stream before it finished`;
-            return end(controller, "incomplete", null, message, encoder.fail(message));
+            return end("incomplete", null, message, encoder.fail(message));
           }
-          sent = feed(controller, next.value) || sent;
+          sent = feed(next.value) || sent;
         } catch (e) {
           if (finished) return;
           const message = `node ${routed.nodeId} failed mid-stream: ${(e as Error).message}`;
           routed.call.cancel();
-          end(controller, "failed", null, message, encoder.fail(message));
+          end("failed", null, message, encoder.fail(message));
         }
       }
     },

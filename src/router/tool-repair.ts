@@ -88,16 +88,12 @@ export function repairCall(text: string, tools: ToolSpec[]): { name: string; arg
 
 // JSON as models get it wrong: single quotes, trailing commas, unquoted keys, unclosed braces.
 function parseLoose(text: string): unknown {
-  const attempts = [
-    text,
-    text.replace(/,\s*([}\]])/g, "$1"),
-    text.replace(/'/g, '"').replace(/,\s*([}\]])/g, "$1"),
-    text.replace(/([{,]\s*)([A-Za-z_][\w-]*)\s*:/g, '$1"$2":').replace(/,\s*([}\]])/g, "$1"),
-  ];
+  const dropTrailingCommas = (t: string) => t.replace(/,\s*([}\]])/g, "$1");
+  const attempts = [text, text.replace(/'/g, '"'), text.replace(/([{,]\s*)([A-Za-z_][\w-]*)\s*:/g, '$1"$2":')];
   for (const candidate of attempts) {
-    for (const closed of [candidate, closeBrackets(candidate)]) {
+    for (const fixed of [candidate, dropTrailingCommas(closeBrackets(candidate))]) {
       try {
-        return JSON.parse(closed);
+        return JSON.parse(fixed);
       } catch {
         // try the next repair
       }

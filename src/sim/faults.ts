@@ -16,9 +16,14 @@ export interface Faults {
   firstByteDelayMs?: number;
   /** Per-token delay; overrides the node's tokensPerSecond. */
   tokenDelayMs?: number;
+  /**
+   * Write tool calls as botched text instead of a call (single quotes, a trailing comma, a
+   * missing brace), as local models sometimes do; Ollama then returns them as content.
+   */
+  botchedToolCalls?: boolean;
 }
 
-const FLAGS = ["error500", "hang"] as const;
+const FLAGS = ["error500", "hang", "botchedToolCalls"] as const;
 const COUNTS = ["dieAfterTokens", "firstByteDelayMs", "tokenDelayMs"] as const;
 
 // Validates a fault set arriving as untrusted JSON; throws with a message

@@ -100,6 +100,14 @@ export function sizeBytes(spec: SimModelSpec): number {
   return Math.round((spec.parameters * (BITS_PER_WEIGHT[spec.quantization] ?? 4.85)) / 8);
 }
 
+/**
+ * Generation speed on a machine with this memory bandwidth: every token reads
+ * all the weights once, and llama.cpp reaches about 60% of that bound on Apple silicon.
+ */
+export function decodeTokensPerSecond(spec: SimModelSpec, memoryBandwidthGbps: number): number {
+  return (0.6 * memoryBandwidthGbps * 1e9) / sizeBytes(spec);
+}
+
 /** Bytes a loaded model occupies: weights plus KV cache and compute graph (~20% at default context). */
 export function loadedBytes(spec: SimModelSpec): number {
   return Math.round(sizeBytes(spec) * 1.2);

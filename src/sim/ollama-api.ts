@@ -72,6 +72,10 @@ export async function chat(node: OllamaNode, req: Request, ctx: RequestContext):
   const tools = parseTools(body.tools);
   const run = await startRun(node, { spec, model, verb: "chat", body, messages, tools, format: body.format }, ctx);
   const r = run.reply;
+  if (r.toolCall && ctx.faults.botchedToolCalls) {
+    r.content = [botched(r.toolCall.name, r.toolCall.arguments)];
+    r.toolCall = undefined;
+  }
   const call = r.toolCall && [
     { id: r.toolCall.id, function: { index: 0, name: r.toolCall.name, arguments: r.toolCall.arguments } },
   ];
@@ -239,6 +243,12 @@ async function loadOrUnload(
   }
   node.residency.release(await node.residency.acquire(spec, defaultNumCtx(spec), ctx), keepAlive);
   return json({ ...head, done_reason: "load" });
+}
+
+// A call as a model that fumbles the JSON writes it: single quotes, a trailing comma, no closing braces.
+function botched(name: string, args: Record<string, unknown>): string {
+  const fields = Object.entries(args).map(([k, v]) => `'${k}': ${typeof v === "string" ? `'${v}'` : JSON.stringify(v)},`);
+  return `<tool_call>\n{"name": "${name}", "arguments": {${fields.join(" ")}\n</tool_call>`;
 }
 
 function assistant(content: string, thinking = "", toolCalls?: unknown[]) {

@@ -1,7 +1,7 @@
 // What the native and the OpenAI-compatible routes of a simulated Ollama node
 // share: the node's state, model lookup, and the start and end of a generation.
 import type { Disk } from "./disk.ts";
-import type { SimModelSpec } from "./models.ts";
+import { decodeTokensPerSecond, type SimModelSpec } from "./models.ts";
 import { OllamaError } from "./ollama-http.ts";
 import { promptTokenIds, reply, type ChatMessage, type Reply, type ToolSpec } from "./replies.ts";
 import { DEFAULT_KEEP_ALIVE_MS, defaultNumCtx, type Residency, type Resident } from "./residency.ts";
@@ -11,6 +11,8 @@ import type { Frame, RequestContext } from "./server.ts";
 export interface OllamaNode {
   disk: Disk;
   residency: Residency;
+  /** Set: token rates follow each model's size (see decodeTokensPerSecond). */
+  memoryBandwidthGbps?: number;
 }
 
 export interface RunRequest {
@@ -55,6 +57,7 @@ export async function startRun(node: OllamaNode, req: RunRequest, ctx: RequestCo
   const thinks = checkCapabilities(req);
   const options = (body.options ?? {}) as { num_predict?: unknown; num_ctx?: unknown };
   const numCtx = typeof options.num_ctx === "number" ? options.num_ctx : defaultNumCtx(spec);
+  if (node.memoryBandwidthGbps) ctx.setTokensPerSecond(decodeTokensPerSecond(spec, node.memoryBandwidthGbps));
   const timing = { began: performance.now(), loaded: 0, prompted: 0 };
   const r = await node.residency.acquire(spec, numCtx, ctx);
   timing.loaded = performance.now();

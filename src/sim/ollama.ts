@@ -25,8 +25,17 @@ export interface SimNodeOptions {
   memoryGb?: number;
   /** Default 400: keeps tests fast. */
   tokensPerSecond?: number;
+  /**
+   * When set, each model generates at the rate this memory bandwidth allows for
+   * its size (a small model runs faster than a big one) instead of tokensPerSecond.
+   */
+  memoryBandwidthGbps?: number;
   /** Time to load a model that is on disk but not resident. Default 20. */
   loadTimeMs?: number;
+  /** When set, loading also reads the model file at this many GB/s: load time grows with model size. */
+  diskGbps?: number;
+  /** OLLAMA_NUM_PARALLEL: requests each loaded model runs at once; the rest wait in line. Default: no limit. */
+  numParallel?: number;
   faults?: Faults;
 }
 
@@ -52,7 +61,8 @@ const ROUTES: Record<string, Record<string, Handler>> = {
 };
 
 export function startOllamaServer(opts: SimNodeOptions): SimServer {
-  const node: OllamaNode = { disk: new Disk(), residency: new Residency((opts.memoryGb ?? 64) * 2 ** 30, opts.loadTimeMs ?? 20) };
+  const residency = new Residency({ memoryBytes: (opts.memoryGb ?? 64) * 2 ** 30, loadTimeMs: opts.loadTimeMs ?? 20, diskGbps: opts.diskGbps, numParallel: opts.numParallel });
+  const node: OllamaNode = { disk: new Disk(), residency, memoryBandwidthGbps: opts.memoryBandwidthGbps };
   setModels(node, opts.models ?? ["llama3.2:3b"]);
   setLoaded(node, opts.loaded ?? []);
   return serveSim({ ...opts, kind: "ollama", backend: backend(node) });

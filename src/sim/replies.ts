@@ -241,8 +241,8 @@ function pick<T>(items: readonly T[], random: () => number): T {
   return items[Math.floor(random() * items.length)]!;
 }
 
-// mulberry32: tiny seeded PRNG, plenty for picking sentences.
-function prng(seed: number): () => number {
+// mulberry32: tiny seeded PRNG, plenty for picking sentences (and for the bench's seeded workload).
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

@@ -1,8 +1,9 @@
 // Which models a simulated Ollama node holds in memory. Like Ollama's
 // scheduler it loads a model on demand, evicts idle models least recently used
 // first when memory runs short, waits while busy models hold the memory it
-// needs, and unloads an idle model once its keep_alive runs out.
-import { loadedBytes, type SimModelSpec } from "./models.ts";
+// needs, unloads an idle model once its keep_alive runs out, and runs at most
+// OLLAMA_NUM_PARALLEL requests per loaded model at once.
+import { loadedBytes, sizeBytes, type SimModelSpec } from "./models.ts";
 import { OllamaError } from "./ollama-http.ts";
 import type { RequestContext } from "./server.ts";
 
@@ -12,24 +13,38 @@ export interface Resident {
   spec: SimModelSpec;
   bytes: number;
   numCtx: number;
-  /** Requests using the model right now; a busy model is never evicted. */
+  /** Requests using the model right now, running or waiting their turn; a busy model is never evicted. */
   inFlight: number;
+  /** Requests generating right now (at most numParallel). */
+  running: number;
+  /** Requests waiting for one of the model's parallel slots, first come first served. */
+  waiting: (() => void)[];
   lastUsed: number;
   expiresAt: number;
   /** Settles when the model has finished loading. */
   ready: Promise<unknown>;
 }
 
-/** What loading needs from a request: a sleep that stops with it, and the node's counters. */
-export type LoadContext = Pick<RequestContext, "sleep" | "count">;
+/** What loading needs from a request: a sleep and a signal that stop with it, and the node's counters. */
+export type LoadContext = Pick<RequestContext, "sleep" | "count" | "signal">;
+
+export interface ResidencyOptions {
+  memoryBytes: number;
+  /** Time to start a model's runner. */
+  loadTimeMs: number;
+  /** When set, a load also reads the model's file at this many GB/s, so a big model loads for longer. */
+  diskGbps?: number;
+  /** OLLAMA_NUM_PARALLEL: requests one loaded model runs at once; more wait their turn. Default: no limit. */
+  numParallel?: number;
+}
 
 export class Residency {
   private models = new Map<string, Resident>();
+  readonly memoryBytes: number;
 
-  constructor(
-    readonly memoryBytes: number,
-    private readonly loadTimeMs: number,
-  ) {}
+  constructor(private readonly opts: ResidencyOptions) {
+    this.memoryBytes = opts.memoryBytes;
+  }
 
   /** Makes exactly these models resident, already loaded; throws if they do not fit. */
   replace(specs: readonly SimModelSpec[]): void {
@@ -62,6 +77,7 @@ export class Residency {
         r.inFlight++;
         r.lastUsed = Date.now();
         await r.ready;
+        await this.takeSlot(r, ctx);
         return r;
       }
       await ctx.sleep(10);
@@ -71,6 +87,12 @@ export class Residency {
   /** Ends a request's claim; the model then stays for keepAliveMs (0 unloads it once idle). */
   release(r: Resident, keepAliveMs: number): void {
     r.inFlight--;
+    r.running--;
+    const next = r.waiting.shift();
+    if (next) {
+      r.running++; // handed over here, so a newcomer cannot slip in before the waiter resumes
+      next();
+    }
     r.lastUsed = Date.now();
     r.expiresAt = r.lastUsed + keepAliveMs;
     if (keepAliveMs === 0 && r.inFlight === 0 && this.models.get(r.spec.name) === r) this.models.delete(r.spec.name);
@@ -120,9 +142,41 @@ export class Residency {
       ctx.count("evictions");
     }
     ctx.count("loads");
-    const r = newResident(spec, numCtx, Bun.sleep(this.loadTimeMs));
+    const r = newResident(spec, numCtx, Bun.sleep(this.loadMs(spec)));
     this.models.set(spec.name, r);
     return r;
+  }
+
+  private loadMs(spec: SimModelSpec): number {
+    const readMs = this.opts.diskGbps ? (sizeBytes(spec) / 1e9 / this.opts.diskGbps) * 1000 : 0;
+    return this.opts.loadTimeMs + readMs;
+  }
+
+  // A claimed model runs the request now if a parallel slot is free, else once one is; a request that
+  // goes away while it waits gives its claim back.
+  private async takeSlot(r: Resident, ctx: LoadContext): Promise<void> {
+    if (r.running < (this.opts.numParallel ?? Infinity) && !r.waiting.length) {
+      r.running++;
+      return;
+    }
+    try {
+      await new Promise<void>((resolve, reject) => {
+        if (ctx.signal.aborted) return reject(ctx.signal.reason);
+        const turn = () => {
+          ctx.signal.removeEventListener("abort", onAbort);
+          resolve();
+        };
+        const onAbort = () => {
+          r.waiting.splice(r.waiting.indexOf(turn), 1);
+          reject(ctx.signal.reason);
+        };
+        ctx.signal.addEventListener("abort", onAbort, { once: true });
+        r.waiting.push(turn);
+      });
+    } catch (e) {
+      r.inFlight--;
+      throw e;
+    }
   }
 
   private expireIdle(): void {
@@ -142,7 +196,7 @@ export function defaultNumCtx(spec: SimModelSpec): number {
 
 function newResident(spec: SimModelSpec, numCtx: number, ready: Promise<unknown>): Resident {
   const now = Date.now();
-  return { spec, bytes: loadedBytes(spec), numCtx, inFlight: 0, lastUsed: now, expiresAt: now + DEFAULT_KEEP_ALIVE_MS, ready };
+  return { spec, bytes: loadedBytes(spec), numCtx, inFlight: 0, running: 0, waiting: [], lastUsed: now, expiresAt: now + DEFAULT_KEEP_ALIVE_MS, ready };
 }
 
 const gib = (bytes: number) => (bytes / 2 ** 30).toFixed(1);

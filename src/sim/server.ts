@@ -24,6 +24,10 @@ export interface RequestContext {
   /** Aborts when the client goes away or the sim stops. */
   signal: AbortSignal;
   tokenIntervalMs: number;
+  /** The faults in force for this request (a backend applies the ones about content). */
+  faults: Faults;
+  /** Sets this request's token rate once the backend knows what runs it (a tokenDelayMs fault still wins). */
+  setTokensPerSecond(rate: number): void;
   count(counter: string, by?: number): void;
   /** Sleep that rejects as soon as `signal` aborts. */
   sleep(ms: number): Promise<void>;
@@ -102,6 +106,10 @@ export function serveSim(opts: ServeOptions): SimServer {
       url: new URL(req.url),
       signal,
       tokenIntervalMs: tokenIntervalMs(requestFaults, tokensPerSecond),
+      faults: requestFaults,
+      setTokensPerSecond: (rate) => {
+        ctx.tokenIntervalMs = tokenIntervalMs(requestFaults, rate);
+      },
       count,
       sleep: (ms) => sleep(ms, signal),
       stream: (frames, headers) => {
@@ -213,7 +221,8 @@ export function serveSim(opts: ServeOptions): SimServer {
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
-    if (ms <= 0) return resolve();
+    // Under a millisecond is no wait: a timer would take a whole one, and paced tokens keep to their schedule anyway.
+    if (ms < 1) return resolve();
     const onAbort = () => {
       clearTimeout(timer);
       reject(signal.reason);

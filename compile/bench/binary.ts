@@ -1,0 +1,41 @@
+// What a user of the binary feels before any request: its size, how soon it is
+// ready, and its memory at idle.
+import { statSync } from "node:fs";
+import type { HerdConfig } from "../../src/config/types.ts";
+import { rssMb, startHerd } from "./herd-process.ts";
+import { ms } from "./stats.ts";
+
+const STARTS = 5;
+const IDLE_MS = 3000;
+
+export interface BinaryFacts {
+  sizeMiB: number;
+  readyMs: number;
+  rssMiB: number;
+}
+
+export async function measureBinary(bin: string, config: HerdConfig): Promise<BinaryFacts> {
+  const ready: number[] = [];
+  let rssMiB = 0;
+  for (let i = 0; i < STARTS; i++) {
+    const herd = await startHerd(bin, config);
+    ready.push(herd.readyMs);
+    if (i === 0) {
+      await Bun.sleep(IDLE_MS);
+      rssMiB = rssMb(herd.pid);
+    }
+    await herd.stop();
+  }
+  ready.sort((a, b) => a - b);
+  return { sizeMiB: statSync(bin).size / 1024 ** 2, readyMs: ready[Math.floor(STARTS / 2)]!, rssMiB };
+}
+
+export function binaryMarkdown(target: string, f: BinaryFacts): string {
+  return `### The binary
+
+| measure | value |
+|---|---|
+| binary size (${target}) | ${f.sizeMiB.toFixed(1)} MiB |
+| time to ready (spawn → /healthz 200), median of ${STARTS} | ${ms(f.readyMs)} ms |
+| RSS at idle, ${IDLE_MS / 1000} s after ready, one agentless node | ${f.rssMiB.toFixed(1)} MiB |`;
+}

@@ -1,0 +1,51 @@
+// The compiled herd binary as a user runs it: `herd serve` in a folder of its
+// own with a herd.config.json, ready once /healthz answers. Each start gets a
+// fresh data dir, so no run sees another's traces, pins or queues.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { HerdConfig } from "../../src/config/types.ts";
+
+export interface HerdProcess {
+  url: string;
+  pid: number;
+  /** Spawn → first 200 from /healthz. */
+  readyMs: number;
+  stop(): Promise<void>;
+}
+
+export async function startHerd(bin: string, config: HerdConfig): Promise<HerdProcess> {
+  const dir = mkdtempSync(join(tmpdir(), "herd-bench-"));
+  writeFileSync(join(dir, "herd.config.json"), JSON.stringify(config));
+  const started = performance.now();
+  const proc = Bun.spawn([bin, "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")], { cwd: dir, stdout: "pipe", stderr: "pipe" });
+  const stop = async () => {
+    proc.kill();
+    await proc.exited;
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const reader = proc.stderr.getReader();
+  const decoder = new TextDecoder();
+  let out = "";
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+    out += decoder.decode(chunk.value);
+    const m = out.match(/serving on (http:\/\/[\d.]+:\d+)/);
+    if (!m) continue;
+    const url = m[1]!;
+    while (!(await fetch(`${url}/healthz`).then((r) => r.ok).catch(() => false))) await Bun.sleep(5);
+    void drain(reader); // a log nobody reads must not fill the pipe and block herd
+    return { url, pid: proc.pid, readyMs: performance.now() - started, stop };
+  }
+  await stop();
+  throw new Error(`herd did not start:\n${out}`);
+}
+
+async function drain(reader: { read(): Promise<{ done: boolean }> }): Promise<void> {
+  while (!(await reader.read()).done);
+}
+
+/** Resident memory of a process, in MiB. */
+export function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
+}

@@ -1,0 +1,95 @@
+// A closed-loop load generator: N clients, each sending its next request as
+// soon as the last one ended. It runs in its own Bun process (runLoad spawns
+// this file), so on a 2-core machine it competes with the router for CPU like
+// any other client would, but never for the router's event loop.
+import { Pool } from "undici/index.js"; // the real package: Bun maps "undici" to a stub of its own
+
+export interface LoadSpec {
+  url: string;
+  path: string;
+  body: string;
+  clients: number;
+  /** Requests measured, after `warmup` unmeasured ones (which also open the connections). */
+  requests: number;
+  warmup: number;
+  /** Stops early when the measured part takes longer than this. */
+  maxMs: number;
+  /** Which HTTP client sends the requests. */
+  client: "fetch" | "undici";
+}
+
+export interface LoadResult {
+  /** Request sent → last byte of the body, one per completed request. */
+  latencyMs: number[];
+  /** Request sent → first byte of the body. */
+  firstByteMs: number[];
+  seconds: number;
+  errors: number;
+}
+
+type Send = () => Promise<{ status: number; chunks: AsyncIterable<unknown> }>;
+
+function sender(spec: LoadSpec): { send: Send; close(): Promise<void> } {
+  const headers = { "content-type": "application/json" };
+  if (spec.client === "fetch") {
+    const url = new URL(spec.path, spec.url);
+    return {
+      send: async () => {
+        const res = await fetch(url, { method: "POST", headers, body: spec.body });
+        return { status: res.status, chunks: res.body! };
+      },
+      close: async () => {},
+    };
+  }
+  const pool = new Pool(new URL(spec.url).origin, { connections: spec.clients, pipelining: 1 });
+  return {
+    send: async () => {
+      const res = await pool.request({ path: spec.path, method: "POST", headers, body: spec.body });
+      return { status: res.statusCode, chunks: res.body };
+    },
+    close: () => pool.close(),
+  };
+}
+
+async function drive(send: Send, spec: LoadSpec, count: number, maxMs: number): Promise<LoadResult> {
+  const result: LoadResult = { latencyMs: [], firstByteMs: [], seconds: 0, errors: 0 };
+  const started = performance.now();
+  const deadline = started + maxMs;
+  let issued = 0;
+  const client = async () => {
+    while (issued < count && performance.now() < deadline) {
+      issued++;
+      const t = performance.now();
+      try {
+        const { status, chunks } = await send();
+        let first = 0;
+        for await (const _ of chunks) first ||= performance.now();
+        if (status !== 200) throw new Error(`HTTP ${status}`);
+        result.firstByteMs.push((first || performance.now()) - t);
+        result.latencyMs.push(performance.now() - t);
+      } catch {
+        result.errors++;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: spec.clients }, client));
+  result.seconds = (performance.now() - started) / 1000;
+  return result;
+}
+
+/** Runs the spec in a fresh Bun process and returns what it measured. */
+export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
+  const proc = Bun.spawn([process.execPath, import.meta.path, JSON.stringify(spec)], { stdout: "pipe", stderr: "inherit" });
+  const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+  if (code !== 0) throw new Error(`load generator exited ${code}`);
+  return JSON.parse(out) as LoadResult;
+}
+
+if (import.meta.main) {
+  const spec = JSON.parse(process.argv[2]!) as LoadSpec;
+  const { send, close } = sender(spec);
+  await drive(send, spec, spec.warmup, spec.maxMs);
+  const result = await drive(send, spec, spec.requests, spec.maxMs);
+  await close();
+  process.stdout.write(JSON.stringify(result));
+}

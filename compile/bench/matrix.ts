@@ -1,0 +1,54 @@
+// The closed-loop load the overhead and HTTP-client tables share: one small
+// /api/generate, streamed and not, at 1, 50 and 200 concurrent clients, sent to
+// each target in turn (never two at once, so they do not share the CPU).
+import { type LoadResult, type LoadSpec, runLoad } from "./loadgen.ts";
+import { percentile, sorted } from "./stats.ts";
+
+export const MODEL = "llama3.2:3b";
+export const TOKENS = 8;
+const CONCURRENCY = [1, 50, 200];
+/** Enough requests for a stable p99 at each level, bounded in time so the whole bench stays short. */
+const REQUESTS: Record<number, number> = { 1: 3000, 50: 10_000, 200: 12_000 };
+const MAX_MS = 6000;
+
+export interface Target {
+  url: string;
+  client: LoadSpec["client"];
+}
+
+export interface Summary {
+  p50: number;
+  p99: number;
+  firstByteP50: number;
+  rps: number;
+  errors: number;
+}
+
+export interface Cell<K extends string> {
+  stream: boolean;
+  clients: number;
+  by: Record<K, Summary>;
+}
+
+export async function loadMatrix<K extends string>(targets: Record<K, Target>): Promise<Cell<K>[]> {
+  const cells: Cell<K>[] = [];
+  for (const stream of [false, true]) {
+    const body = JSON.stringify({ model: MODEL, prompt: "hi", stream, options: { num_predict: TOKENS } });
+    for (const clients of CONCURRENCY) {
+      const by = {} as Record<K, Summary>;
+      for (const [name, t] of Object.entries(targets) as [K, Target][]) {
+        const spec = { url: t.url, client: t.client, path: "/api/generate", body, clients, requests: REQUESTS[clients]!, warmup: Math.max(200, clients * 5), maxMs: MAX_MS };
+        by[name] = summarize(await runLoad(spec));
+      }
+      cells.push({ stream, clients, by });
+    }
+  }
+  return cells;
+}
+
+function summarize(r: LoadResult): Summary {
+  const latency = sorted(r.latencyMs);
+  return { p50: percentile(latency, 0.5), p99: percentile(latency, 0.99), firstByteP50: percentile(sorted(r.firstByteMs), 0.5), rps: latency.length / r.seconds, errors: r.errors };
+}
+
+export const requestLabel = `\`/api/generate\`, ${MODEL}, num_predict ${TOKENS}`;

@@ -1,0 +1,49 @@
+// What herd costs in front of a node: the same load straight to a simulated
+// node, through a pass-through proxy with no logic (the floor for any Bun
+// router) and through herd, compared cell by cell against issue #3's targets.
+import { type Cell, loadMatrix, requestLabel } from "./matrix.ts";
+import { startPassthrough } from "./passthrough.ts";
+import { ms, pct } from "./stats.ts";
+
+const TARGET = { addedP50: 0.3, addedP99: 2, throughput: 0.6 };
+
+type Targets = "direct" | "proxy" | "herd";
+
+export async function measureOverhead(simUrl: string, herdUrl: string): Promise<Cell<Targets>[]> {
+  const proxy = await startPassthrough(simUrl);
+  try {
+    return await loadMatrix({ direct: { url: simUrl, client: "fetch" }, proxy: { url: proxy.url, client: "fetch" }, herd: { url: herdUrl, client: "fetch" } });
+  } finally {
+    await proxy.stop();
+  }
+}
+
+export function overheadMarkdown(cells: Cell<Targets>[]): string {
+  const mark = (ok: boolean) => (ok ? "✓" : "✗");
+  const rows = cells.map(({ stream, clients, by: { direct, proxy, herd } }) => {
+    const [addedP50, addedP99, share] = [herd.p50 - direct.p50, herd.p99 - direct.p99, herd.rps / direct.rps];
+    return `| ${stream ? "stream" : "whole"} | ${clients} | ${ms(direct.p50)} / ${ms(direct.p99)} | ${ms(proxy.p50)} / ${ms(proxy.p99)} | ${ms(herd.p50)} / ${ms(herd.p99)} | ${ms(addedP50)} ${mark(addedP50 < TARGET.addedP50)} / ${ms(addedP99)} ${mark(addedP99 < TARGET.addedP99)} | ${direct.rps.toFixed(0)} / ${proxy.rps.toFixed(0)} (${pct(proxy.rps, direct.rps)}) / ${herd.rps.toFixed(0)} (${pct(herd.rps, direct.rps)} ${mark(share >= TARGET.throughput)}) | ${direct.errors + proxy.errors + herd.errors} |`;
+  });
+  const ttft = cells
+    .filter((c) => c.stream)
+    .map(({ clients, by: { direct, proxy, herd } }) => `| ${clients} | ${ms(direct.firstByteP50)} | ${ms(proxy.firstByteP50)} | ${ms(herd.firstByteP50)} | ${ms(herd.firstByteP50 - direct.firstByteP50)} |`);
+  return `### Router overhead
+
+${requestLabel}, to one simulated node generating 1,000,000 tokens/s (so herd's own cost shows): direct, through a pass-through
+proxy with no logic (compile/bench/passthrough.ts: Bun.serve in, fetch out, the body piped back; the floor for a router on Bun) and
+through herd (the node declared with 256 parallel slots, so herd's per-model queue never holds a request back). Latency is request
+sent → last byte, in ms; "added" is herd's percentile minus direct's. Targets (issue #3): added p50 < ${TARGET.addedP50} ms, added p99 <
+${TARGET.addedP99} ms, herd ≥ ${TARGET.throughput * 100}% of direct throughput. The load generator is a separate Bun process
+(compile/bench/loadgen.ts, Bun's fetch, closed loop); the simulated node runs in the bench process, the proxy and herd (the compiled
+binary) each in their own, so through either three busy processes share the cores where direct has two.
+
+| body | clients | direct p50 / p99 | pass-through p50 / p99 | herd p50 / p99 | added by herd p50 / p99 | req/s direct / pass-through / herd | errors |
+|---|---|---|---|---|---|---|---|
+${rows.join("\n")}
+
+Time to first token (streaming: request sent → first body byte), p50 in ms:
+
+| clients | direct | pass-through | herd | added by herd |
+|---|---|---|---|---|
+${ttft.join("\n")}`;
+}
