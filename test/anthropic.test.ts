@@ -398,3 +398,23 @@ test("StopScanner finds a stop sequence split across pieces and holds back only 
   expect(u.push("TRY")).toBe("ENTRY");
   expect(u.flush()).toBe("");
 });
+
+describe("images with tools", () => {
+  test("a claude-* request with an image and tools goes to a vision model that can call tools", async () => {
+    const vision = ["gemma3:27b", "mistral-small3.1:24b", "llama3.2:3b"];
+    const { url: visionUrl } = await fleet({ id: "vision", models: vision, loaded: vision, memoryGb: 128 });
+    const res = await fetch(`${visionUrl}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "anthropic-version": "2023-06-01" },
+      body: JSON.stringify({
+        model: "claude-sonnet-4-5",
+        max_tokens: 64,
+        tools: [{ name: "describe", description: "describe", input_schema: { type: "object", properties: {} } }],
+        messages: [{ role: "user", content: [{ type: "text", text: "what is this?" }, { type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } }] }],
+      }),
+    });
+    expect(res.headers.get("x-fleet-served-model")).toBe("mistral-small3.1:24b"); // gemma3:27b is bigger and sees images, but cannot call tools
+    expect(res.status).toBe(200);
+    await res.json();
+  });
+});

@@ -23,7 +23,7 @@ export function tierOf(id: string): Tier {
   return "coding";
 }
 
-export function resolveModel(registry: Registry, config: Config, requested: string, needs: { vision: boolean }): Resolution | null {
+export function resolveModel(registry: Registry, config: Config, requested: string, needs: { vision: boolean; tools?: boolean }): Resolution | null {
   const mapped = resolveAlias(requested, config.modelMap);
   if (mapped !== requested) return { model: mapped, reason: `modelMap maps "${requested}" to "${mapped}"` };
   if (needs.vision && config.anthropic.visionModel) return { model: config.anthropic.visionModel, reason: "the request carries images: anthropic.visionModel" };
@@ -41,7 +41,14 @@ export function resolveModel(registry: Registry, config: Config, requested: stri
     const ranked = [...models]
       .map(([name, sizeGb]) => ({ name, sizeGb, traits: modelTraits(name) }))
       .filter((m) => m.traits.category !== "embedding" && (!needs.vision || m.traits.vision))
-      .sort((a, b) => preference(tier, a.traits.category) - preference(tier, b.traits.category) || (tier === "small" ? a.sizeGb - b.sizeGb : b.sizeGb - a.sizeGb) || a.name.localeCompare(b.name));
+      .sort(
+        (a, b) =>
+          // A request with tools wants a model that can call them (an image request may have no such vision model: then any).
+          Number(Boolean(needs.tools) && !a.traits.tools) - Number(Boolean(needs.tools) && !b.traits.tools) ||
+          preference(tier, a.traits.category) - preference(tier, b.traits.category) ||
+          (tier === "small" ? a.sizeGb - b.sizeGb : b.sizeGb - a.sizeGb) ||
+          a.name.localeCompare(b.name),
+      );
     return ranked[0]?.name;
   };
   const loaded = pick(true);

@@ -38,6 +38,7 @@ export const CATALOG: readonly SimModelSpec[] = [
   { name: "qwen2.5-coder:32b", family: "qwen2", parameters: 32.8e9, quantization: "Q4_K_M", contextLength: 32768, embeddingLength: 5120, capabilities: ["completion", "tools", "insert"] },
   { name: "gemma3:4b", family: "gemma3", parameters: 4.3e9, quantization: "Q4_K_M", contextLength: 131072, embeddingLength: 2560, capabilities: ["completion", "vision"] },
   { name: "gemma3:12b", family: "gemma3", parameters: 12.2e9, quantization: "Q4_K_M", contextLength: 131072, embeddingLength: 3840, capabilities: ["completion", "vision"] },
+  { name: "mistral-small3.1:24b", family: "mistral3", parameters: 24e9, quantization: "Q4_K_M", contextLength: 131072, embeddingLength: 5120, capabilities: ["completion", "tools", "vision"] },
   { name: "gpt-oss:20b", family: "gptoss", parameters: 20.9e9, quantization: "MXFP4", contextLength: 131072, embeddingLength: 2880, capabilities: thinker },
   { name: "gpt-oss:120b", family: "gptoss", parameters: 116.8e9, quantization: "MXFP4", contextLength: 131072, embeddingLength: 2880, capabilities: thinker },
   { name: "nomic-embed-text:latest", family: "nomic-bert", parameters: 137e6, quantization: "F16", contextLength: 2048, embeddingLength: 768, capabilities: embedder },
