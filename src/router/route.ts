@@ -175,7 +175,11 @@ function relay(
     return sent;
   };
   feed(routed.call.first);
-  if (finished) return early;
+  if (finished) {
+    // Read the node's body to its end, so its connection goes back to the pool instead of lingering.
+    void routed.call.rest.next().catch(() => {});
+    return early;
+  }
   return new ReadableStream<Uint8Array>({
     start(c) {
       controller = c;
