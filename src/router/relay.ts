@@ -1,0 +1,113 @@
+// Relaying a node's answer to the client in the surface's wire format: lines
+// through tool-call repair, then the encoder; keep-alives while the node is
+// silent; and an answer that always ends well-formed, whatever the node did.
+import type { OllamaLine } from "../backends/ollama.ts";
+import type { TraceStatus } from "../store/traces.ts";
+import type { RouteRequest, Routed } from "./dispatch.ts";
+import type { Encoder } from "./route.ts";
+import type { ToolCallRepair } from "./tool-repair.ts";
+
+/**
+ * The node's lines, re-encoded; the answer always ends well-formed, whatever the node did. An answer
+ * that is whole in its first line (stream:false, embeddings) comes back as one string: no stream to pump.
+ */
+export function relay(
+  routed: Routed,
+  kind: RouteRequest["kind"],
+  encoder: Encoder,
+  repair: ToolCallRepair | null,
+  finish: (s: TraceStatus, done: OllamaLine["json"] | null, e: string | null) => void,
+): string | ReadableStream<Uint8Array> {
+  const bytes = new TextEncoder();
+  let finished = false;
+  // The first line is encoded before the stream exists; its bytes wait here until the stream starts.
+  let controller: ReadableStreamDefaultController<Uint8Array> | null = null;
+  let early = "";
+  const send = (text: string) => {
+    if (controller) controller.enqueue(bytes.encode(text));
+    else early += text;
+  };
+  const end = (status: TraceStatus, done: OllamaLine["json"] | null, error: string | null, tail: string) => {
+    finished = true;
+    if (tail) send(tail);
+    controller?.close();
+    finish(status, done, error);
+  };
+  // A line ends the answer when it carries Ollama's done marker (embeddings come as one line without it).
+  // Says whether the client got anything: a line may encode to nothing (text an encoder holds back).
+  const handle = (line: OllamaLine): boolean => {
+    if (line.json.error) {
+      end("failed", null, line.json.error, encoder.fail(line.json.error));
+      return true;
+    }
+    const out = encoder.line(line);
+    if (out) send(out);
+    if (line.json.done === true || kind === "embed") {
+      end("completed", line.json, null, encoder.end());
+      return true;
+    }
+    return out !== "";
+  };
+  // Lines pass through tool-call repair first when the request offered tools; it may hold some back.
+  const feed = (line: OllamaLine): boolean => {
+    let sent = false;
+    for (const l of repair ? repair.feed(line) : [line]) if (!finished) sent = handle(l) || sent;
+    return sent;
+  };
+  feed(routed.call.first);
+  if (finished) {
+    // Read the node's body to its end, so its connection goes back to the pool instead of lingering.
+    void routed.call.rest.next().catch(() => {});
+    return early;
+  }
+  return new ReadableStream<Uint8Array>({
+    start(c) {
+      controller = c;
+      if (early) c.enqueue(bytes.encode(early));
+    },
+    // Reads on until the client gets something: a pull that enqueues nothing is not called again, and the stream would stall.
+    async pull() {
+      let sent = false;
+      while (!finished && !sent) {
+        try {
+          const next = await nextLine(routed, encoder, (keepAlive) => {
+            if (!finished) send(keepAlive);
+            sent = true;
+          });
+          if (next.done) {
+            const message = `node ${routed.nodeId} closed the stream before it finished`;
+            return end("incomplete", null, message, encoder.fail(message));
+          }
+          sent = feed(next.value) || sent;
+        } catch (e) {
+          if (finished) return;
+          const message = `node ${routed.nodeId} failed mid-stream: ${(e as Error).message}`;
+          routed.call.cancel();
+          end("failed", null, message, encoder.fail(message));
+        }
+      }
+    },
+    cancel() {
+      if (finished) return;
+      finished = true;
+      routed.call.cancel();
+      finish("client_disconnected", null, "the client went away");
+    },
+  });
+}
+
+/** The node's next line; while waiting, the encoder's keep-alive bytes go out every interval. */
+async function nextLine(routed: Routed, encoder: Encoder, send: (bytes: string) => void): Promise<IteratorResult<OllamaLine>> {
+  const next = routed.call.rest.next();
+  const keepAlive = encoder.keepAlive;
+  if (!keepAlive) return next;
+  for (;;) {
+    let timer: Timer | undefined;
+    const tick = new Promise<"tick">((resolve) => {
+      timer = setTimeout(() => resolve("tick"), keepAlive.everyMs);
+    });
+    const won = await Promise.race([next, tick]).finally(() => clearTimeout(timer));
+    if (won !== "tick") return won;
+    send(keepAlive.bytes);
+  }
+}
