@@ -4,6 +4,7 @@
 // and its NDJSON lines come back byte for byte.
 import { Elysia } from "elysia";
 import { normalizeModelName } from "../fleet/model-name.ts";
+import { modelsOnDisk, reachableNodes } from "../fleet/catalog.ts";
 import { onDisk } from "../fleet/registry.ts";
 import type { RouteRequest } from "../router/dispatch.ts";
 import { estimateTokens, takeHerdFields } from "../router/herd-fields.ts";
@@ -60,7 +61,7 @@ async function show(rt: Runtime, request: Request): Promise<Response> {
   const model = modelOf(body) ?? (typeof body.name === "string" && body.name.trim() ? body.name : null);
   if (!model) return jsonError(400, "model is required");
   const wanted = normalizeModelName(model);
-  const node = onlineNodes(rt).find((n) => onDisk(n, wanted));
+  const node = reachableNodes(rt.registry).find((n) => onDisk(n, wanted));
   if (!node) return jsonError(404, `model "${wanted}" not found on any node`);
   const headers = { "X-Fleet-Node": node.id, "X-Fleet-Requested-Model": model, "X-Fleet-Served-Model": wanted, "X-Fleet-Backend": "ollama", "X-Fleet-Fallback": "false", "X-Fleet-Retries": "0" };
   try {
@@ -87,28 +88,14 @@ function ndjson(stream: boolean): Encoder {
   };
 }
 
-/** Every model on disk on an online node, once, with the nodes that have it. */
+/** Every model on disk in the fleet, once, with the nodes that have it. */
 function fleetTags(rt: Runtime) {
-  const models = new Map<string, { name: string; model: string; size: number; details: { fleet_nodes: string[] } }>();
-  for (const node of onlineNodes(rt)) {
-    for (const m of node.ollama!.models_available) {
-      const name = normalizeModelName(typeof m === "string" ? m : m.name);
-      const size = typeof m === "string" ? 0 : Math.round(m.size_gb * GB);
-      const entry = models.get(name) ?? { name, model: name, size, details: { fleet_nodes: [] } };
-      entry.details.fleet_nodes.push(node.id);
-      models.set(name, entry);
-    }
-  }
-  return [...models.values()];
+  return modelsOnDisk(rt.registry).map((m) => ({ name: m.name, model: m.name, size: Math.round(m.sizeGb * GB), details: { fleet_nodes: m.nodes } }));
 }
 
 /** Every loaded model, one entry per node that holds it. */
 function fleetLoaded(rt: Runtime) {
-  return onlineNodes(rt).flatMap((node) =>
+  return reachableNodes(rt.registry).flatMap((node) =>
     node.ollama!.models_loaded.map((m) => ({ name: m.name, model: m.name, size: Math.round(m.size_gb * GB), fleet_node: node.id })),
   );
-}
-
-function onlineNodes(rt: Runtime) {
-  return rt.registry.all().filter((n) => n.status === "online" && n.ollama?.reachable);
 }

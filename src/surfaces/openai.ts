@@ -3,7 +3,7 @@
 // native API, which every node speaks; see openai-codec.ts.
 import { Elysia } from "elysia";
 import type { OllamaLine } from "../backends/ollama.ts";
-import { normalizeModelName } from "../fleet/model-name.ts";
+import { modelsOnDisk } from "../fleet/catalog.ts";
 import { estimateTokens, takeHerdFields } from "../router/herd-fields.ts";
 import { type Encoder, route } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
@@ -83,10 +83,8 @@ function embeddingEncoder(base64: boolean): Encoder {
 
 function models(rt: Runtime) {
   const created = Math.floor(rt.startedAt / 1000);
-  const names = new Set<string>();
-  for (const node of rt.registry.all()) {
-    if (node.status !== "online" || !node.ollama?.reachable) continue;
-    for (const m of node.ollama.models_available) names.add(normalizeModelName(typeof m === "string" ? m : m.name));
-  }
-  return [...names].sort().map((id) => ({ id, object: "model", created, owned_by: "ollama" }));
+  return modelsOnDisk(rt.registry)
+    .map((m) => m.name)
+    .sort()
+    .map((id) => ({ id, object: "model", created, owned_by: "ollama" }));
 }
