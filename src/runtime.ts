@@ -1,8 +1,10 @@
 // The router process: config, store, fleet registry, poller and HTTP server,
 // started in order and stopped in reverse.
 import type { Database } from "bun:sqlite";
+import { join } from "node:path";
 import { buildApp } from "./app.ts";
 import type { LiveConfig } from "./config/live.ts";
+import { BenchmarkRunner } from "./fleet/benchmark.ts";
 import { startPoller } from "./fleet/poller.ts";
 import { startPreloader } from "./fleet/preloader.ts";
 import { startRebalancer } from "./fleet/rebalancer.ts";
@@ -12,10 +14,11 @@ import { Pulls } from "./fleet/pulls.ts";
 import { Queues } from "./fleet/queues.ts";
 import { ClientGate } from "./router/client-gate.ts";
 import { RepairStats } from "./router/tool-repair.ts";
+import { Toggles } from "./router/toggles.ts";
 import { Registry } from "./fleet/registry.ts";
 import { UserError } from "./errors.ts";
 import { log } from "./log.ts";
-import { openStore } from "./store/db.ts";
+import { STORE_FILE, openStore } from "./store/db.ts";
 import { TraceWriter } from "./store/traces.ts";
 
 export interface Runtime {
@@ -29,6 +32,11 @@ export interface Runtime {
   pulls: Pulls;
   pins: Pins;
   toolRepairs: RepairStats;
+  /** Runtime flips of features.autoPull / vramFallback (POST /dashboard/api/settings). */
+  toggles: Toggles;
+  benchmarks: BenchmarkRunner;
+  /** Where the router serves, for its own requests (benchmarks); set once it listens. */
+  url: string;
   startedAt: number;
   ready: boolean;
 }
@@ -51,17 +59,21 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     throw new UserError(`cannot open the store in ${dataDir} (${(e as Error).message}); pass --data-dir DIR or set server.dataDir`);
   }
   const registry = new Registry(live.config, store);
+  const queues = new Queues();
   const rt: Runtime = {
     live,
     registry,
     store,
-    traces: new TraceWriter(store),
-    queues: new Queues(),
+    traces: new TraceWriter(join(dataDir, STORE_FILE)),
+    queues,
     ordering: new NodeOrdering(),
     clients: new ClientGate(),
     pulls: new Pulls(),
     pins: new Pins(store, live, registry),
     toolRepairs: new RepairStats(),
+    toggles: new Toggles(),
+    benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => rt.url }),
+    url: "",
     startedAt: Date.now(),
     ready: false,
   };
@@ -79,6 +91,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     throw new UserError(`cannot listen on ${host}:${port}: ${(e as Error).message}`);
   }
   const boundPort = app.server!.port!;
+  rt.url = `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${boundPort}`;
   const poller = startPoller(rt.registry, live);
   const preloader = startPreloader(rt);
   const rebalancer = startRebalancer(rt.registry, rt.queues, () => live.config);
@@ -87,15 +100,16 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   return {
     rt,
     port: boundPort,
-    url: `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${boundPort}`,
+    url: rt.url,
     firstPoll: poller.pollNow(),
     async stop() {
       rt.ready = false;
       poller.stop();
       preloader.stop();
       rebalancer.stop();
+      await rt.benchmarks.cancel(); // before the store closes under it
       await app.stop();
-      rt.traces.close();
+      await rt.traces.close();
       store.close();
     },
   };

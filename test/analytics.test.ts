@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { openStore } from "../src/store/db.ts";
+import { STORE_FILE, openStore } from "../src/store/db.ts";
 import { type Trace, TraceWriter } from "../src/store/traces.ts";
 import { cleanupFile, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
 
@@ -48,9 +48,9 @@ beforeAll(async () => {
   const dir = tmpDir();
   const dataDir = join(dir, "data");
   const db = openStore(dataDir);
-  const writer = new TraceWriter(db);
+  const writer = new TraceWriter(join(dataDir, STORE_FILE));
   for (const trace of TRACES) writer.record(trace);
-  writer.close();
+  await writer.close();
   db.close();
   writeFileSync(join(dir, "herd.config.ts"), "export default { nodes: [] };\n");
   const args = ["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir];

@@ -42,4 +42,35 @@ describe(`the ${HOST_TARGET} binary, alone in an empty folder`, () => {
     await eventually(async () => (await ids())[0] === "second", 3000, "the reload");
     expect(await router.stop()).toBe(0);
   });
+
+  test("serves the dashboard and its chart library from inside the binary", async () => {
+    const router = await startRouterProcess(["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", "data"], { bin, cwd: dir });
+    const get = async (path: string, type: string) => {
+      const res = await fetch(`${router.url}${path}`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toStartWith(type);
+      return res.text();
+    };
+    const html = await get("/dashboard/trends", "text/html");
+    const assets = [...html.matchAll(/(?:src|href)="(\/dashboard\/assets\/[^"]+)"/g)].map((m) => m[1]!);
+    expect(assets.sort()).toEqual(["/dashboard/assets/style.css", "/dashboard/assets/trends.js", "/dashboard/assets/uplot.css", "/dashboard/assets/uplot.js"]);
+    expect(await get("/dashboard/assets/uplot.js", "text/javascript")).toContain("uPlot");
+    expect(await get("/dashboard/assets/uplot.css", "text/css")).toContain(".uplot");
+    expect(await get("/dashboard/assets/herd.js", "text/javascript")).toContain("export function h(");
+    expect(await get("/favicon.svg", "image/svg+xml")).toStartWith("<svg");
+    expect(await router.stop()).toBe(0);
+  });
+
+  test("writes its traces from inside the binary (the writer's worker thread is bundled) and keeps them across a restart", async () => {
+    writeFileSync(join(dir, "herd.config.ts"), "export default { nodes: [] };\n");
+    const args = ["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", "traces-data"];
+    const first = await startRouterProcess(args, { bin, cwd: dir });
+    const res = await fetch(`${first.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: "nowhere:1b" }) });
+    expect(res.status).toBe(404);
+    expect(await first.stop()).toBe(0);
+    const second = await startRouterProcess(args, { bin, cwd: dir });
+    const { traces } = await getJson(`${second.url}/dashboard/api/traces`);
+    expect(traces.map((t: any) => [t.model, t.status])).toEqual([["nowhere:1b", "failed"]]);
+    expect(await second.stop()).toBe(0);
+  });
 });

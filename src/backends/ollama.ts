@@ -113,8 +113,8 @@ export async function callOllama(
   try {
     const res = await fetch(new URL(path, baseUrl), { method: "POST", headers: { "content-type": "application/json" }, body, signal: abort.signal });
     if (!res.body) throw new NodeFailure(`empty response (HTTP ${res.status})`, res.status);
-    const reader = res.body.getReader();
-    const lines = parseLines(readLines(reader, opts.idleMs));
+    // A whole answer (stream:false, embeddings, errors) is one JSON document: read it in one native call.
+    const lines = isStream(res) ? parseLines(readLines(res.body.getReader(), opts.idleMs)) : parseLines(wholeBody(res));
     const first = await lines.next();
     if (first.done) throw new NodeFailure(`empty response (HTTP ${res.status})`, res.status);
     if (res.status >= 500 || res.status === 404) throw new NodeFailure(first.value.json.error ?? `HTTP ${res.status}`, res.status);
@@ -138,6 +138,15 @@ export async function callOllama(
     if (reason instanceof NodeFailure) throw reason;
     throw new NodeFailure(describeFetchError(e, opts.firstByteMs), null);
   }
+}
+
+function isStream(res: Response): boolean {
+  return res.headers.get("content-type")?.startsWith("application/x-ndjson") ?? false;
+}
+
+async function* wholeBody(res: Response): AsyncGenerator<string> {
+  const text = await res.text();
+  if (text.trim()) yield text.trim();
 }
 
 async function* parseLines(lines: AsyncGenerator<string>): AsyncGenerator<OllamaLine> {

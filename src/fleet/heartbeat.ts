@@ -36,6 +36,13 @@ const mlxServer = v.object({
   last_ok_ts: v.optional(v.nullable(v.number()), null),
 });
 
+const embeddingStatus = v.object({ backend_available: v.boolean(), cached_model_count: v.pipe(v.number(), v.integer(), v.minValue(0)) });
+
+const textEmbedding = v.object({
+  models_available: v.optional(v.array(v.object({ name: v.string(), dimensions: v.optional(v.number()), cached: v.optional(v.boolean()) })), []),
+  processing: v.optional(v.boolean(), false),
+});
+
 export const heartbeatSchema = v.object({
   node_id: v.pipe(v.string(), v.nonEmpty("node_id is required")),
   agent_version: v.optional(v.string()),
@@ -58,6 +65,14 @@ export const heartbeatSchema = v.object({
   ollama: v.optional(ollamaSection),
   mlx_servers: v.optional(v.array(mlxServer)),
   mlx_bind_host: v.optional(v.string()),
+  /** macOS's thermal state, where the agent can read it. */
+  thermal: v.optional(v.object({ state: v.picklist(["nominal", "fair", "serious", "critical"]) })),
+  // Embedding backends beside Ollama (seed 000). null means none / not running, and clears an earlier report
+  // (the router merges reports); an agent that leaves them out does not know about them.
+  vision_embedding_status: v.optional(v.nullable(embeddingStatus)),
+  text_embedding: v.optional(v.nullable(textEmbedding)),
+  text_embedding_port: v.optional(v.nullable(v.number())),
+  text_embedding_status: v.optional(v.nullable(embeddingStatus)),
   labels: v.optional(v.record(v.string(), v.string())),
 });
 

@@ -12,6 +12,13 @@ export class Moved extends Error {
   }
 }
 
+/** No slot came free within the wait allowed. */
+export class SlotTimeout extends Error {
+  constructor(readonly waitMs: number) {
+    super(`no free slot within ${waitMs} ms`);
+  }
+}
+
 interface Waiter {
   turn(): void;
   move(): void;
@@ -35,6 +42,8 @@ interface Queue {
   failed: number;
   avgLatencyMs: number;
   lastDispatchAt: number;
+  /** When each request now running got its slot, oldest first (a Set keeps insertion order). */
+  running: Set<{ since: number }>;
 }
 
 /** Latency estimate before a queue has seen a request. */
@@ -49,21 +58,27 @@ export class Queues {
     return `${nodeId}:${model}`;
   }
 
-  /** Waits for a free slot on node:model; rejects if `signal` aborts first. */
-  async acquire(nodeId: string, model: string, concurrency: number, signal?: AbortSignal): Promise<Slot> {
+  /**
+   * Waits for a free slot on node:model: rejects with SlotTimeout after `waitMs`, or with the
+   * signal's reason if it aborts first. A free slot is taken at once, with no timer at all.
+   */
+  async acquire(nodeId: string, model: string, concurrency: number, waitMs: number, signal?: AbortSignal): Promise<Slot> {
     const q = this.queue(nodeId, model);
     q.concurrency = concurrency;
     this.wakeWaiters(q); // a raised limit lets more through at once
     const queuedAt = performance.now();
     if (q.inFlight < q.concurrency && !q.waiters.length) q.inFlight++;
-    else await this.wait(q, signal); // the slot is taken for us when our turn comes
+    else await this.wait(q, waitMs, signal); // the slot is taken for us when our turn comes
     q.lastDispatchAt = Date.now();
+    const running = { since: q.lastDispatchAt };
+    q.running.add(running);
     let released = false;
     return {
       waitedMs: performance.now() - queuedAt,
       release: (outcome, latencyMs) => {
         if (released) return;
         released = true;
+        q.running.delete(running);
         q.inFlight--;
         q[outcome]++;
         if (latencyMs !== undefined && outcome === "completed") q.avgLatencyMs = q.avgLatencyMs * (1 - EWMA) + latencyMs * EWMA;
@@ -77,6 +92,13 @@ export class Queues {
     return q
       ? { pending: q.waiters.length, inFlight: q.inFlight, concurrency: q.concurrency, avgLatencyMs: q.avgLatencyMs, lastDispatchAt: q.lastDispatchAt }
       : { pending: 0, inFlight: 0, concurrency: 1, avgLatencyMs: DEFAULT_LATENCY_MS, lastDispatchAt: 0 };
+  }
+
+  /** When the longest-running request on node:model got its slot (ms epoch), or null when none runs. */
+  oldestRunningSince(nodeId: string, model: string): number | null {
+    const q = this.queues.get(Queues.key(nodeId, model));
+    for (const r of q?.running ?? []) return r.since;
+    return null;
   }
 
   /** Requests running or waiting on a node, across its models. */
@@ -111,7 +133,7 @@ export class Queues {
     const key = Queues.key(nodeId, model);
     let q = this.queues.get(key);
     if (!q) {
-      q = { nodeId, model, concurrency: 1, inFlight: 0, waiters: [], completed: 0, failed: 0, moved: 0, avgLatencyMs: DEFAULT_LATENCY_MS, lastDispatchAt: 0 };
+      q = { nodeId, model, concurrency: 1, inFlight: 0, waiters: [], completed: 0, failed: 0, moved: 0, avgLatencyMs: DEFAULT_LATENCY_MS, lastDispatchAt: 0, running: new Set() };
       this.queues.set(key, q);
     }
     return q;
@@ -127,23 +149,22 @@ export class Queues {
     return moved.length;
   }
 
-  private wait(q: Queue, signal?: AbortSignal): Promise<void> {
+  private wait(q: Queue, waitMs: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
-      const waiter: Waiter = {
-        turn: () => {
-          signal?.removeEventListener("abort", onAbort);
-          resolve();
-        },
-        move: () => {
-          signal?.removeEventListener("abort", onAbort);
-          reject(new Moved(q.nodeId));
-        },
+      const settle = (error?: Error) => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        if (error) reject(error);
+        else resolve();
       };
-      const onAbort = () => {
+      const waiter: Waiter = { turn: () => settle(), move: () => settle(new Moved(q.nodeId)) };
+      const leave = (error: Error) => {
         q.waiters.splice(q.waiters.indexOf(waiter), 1);
-        reject(signal!.reason);
+        settle(error);
       };
+      const onAbort = () => leave(signal!.reason);
+      const timer = setTimeout(() => leave(new SlotTimeout(waitMs)), waitMs);
       signal?.addEventListener("abort", onAbort, { once: true });
       q.waiters.push(waiter);
     });

@@ -11,6 +11,17 @@ export type NodeStatus = "online" | "degraded" | "offline";
 
 /** How long an unloaded model still counts as warm (its files are likely still in the page cache). */
 const WARM_FOR_MS = 10 * 60_000;
+/** How long load/unload events are kept: the health checks look at the last hour. */
+const LOAD_EVENTS_FOR_MS = 60 * 60_000;
+/** A bound on them whatever a node reports. */
+const MAX_LOAD_EVENTS = 1000;
+
+/** A model appearing in or leaving a node's loaded models between two reports (ms epoch). */
+export interface LoadEvent {
+  model: string;
+  event: "load" | "unload";
+  at: number;
+}
 
 export interface NodeRecord {
   id: string;
@@ -29,6 +40,8 @@ export interface NodeRecord {
   onlineSince: number | null;
   /** Models the node unloaded, and when: reloading them soon after is cheaper (warm). */
   unloadedAt: Map<string, number>;
+  /** Loads and unloads seen between successive reports in the last hour, oldest first. */
+  loadEvents: LoadEvent[];
 }
 
 export class Registry {
@@ -105,6 +118,7 @@ export class Registry {
     const now = this.now();
     for (const m of node.ollama?.models_loaded ?? []) if (!stillLoaded.has(m.name)) node.unloadedAt.set(m.name, now);
     for (const [name, at] of node.unloadedAt) if (now - at > WARM_FOR_MS || stillLoaded.has(name)) node.unloadedAt.delete(name);
+    recordLoadEvents(node, next, now);
     node.ollama = next;
   }
 
@@ -180,7 +194,22 @@ function blank(id: string): NodeRecord {
     ollama: null,
     onlineSince: null,
     unloadedAt: new Map(),
+    loadEvents: [],
   };
+}
+
+// Only between two answers: a node that was unreachable did not unload everything, nor reload it on its return.
+function recordLoadEvents(node: NodeRecord, next: OllamaSection, now: number): void {
+  const previous = node.ollama;
+  if (previous?.reachable && next.reachable) {
+    const before = new Set(previous.models_loaded.map((m) => m.name));
+    const after = new Set(next.models_loaded.map((m) => m.name));
+    for (const model of after) if (!before.has(model)) node.loadEvents.push({ model, event: "load", at: now });
+    for (const model of before) if (!after.has(model)) node.loadEvents.push({ model, event: "unload", at: now });
+  }
+  const recent = node.loadEvents.findIndex((e) => now - e.at <= LOAD_EVENTS_FOR_MS);
+  const stale = recent === -1 ? node.loadEvents.length : recent;
+  node.loadEvents.splice(0, Math.max(stale, node.loadEvents.length - MAX_LOAD_EVENTS));
 }
 
 // An agent reports its Ollama as it sees it (often 127.0.0.1); the router must use the agent's LAN address instead.

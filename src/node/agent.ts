@@ -41,11 +41,13 @@ export function startAgent(opts: AgentOptions): AgentHandle {
 
   const beat = async (): Promise<OllamaSection> => {
     const url = ollamaUrl();
-    const [ollama, memory, hardware, disk] = await Promise.all([
+    const [ollama, memory, hardware, disk, thermal, embedding] = await Promise.all([
       probeOllama(url, opts.live.config.timeouts.connectMs),
       collector.memory(),
       collector.hardware(),
       collector.disk(opts.live.config.server.dataDir),
+      collector.thermal?.() ?? null,
+      collector.embedding?.() ?? {},
     ]);
     // The first result is reported by the command that started the agent; after that, changes only.
     if (lastOllamaError !== undefined && ollama.error !== lastOllamaError) {
@@ -61,6 +63,8 @@ export function startAgent(opts: AgentOptions): AgentHandle {
       memory,
       hardware,
       disk,
+      ...(thermal ? { thermal } : {}),
+      ...embedding,
       ollama,
       ...(entry()?.draining ? { draining: true } : {}),
     };

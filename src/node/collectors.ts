@@ -6,12 +6,28 @@ export interface CpuInfo { cores_physical: number; utilization_pct: number }
 export interface MemoryInfo { total_gb: number; used_gb: number; available_gb: number; pressure: Pressure }
 export interface HardwareInfo { memory_total_gb: number; cores_physical: number; chip: string; memory_bandwidth_gbps: number; arch: "apple_silicon" | "x86_64" | "arm64" }
 export interface DiskInfo { total_gb: number; available_gb: number }
+/** macOS's thermal states (ProcessInfo.thermalState); "serious" and "critical" mean throttling. */
+export type ThermalState = "nominal" | "fair" | "serious" | "critical";
+export interface ThermalInfo { state: ThermalState }
+/** An embedding runtime and how many of its models have weights on disk. */
+export interface EmbeddingStatus { backend_available: boolean; cached_model_count: number }
+/** Embedding backends beside Ollama (seed 000's heartbeat fields); null: none (text_embedding: the server is not running). */
+export interface EmbeddingBackends {
+  vision_embedding_status: EmbeddingStatus | null;
+  text_embedding: { models_available: { name: string; dimensions?: number; cached?: boolean }[]; processing: boolean } | null;
+  text_embedding_port: number | null;
+  text_embedding_status: EmbeddingStatus | null;
+}
 export interface SystemCollector {
   cpu(): CpuInfo;
   memory(): Promise<MemoryInfo>;
   /** Cached after the first call. */
   hardware(): Promise<HardwareInfo>;
   disk(path: string): Promise<DiskInfo>;
+  /** The machine's thermal state; null where the OS does not say. */
+  thermal?(): Promise<ThermalInfo | null>;
+  /** Only collectors of machines that run embedding backends report them. */
+  embedding?(): Promise<EmbeddingBackends>;
 }
 
 export type Pressure = "nominal" | "warning" | "critical";
@@ -61,6 +77,17 @@ export function parseCpuinfo(text: string): { model: string | null; cores_physic
 /** `kern.memorystatus_vm_pressure_level` to a pressure; null for a level macOS doesn't define. */
 export function pressureFromLevel(level: number): Pressure | null {
   return level === 1 ? "nominal" : level === 2 ? "warning" : level === 4 ? "critical" : null;
+}
+
+/**
+ * `pmset -g therm` to a thermal state: CPU_Speed_Limit is the share of full speed macOS allows
+ * (100 = not throttled); with no limit recorded the machine is not throttled. null when unreadable.
+ */
+export function thermalFromPmset(text: string): ThermalState | null {
+  const limit = /CPU_Speed_Limit\s*=\s*(\d+)/.exec(text)?.[1];
+  if (limit === undefined) return /No thermal warning level has been recorded/.test(text) ? "nominal" : null;
+  const pct = Number(limit);
+  return pct >= 100 ? "nominal" : pct >= 80 ? "fair" : pct >= 50 ? "serious" : "critical";
 }
 
 export function pressureFromAvailable({ total, available }: MemoryBytes): Pressure {
@@ -197,6 +224,11 @@ export function systemCollector(): SystemCollector {
     },
     async memory() {
       return probeMemory((await collector.hardware()).memory_total_gb);
+    },
+    async thermal() {
+      if (process.platform !== "darwin") return null;
+      const state = thermalFromPmset((await run(["pmset", "-g", "therm"])) ?? "");
+      return state && { state };
     },
     async disk(path) {
       try {

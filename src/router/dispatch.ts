@@ -7,7 +7,7 @@ import { NodeFailure, type OllamaCall, callOllama, pullModel } from "../backends
 import { normalizeModelName, sameModel } from "../fleet/model-name.ts";
 import type { NodeOrdering } from "../fleet/ordering.ts";
 import { markPulled, notPullable, type Pulls, pullTarget } from "../fleet/pulls.ts";
-import { Moved, type Queues, type Slot } from "../fleet/queues.ts";
+import { Moved, type Queues, type Slot, SlotTimeout } from "../fleet/queues.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import { type Breakdown, type NodeView, type Scored, scoreNodes } from "../fleet/scorer.ts";
 import { resolveAlias } from "./aliases.ts";
@@ -132,12 +132,10 @@ async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
       attempts++;
       const url = registry.ollamaUrl(registry.get(candidate.nodeId)!)!;
       const concurrency = registry.entry(candidate.nodeId)?.parallel ?? 4;
-      // Waiting for a slot counts against firstByteMs; the timer goes as soon as the slot is ours.
-      const waited = new AbortController();
-      const waitTimer = setTimeout(() => waited.abort(), config.timeouts.firstByteMs);
+      // Waiting for a slot counts against firstByteMs.
       let slot: Slot;
       try {
-        slot = await queues.acquire(candidate.nodeId, model, concurrency, AbortSignal.any([req.signal, waited.signal]));
+        slot = await queues.acquire(candidate.nodeId, model, concurrency, config.timeouts.firstByteMs, req.signal);
       } catch (e) {
         if (req.signal.aborted) throw e;
         // Moved by the rebalancer: not a failure of the node, so not a retry; the next candidate gets it.
@@ -145,17 +143,16 @@ async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
           attempts--;
           continue;
         }
-        failures.push(`${candidate.nodeId}: no free slot within ${config.timeouts.firstByteMs} ms`);
+        if (!(e instanceof SlotTimeout)) throw e;
+        failures.push(`${candidate.nodeId}: ${e.message}`);
         excluded.push(candidate.nodeId);
         continue;
-      } finally {
-        clearTimeout(waitTimer);
       }
       try {
         const loadedContext = nodes.find((n) => n.id === candidate.nodeId)?.loaded.find((m) => sameModel(m.name, model))?.contextLength;
         const { body, thinkingBudget, notes } = adjustBody(req.body, model, loadedContext, config.features.contextProtection);
         const call = await callOllama(url, req.path, JSON.stringify(body), {
-          firstByteMs: Math.max(1, config.timeouts.firstByteMs - slot.waitedMs),
+          firstByteMs: Math.max(1, Math.round(config.timeouts.firstByteMs - slot.waitedMs)),
           idleMs: config.timeouts.idleMs,
           signal: req.signal,
         });

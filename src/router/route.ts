@@ -74,7 +74,7 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
   };
   let routed: Routed;
   try {
-    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, config: rt.live.config }, req);
+    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, config: rt.toggles.apply(rt.live.config) }, req);
   } catch (e) {
     leave();
     const error = e instanceof RouteError ? e : new RouteError(502, (e as Error).message);

@@ -1,14 +1,17 @@
 // Simulated inference nodes for demos, tests and benchmarks: Ollama and
 // mlx_lm.server speaking their real wire formats, with deterministic replies,
 // model residency, fault injection and a /_sim control surface
-// (GET for state, POST to patch faults / models / loaded / tokensPerSecond).
+// (GET for state, POST to patch faults / models / loaded / tokensPerSecond /
+// machine).
 import type { Faults } from "./faults.ts";
+import type { SimMachine } from "./machine.ts";
 import { startMlxServer, type SimMlxOptions } from "./mlx.ts";
 import type { SimModelSpec } from "./models.ts";
 import { startOllamaServer, type SimNodeOptions } from "./ollama.ts";
 import type { SimServer } from "./server.ts";
 
 export type { Faults } from "./faults.ts";
+export type { SimMachine } from "./machine.ts";
 export { CATALOG, type Capability, type SimModelSpec } from "./models.ts";
 export type { SimMlxOptions } from "./mlx.ts";
 export type { SimNodeOptions } from "./ollama.ts";
@@ -20,6 +23,8 @@ export interface SimState {
   url: string;
   tokensPerSecond: number;
   faults: Faults;
+  /** The simulated machine the sim collector reports (memory pressure, thermal, disk, embedding backends). */
+  machine: SimMachine;
   /** Requests being answered right now (streams count until their last byte). */
   inFlight: number;
   /** requests, errors, tokens, dropped, hung; Ollama adds loads, evictions, pulls; mlx adds promptCacheHits, cachedPromptTokens. */
@@ -37,9 +42,10 @@ export interface SimState {
   promptCache?: { sequences: number };
 }
 
-/** What POST /_sim accepts. `faults` replaces the whole fault set; `models` and `loaded` replace their sets. */
+/** What POST /_sim accepts. `faults` and `machine` replace their whole sets; `models` and `loaded` replace their sets. */
 export interface SimPatch {
   faults?: Faults;
+  machine?: SimMachine;
   tokensPerSecond?: number;
   models?: string[] | SimModelSpec[];
   loaded?: string[];

@@ -1,6 +1,7 @@
 // The HTTP shell every sim backend runs in: Bun.serve, request accounting,
 // fault injection, paced token streaming and the /_sim control surface.
 import { parseFaults, tokenIntervalMs, type Faults } from "./faults.ts";
+import { parseMachine, type SimMachine } from "./machine.ts";
 
 /** One write of a response body. */
 export interface Frame {
@@ -68,12 +69,13 @@ export interface ServeOptions {
   backend: Backend;
 }
 
-const SHELL_KEYS = ["faults", "tokensPerSecond"];
+const SHELL_KEYS = ["faults", "tokensPerSecond", "machine"];
 
 export function serveSim(opts: ServeOptions): SimServer {
   const { id, kind, backend } = opts;
   let faults = parseFaults(opts.faults ?? {});
   let tokensPerSecond = positive(opts.tokensPerSecond ?? 400, "tokensPerSecond");
+  let machine: SimMachine = {};
   let inFlight = 0;
   const counters: Record<string, number> = { requests: 0, errors: 0, tokens: 0, dropped: 0, hung: 0 };
   const count = (counter: string, by = 1) => {
@@ -189,7 +191,7 @@ export function serveSim(opts: ServeOptions): SimServer {
   }
 
   function state(): Record<string, unknown> {
-    return { id, kind, url, tokensPerSecond, faults, inFlight, counters: { ...counters }, ...backend.state() };
+    return { id, kind, url, tokensPerSecond, faults, machine, inFlight, counters: { ...counters }, ...backend.state() };
   }
 
   function patch(body: Record<string, unknown>): Record<string, unknown> {
@@ -197,9 +199,11 @@ export function serveSim(opts: ServeOptions): SimServer {
     if (unknown.length) throw new Error(`unknown key(s): ${unknown.join(", ")}`);
     const nextFaults = "faults" in body ? parseFaults(body.faults) : faults;
     const nextRate = "tokensPerSecond" in body ? positive(body.tokensPerSecond, "tokensPerSecond") : tokensPerSecond;
+    const nextMachine = "machine" in body ? parseMachine(body.machine) : machine;
     backend.patch(body);
     faults = nextFaults;
     tokensPerSecond = nextRate;
+    machine = nextMachine;
     return state();
   }
 

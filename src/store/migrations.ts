@@ -93,4 +93,33 @@ export const migrations: { version: number; name: string; sql: string }[] = [
     // e.g. old tool results cleared to fit the context, num_ctx stripped, a thinking budget raised.
     sql: "ALTER TABLE traces ADD COLUMN adjustments TEXT;",
   },
+  {
+    version: 7,
+    name: "benchmark runs",
+    // Seed 000's fields; the per-model, per-node and utilization details are JSON text, as the seed sends them.
+    sql: `
+      CREATE TABLE benchmark_runs (
+        run_id TEXT PRIMARY KEY,
+        timestamp REAL NOT NULL,
+        duration_s REAL NOT NULL,
+        total_requests INTEGER NOT NULL,
+        total_failures INTEGER NOT NULL,
+        total_prompt_tokens INTEGER NOT NULL,
+        total_completion_tokens INTEGER NOT NULL,
+        requests_per_sec REAL NOT NULL,
+        tokens_per_sec REAL NOT NULL,
+        latency_p50_ms REAL,
+        latency_p95_ms REAL,
+        latency_p99_ms REAL,
+        ttft_p50_ms REAL,
+        ttft_p95_ms REAL,
+        ttft_p99_ms REAL,
+        fleet_snapshot TEXT NOT NULL,
+        per_model_results TEXT NOT NULL,
+        per_node_results TEXT NOT NULL,
+        peak_utilization TEXT NOT NULL
+      );
+      CREATE INDEX benchmark_runs_time ON benchmark_runs (timestamp);
+    `,
+  },
 ];

@@ -1,7 +1,7 @@
 // Request traces: one row per request, success or failure, written off the hot
-// path. Rows are queued in memory and written in one transaction per batch;
-// close() flushes whatever is left, so an acknowledged trace survives a stop.
-import type { Database, Statement } from "bun:sqlite";
+// path: rows are queued in memory and written by a worker thread, one
+// transaction per batch.
+import type { Database } from "bun:sqlite";
 import { log } from "../log.ts";
 
 export type TraceStatus = "completed" | "failed" | "incomplete" | "client_disconnected" | "rejected";
@@ -36,21 +36,29 @@ export interface Trace {
   adjustments: string[];
 }
 
-const FLUSH_MS = 250;
+const FLUSH_MS = 50;
 const BATCH = 200;
+/** How long a stop waits for the worker to write what it was handed. */
+const CLOSE_WAIT_MS = 10_000;
+// Inside the compiled binary every bundled module reports the entry's URL, and the worker (an entrypoint
+// of its own, see compile/build.ts) sits at its path under src/; from source it sits beside this file.
+const WORKER = import.meta.url.includes("/$bunfs/") ? "./store/trace-worker.ts" : new URL("./trace-worker.ts", import.meta.url).href;
 
+/**
+ * Queues traces and hands them in batches to a worker thread that owns its own connection to the
+ * store, so no request ever waits on SQLite. close() hands over the rest and waits until the worker
+ * has written it: an acknowledged trace survives a stop.
+ */
 export class TraceWriter {
   private pending: Trace[] = [];
   private timer: Timer | null = null;
-  private readonly insertTrace: Statement;
-  private readonly insertTag: Statement;
+  private readonly worker: Worker;
+  private closed: Promise<void> | null = null;
 
-  constructor(private readonly db: Database) {
-    this.insertTrace = db.prepare(`INSERT OR IGNORE INTO traces (request_id, timestamp, model, original_model, node_id, backend, kind,
-      original_format, stream, status, score, scores_breakdown, latency_ms, time_to_first_token_ms, queue_wait_ms, prompt_tokens,
-      completion_tokens, retry_count, fallback_used, excluded_nodes, client_ip, error_message, tags, resolution, adjustments)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-    this.insertTag = db.prepare("INSERT INTO trace_tags (request_id, tag, timestamp) VALUES (?, ?, ?)");
+  constructor(file: string) {
+    this.worker = new Worker(WORKER);
+    this.worker.addEventListener("error", (e) => log.error(`the trace writer failed: ${e.message}`));
+    this.worker.postMessage({ open: file });
   }
 
   record(trace: Trace): void {
@@ -59,32 +67,52 @@ export class TraceWriter {
     else this.timer ??= setTimeout(() => this.flush(), FLUSH_MS);
   }
 
-  flush(): void {
+  private flush(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    const batch = this.pending.splice(0);
-    if (!batch.length) return;
-    try {
-      this.db.transaction(() => {
-        for (const t of batch) {
-          const { changes } = this.insertTrace.run(
-            t.request_id, t.timestamp, t.model, t.original_model, t.node_id, t.backend, t.kind, t.original_format, t.stream ? 1 : 0,
-            t.status, t.score, t.scores_breakdown && JSON.stringify(t.scores_breakdown), t.latency_ms, t.time_to_first_token_ms,
-            t.queue_wait_ms, t.prompt_tokens, t.completion_tokens, t.retry_count, t.fallback_used ? 1 : 0,
-            JSON.stringify(t.excluded_nodes), t.client_ip, t.error_message, JSON.stringify(t.tags), t.resolution,
-            JSON.stringify(t.adjustments),
-          );
-          // A request id is recorded once; its tags with it.
-          if (changes) for (const tag of t.tags) this.insertTag.run(t.request_id, tag, t.timestamp);
-        }
-      })();
-    } catch (e) {
-      // Routing must go on when the disk is full or read-only; the traces of this batch are lost, and said so.
-      log.error(`could not write ${batch.length} trace(s): ${(e as Error).message}`);
-    }
+    // One JSON string crosses to the worker far cheaper than a structured clone of each trace.
+    if (this.pending.length) this.worker.postMessage({ batch: JSON.stringify(this.pending.splice(0)) });
   }
 
-  close(): void {
-    this.flush();
+  close(): Promise<void> {
+    this.closed ??= new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.worker.terminate();
+        resolve();
+      };
+      // A worker that died or hangs must not keep the router from exiting.
+      const timer = setTimeout(() => {
+        log.error(`the trace writer did not finish within ${CLOSE_WAIT_MS} ms; traces not yet written are lost`);
+        done();
+      }, CLOSE_WAIT_MS);
+      this.worker.addEventListener("message", done);
+      this.worker.addEventListener("error", done);
+      this.flush();
+      this.worker.postMessage({ close: true });
+    });
+    return this.closed;
   }
+}
+
+/** Writes a batch in one transaction; the worker's half of TraceWriter. */
+export function traceInserter(db: Database): (batch: Trace[]) => void {
+  const insertTrace = db.prepare(`INSERT OR IGNORE INTO traces (request_id, timestamp, model, original_model, node_id, backend, kind,
+    original_format, stream, status, score, scores_breakdown, latency_ms, time_to_first_token_ms, queue_wait_ms, prompt_tokens,
+    completion_tokens, retry_count, fallback_used, excluded_nodes, client_ip, error_message, tags, resolution, adjustments)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  const insertTag = db.prepare("INSERT INTO trace_tags (request_id, tag, timestamp) VALUES (?, ?, ?)");
+  return db.transaction((batch: Trace[]) => {
+    for (const t of batch) {
+      const { changes } = insertTrace.run(
+        t.request_id, t.timestamp, t.model, t.original_model, t.node_id, t.backend, t.kind, t.original_format, t.stream ? 1 : 0,
+        t.status, t.score, t.scores_breakdown && JSON.stringify(t.scores_breakdown), t.latency_ms, t.time_to_first_token_ms,
+        t.queue_wait_ms, t.prompt_tokens, t.completion_tokens, t.retry_count, t.fallback_used ? 1 : 0,
+        JSON.stringify(t.excluded_nodes), t.client_ip, t.error_message, JSON.stringify(t.tags), t.resolution,
+        JSON.stringify(t.adjustments),
+      );
+      // A request id is recorded once; its tags with it.
+      if (changes) for (const tag of t.tags) insertTag.run(t.request_id, tag, t.timestamp);
+    }
+  });
 }

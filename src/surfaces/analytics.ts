@@ -24,7 +24,7 @@ export function analyticsSurface(rt: Runtime) {
 
 // A limit or a window: a whole number from 1 to max, its default when absent. Anything else
 // is a 400 that names the parameter, rather than a silent default or a failed query.
-function intParam<T>(name: string, fallback: number, max: number, answer: (n: number) => T) {
+export function intParam<T>(name: string, fallback: number, max: number, answer: (n: number) => T) {
   return ({ query }: { query: Record<string, unknown> }) => {
     const raw = query[name];
     if (raw === undefined) return answer(fallback);

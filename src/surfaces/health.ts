@@ -18,6 +18,5 @@ export function healthSurface(rt: Runtime) {
         config_error: rt.live.status().last_error?.message ?? null,
       };
       return Response.json(body, { status: rt.ready ? 200 : 503 });
-    })
-    .get("/", () => new Response(`herd ${VERSION} is running\n`, { headers: { "content-type": "text/plain; charset=utf-8" } }));
+    });
 }

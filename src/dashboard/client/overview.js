@@ -1,0 +1,149 @@
+// Fleet overview: header totals, a card per node and the queues, redrawn from
+// every snapshot of the live stream (GET /dashboard/events).
+import { SEVERITY_KIND, actions, badge, empty, every, fmt, getJson, h, meter, mount, page, panel, section, start, stats, table } from "./herd.js";
+
+const live = h("span", { class: "live" }, "Connecting…");
+const header = h("div");
+const nodes = h("div");
+const queues = h("div");
+const traces = h("div");
+let totals = null;
+let snapshot = null;
+
+start(async () => {
+  actions(live);
+  page(header, section("Nodes", "live, every 2 s", nodes), panel("Queues", { subtitle: "Per node and model", flush: true }, queues), panel("Recent requests", { flush: true }, traces));
+  every(10_000, async () => {
+    totals = await getJson("/dashboard/api/overview");
+    drawHeader();
+  });
+  every(10_000, async () => drawTraces((await getJson("/dashboard/api/traces?limit=8")).traces));
+  const stream = new EventSource("/dashboard/events");
+  stream.onmessage = (e) => {
+    snapshot = JSON.parse(e.data);
+    setLive(true);
+    drawHeader();
+    drawNodes(snapshot.nodes);
+    drawQueues(Object.entries(snapshot.queues).map(([key, q]) => ({ key, ...q })));
+  };
+  stream.onerror = () => setLive(false);
+});
+
+function setLive(on) {
+  live.className = `live ${on ? "on" : "off"}`;
+  live.textContent = on ? "Live" : "Reconnecting…";
+}
+
+function drawHeader() {
+  const list = snapshot?.nodes ?? [];
+  const online = list.filter((n) => n.status === "online");
+  const queued = Object.values(snapshot?.queues ?? {});
+  mount(
+    header,
+    stats([
+      { label: "Nodes online", value: snapshot ? `${online.length} / ${list.length}` : "—", hint: list.length ? `${list.length - online.length} not online` : "none declared" },
+      { label: "Models loaded", value: fmt.int(online.reduce((n, node) => n + node.models_loaded_count, 0)), hint: "resident in memory" },
+      { label: "In flight", value: fmt.int(queued.reduce((n, q) => n + q.in_flight, 0)), hint: `${fmt.int(queued.reduce((n, q) => n + q.pending, 0))} queued` },
+      { label: "Requests", value: fmt.compact(totals?.total_requests), hint: "all time" },
+      { label: "Tokens", value: fmt.compact(totals?.total_tokens), hint: totals ? `${fmt.compact(totals.total_completion_tokens)} generated` : "" },
+      { label: "Models used", value: fmt.int(totals?.models_count), hint: "all time" },
+    ]),
+  );
+}
+
+function drawNodes(list) {
+  if (!list.length) return mount(nodes, empty("No nodes yet.", "Declare nodes in herd.config.ts, or run `herd node --router <this router>` on a Mac."));
+  mount(nodes, h("div", { class: "grid" }, list.map(nodeCard)));
+}
+
+function nodeCard(n) {
+  const hw = n.hardware;
+  const loaded = n.ollama?.models_loaded ?? [];
+  const sub = [hw?.chip, hw && `${hw.cores_physical} cores`, n.ollama?.version && `Ollama ${n.ollama.version}`, n.source === "poll" ? "polled" : n.source === "agent" ? "agent" : null].filter(Boolean);
+  const mem = n.memory;
+  const memTone = mem && { nominal: "ok", warning: "warn", critical: "crit" }[mem.pressure];
+  return h(
+    "article",
+    { class: `panel node ${n.status}`, "data-node": n.node_id, "data-status": n.status },
+    h(
+      "div",
+      { class: "node-head" },
+      h("div", { style: { flex: "1" } }, h("div", { class: "node-name" }, n.node_id), h("div", { class: "node-sub" }, sub.join(" · ") || "no hardware reported")),
+      n.draining && badge("draining", "warn"),
+      badge(n.status, SEVERITY_KIND[n.status], "status"),
+    ),
+    h(
+      "div",
+      { class: "node-body" },
+      n.status !== "online" && n.status_reason && h("div", { class: "reason" }, n.status_reason),
+      h(
+        "div",
+        { class: "kv" },
+        h("span", { class: "k" }, "CPU"),
+        n.cpu ? meter(n.cpu.utilization_pct / 100, fmt.pct(n.cpu.utilization_pct)) : h("span", { class: "muted small" }, "not reported (no agent)"),
+        h("span", { class: "k" }, "Memory"),
+        mem ? h("div", { title: `memory pressure: ${mem.pressure}` }, meter(mem.used_gb / mem.total_gb, `${fmt.gb(mem.used_gb)} / ${fmt.gb(mem.total_gb)}`, memTone)) : h("span", { class: "muted small" }, "not reported (no agent)"),
+        n.disk && [h("span", { class: "k" }, "Disk"), meter(1 - n.disk.available_gb / n.disk.total_gb, `${fmt.gb(n.disk.available_gb)} free`)],
+        h("span", { class: "k" }, "Requests"),
+        h("span", { class: "num small" }, `${fmt.int(n.ollama?.requests_active ?? 0)} active · ${fmt.int(n.free_slots)} free slots`),
+      ),
+      h(
+        "div",
+        null,
+        h("div", { class: "k muted small", style: { marginBottom: "6px" } }, `Loaded models (${loaded.length})`),
+        loaded.length
+          ? h("div", { class: "chips" }, loaded.map((m) => h("span", { class: "chip" }, m.name, h("span", { class: "muted" }, fmt.gb(m.size_gb)), n.pinned.includes(m.name) && badge("pinned", "accent", "plain"))))
+          : h("span", { class: "muted small" }, n.status === "online" ? "nothing loaded" : "—"),
+      ),
+      n.mlx_servers.length > 0 &&
+        h(
+          "div",
+          null,
+          h("div", { class: "k muted small", style: { marginBottom: "6px" } }, "MLX servers"),
+          h("div", { class: "chips" }, n.mlx_servers.map((s) => h("span", { class: "chip" }, s.model.split("/").pop(), badge(s.status, s.status === "healthy" ? "ok" : s.status === "starting" ? "info" : "warn", "plain")))),
+        ),
+      h("div", { class: "muted small" }, `Last seen ${fmt.ago(n.last_seen)}${n.agent_version ? ` · agent ${n.agent_version}` : ""}`),
+    ),
+  );
+}
+
+function drawQueues(list) {
+  list.sort((a, b) => a.node_id.localeCompare(b.node_id) || a.model.localeCompare(b.model));
+  mount(
+    queues,
+    table(
+      [
+        { label: "Node", value: (q) => q.node_id },
+        { label: "Model", value: (q) => h("span", { class: "mono" }, q.model) },
+        { label: "Queued", value: (q) => fmt.int(q.pending), right: true },
+        { label: "In flight", value: (q) => fmt.int(q.in_flight), right: true },
+        { label: "Concurrency", value: (q) => fmt.int(q.concurrency), right: true },
+        { label: "Completed", value: (q) => fmt.int(q.completed), right: true },
+        { label: "Failed", value: (q) => (q.failed ? badge(fmt.int(q.failed), "crit", "plain") : "0"), right: true },
+        { label: "Avg latency", value: (q) => fmt.ms(q.avg_latency_ms), right: true },
+      ],
+      list,
+      "No queues yet: one appears when the first request for a model reaches a node.",
+    ),
+  );
+}
+
+function drawTraces(list) {
+  mount(
+    traces,
+    table(
+      [
+        { label: "When", value: (t) => h("span", { class: "muted" }, fmt.ago(t.timestamp)) },
+        { label: "Model", value: (t) => h("span", { class: "mono" }, t.model) },
+        { label: "Node", value: (t) => t.node_id ?? "—" },
+        { label: "Status", value: (t) => badge(t.status, t.status === "completed" ? "ok" : "crit") },
+        { label: "Latency", value: (t) => fmt.ms(t.latency_ms), right: true },
+        { label: "First token", value: (t) => fmt.ms(t.time_to_first_token_ms), right: true },
+        { label: "Tokens in / out", value: (t) => `${fmt.int(t.prompt_tokens)} / ${fmt.int(t.completion_tokens)}`, right: true },
+        { label: "Tags", value: (t) => (t.tags.length ? h("div", { class: "chips" }, t.tags.map((tag) => h("span", { class: "chip" }, tag))) : h("span", { class: "muted" }, "—")) },
+      ],
+      list,
+      "No traces yet: requests through herd show up here.",
+    ),
+  );
+}

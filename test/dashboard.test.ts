@@ -1,0 +1,239 @@
+// The dashboard in a real browser: Debian's chromium driven by playwright-core,
+// against a router process over three simulated Macs, two reported by the real
+// node agent (memory, CPU) and one polled. Every page loads clean, the overview
+// follows the fleet live, and the toggles, pins and pulls act on the router and
+// the nodes. Each page's screenshot lands in test/artifacts/ (git-ignored).
+// Tests share the fleet, in order; the one that stops a node runs last.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { LiveConfig } from "../src/config/live.ts";
+import { type AgentHandle, postTo, startAgent } from "../src/node/agent.ts";
+import { simCollector } from "../src/sim/collector.ts";
+import { CATALOG, type SimNode, startSimOllama } from "../src/sim/index.ts";
+import { cleanupFile, eventually, getJson, ROOT, startRouterProcess, tmpDir } from "./helpers.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const ARTIFACTS = join(ROOT, "test/artifacts");
+const HEARTBEAT = { intervalMs: 200, timeoutMs: 700, offlineMs: 1400 };
+const PAGES = ["overview", "trends", "models", "apps", "benchmarks", "health", "recommendations", "settings"];
+// The pages whose charts the traces this file sends must fill.
+const CHARTED = ["trends", "models", "apps"];
+const VIEWPORT = { width: 1440, height: 900 };
+const pathOf = (name: string) => (name === "overview" ? "/dashboard" : `/dashboard/${name}`);
+
+let studio: SimNode;
+let mini: SimNode;
+let air: SimNode;
+let router: Awaited<ReturnType<typeof startRouterProcess>>;
+let agents: AgentHandle[] = [];
+let browser: Browser;
+let light: BrowserContext;
+
+beforeAll(async () => {
+  [studio, mini, air] = await Promise.all([
+    startSimOllama({ id: "studio", memoryGb: 64, models: ["qwen3:32b", "llama3.2:3b", "nomic-embed-text"], loaded: ["qwen3:32b"] }),
+    startSimOllama({ id: "mini", memoryGb: 16, models: ["qwen3:8b", "llama3.2:3b"], loaded: ["llama3.2:3b"] }),
+    startSimOllama({ id: "air", memoryGb: 8, models: ["llama3.2:1b"], loaded: [] }),
+  ]);
+  const dir = tmpDir();
+  const file = join(dir, "herd.config.ts");
+  const nodes = [studio, mini, air].map((n) => ({ id: n.id, ollama: n.url }));
+  writeFileSync(file, `export default { nodes: ${JSON.stringify(nodes)}, heartbeat: ${JSON.stringify(HEARTBEAT)} };\n`);
+  // Debug logging: the live stream says when it stops, which is how a test sees it does.
+  router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")], { env: { HERD_LOG_LEVEL: "debug" } });
+  const live = await LiveConfig.open(null, (c) => ({ ...c, heartbeat: HEARTBEAT }));
+  agents = [studio, mini].map((sim) =>
+    startAgent({ nodeId: sim.id, live, ollamaUrl: sim.url, send: postTo(router.url, 1000), collector: simCollector(sim, { chip: "Apple M2 Pro", memoryBandwidthGbps: 200 }) }),
+  );
+  await eventually(async () => {
+    const fleet = (await getJson(`${router.url}/fleet/status`)).nodes;
+    return fleet.length === 3 && fleet.every((n: any) => n.status === "online") && fleet.filter((n: any) => n.memory).length === 2;
+  }, 5000, "three nodes online, two with their agent's report");
+  // Some traffic, tagged, so the analytics pages draw tables and charts rather than their empty states.
+  for (const [i, model] of ["qwen3:32b", "llama3.2:3b", "qwen3:32b", "llama3.2:3b", "qwen3:8b", "llama3.2:1b"].entries()) {
+    const res = await fetch(`${router.url}/api/chat`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "X-Herd-Tags": i % 2 ? "chat-ui" : "batch-job" },
+      body: JSON.stringify({ model, stream: false, messages: [{ role: "user", content: `hello ${i}` }] }),
+    });
+    expect(res.status).toBe(200);
+  }
+  mkdirSync(ARTIFACTS, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  });
+  light = await browser.newContext({ viewport: VIEWPORT, colorScheme: "light" });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  for (const a of agents) a.stop();
+  await router?.stop();
+  await Promise.all([studio?.stop(), mini?.stop(), air?.stop()]);
+});
+
+afterAll(cleanupFile);
+
+/** A page with everything that went wrong on it recorded: console errors, uncaught exceptions, failed or >= 400 requests. */
+async function open(name: string, context = light): Promise<{ page: Page; problems: string[] }> {
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on("console", (m) => m.type() === "error" && problems.push(`console: ${m.text()}`));
+  page.on("pageerror", (e) => problems.push(`uncaught: ${e.message}`));
+  page.on("requestfailed", (r) => problems.push(`failed: ${r.url()} ${r.failure()?.errorText}`));
+  page.on("response", (r) => r.status() >= 400 && problems.push(`HTTP ${r.status()}: ${r.url()}`));
+  await page.goto(`${router.url}${pathOf(name)}`);
+  // Each page script replaces "Loading…" with its content once its data is in.
+  await page.waitForSelector("#page > .stack", { timeout: 5000 });
+  await page.waitForLoadState("networkidle").catch(() => {}); // the overview's live stream never idles
+  return { page, problems };
+}
+
+const screenshot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+const settings = () => getJson(`${router.url}/dashboard/api/settings`);
+
+describe("GET /dashboard/events", () => {
+  test("sends a snapshot with every node within 1 s, another 2 s later, and stops when the client goes", async () => {
+    const abort = new AbortController();
+    const started = performance.now();
+    const res = await fetch(`${router.url}/dashboard/events`, { signal: abort.signal });
+    expect(res.headers.get("content-type")).toBe("text/event-stream");
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    const nextSnapshot = async () => {
+      for (;;) {
+        const event = buffer.match(/^data: (.*)\n\n/m);
+        if (event) {
+          buffer = buffer.slice(event.index! + event[0].length);
+          return JSON.parse(event[1]!);
+        }
+        const { value, done } = await reader.read();
+        if (done) throw new Error("the stream ended");
+        buffer += decoder.decode(value, { stream: true });
+      }
+    };
+    const first = await nextSnapshot();
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(Object.keys(first).sort()).toEqual(["nodes", "queues", "timestamp"]);
+    expect(first.nodes.map((n: any) => n.node_id).sort()).toEqual(["air", "mini", "studio"]);
+    expect(first.nodes.find((n: any) => n.node_id === "studio")).toMatchObject({ status: "online", memory: { total_gb: 64 } });
+    expect(Object.values(first.queues).map((q: any) => q.model)).toContain("qwen3:32b");
+    const second = await nextSnapshot();
+    expect(second.timestamp - first.timestamp).toBeGreaterThan(1.5);
+    expect(second.timestamp - first.timestamp).toBeLessThan(3);
+
+    const closed = () => router.output().match(/live stream closed/g)?.length ?? 0;
+    const before = closed();
+    abort.abort();
+    await eventually(async () => closed() === before + 1, 3000, "the stream's timer to stop");
+  }, 10_000);
+});
+
+describe("every page in chromium", () => {
+  for (const name of PAGES) {
+    test(`${name} loads with no console error and no failed request${CHARTED.includes(name) ? ", and draws its charts" : ""}`, async () => {
+      const { page, problems } = await open(name);
+      expect(await page.locator(`nav a[aria-current="page"]`).getAttribute("href")).toBe(pathOf(name));
+      expect(await page.locator("#page .notice.error").count()).toBe(0);
+      if (CHARTED.includes(name)) expect(await page.locator(".chart canvas").count()).toBeGreaterThan(0);
+      await screenshot(page, name);
+      expect(problems).toEqual([]);
+      await page.close();
+    }, 15_000);
+  }
+
+  test("dark mode follows the system and the toggle, which is remembered", async () => {
+    const dark = await browser.newContext({ viewport: VIEWPORT, colorScheme: "dark" });
+    const { page, problems } = await open("overview", dark);
+    const theme = () => page.evaluate("document.documentElement.dataset.theme");
+    const background = () => page.evaluate("getComputedStyle(document.body).backgroundColor");
+    expect(await theme()).toBe("dark");
+    await page.waitForSelector('[data-node="studio"]');
+    await screenshot(page, "overview-dark");
+    const darkBackground = await background();
+    await page.click("#theme-toggle");
+    expect(await theme()).toBe("light");
+    expect(await background()).not.toBe(darkBackground);
+    await page.reload();
+    expect(await theme()).toBe("light"); // the choice outlives the page, against the system's dark
+    expect(problems.filter((p) => !p.includes("/dashboard/events"))).toEqual([]); // the reload cuts the live stream
+    await dark.close();
+  }, 15_000);
+});
+
+describe("acting from the dashboard", () => {
+  test("the overview shows each node with its memory and loaded models", async () => {
+    const { page, problems } = await open("overview");
+    for (const id of ["studio", "mini", "air"]) {
+      await page.waitForSelector(`[data-node="${id}"][data-status="online"]`, { timeout: 5000 });
+    }
+    const studioCard = page.locator('[data-node="studio"]');
+    expect(await studioCard.textContent()).toContain("qwen3:32b");
+    expect(await studioCard.textContent()).toContain("/ 64 GB");
+    expect(await page.locator('[data-node="air"]').textContent()).toContain("not reported (no agent)");
+    expect(await page.locator(".live").textContent()).toBe("Live");
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 15_000);
+
+  test("a settings toggle changes GET /dashboard/api/settings", async () => {
+    expect((await settings()).config.toggles.auto_pull).toBe(true);
+    const { page, problems } = await open("settings");
+    const toggle = page.locator('[data-setting="auto_pull"] input[role="switch"]');
+    expect(await toggle.isChecked()).toBe(true);
+    await toggle.click();
+    await eventually(async () => (await settings()).config.toggles.auto_pull === false, 3000, "auto_pull off");
+    expect((await settings()).config.toggles.vram_fallback).toBe(true);
+    await toggle.click();
+    await eventually(async () => (await settings()).config.toggles.auto_pull === true, 3000, "auto_pull back on");
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 15_000);
+
+  test("a pin toggle changes GET /dashboard/api/pinned-models", async () => {
+    const pinned = async () => (await getJson(`${router.url}/dashboard/api/pinned-models`)).per_node.mini ?? [];
+    expect(await pinned()).not.toContain("qwen3:8b");
+    const { page, problems } = await open("recommendations");
+    const toggle = page.locator('#models [data-node="mini"][data-model="qwen3:8b"] input[role="switch"]');
+    await toggle.waitFor({ timeout: 5000 });
+    await toggle.click();
+    await eventually(async () => (await pinned()).includes("qwen3:8b"), 3000, "qwen3:8b pinned on mini");
+    await toggle.click();
+    await eventually(async () => !(await pinned()).includes("qwen3:8b"), 3000, "qwen3:8b unpinned");
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 15_000);
+
+  test("a recommendation's Pull button pulls the model onto the simulated node", async () => {
+    const recommended = (await getJson(`${router.url}/dashboard/api/recommendations`)).nodes.find((n: any) => n.node_id === "mini").recommendations;
+    // One mini lacks and the simulated registry can serve.
+    const pick = recommended.find((r: any) => !r.already_available && CATALOG.some((m) => m.name === r.model));
+    expect(pick).toBeDefined();
+    expect((await getJson(`${mini.url}/_sim`)).models).not.toContain(pick.model);
+    const { page, problems } = await open("recommendations");
+    const row = page.locator(`#recommendations [data-node="mini"][data-model="${pick.model}"]`);
+    await row.getByRole("button", { name: "Pull" }).click();
+    await row.getByText("pulled").waitFor({ timeout: 10_000 });
+    expect((await getJson(`${mini.url}/_sim`)).models).toContain(pick.model);
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 20_000);
+
+  test("the overview shows a node going down within 5 s, without a reload", async () => {
+    const { page, problems } = await open("overview");
+    await page.waitForSelector('[data-node="air"][data-status="online"]', { timeout: 5000 });
+    await air.stop();
+    await page.waitForSelector('[data-node="air"]:not([data-status="online"])', { timeout: 5000 });
+    expect(await page.locator('[data-node="air"] .badge.status').textContent()).toMatch(/degraded|offline/);
+    expect(await page.locator('[data-node="studio"]').getAttribute("data-status")).toBe("online");
+    expect(problems).toEqual([]);
+    await page.close();
+    // Every page is closed now: every live stream the browser opened has stopped its timer.
+    const openStreams = () => [...router.output().matchAll(/live stream (?:opened|closed) \((\d+) open\)/g)].at(-1)?.[1];
+    await eventually(async () => openStreams() === "0", 3000, "no live stream left open");
+  }, 15_000);
+});
