@@ -4,6 +4,7 @@
 //   overhead  latency and throughput herd adds in front of one node
 //   client    Bun's fetch against undici's Pool as herd's upstream HTTP client
 //   routing   one seeded mixed workload through each routing.strategy, on a fleet of unlike Macs
+//   load      1,000 concurrent streaming clients for 60 s through herd: errors, added latency, memory, CPU
 // Loopback only; every process it starts, it stops. Prints a Markdown section for docs/benchmarks.md.
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
@@ -11,12 +12,13 @@ import { startSimOllama } from "../src/sim/index.ts";
 import { binaryMarkdown, measureBinary } from "./bench/binary.ts";
 import { clientsMarkdown, compareClients } from "./bench/clients.ts";
 import { startHerd } from "./bench/herd-process.ts";
+import { loadMarkdown, measureLoad } from "./bench/load.ts";
 import { MODEL } from "./bench/matrix.ts";
 import { measureOverhead, overheadMarkdown } from "./bench/overhead.ts";
 import { compareStrategies, routingMarkdown } from "./bench/routing.ts";
 import { HOST_TARGET } from "./build.ts";
 
-const SECTIONS = ["binary", "overhead", "client", "routing"];
+const SECTIONS = ["binary", "overhead", "client", "routing", "load"];
 const asked = process.argv.slice(2);
 const unknown = asked.filter((s) => !SECTIONS.includes(s));
 if (unknown.length) throw new Error(`unknown section(s) ${unknown.join(", ")}; choose from ${SECTIONS.join(", ")}`);
@@ -45,6 +47,7 @@ try {
   await sim.stop();
 }
 if (runs("routing")) out.push(routingMarkdown(await compareStrategies(bin)));
+if (runs("load")) out.push(loadMarkdown(await measureLoad(bin)));
 
 const cpu = cpus()[0]?.model.trim() ?? "unknown CPU";
 console.log(`## ${new Date().toISOString().slice(0, 10)} — herd ${HOST_TARGET}, ${cpus().length} × ${cpu}, ${Math.round(totalmem() / 1024 ** 3)} GiB

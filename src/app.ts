@@ -1,7 +1,11 @@
 // The whole HTTP face of herd in one screen: each surface is a plugin.
 import { Elysia } from "elysia";
+import { authGuard } from "./auth/guard.ts";
+import { BodyTooLarge } from "./auth/limits.ts";
+import { refusal } from "./auth/refusal.ts";
 import { log } from "./log.ts";
 import type { Runtime } from "./runtime.ts";
+import { agentsSurface } from "./surfaces/agents.ts";
 import { analyticsSurface } from "./surfaces/analytics.ts";
 import { anthropicSurface } from "./surfaces/anthropic.ts";
 import { benchmarksSurface } from "./surfaces/benchmarks.ts";
@@ -9,6 +13,8 @@ import { dashboardSurface } from "./surfaces/dashboard.ts";
 import { fleetSurface } from "./surfaces/fleet.ts";
 import { healthSurface } from "./surfaces/health.ts";
 import { healthChecksSurface } from "./surfaces/health-checks.ts";
+import { mcpSurface } from "./surfaces/mcp.ts";
+import { imagesSurface } from "./surfaces/images.ts";
 import { ollamaSurface } from "./surfaces/ollama.ts";
 import { openaiSurface } from "./surfaces/openai.ts";
 import { pullSurface } from "./surfaces/pull.ts";
@@ -16,17 +22,23 @@ import { modelManagementSurface } from "./surfaces/model-management.ts";
 import { pinsSurface } from "./surfaces/pins.ts";
 import { responsesSurface } from "./surfaces/responses.ts";
 import { settingsSurface } from "./surfaces/settings.ts";
-import { jsonError } from "./surfaces/errors.ts";
+import { transcriptionSurface } from "./surfaces/transcription.ts";
 
 export function buildApp(rt: Runtime) {
   return new Elysia()
     .onError(({ code, error, request }) => {
-      if (code === "NOT_FOUND") return jsonError(404, `no route for ${request.method} ${new URL(request.url).pathname}`);
-      if (code === "PARSE") return jsonError(400, "invalid JSON body: send a JSON object with content-type application/json");
-      if (code === "VALIDATION") return jsonError(400, (error as Error).message);
-      log.error(`${request.method} ${new URL(request.url).pathname} failed: ${(error as Error).message}`);
-      return jsonError(500, "internal error; see the router's log");
+      // In the wire format of the path asked for, so each SDK raises its own kind of error.
+      const path = new URL(request.url).pathname;
+      if (code === "NOT_FOUND") return refusal(path, 404, `no route for ${request.method} ${path}`);
+      if (code === "PARSE") return refusal(path, 400, "invalid JSON body: send a JSON object with content-type application/json");
+      if (code === "VALIDATION") return refusal(path, 400, (error as Error).message);
+      // A chunked body past the route's limit (herd's), or past the server-wide cap (Bun's).
+      if (error instanceof BodyTooLarge) return refusal(path, 413, error.message);
+      if (/exceeded maxRequestBodySize/.test((error as Error).message)) return refusal(path, 413, "request body too large");
+      log.error(`${request.method} ${path} failed: ${(error as Error).message}`);
+      return refusal(path, 500, "internal error; see the router's log");
     })
+    .use(authGuard(rt))
     .use(healthSurface(rt))
     .use(fleetSurface(rt))
     .use(pinsSurface(rt))
@@ -40,5 +52,9 @@ export function buildApp(rt: Runtime) {
     .use(responsesSurface(rt))
     .use(anthropicSurface(rt))
     .use(pullSurface(rt))
-    .use(modelManagementSurface(rt));
+    .use(imagesSurface(rt))
+    .use(transcriptionSurface(rt))
+    .use(modelManagementSurface(rt))
+    .use(agentsSurface(rt))
+    .use(mcpSurface(rt));
 }

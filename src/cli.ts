@@ -3,10 +3,12 @@
 // `herd …` binary behave the same.
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
+import { Secret } from "./auth/secrets.ts";
 import { checkConfig } from "./commands/check-config.ts";
 import { init } from "./commands/init.ts";
 import { runNode, runRouter, runSim } from "./commands/run.ts";
 import { configJsonSchema } from "./config/json-schema.ts";
+import { runSimMlxServer } from "./sim/mlx-cli.ts";
 import { ConfigError } from "./config/load.ts";
 import { UserError } from "./errors.ts";
 import { VERSION } from "./version.ts";
@@ -42,22 +44,26 @@ Run \`herd COMMAND --help\` for a command's options.`,
 
 Runs the router: clients talk to it; it routes each request to the best node.
 Options:${COMMON}`,
-  node: `Usage: herd node [--router URL] [--ollama URL] [--node-id ID] [--config FILE]
+  node: `Usage: herd node [--router URL] [--ollama URL] [--node-id ID] [--token-file FILE] [--config FILE]
 
 Runs the node agent: every heartbeat interval it reports this machine and its Ollama to the router.
 The agent reads its own entry (by node id) from the same config file as the router, and reloads it.
   --router URL      the router (env HERD_ROUTER; default http://127.0.0.1:11435)
   --ollama URL      the local Ollama (default: the node's config entry, else http://127.0.0.1:11434)
   --node-id ID      this node's id (env HERD_NODE_ID; default: the host name)
+  --token-file FILE the node credential, read from FILE (env HERD_NODE_TOKEN holds the value itself;
+                    default: this node's token in the config, else auth.nodeToken)
   --config FILE     the fleet's config (env HERD_CONFIG; default ./herd.config.*)
   -h, --help        this help`,
-  sim: `Usage: herd sim [--nodes N] [--base-port P] [--no-router] [options]
+  sim: `Usage: herd sim [--nodes N] [--base-port P] [--no-router] [--mlx] [options]
 
 Starts N simulated Ollama nodes (deterministic replies, realistic models and timings) and a
 router in front of them that uses them as its nodes. The config's other settings still apply.
   --nodes N         how many simulated nodes (default 3)
   --base-port P     first node's port; the others follow (default 11501; 0 = any free ports)
   --no-router       only the simulated nodes, e.g. to point another herd at them
+  --mlx             the first node also runs a simulated mlx_lm.server (port: after the nodes'),
+                    started and health-checked by a node agent as on a Mac (\`herd sim-mlx-server\`)
 Options:${COMMON}`,
   init: `Usage: herd init [DIR] [--force]
 
@@ -78,9 +84,11 @@ const OPTIONS = {
   "node-id": { type: "string" },
   ollama: { type: "string" },
   router: { type: "string" },
+  "token-file": { type: "string" },
   nodes: { type: "string" },
   "base-port": { type: "string" },
   "no-router": { type: "boolean" },
+  mlx: { type: "boolean" },
   force: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
@@ -89,8 +97,8 @@ const OPTIONS = {
 const ACCEPTS: Record<string, (keyof typeof OPTIONS)[]> = {
   herd: ["config", "port", "host", "data-dir", "node-id", "ollama"],
   serve: ["config", "port", "host", "data-dir"],
-  node: ["config", "node-id", "ollama", "router"],
-  sim: ["config", "port", "host", "data-dir", "nodes", "base-port", "no-router"],
+  node: ["config", "node-id", "ollama", "router", "token-file"],
+  sim: ["config", "port", "host", "data-dir", "nodes", "base-port", "no-router", "mlx"],
   init: ["force"],
   "check-config": [],
   schema: [],
@@ -100,6 +108,8 @@ const ACCEPTS: Record<string, (keyof typeof OPTIONS)[]> = {
 class UsageError extends Error {}
 
 async function main(argv: string[]): Promise<number> {
+  // A simulated mlx_lm.server takes mlx_lm.server's own arguments, not herd's.
+  if (argv[0] === "sim-mlx-server") return runSimMlxServer(argv.slice(1));
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
@@ -138,7 +148,13 @@ async function main(argv: string[]): Promise<number> {
       return checkConfig(file);
     }
     case "node":
-      return runNode({ configFlag, nodeId, ollamaUrl: values.ollama, routerUrl: values.router ?? env.HERD_ROUTER ?? "http://127.0.0.1:11435" });
+      return runNode({
+        configFlag,
+        nodeId,
+        ollamaUrl: values.ollama,
+        routerUrl: values.router ?? env.HERD_ROUTER ?? "http://127.0.0.1:11435",
+        token: nodeTokenOverride(values["token-file"], env.HERD_NODE_TOKEN),
+      });
     case "sim":
       return runSim({
         configFlag,
@@ -146,12 +162,22 @@ async function main(argv: string[]): Promise<number> {
         nodes: countValue("--nodes", values.nodes, 3),
         basePort: portValue("--base-port", values["base-port"]) ?? 11501,
         withRouter: !values["no-router"],
+        mlx: values.mlx ?? false,
       });
     case "serve":
       return runRouter({ configFlag, overrides, localAgent: null });
     default:
       return runRouter({ configFlag, overrides, localAgent: { nodeId, ollamaUrl: values.ollama } });
   }
+}
+
+// Not a --token flag: a value on the command line is visible to every user of the machine in `ps`.
+function nodeTokenOverride(file: string | undefined, fromEnv: string | undefined): string | undefined {
+  if (file === undefined && !fromEnv) return undefined;
+  const secret = new Secret(file !== undefined ? { file } : fromEnv!);
+  const problem = secret.resolve(process.cwd());
+  if (problem) throw new UsageError(`${file !== undefined ? "--token-file" : "HERD_NODE_TOKEN"}: ${problem}`);
+  return secret.value!;
 }
 
 function print(text: string): number {

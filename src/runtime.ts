@@ -1,8 +1,11 @@
 // The router process: config, store, fleet registry, poller and HTTP server,
 // started in order and stopped in reverse.
 import type { Database } from "bun:sqlite";
+import type { Server } from "bun";
 import { join } from "node:path";
+import { AgentFleet } from "./agents/fleet.ts";
 import { buildApp } from "./app.ts";
+import { serverBodyCap } from "./auth/limits.ts";
 import type { LiveConfig } from "./config/live.ts";
 import { BenchmarkRunner } from "./fleet/benchmark.ts";
 import { startPoller } from "./fleet/poller.ts";
@@ -13,12 +16,13 @@ import { Pins } from "./fleet/pins.ts";
 import { Pulls } from "./fleet/pulls.ts";
 import { Queues } from "./fleet/queues.ts";
 import { ClientGate } from "./router/client-gate.ts";
+import { RouteError } from "./router/dispatch.ts";
 import { RepairStats } from "./router/tool-repair.ts";
 import { Toggles } from "./router/toggles.ts";
 import { Registry } from "./fleet/registry.ts";
 import { UserError } from "./errors.ts";
 import { log } from "./log.ts";
-import { STORE_FILE, openStore } from "./store/db.ts";
+import { STORE_FILE, openStore, recordEvent } from "./store/db.ts";
 import { TraceWriter } from "./store/traces.ts";
 
 export interface Runtime {
@@ -35,6 +39,13 @@ export interface Runtime {
   /** Runtime flips of features.autoPull / vramFallback (POST /dashboard/api/settings). */
   toggles: Toggles;
   benchmarks: BenchmarkRunner;
+  /** The agent fleet: coding-agent workers in tmux panes (docs/agents.md). */
+  agents: AgentFleet;
+  /**
+   * Aborted when a stop's grace period (server.shutdownGraceMs) runs out: answers still streaming end
+   * with an error in their own format, requests no node has answered yet get a 503.
+   */
+  shutdown: AbortController;
   /** Where the router serves, for its own requests (benchmarks); set once it listens. */
   url: string;
   startedAt: number;
@@ -73,6 +84,8 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     toolRepairs: new RepairStats(),
     toggles: new Toggles(),
     benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => rt.url }),
+    agents: new AgentFleet(live, () => rt.url),
+    shutdown: new AbortController(),
     url: "",
     startedAt: Date.now(),
     ready: false,
@@ -82,7 +95,8 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   const app = buildApp(rt);
   try {
     // reusePort off: a second herd on the same port must fail loudly, not share the socket.
-    app.listen({ hostname: host, port, idleTimeout: 0, reusePort: false, development: false });
+    // Bun's own body cap is server-wide; the guard holds each route to its own, smaller limit.
+    app.listen({ hostname: host, port, idleTimeout: 0, reusePort: false, development: false, maxRequestBodySize: serverBodyCap(live.config.server) });
   } catch (e) {
     store.close();
     const code = (e as NodeJS.ErrnoException).code;
@@ -90,11 +104,13 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     if (code === "EADDRNOTAVAIL") throw new UserError(`cannot listen on ${host}: no such address on this machine; fix server.host`);
     throw new UserError(`cannot listen on ${host}:${port}: ${(e as Error).message}`);
   }
-  const boundPort = app.server!.port!;
+  const server = app.server!;
+  const boundPort = server.port!;
   rt.url = `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${boundPort}`;
   const poller = startPoller(rt.registry, live);
   const preloader = startPreloader(rt);
   const rebalancer = startRebalancer(rt.registry, rt.queues, () => live.config);
+  await rt.agents.start(boundPort);
   rt.ready = true;
 
   return {
@@ -108,17 +124,43 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
       preloader.stop();
       rebalancer.stop();
       await rt.benchmarks.cancel(); // before the store closes under it
-      await app.stop();
+      await rt.agents.close(); // ends the workers and their panes; a send still waiting answers "failed"
+      await drain(app, server, rt);
       await rt.traces.close();
       store.close();
     },
   };
 }
 
+/** How long answers cut at the end of the grace period get to send their error before the last connections close. */
+const CUT_FLUSH_MS = 1000;
+
+// Stops listening (a new connection is refused), lets the answers in flight finish within
+// server.shutdownGraceMs, then cuts the rest with an error and closes whatever is left.
+async function drain(app: ReturnType<typeof buildApp>, server: Server<unknown>, rt: Runtime): Promise<void> {
+  const graceMs = rt.live.config.server.shutdownGraceMs;
+  const waiting = rt.queues.entries().reduce((n, q) => n + q.in_flight + q.pending, 0);
+  if (waiting) log.info(`letting ${waiting} request(s) in flight finish, for up to ${graceMs} ms (server.shutdownGraceMs)`);
+  const closed = app.stop(); // resolves once every connection has closed
+  if (await settlesWithin(closed, graceMs)) return;
+  const message = `herd is shutting down and this request did not finish within server.shutdownGraceMs (${graceMs} ms); retry it`;
+  rt.shutdown.abort(new RouteError(503, message, 0, [], 1));
+  if (await settlesWithin(closed, CUT_FLUSH_MS)) return;
+  await server.stop(true);
+}
+
+function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: Timer | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  return Promise.race([work.then(() => true), timeout]).finally(() => clearTimeout(timer));
+}
+
 // The fleet follows the config; settings that need a new socket say so instead of silently not applying.
 function recordConfig(rt: Runtime): void {
   const insert = (ok: boolean, hash: string | null, message: string | null) =>
-    rt.store.run("INSERT INTO config_events (at, path, hash, ok, message) VALUES (?, ?, ?, ?, ?)", [
+    recordEvent(rt.store, "INSERT INTO config_events (at, path, hash, ok, message) VALUES (?, ?, ?, ?, ?)", [
       Date.now() / 1000,
       rt.live.current.source.path,
       hash,

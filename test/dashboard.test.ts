@@ -223,6 +223,41 @@ describe("acting from the dashboard", () => {
     await page.close();
   }, 20_000);
 
+  test("with an admin token set, a change asks for it (again when refused), is then made, and the token is kept for the tab", async () => {
+    const ADMIN = "adm-dashboard-5f4e3d2c1b";
+    const dir = tmpDir();
+    const file = join(dir, "herd.config.json");
+    writeFileSync(file, JSON.stringify({ nodes: [{ id: studio.id, ollama: studio.url }], heartbeat: HEARTBEAT, auth: { adminToken: ADMIN } }));
+    const guarded = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+    const autoPull = async () => (await getJson(`${guarded.url}/dashboard/api/settings`)).config.toggles.auto_pull;
+    const page = await light.newPage();
+    await page.goto(`${guarded.url}/dashboard/settings`);
+    const toggle = page.locator('[data-setting="auto_pull"] input[role="switch"]');
+    await toggle.waitFor({ timeout: 5000 });
+
+    await toggle.click();
+    const dialog = page.locator("dialog.token-dialog[open]");
+    await dialog.waitFor({ timeout: 3000 });
+    expect(await dialog.textContent()).toContain("Admin token needed");
+    await screenshot(page, "settings-token");
+    await dialog.locator("input").fill("not-the-token");
+    await dialog.getByRole("button", { name: "Continue" }).click();
+    await dialog.getByText("The token given was refused.").waitFor({ timeout: 3000 });
+    expect(await autoPull()).toBe(true);
+    await dialog.locator("input").fill(ADMIN);
+    await dialog.getByRole("button", { name: "Continue" }).click();
+    await eventually(async () => (await autoPull()) === false, 3000, "auto_pull off");
+    expect(await toggle.isChecked()).toBe(false);
+
+    // The next change goes through with the token the tab keeps: no dialog.
+    await toggle.click();
+    await eventually(async () => (await autoPull()) === true, 3000, "auto_pull back on");
+    expect(await page.locator("dialog.token-dialog").count()).toBe(0);
+    expect(await page.evaluate(() => sessionStorage.getItem("herd-token"))).toBe(ADMIN);
+    await page.close();
+    await guarded.stop();
+  }, 20_000);
+
   test("the overview shows a node going down within 5 s, without a reload", async () => {
     const { page, problems } = await open("overview");
     await page.waitForSelector('[data-node="air"][data-status="online"]', { timeout: 5000 });

@@ -99,9 +99,10 @@ describe("agentless nodes (the router polls their Ollama)", () => {
 describe("agent nodes (herd node sends heartbeats)", () => {
   test("an agent reports its machine and its Ollama; draining follows the config; a dead agent goes offline", async () => {
     const node = await sim("local");
-    const { dir, file } = fleetConfig("");
+    // An undeclared node joins with the fleet's node credential.
+    const { dir, file } = fleetConfig("", `${FAST}, auth: { nodeToken: "fleet-token" }`);
     const r = await router(dir, file);
-    const agent = spawnHerd(["node", "--router", r.url, "--ollama", node.url, "--node-id", "mac-1", "--config", file]);
+    const agent = spawnHerd(["node", "--router", r.url, "--ollama", node.url, "--node-id", "mac-1", "--config", file], { env: { HERD_NODE_TOKEN: "fleet-token" } });
     await agent.waitFor(/node mac-1 has no entry in the config; running with defaults/);
     const joined = await eventually(async () => {
       const n = await nodeOf(r.url, "mac-1");
@@ -131,7 +132,7 @@ describe("agent nodes (herd node sends heartbeats)", () => {
   });
 
   test("a heartbeat with a wrong field is refused with 400 naming the field", async () => {
-    const { dir, file } = fleetConfig("");
+    const { dir, file } = fleetConfig(`{ id: "x" }`);
     const r = await router(dir, file);
     const post = (body: string) => fetch(`${r.url}/heartbeat`, { method: "POST", headers: { "content-type": "application/json" }, body });
     const bad = await post(JSON.stringify({ node_id: "x", memory: { total_gb: "lots", used_gb: 1, available_gb: 1, pressure: "nominal" } }));

@@ -17,10 +17,12 @@ import { cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./
 
 const FAST = { intervalMs: 200, timeoutMs: 1500, offlineMs: 3000 };
 const FIRST_BYTE_MS = 2000;
+// This file reports for nodes the config does not declare (as their agents would): they enroll with the fleet's node credential.
+const NODE_TOKEN = "health-test-node-token";
 const CHECK_IDS = [
   "config_reload_error", "context_waste", "disk_space_low", "embed_error_rate", "error_rate", "memory_pressure", "mlx_server_unhealthy",
   "model_thrashing", "nodes_offline", "nomic_loaded_in_ollama", "priority_models", "request_timeouts", "retry_rate",
-  "text_embedding_backend_missing", "text_embedding_ollama_bypass", "thermal", "vision_backend_missing", "zombie_requests",
+  "store_writable", "text_embedding_backend_missing", "text_embedding_ollama_bypass", "thermal", "vision_backend_missing", "zombie_requests",
 ];
 
 let mac: SimNode;
@@ -45,7 +47,7 @@ beforeAll(async () => {
   writeConfig();
   router = await startRouterProcess(["serve", "--config", configFile, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
   const live = await LiveConfig.open(null, (c) => ({ ...c, heartbeat: FAST }));
-  agent = startAgent({ nodeId: "mac", live, ollamaUrl: mac.url, send: postTo(router.url, 1000), collector: simCollector(mac, { chip: "Apple M2 Max", memoryBandwidthGbps: 400 }) });
+  agent = startAgent({ nodeId: "mac", live, ollamaUrl: mac.url, send: postTo(router.url, 1000, () => NODE_TOKEN), collector: simCollector(mac, { chip: "Apple M2 Max", memoryBandwidthGbps: 400 }) });
   await agent.beat();
   await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "mac")?.source === "agent", 3000, "mac's agent");
 });
@@ -63,6 +65,7 @@ function writeConfig(extraNodes = "") {
     `export default {
   nodes: [{ id: "mac", ollama: "${mac.url}" }${extraNodes}],
   heartbeat: ${JSON.stringify(FAST)},
+  auth: { nodeToken: "${NODE_TOKEN}" },
   timeouts: { firstByteMs: ${FIRST_BYTE_MS}, staleRequestMs: 300 },
   features: { autoPull: false, contextProtection: "passthrough" },
 };\n`,
@@ -98,7 +101,7 @@ function chat(model: string, extra: Record<string, unknown> = {}, signal?: Abort
 }
 
 async function heartbeat(body: Record<string, unknown>): Promise<void> {
-  const res = await fetch(`${router.url}/heartbeat`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(`${router.url}/heartbeat`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${NODE_TOKEN}` }, body: JSON.stringify(body) });
   expect(res.status).toBe(200);
 }
 

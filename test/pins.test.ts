@@ -61,7 +61,7 @@ beforeAll(async () => {
   ]);
   dir = tmpDir();
   configFile = join(dir, "herd.config.ts");
-  writeFileSync(configFile, `export default { nodes: [{ id: "a", ollama: "${a.url}" }], pins: { "*": ["llama3.2:3b"] }, ${FAST} };\n`);
+  writeFileSync(configFile, `export default { nodes: [{ id: "a", ollama: "${a.url}" }, { id: "big" }], pins: { "*": ["llama3.2:3b"] }, ${FAST} };\n`);
   router = await startRouter();
   agent = fakeAgent();
   await bothOnline();

@@ -2,6 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { startSimOllama } from "../src/sim/index.ts";
 import { eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
 
 const config = (nodes: string[], extra = "") =>
@@ -95,4 +96,56 @@ describe("live reload", () => {
     expect(failures).toEqual([]);
     expect(ok).toBeGreaterThan(50);
   });
+});
+
+describe("live reload under routed load", () => {
+  test("50 saves in 5 s, some broken, while clients chat: none of their requests fails and the router ends on the last file", async () => {
+    const sim = await startSimOllama({ id: "n1", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] });
+    try {
+      // Every version keeps the node and changes something else; 5, 15, 25, 35 and 45 are broken.
+      const version = (i: number) =>
+        i % 10 === 5
+          ? `export default { nodes: [{ id: "n1", ollama: "${sim.url}", paralel: ${i} }] };\n`
+          : `export default { nodes: [{ id: "n1", ollama: "${sim.url}", labels: { save: "${i}" } }], routing: { maxRetries: ${i % 3} } };\n`;
+      const { file, router, status } = await routerWith(version(0));
+      await eventually(async () => (await status()).fleet.nodes_online === 1, 3000, "n1 online");
+      let stop = false;
+      let ok = 0;
+      const failures: string[] = [];
+      const chat = async (stream: boolean) => {
+        const res = await fetch(`${router.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], stream, options: { num_predict: 4 } }) });
+        const text = await res.text();
+        const last = JSON.parse(text.trimEnd().split("\n").at(-1)!);
+        if (res.status !== 200 || last.done !== true) failures.push(`HTTP ${res.status}: ${text.slice(0, 200)}`);
+        else ok++;
+      };
+      const load = Array.from({ length: 4 }, async (_, i) => {
+        while (!stop) await chat(i % 2 === 0).catch((e: Error) => failures.push(e.message));
+      });
+      // Ten bursts of five saves 20 ms apart, each burst followed by a pause long enough for its last save to apply.
+      const began = Date.now();
+      for (let i = 1; i <= 50; i++) {
+        writeFileSync(file, version(i));
+        await Bun.sleep(i % 5 === 0 ? 400 : 20);
+      }
+      expect(Date.now() - began).toBeLessThan(6000);
+      const hash = new Bun.CryptoHasher("sha256").update(version(50)).digest("hex").slice(0, 12);
+      const last = await eventually(async () => {
+        const s = await status();
+        return s.config.hash === hash && s;
+      }, 3000, "the last save to win");
+      stop = true;
+      await Promise.all(load);
+      expect(failures).toEqual([]);
+      expect(ok).toBeGreaterThan(100);
+      expect(last.config.last_error).toBeNull();
+      expect(last.nodes[0].labels).toEqual({ save: "50" });
+      expect((await getJson(`${router.url}/fleet/limits`)).max_retries).toBe(50 % 3);
+      // The bursts' last saves applied as they came; the broken ones were refused, each keeping the good version before it.
+      expect(router.output().match(/config reloaded from/g)!.length).toBeGreaterThanOrEqual(4);
+      expect(router.output().match(/config not reloaded, keeping [0-9a-f]{12}: .*paralel/g)!.length).toBeGreaterThanOrEqual(4);
+    } finally {
+      await sim.stop();
+    }
+  }, 20_000);
 });

@@ -198,13 +198,13 @@ describe("requests and answers", () => {
     expect(output().match(/ warn .*tools of type "web_search"/g)?.length).toBe(1);
   });
 
-  test("errors in OpenAI's shape: previous_response_id and mlx: models are refused with 400", async () => {
+  test("errors in OpenAI's shape: previous_response_id is refused with 400, an mlx: model no node runs is a 404", async () => {
     const stateful = await client.responses.create({ model: "llama3.2:3b", input: "again", previous_response_id: "resp_abc" }).catch((e) => e);
     expect(stateful).toBeInstanceOf(OpenAI.BadRequestError);
     expect(stateful.message).toContain("resend the whole conversation in `input`");
     const mlx = await client.responses.create({ model: "mlx:mlx-community/Qwen3-4B-4bit", input: "hi" }).catch((e) => e);
-    expect(mlx).toBeInstanceOf(OpenAI.BadRequestError);
-    expect(mlx.message).toContain("herd has no MLX backend yet");
+    expect(mlx).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(mlx.message).toContain("no node runs an MLX server");
     const badImage = await client.responses.create({ model: "gemma3:4b", input: [{ role: "user", content: [{ type: "input_image", image_url: "https://x/y.png", detail: "auto" }] }] }).catch((e) => e);
     expect(badImage).toBeInstanceOf(OpenAI.BadRequestError);
     expect(badImage.message).toContain("input[0].content[0].image_url");

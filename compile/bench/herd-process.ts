@@ -14,11 +14,11 @@ export interface HerdProcess {
   stop(): Promise<void>;
 }
 
-export async function startHerd(bin: string, config: HerdConfig): Promise<HerdProcess> {
+export async function startHerd(bin: string, config: HerdConfig, env: Record<string, string> = {}): Promise<HerdProcess> {
   const dir = mkdtempSync(join(tmpdir(), "herd-bench-"));
   writeFileSync(join(dir, "herd.config.json"), JSON.stringify(config));
   const started = performance.now();
-  const proc = Bun.spawn([bin, "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")], { cwd: dir, stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([bin, "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")], { cwd: dir, stdout: "pipe", stderr: "pipe", env: { ...process.env, ...env } });
   const stop = async () => {
     proc.kill();
     await proc.exited;

@@ -14,6 +14,10 @@ export interface LoadSpec {
   warmup: number;
   /** Stops early when the measured part takes longer than this. */
   maxMs: number;
+  /** Duration-bound instead: the clients send requests for maxMs, whatever their number (`requests` is ignored). */
+  untilMaxMs?: boolean;
+  /** Text the end of every answer must contain (`"done":true`): one without it (an error line instead) is an error. */
+  endsWith?: string;
   /** Which HTTP client sends the requests. */
   client: "fetch" | "undici";
 }
@@ -25,6 +29,8 @@ export interface LoadResult {
   firstByteMs: number[];
   seconds: number;
   errors: number;
+  /** The first few errors, as said. */
+  errorSamples: string[];
 }
 
 type Send = () => Promise<{ status: number; chunks: AsyncIterable<unknown> }>;
@@ -52,7 +58,8 @@ function sender(spec: LoadSpec): { send: Send; close(): Promise<void> } {
 }
 
 async function drive(send: Send, spec: LoadSpec, count: number, maxMs: number): Promise<LoadResult> {
-  const result: LoadResult = { latencyMs: [], firstByteMs: [], seconds: 0, errors: 0 };
+  const result: LoadResult = { latencyMs: [], firstByteMs: [], seconds: 0, errors: 0, errorSamples: [] };
+  const decoder = new TextDecoder();
   const started = performance.now();
   const deadline = started + maxMs;
   let issued = 0;
@@ -63,12 +70,19 @@ async function drive(send: Send, spec: LoadSpec, count: number, maxMs: number): 
       try {
         const { status, chunks } = await send();
         let first = 0;
-        for await (const _ of chunks) first ||= performance.now();
+        // The last two chunks: enough to find the end marker however the final line was split.
+        let tail: [Uint8Array, Uint8Array] = [new Uint8Array(), new Uint8Array()];
+        for await (const chunk of chunks as AsyncIterable<Uint8Array>) {
+          first ||= performance.now();
+          tail = [tail[1], chunk];
+        }
         if (status !== 200) throw new Error(`HTTP ${status}`);
+        if (spec.endsWith && !(decoder.decode(tail[0]) + decoder.decode(tail[1])).includes(spec.endsWith)) throw new Error(`no ${spec.endsWith} at the end: ${decoder.decode(tail[1]).slice(-200)}`);
         result.firstByteMs.push((first || performance.now()) - t);
         result.latencyMs.push(performance.now() - t);
-      } catch {
+      } catch (e) {
         result.errors++;
+        if (result.errorSamples.length < 5) result.errorSamples.push((e as Error).message);
       }
     }
   };
@@ -77,9 +91,18 @@ async function drive(send: Send, spec: LoadSpec, count: number, maxMs: number): 
   return result;
 }
 
+/**
+ * Bun's fetch sends at most 256 requests at once unless BUN_CONFIG_MAX_HTTP_REQUESTS says otherwise when the
+ * process starts (setting it later does nothing): a process that must hold more streams open gets it this way.
+ */
+export function fetchCapEnv(concurrent: number): Record<string, string> {
+  return concurrent > 256 ? { BUN_CONFIG_MAX_HTTP_REQUESTS: String(Math.min(65_535, concurrent * 2)) } : {};
+}
+
 /** Runs the spec in a fresh Bun process and returns what it measured. */
 export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
-  const proc = Bun.spawn([process.execPath, import.meta.path, JSON.stringify(spec)], { stdout: "pipe", stderr: "inherit" });
+  const env = { ...process.env, ...fetchCapEnv(spec.clients) };
+  const proc = Bun.spawn([process.execPath, import.meta.path, JSON.stringify(spec)], { stdout: "pipe", stderr: "inherit", env });
   const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
   if (code !== 0) throw new Error(`load generator exited ${code}`);
   return JSON.parse(out) as LoadResult;
@@ -89,7 +112,7 @@ if (import.meta.main) {
   const spec = JSON.parse(process.argv[2]!) as LoadSpec;
   const { send, close } = sender(spec);
   await drive(send, spec, spec.warmup, spec.maxMs);
-  const result = await drive(send, spec, spec.requests, spec.maxMs);
+  const result = await drive(send, spec, spec.untilMaxMs ? Number.POSITIVE_INFINITY : spec.requests, spec.maxMs);
   await close();
   process.stdout.write(JSON.stringify(result));
 }

@@ -6,6 +6,13 @@ export class IdleTimeout extends Error {
   }
 }
 
+/** The stream ended inside a line: the node (or something between) cut it short. */
+export class StreamCut extends Error {
+  constructor(bytes: number) {
+    super(`the node closed the stream mid-line (${bytes} bytes after the last whole line)`);
+  }
+}
+
 export async function* readLines(reader: { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(): Promise<void> }, idleMs: number): AsyncGenerator<string> {
   const decoder = new TextDecoder();
   let buffer = "";
@@ -18,8 +25,13 @@ export async function* readLines(reader: { read(): Promise<{ done: boolean; valu
   };
   for (;;) {
     const timer = setTimeout(onIdle, idleMs);
-    const { done, value } = await reader.read();
-    clearTimeout(timer);
+    let chunk: { done: boolean; value?: Uint8Array };
+    try {
+      chunk = await reader.read();
+    } finally {
+      clearTimeout(timer); // a failed read (a cancelled call) too: a timer left behind holds a stopping process for idleMs
+    }
+    const { done, value } = chunk;
     if (idle) throw new IdleTimeout(idleMs);
     if (done || !value) break;
     buffer += decoder.decode(value, { stream: true });
@@ -30,6 +42,19 @@ export async function* readLines(reader: { read(): Promise<{ done: boolean; valu
       if (line.trim()) yield line;
     }
   }
+  // Streamed lines end with a newline; an unended rest is a line only when it is whole JSON (an error
+  // body written without one). Anything else is a stream cut mid-line, which parsing would misname.
   buffer += decoder.decode();
-  if (buffer.trim()) yield buffer;
+  if (!buffer.trim()) return;
+  if (!isJson(buffer)) throw new StreamCut(Buffer.byteLength(buffer));
+  yield buffer;
+}
+
+export function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }

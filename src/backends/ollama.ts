@@ -106,6 +106,8 @@ export async function callOllama(
   body: string,
   opts: { firstByteMs: number; idleMs: number; signal: AbortSignal },
 ): Promise<OllamaCall> {
+  // Aborted while it waited for its slot (the client left, herd is stopping): an abort listener would never fire.
+  if (opts.signal.aborted) throw opts.signal.reason;
   const abort = new AbortController();
   const onClientGone = () => abort.abort(opts.signal.reason);
   opts.signal.addEventListener("abort", onClientGone, { once: true });

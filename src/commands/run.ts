@@ -1,8 +1,9 @@
 // The long-running commands: the router (with or without a local node agent),
 // the node agent alone, and the simulated demo fleet.
 import { join } from "node:path";
+import { agentToken } from "../auth/credentials.ts";
 import { LiveConfig } from "../config/live.ts";
-import { findConfig, parseConfig } from "../config/load.ts";
+import { findConfig, type LoadOptions, parseConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import type { OllamaSection } from "../fleet/heartbeat.ts";
 import { UserError } from "../errors.ts";
@@ -10,6 +11,7 @@ import { log } from "../log.ts";
 import { DEFAULT_OLLAMA, postTo, startAgent } from "../node/agent.ts";
 import { type RouterHandle, startRouter } from "../runtime.ts";
 import { STORE_FILE } from "../store/db.ts";
+import { simCollector } from "../sim/collector.ts";
 import { type SimNode, demoFleet, startSimOllama } from "../sim/index.ts";
 import { VERSION } from "../version.ts";
 
@@ -38,26 +40,35 @@ export async function runRouter(opts: {
   }
   await reportPolled(router);
   await stopped;
-  agent?.stop();
+  await agent?.stop();
   await router.stop();
   live.close();
   return 0;
 }
 
-export async function runNode(opts: { configFlag?: string; nodeId: string; ollamaUrl?: string; routerUrl: string }): Promise<number> {
+export async function runNode(opts: { configFlag?: string; nodeId: string; ollamaUrl?: string; routerUrl: string; token?: string }): Promise<number> {
   const stopped = untilSignal();
-  const live = await openLive(opts.configFlag, (c) => c);
-  const agent = startAgent({ nodeId: opts.nodeId, live, ollamaUrl: opts.ollamaUrl, send: postTo(opts.routerUrl, live.config.timeouts.connectMs) });
+  // An agent needs only its own credential: secrets meant for the router need not be readable here.
+  const live = await openLive(opts.configFlag, (c) => c, { secrets: "lenient" });
+  // HERD_NODE_TOKEN / --token-file win; else the config's, read on every beat so a reload rotates it.
+  const token = () => opts.token ?? agentToken(live.config, opts.nodeId);
+  try {
+    token();
+  } catch (e) {
+    throw new UserError((e as Error).message);
+  }
+  const agent = startAgent({ nodeId: opts.nodeId, live, ollamaUrl: opts.ollamaUrl, send: postTo(opts.routerUrl, live.config.timeouts.connectMs, token) });
   log.info(`herd ${VERSION} node agent "${opts.nodeId}" reporting to ${opts.routerUrl} every ${live.config.heartbeat.intervalMs} ms`);
   const ollama = await agent.beat();
   log.info(ollama.reachable ? `local Ollama: ${found(ollama)}` : `local Ollama unreachable (${ollama.error}); pass --ollama URL or set this node's ollama in the config`);
   await stopped;
-  agent.stop();
+  await agent.stop();
   live.close();
   return 0;
 }
 
-export async function runSim(opts: { configFlag?: string; overrides: Overrides; nodes: number; basePort: number; withRouter: boolean }): Promise<number> {
+export async function runSim(opts: { configFlag?: string; overrides: Overrides; nodes: number; basePort: number; withRouter: boolean; mlx: boolean }): Promise<number> {
+  if (opts.mlx && !opts.withRouter) throw new UserError("--mlx needs the router (its node agent runs the MLX server); drop --no-router");
   const stopped = untilSignal();
   const sims: SimNode[] = [];
   try {
@@ -69,27 +80,52 @@ export async function runSim(opts: { configFlag?: string; overrides: Overrides; 
   for (const s of sims) log.info(`simulated node ${s.id}: ${s.url}`);
   let router: RouterHandle | null = null;
   let live: LiveConfig | null = null;
+  let agent: ReturnType<typeof startAgent> | null = null;
   if (opts.withRouter) {
+    // --mlx: the first node runs an MLX server too; herd itself plays mlx_lm.server.
+    const mlx = opts.mlx ? { mlx: [{ model: SIM_MLX_MODEL, port: opts.basePort ? opts.basePort + sims.length : await freePort() }], mlxCommand: [...selfCommand(), "sim-mlx-server"] } : {};
     // The demo fleet replaces the config's nodes; everything else in the config still applies and reloads.
-    const simNodes = parseConfig({ nodes: sims.map((s) => ({ id: s.id, ollama: s.url })) }).nodes;
+    const simNodes = parseConfig({ nodes: sims.map((s, i) => ({ id: s.id, ollama: s.url, ...(i === 0 ? mlx : {}) })) }).nodes;
     const overrides = withOverrides(opts.overrides);
     live = await openLive(opts.configFlag, (c) => ({ ...overrides(c), nodes: simNodes }));
-    router = await startRouter(live);
+    const running = (router = await startRouter(live));
     announce(router);
+    // Only an agent runs MLX servers: the first node gets one, reporting the simulated machine.
+    if (opts.mlx) {
+      const first = sims[0]!;
+      const collector = simCollector(first, { chip: "Apple M3 Ultra", memoryBandwidthGbps: 819 });
+      agent = startAgent({ nodeId: first.id, live, ollamaUrl: first.url, collector, send: async (hb) => void running.rt.registry.heartbeat(hb, null) });
+    }
     await reportPolled(router);
     log.info(`try: curl ${router.url}/api/chat -d '{"model":"llama3.2:3b","messages":[{"role":"user","content":"hello"}]}'`);
+    if (opts.mlx) log.info(`MLX: curl ${router.url}/api/chat -d '{"model":"mlx:${SIM_MLX_MODEL}","messages":[{"role":"user","content":"hello"}]}'`);
   }
   await stopped;
+  await agent?.stop();
   await router?.stop();
   live?.close();
   await Promise.all(sims.map((s) => s.stop()));
   return 0;
 }
 
-async function openLive(configFlag: string | undefined, transform: (c: Config) => Config): Promise<LiveConfig> {
+const SIM_MLX_MODEL = "mlx-community/Qwen3-Coder-30B-A3B-Instruct-4bit";
+
+// How this program starts itself: the compiled binary alone, or bun and the entry script.
+function selfCommand(): string[] {
+  return Bun.main.startsWith("/$bunfs/") ? [process.execPath] : [process.execPath, Bun.main];
+}
+
+async function freePort(): Promise<number> {
+  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+  const port = probe.port!;
+  await probe.stop(true);
+  return port;
+}
+
+async function openLive(configFlag: string | undefined, transform: (c: Config) => Config, options: LoadOptions = {}): Promise<LiveConfig> {
   const path = findConfig(configFlag);
   if (!path) log.info(`no herd.config.* in ${process.cwd()}; running on defaults (\`herd init\` writes one)`);
-  const live = await LiveConfig.open(path, transform);
+  const live = await LiveConfig.open(path, transform, options);
   live.watch();
   return live;
 }
@@ -98,6 +134,7 @@ function withOverrides(o: Overrides): (c: Config) => Config {
   return (c) => ({
     ...c,
     server: {
+      ...c.server,
       host: o.host ?? c.server.host,
       port: o.port ?? c.server.port,
       dataDir: o.dataDir ?? c.server.dataDir,

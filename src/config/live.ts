@@ -4,7 +4,7 @@
 import { type FSWatcher, watch } from "node:fs";
 import { basename, dirname } from "node:path";
 import { log } from "../log.ts";
-import { ConfigError, type ConfigSnapshot, defaultSnapshot, loadConfig } from "./load.ts";
+import { ConfigError, type ConfigSnapshot, defaultSnapshot, loadConfig, type LoadOptions } from "./load.ts";
 import type { Config } from "./schema.ts";
 
 export interface ConfigStatus {
@@ -34,14 +34,15 @@ export class LiveConfig {
   private constructor(
     initial: ConfigSnapshot,
     private readonly transform: ConfigTransform,
+    private readonly options: LoadOptions,
   ) {
     this.snapshot = initial;
   }
 
   /** Loads `path` (or defaults when null); throws ConfigError when the first load fails. */
-  static async open(path: string | null, transform: ConfigTransform = (c) => c): Promise<LiveConfig> {
-    const first = path ? await loadConfig(path) : defaultSnapshot();
-    return new LiveConfig({ ...first, config: transform(first.config) }, transform);
+  static async open(path: string | null, transform: ConfigTransform = (c) => c, options: LoadOptions = {}): Promise<LiveConfig> {
+    const first = path ? await loadConfig(path, options) : defaultSnapshot();
+    return new LiveConfig({ ...first, config: transform(first.config) }, transform, options);
   }
 
   get current(): ConfigSnapshot {
@@ -77,7 +78,7 @@ export class LiveConfig {
     const path = this.snapshot.source.path;
     if (!path) return;
     try {
-      const loaded = await loadConfig(path);
+      const loaded = await loadConfig(path, this.options);
       if (loaded.source.hash === this.snapshot.source.hash && !this.lastError) return;
       const previous = this.snapshot;
       this.snapshot = { ...loaded, config: this.transform(loaded.config) };

@@ -5,6 +5,8 @@ import { homedir } from "node:os";
 import { basename, dirname, extname, isAbsolute, resolve } from "node:path";
 import * as v from "valibot";
 import YAML from "yaml";
+import { authProblems } from "../auth/credentials.ts";
+import { resolveSecrets } from "../auth/secrets.ts";
 import { formatIssues, formatPath } from "./problems.ts";
 import { type Config, herdConfigSchema } from "./schema.ts";
 
@@ -33,6 +35,14 @@ export class ConfigError extends Error {
   }
 }
 
+export interface LoadOptions {
+  /**
+   * "lenient" for a node agent: it needs only its own credential, so a secret meant for the router
+   * (an env var set only there) is no error. Default "strict": every secret must be readable.
+   */
+  secrets?: "strict" | "lenient";
+}
+
 export const CONFIG_NAMES = ["herd.config.ts", "herd.config.js", "herd.config.json", "herd.config.yaml", "herd.config.yml"];
 
 /** The file to load: an explicit path, else the first herd.config.* in `dir`, else null. */
@@ -46,7 +56,7 @@ export function defaultSnapshot(): ConfigSnapshot {
   return { config: parseConfig({}), source: { path: null, hash: "defaults", loadedAt: Date.now() } };
 }
 
-export async function loadConfig(path: string): Promise<ConfigSnapshot> {
+export async function loadConfig(path: string, opts: LoadOptions = {}): Promise<ConfigSnapshot> {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -56,7 +66,7 @@ export async function loadConfig(path: string): Promise<ConfigSnapshot> {
   }
   const hash = new Bun.CryptoHasher("sha256").update(text).digest("hex").slice(0, 12);
   try {
-    const config = parseConfig(await evaluate(path, text, hash), path);
+    const config = parseConfig(await evaluate(path, text, hash), path, opts);
     return { config: resolvePaths(config, path), source: { path, hash, loadedAt: Date.now() } };
   } catch (e) {
     if (e instanceof ConfigError) throw new ConfigError(path, e.problems, hash);
@@ -65,10 +75,12 @@ export async function loadConfig(path: string): Promise<ConfigSnapshot> {
 }
 
 /** Validates plain data as a config; throws ConfigError with every problem found. */
-export function parseConfig(raw: unknown, file: string | null = null): Config {
+export function parseConfig(raw: unknown, file: string | null = null, opts: LoadOptions = {}): Config {
   const result = v.safeParse(herdConfigSchema, raw);
   if (!result.success) throw new ConfigError(file, formatIssues(result.issues, herdConfigSchema));
-  const problems = crossCheck(result.output);
+  // Secret files are found like dataDir: relative to the config file.
+  const unreadable = resolveSecrets(result.output, file ? dirname(file) : process.cwd());
+  const problems = [...(opts.secrets === "lenient" ? [] : unreadable), ...crossCheck(result.output)];
   if (problems.length) throw new ConfigError(file, problems);
   return result.output;
 }
@@ -121,6 +133,7 @@ function crossCheck(config: Config): string[] {
   for (const [alias, target] of Object.entries(config.modelMap)) {
     if (target === alias) problems.push(`${formatPath(["modelMap", alias])}: maps to itself`);
   }
+  problems.push(...authProblems(config));
   return problems;
 }
 

@@ -1,6 +1,7 @@
 // The config's validator and its defaults. types.ts is the shape users see;
 // the assertion at the bottom keeps the two from drifting apart.
 import * as v from "valibot";
+import { secretSchema } from "../auth/secrets.ts";
 import type { HerdConfig } from "./types.ts";
 
 const httpUrl = v.pipe(
@@ -11,6 +12,7 @@ const port = v.pipe(v.number(), v.integer("expected a whole number"), v.minValue
 const ms = v.pipe(v.number(), v.minValue(0, "expected a duration in ms ≥ 0"));
 const count = v.pipe(v.number(), v.integer("expected a whole number"), v.minValue(0));
 const name = v.pipe(v.string(), v.trim(), v.nonEmpty("expected a non-empty string"));
+const megabytes = v.pipe(v.number(), v.minValue(0.001, "expected a size in MB > 0"), v.maxValue(1024, "expected at most 1024 MB"));
 
 const mlxServer = v.strictObject({
   model: name,
@@ -19,6 +21,47 @@ const mlxServer = v.strictObject({
   promptCacheSize: v.optional(count),
   promptCacheBytes: v.optional(count),
   draftModel: v.optional(name),
+});
+
+const command = v.pipe(v.array(name), v.minLength(1, "expected a command: a non-empty list like [\"program\", \"--flag\"]"));
+const serviceHost = v.optional(name, "127.0.0.1");
+
+const images = v.strictObject({
+  port: v.optional(port, 11436),
+  host: serviceHost,
+  models: v.pipe(
+    v.array(
+      v.strictObject({
+        name,
+        backend: v.optional(v.picklist(["mflux", "diffusionkit"], 'expected "mflux" or "diffusionkit"'), "mflux"),
+        command: v.optional(command),
+        model: v.optional(name),
+        steps: v.optional(v.pipe(count, v.minValue(1))),
+        quantize: v.optional(v.picklist([3, 4, 5, 6, 8], "expected 3, 4, 5, 6 or 8")),
+      }),
+    ),
+    v.minLength(1, "expected at least one image model"),
+  ),
+});
+
+const transcription = v.strictObject({
+  port: v.optional(port, 11437),
+  host: serviceHost,
+  command: v.optional(command, ["mlx-qwen3-asr"]),
+  models: v.optional(v.pipe(v.array(v.strictObject({ name, model: v.optional(name) })), v.minLength(1, "expected at least one model")), [
+    { name: "qwen3-asr", model: "Qwen/Qwen3-ASR-0.6B" },
+  ]),
+});
+
+const embeddingServer = (defaultPort: number, defaultModels: string[]) =>
+  v.strictObject({
+    port: v.optional(port, defaultPort),
+    models: v.optional(v.pipe(v.array(name), v.minLength(1, "expected at least one model")), defaultModels),
+  });
+
+const embedding = v.strictObject({
+  text: v.optional(embeddingServer(11439, ["nomic-embed-text"])),
+  vision: v.optional(embeddingServer(11438, ["dinov2-vit-s14", "clip", "siglip"])),
 });
 
 const node = v.strictObject({
@@ -31,6 +74,26 @@ const node = v.strictObject({
   mlxBindHost: v.optional(v.string(), "127.0.0.1"),
   mlxMemoryHeadroomGb: v.optional(v.pipe(v.number(), v.minValue(0)), 10),
   mlxCommand: v.optional(v.pipe(v.array(name), v.minLength(1)), ["mlx_lm.server"]),
+  images: v.optional(images),
+  transcription: v.optional(transcription),
+  embedding: v.optional(embedding),
+  token: v.optional(secretSchema),
+});
+
+const clientKey = v.strictObject({
+  name: v.pipe(name, v.regex(/^[A-Za-z0-9._@-]+$/, "expected letters, digits, '.', '_', '@' or '-'")),
+  key: secretSchema,
+  rateLimit: v.optional(v.strictObject({ requestsPerMinute: v.pipe(count, v.minValue(1, "expected at least 1")) })),
+  maxInFlight: v.optional(v.pipe(count, v.minValue(1, "expected at least 1"))),
+  models: v.optional(v.pipe(v.array(name), v.minLength(1, "expected at least one model or glob; leave models out to allow every model"))),
+});
+
+const agentProfile = v.strictObject({
+  command: name,
+  args: v.optional(v.array(v.string()), []),
+  env: v.optional(v.array(v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "expected an environment variable name"))), []),
+  cwd: v.optional(name),
+  capacity: v.optional(v.pipe(count, v.minValue(1, "expected at least 1")), 4),
 });
 
 // `section(entries)` is an optional strict object whose own defaults apply when it is left out.
@@ -45,8 +108,16 @@ export const herdConfigSchema = v.strictObject({
     host: v.optional(name, "0.0.0.0"),
     port: v.optional(port, 11435),
     dataDir: v.optional(name, "~/.herd"),
+    shutdownGraceMs: v.optional(ms, 10000),
+    maxBodyMb: v.optional(megabytes, 16),
+    maxMediaBodyMb: v.optional(megabytes, 64),
   }),
   nodes: v.optional(v.array(node), []),
+  auth: section({
+    nodeToken: v.optional(secretSchema),
+    adminToken: v.optional(secretSchema),
+    clients: v.optional(v.array(clientKey), []),
+  }),
   pins: v.optional(v.record(name, v.array(name)), {}),
   modelMap: v.optional(v.record(name, name), {}),
   scoring: section({
@@ -107,7 +178,7 @@ export const herdConfigSchema = v.strictObject({
     maxPromptTokens: v.optional(count, 180000),
     defaultMaxTokens: v.optional(v.pipe(count, v.minValue(1)), 4096),
     visionModel: v.optional(name),
-    apiKey: v.optional(name),
+    apiKey: v.optional(secretSchema),
   }),
   mlx: section({
     maxQueueDepth: v.optional(count, 10),
@@ -131,6 +202,12 @@ export const herdConfigSchema = v.strictObject({
   telemetry: section({
     localSummary: v.optional(v.boolean(), false),
     includeTags: v.optional(v.boolean(), false),
+  }),
+  agents: section({
+    profiles: v.optional(v.record(v.pipe(name, v.regex(/^[A-Za-z0-9._-]+$/, "expected letters, digits, '.', '_' or '-'")), agentProfile), {}),
+    defaultProfile: v.optional(name),
+    credentials: section({ primary: v.optional(secretSchema), architect: v.optional(secretSchema) }),
+    spawnTimeoutMs: v.optional(v.pipe(ms, v.minValue(100, "expected at least 100 ms")), 10000),
   }),
 });
 

@@ -10,6 +10,8 @@ export interface HerdConfig {
   server?: ServerConfig;
   /** Every machine of the fleet. The same file is deployed to every Mac. */
   nodes?: NodeConfig[];
+  /** Who may use the herd: node enrollment, client API keys, the admin credential. See docs/security.md. */
+  auth?: AuthConfig;
   /** Models kept resident: node id → models; the key "*" pins on every node. */
   pins?: Record<string, string[]>;
   /** Model aliases, first match wins: a glob ("claude-sonnet-*") → a model herd serves. */
@@ -25,6 +27,8 @@ export interface HerdConfig {
   rebalancer?: RebalancerConfig;
   preWarm?: PreWarmConfig;
   telemetry?: TelemetryConfig;
+  /** The agent fleet: coding-agent workers in tmux panes that use this herd's models. See docs/agents.md. */
+  agents?: AgentsConfig;
 }
 
 export interface ServerConfig {
@@ -34,6 +38,44 @@ export interface ServerConfig {
   port?: number;
   /** Where herd keeps its SQLite store and state files. "~" is expanded. Default "~/.herd". */
   dataDir?: string;
+  /** On SIGTERM / SIGINT, how long answers in flight may take to finish before they are cut with an error. Default 10000. */
+  shutdownGraceMs?: number;
+  /** Largest request body of the JSON routes (chat, embeddings, herd's own APIs), in MB. Default 16. */
+  maxBodyMb?: number;
+  /** Largest request body of the routes that take images or audio (transcription), in MB. Default 64. */
+  maxMediaBodyMb?: number;
+}
+
+/**
+ * A secret: the value itself, `{ env: "VAR" }` (read from the environment) or `{ file: "path" }`
+ * (read from a file; relative to the config file, "~" expanded). Surrounding whitespace is ignored.
+ * A variable that is not set or a file that cannot be read is a config error naming the field.
+ */
+export type SecretValue = string | { env: string } | { file: string };
+
+export interface AuthConfig {
+  /** The node credential every agent may use: sent as `Authorization: Bearer` on each heartbeat. */
+  nodeToken?: SecretValue;
+  /**
+   * Guards every change to the fleet: pull, delete, pins, settings, benchmarks.
+   * Without it, only requests from the router's own machine (loopback) may change the fleet.
+   */
+  adminToken?: SecretValue;
+  /** API keys for clients. With none, anyone who can reach the router may use it, as with Ollama. */
+  clients?: ClientKeyConfig[];
+}
+
+export interface ClientKeyConfig {
+  /** Unique; shown in traces as the tag "key:<name>". */
+  name: string;
+  /** Sent as `Authorization: Bearer <key>`, or `x-api-key` on the Anthropic surface. */
+  key: SecretValue;
+  /** Inference requests this key may start per minute; over it: 429 with Retry-After. */
+  rateLimit?: { requestsPerMinute: number };
+  /** Inference requests this key may have in flight at once; over it: 429. */
+  maxInFlight?: number;
+  /** Models this key may use: names or globs ("qwen3:*"). Default: every model. */
+  models?: string[];
 }
 
 export interface NodeConfig {
@@ -55,6 +97,70 @@ export interface NodeConfig {
   mlxMemoryHeadroomGb?: number;
   /** The command that starts an MLX server. Default ["mlx_lm.server"]. */
   mlxCommand?: string[];
+  /** Image generation on this node: the agent runs mflux or DiffusionKit for each request. */
+  images?: ImagesConfig;
+  /** Speech-to-text on this node: the agent runs Qwen3-ASR for each request. */
+  transcription?: TranscriptionConfig;
+  /** Native embedding servers on this node (you run them; the agent checks them and reports them). */
+  embedding?: EmbeddingConfig;
+  /** This node's own credential for its heartbeats; accepted besides auth.nodeToken. */
+  token?: SecretValue;
+}
+
+export interface ImagesConfig {
+  /** Port of the agent's image service. Default 11436. */
+  port?: number;
+  /** Address it listens on: "127.0.0.1" (default: the router runs on this Mac) or "0.0.0.0". */
+  host?: string;
+  /** The image models this node offers. */
+  models: ImageModelConfig[];
+}
+
+export interface ImageModelConfig {
+  /** The name clients ask for, e.g. "z-image-turbo". */
+  name: string;
+  /** The CLI that generates it: "mflux" (default) or "diffusionkit". */
+  backend?: "mflux" | "diffusionkit";
+  /** The command to run. Default ["mflux-generate"] or ["diffusionkit-cli"]. */
+  command?: string[];
+  /** What the CLI's --model (mflux) or --model-version (DiffusionKit) gets. Default: name. */
+  model?: string;
+  /** Inference steps when a request leaves them out. Default: the CLI's own. */
+  steps?: number;
+  /** mflux weight quantisation when a request leaves it out: 3, 4, 5, 6 or 8. */
+  quantize?: 3 | 4 | 5 | 6 | 8;
+}
+
+export interface TranscriptionConfig {
+  /** Port of the agent's transcription service. Default 11437. */
+  port?: number;
+  /** Address it listens on: "127.0.0.1" (default) or "0.0.0.0". */
+  host?: string;
+  /** The Qwen3-ASR CLI, run as `COMMAND AUDIO --model M --output-format json --output-dir DIR`. Default ["mlx-qwen3-asr"]. */
+  command?: string[];
+  /** The models this node offers. Default [{ name: "qwen3-asr", model: "Qwen/Qwen3-ASR-0.6B" }]. */
+  models?: TranscriptionModelConfig[];
+}
+
+export interface TranscriptionModelConfig {
+  /** The name clients ask for, e.g. "qwen3-asr". */
+  name: string;
+  /** What the CLI's --model gets. Default: name. */
+  model?: string;
+}
+
+export interface EmbeddingConfig {
+  /** The native text embedding server (fastembed). */
+  text?: EmbeddingServerConfig;
+  /** The native vision embedding server (ONNX: DINOv2, SigLIP, CLIP). */
+  vision?: EmbeddingServerConfig;
+}
+
+export interface EmbeddingServerConfig {
+  /** Its port on this node. Default 11439 (text) or 11438 (vision). */
+  port?: number;
+  /** The models it serves. Default ["nomic-embed-text"] (text) or ["dinov2-vit-s14", "clip", "siglip"] (vision). */
+  models?: string[];
 }
 
 export interface MlxServerConfig {
@@ -129,8 +235,11 @@ export interface TimeoutsConfig {
   autoPullMs?: number;
   /** An in-flight request older than this is reaped as a zombie. Default 600000. */
   staleRequestMs?: number;
+  /** One image generation, queue on the node included. Default 120000. */
   imageMs?: number;
+  /** One transcription. Default 300000. */
   transcriptionMs?: number;
+  /** One call to a native embedding server (the first may download its model). Default 30000. */
   embeddingMs?: number;
 }
 
@@ -141,8 +250,11 @@ export interface FeaturesConfig {
   vramFallback?: boolean;
   /** What to do with a client's num_ctx: "strip" (default), "warn" or "passthrough". */
   contextProtection?: "strip" | "warn" | "passthrough";
+  /** Serve /api/generate-image and /v1/images/generations; off = 503. Default true. */
   imageGeneration?: boolean;
+  /** Serve /api/transcribe; off = 503. Default true. */
   transcription?: boolean;
+  /** Route vision embedding models to native vision servers; off = 503. Default true. */
   visionEmbedding?: boolean;
 }
 
@@ -155,8 +267,11 @@ export interface AnthropicConfig {
   defaultMaxTokens?: number;
   /** Model for requests that carry images, whatever the tier maps to. */
   visionModel?: string;
-  /** When set, /v1/messages requires this key in `x-api-key` (or `Authorization: Bearer`). */
-  apiKey?: string;
+  /**
+   * When set, /v1/messages requires this key in `x-api-key` (or `Authorization: Bearer`).
+   * A single-key shortcut for herds without auth.clients; with auth.clients, give Anthropic clients a key there.
+   */
+  apiKey?: SecretValue;
 }
 
 export interface MlxRoutingConfig {
@@ -192,4 +307,36 @@ export interface TelemetryConfig {
   localSummary?: boolean;
   /** Include per-tag counts in that roll-up. Default false. */
   includeTags?: boolean;
+}
+
+export interface AgentsConfig {
+  /** What a worker runs, by profile name (POST /members picks one). */
+  profiles?: Record<string, AgentProfileConfig>;
+  /** The profile of a spawn that names none. Default: the first profile. */
+  defaultProfile?: string;
+  /** The leads' credentials, sent as `Authorization: Bearer`. Without them every agents route answers 401. */
+  credentials?: {
+    /** May do everything a lead does: spawn, stop, send, drain. */
+    primary?: SecretValue;
+    /** May send turns and read, nothing else. */
+    architect?: SecretValue;
+  };
+  /** How long a worker's pane may take to start before 502 spawn_timeout. Default 10000. */
+  spawnTimeoutMs?: number;
+}
+
+export interface AgentProfileConfig {
+  /** The program, e.g. "claude"; found on the router's PATH. */
+  command: string;
+  args?: string[];
+  /**
+   * The names of the router's environment variables a worker inherits (an allow-list; nothing
+   * else is passed). herd adds HERD_URL, HERD_SESSION_ID, HERD_TOKEN, OPENAI_BASE_URL and
+   * ANTHROPIC_BASE_URL itself, and never passes TMUX, TMUX_PANE or a variable a herd secret is read from.
+   */
+  env?: string[];
+  /** Working directory; relative to the config file. Default: the config file's directory. */
+  cwd?: string;
+  /** Workers of this profile at once; one more is 503 no_capacity. Default 4. */
+  capacity?: number;
 }

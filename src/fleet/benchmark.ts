@@ -4,6 +4,7 @@
 // It measures latency and time-to-first-token percentiles and tokens/s, overall,
 // per model and per node, the deepest queue each node saw, and stores the run.
 import type { Database } from "bun:sqlite";
+import { internalHeaders } from "../auth/internal.ts";
 import { readLines } from "../backends/lines.ts";
 import { type BenchmarkRun, saveRun } from "../store/benchmarks.ts";
 import { reachableNodes } from "./catalog.ts";
@@ -180,7 +181,7 @@ export class BenchmarkRunner {
   private async fillMemory(holders: Map<string, string[]>, types: ModelType[], signal: AbortSignal): Promise<string[]> {
     const base = this.deps.baseUrl();
     this.update({ status: "pulling", phase: "Smart mode: asking the recommender what to pull..." });
-    const res = await fetch(`${base}/dashboard/api/recommendations?refresh=1`, { signal });
+    const res = await fetch(`${base}/dashboard/api/recommendations?refresh=1`, { headers: internalHeaders(), signal });
     if (!res.ok) {
       await res.body?.cancel();
       return [`smart mode: no recommendations (HTTP ${res.status}), nothing pulled`];
@@ -197,7 +198,7 @@ export class BenchmarkRunner {
     for (const [i, r] of toPull.entries()) {
       const pull_progress = { model: r.model, node_id: r.node_id, current: i + 1, total: toPull.length, ram_gb: r.ram_gb, on_disk: false, pct: round((completedGb / Math.max(totalGb, 0.1)) * 100, 1), completed_gb: round(completedGb, 1), total_gb: totalGb };
       this.update({ phase: `Pulling ${r.model} onto ${r.node_id} (${i + 1}/${toPull.length})...`, pull_progress });
-      const pulled = await fetch(`${base}/api/pull`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: r.model, node_id: r.node_id, stream: false }), signal });
+      const pulled = await fetch(`${base}/api/pull`, { method: "POST", headers: { "content-type": "application/json", ...internalHeaders() }, body: JSON.stringify({ model: r.model, node_id: r.node_id, stream: false }), signal });
       const body = (await pulled.json().catch(() => ({}))) as { status?: string };
       if (pulled.ok && body.status === "success") this.update({ models_pulled: [...this.state.models_pulled, r.model] });
       else failed.push(r.model);
@@ -350,7 +351,7 @@ async function measure(baseUrl: string, target: Target, signal: AbortSignal, sta
   // Tagged so analytics can tell benchmark traffic apart; no fallback, so the model measured is the model named.
   const res = await fetch(`${baseUrl}${embed ? "/api/embed" : "/api/chat"}`, {
     method: "POST",
-    headers: { "content-type": "application/json", "x-herd-tags": "benchmark", "x-fleet-no-fallback": "true" },
+    headers: { "content-type": "application/json", "x-herd-tags": "benchmark", "x-fleet-no-fallback": "true", ...internalHeaders() },
     body: JSON.stringify(body),
     signal,
   });

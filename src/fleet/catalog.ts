@@ -1,12 +1,23 @@
 // What the fleet holds right now, across its reachable nodes: the one place
-// /api/tags, /api/ps, /api/show and /v1/models read it from.
+// /api/tags, /api/ps, /api/show and /v1/models read it from. MLX servers'
+// models are named "mlx:<repo id>", as their queues are.
+import type { MlxServerStatus } from "./heartbeat.ts";
 import type { NodeRecord, Registry } from "./registry.ts";
 import { normalizeModelName } from "./model-name.ts";
+
+export const MLX_PREFIX = "mlx:";
 
 export interface FleetModel {
   name: string;
   sizeGb: number;
   nodes: string[];
+  backend: "ollama" | "mlx";
+}
+
+export interface MlxServer extends MlxServerStatus {
+  node: NodeRecord;
+  /** Where the router reaches it; null when the node's address is unknown. */
+  url: string | null;
 }
 
 /** Online nodes whose Ollama answered the last report. */
@@ -20,10 +31,27 @@ export function modelsOnDisk(registry: Registry): FleetModel[] {
   for (const node of reachableNodes(registry)) {
     for (const m of node.ollama!.models_available) {
       const name = normalizeModelName(typeof m === "string" ? m : m.name);
-      const entry = models.get(name) ?? { name, sizeGb: typeof m === "string" ? 0 : m.size_gb, nodes: [] };
+      const entry = models.get(name) ?? { name, sizeGb: typeof m === "string" ? 0 : m.size_gb, nodes: [], backend: "ollama" as const };
       entry.nodes.push(node.id);
       models.set(name, entry);
     }
   }
+  for (const server of mlxServers(registry).filter((s) => s.status === "healthy" && s.node.status === "online")) {
+    const name = MLX_PREFIX + server.model;
+    const entry = models.get(name) ?? { name, sizeGb: server.model_size_gb, nodes: [], backend: "mlx" as const };
+    entry.nodes.push(server.node.id);
+    models.set(name, entry);
+  }
   return [...models.values()];
+}
+
+/** Every MLX server the node agents report, whatever its state. */
+export function mlxServers(registry: Registry): MlxServer[] {
+  return registry.all().flatMap((node) => (node.report.mlx_servers ?? []).map((s) => ({ ...s, node, url: registry.serviceUrl(node, s.port) })));
+}
+
+/** The MLX model a request names: "mlx:<repo id>", or a repo id some node's MLX server runs; null for any other model. */
+export function mlxModelOf(registry: Registry, name: string): string | null {
+  if (name.startsWith(MLX_PREFIX)) return name.slice(MLX_PREFIX.length);
+  return mlxServers(registry).some((s) => s.model === name) ? name : null;
 }

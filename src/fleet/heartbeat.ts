@@ -38,7 +38,7 @@ const mlxServer = v.object({
 
 const embeddingStatus = v.object({ backend_available: v.boolean(), cached_model_count: v.pipe(v.number(), v.integer(), v.minValue(0)) });
 
-const textEmbedding = v.object({
+const embeddingServer = v.object({
   models_available: v.optional(v.array(v.object({ name: v.string(), dimensions: v.optional(v.number()), cached: v.optional(v.boolean()) })), []),
   processing: v.optional(v.boolean(), false),
 });
@@ -70,9 +70,17 @@ export const heartbeatSchema = v.object({
   // Embedding backends beside Ollama (seed 000). null means none / not running, and clears an earlier report
   // (the router merges reports); an agent that leaves them out does not know about them.
   vision_embedding_status: v.optional(v.nullable(embeddingStatus)),
-  text_embedding: v.optional(v.nullable(textEmbedding)),
+  text_embedding: v.optional(v.nullable(embeddingServer)),
   text_embedding_port: v.optional(v.nullable(v.number())),
   text_embedding_status: v.optional(v.nullable(embeddingStatus)),
+  // herd's own additions beside them: the vision server's models and port (seed 000 assumes 11438), and the
+  // image and transcription services the agent runs. null clears an earlier report, as above.
+  vision_embedding: v.optional(v.nullable(embeddingServer)),
+  vision_embedding_port: v.optional(v.nullable(v.number())),
+  image_models: v.optional(v.nullable(v.array(v.object({ name: v.string(), backend: v.string() })))),
+  image_port: v.optional(v.nullable(v.number())),
+  transcription_models: v.optional(v.nullable(v.array(v.object({ name: v.string() })))),
+  transcription_port: v.optional(v.nullable(v.number())),
   labels: v.optional(v.record(v.string(), v.string())),
 });
 

@@ -8,7 +8,7 @@ import { type NodeRecord, onDisk, type Registry } from "./registry.ts";
 const NOT_OLLAMA: { test: RegExp; what: string; install: string }[] = [
   { test: /^(z-image-turbo|flux-dev|flux-schnell)(:latest)?$/, what: "an mflux image model", install: "uv tool install mflux (then run it on the node)" },
   { test: /^(sd3-medium|sd3\.5-large)(:latest)?$/, what: "a DiffusionKit image model", install: "pip install diffusionkit (then run it on the node)" },
-  { test: /^qwen3-asr/, what: "a Qwen3-ASR speech-to-text model", install: "pip install qwen-asr (then enable transcription on the node)" },
+  { test: /^qwen3-asr/, what: "a Qwen3-ASR speech-to-text model", install: "pip install mlx-qwen3-asr (then declare it under nodes[].transcription in herd.config.ts)" },
   { test: /^mlx:|^mlx-community\//, what: "an MLX model", install: "add it to the node's mlx servers in herd.config.ts (nodes[].mlx)" },
 ];
 

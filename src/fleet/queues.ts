@@ -12,6 +12,13 @@ export class Moved extends Error {
   }
 }
 
+/** Admission control: the queue already holds its most waiting requests. */
+export class QueueFull extends Error {
+  constructor(readonly maxPending: number) {
+    super(`${maxPending} requests already waiting`);
+  }
+}
+
 /** No slot came free within the wait allowed. */
 export class SlotTimeout extends Error {
   constructor(readonly waitMs: number) {
@@ -44,6 +51,23 @@ interface Queue {
   lastDispatchAt: number;
   /** When each request now running got its slot, oldest first (a Set keeps insertion order). */
   running: Set<{ since: number }>;
+  /** The admission cap on waiting requests, for queues that have one (MLX servers). */
+  maxPending: number | null;
+  usage: UsageTotals;
+}
+
+/** Token counts of the finished answers a backend reported (MLX servers report their prompt cache too). */
+export interface UsageTotals {
+  samples: number;
+  /** Summed durations of those answers, from slot to last byte. */
+  latencyMs: number;
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+  /** Answers whose prompt had nothing cached, and the prompt tokens of the others, cached or not. */
+  coldRequests: number;
+  warmPromptTokens: number;
+  warmCachedTokens: number;
 }
 
 /** Latency estimate before a queue has seen a request. */
@@ -61,13 +85,16 @@ export class Queues {
   /**
    * Waits for a free slot on node:model: rejects with SlotTimeout after `waitMs`, or with the
    * signal's reason if it aborts first. A free slot is taken at once, with no timer at all.
+   * With `maxPending`, a request that would wait behind that many others is refused at once (QueueFull).
    */
-  async acquire(nodeId: string, model: string, concurrency: number, waitMs: number, signal?: AbortSignal): Promise<Slot> {
+  async acquire(nodeId: string, model: string, concurrency: number, waitMs: number, signal?: AbortSignal, maxPending?: number): Promise<Slot> {
     const q = this.queue(nodeId, model);
     q.concurrency = concurrency;
+    q.maxPending = maxPending ?? null;
     this.wakeWaiters(q); // a raised limit lets more through at once
     const queuedAt = performance.now();
     if (q.inFlight < q.concurrency && !q.waiters.length) q.inFlight++;
+    else if (maxPending !== undefined && q.waiters.length >= maxPending) throw new QueueFull(maxPending);
     else await this.wait(q, waitMs, signal); // the slot is taken for us when our turn comes
     q.lastDispatchAt = Date.now();
     const running = { since: q.lastDispatchAt };
@@ -85,6 +112,20 @@ export class Queues {
         this.wakeWaiters(q);
       },
     };
+  }
+
+  /** Adds one finished answer's token counts to node:model's totals. */
+  recordUsage(nodeId: string, model: string, usage: { latencyMs: number; promptTokens: number; completionTokens: number; cachedTokens: number }): void {
+    const u = this.queue(nodeId, model).usage;
+    u.samples++;
+    u.latencyMs += usage.latencyMs;
+    u.promptTokens += usage.promptTokens;
+    u.completionTokens += usage.completionTokens;
+    u.cachedTokens += usage.cachedTokens;
+    if (usage.cachedTokens > 0) {
+      u.warmPromptTokens += usage.promptTokens;
+      u.warmCachedTokens += usage.cachedTokens;
+    } else u.coldRequests++;
   }
 
   view(nodeId: string, model: string): QueueView {
@@ -114,7 +155,20 @@ export class Queues {
   }
 
   /** Every queue in the shape of /fleet/status and /fleet/queue. */
-  entries(): { key: string; node_id: string; model: string; pending: number; in_flight: number; completed: number; failed: number; rebalanced: number; concurrency: number; avg_latency_ms: number }[] {
+  entries(): {
+    key: string;
+    node_id: string;
+    model: string;
+    pending: number;
+    in_flight: number;
+    completed: number;
+    failed: number;
+    rebalanced: number;
+    concurrency: number;
+    avg_latency_ms: number;
+    max_queue_depth: number | null;
+    usage: UsageTotals;
+  }[] {
     return [...this.queues.entries()].map(([key, q]) => ({
       key,
       node_id: q.nodeId,
@@ -126,6 +180,8 @@ export class Queues {
       rebalanced: q.moved,
       concurrency: q.concurrency,
       avg_latency_ms: Math.round(q.avgLatencyMs * 10) / 10,
+      max_queue_depth: q.maxPending,
+      usage: { ...q.usage },
     }));
   }
 
@@ -133,7 +189,21 @@ export class Queues {
     const key = Queues.key(nodeId, model);
     let q = this.queues.get(key);
     if (!q) {
-      q = { nodeId, model, concurrency: 1, inFlight: 0, waiters: [], completed: 0, failed: 0, moved: 0, avgLatencyMs: DEFAULT_LATENCY_MS, lastDispatchAt: 0, running: new Set() };
+      q = {
+        nodeId,
+        model,
+        concurrency: 1,
+        inFlight: 0,
+        waiters: [],
+        completed: 0,
+        failed: 0,
+        moved: 0,
+        avgLatencyMs: DEFAULT_LATENCY_MS,
+        lastDispatchAt: 0,
+        running: new Set(),
+        maxPending: null,
+        usage: { samples: 0, latencyMs: 0, promptTokens: 0, completionTokens: 0, cachedTokens: 0, coldRequests: 0, warmPromptTokens: 0, warmCachedTokens: 0 },
+      };
       this.queues.set(key, q);
     }
     return q;

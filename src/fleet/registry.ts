@@ -4,6 +4,7 @@
 import type { Database } from "bun:sqlite";
 import type { Config, NodeEntry } from "../config/schema.ts";
 import { log } from "../log.ts";
+import { recordEvent } from "../store/db.ts";
 import { sameModel } from "./model-name.ts";
 import type { Heartbeat, OllamaSection } from "./heartbeat.ts";
 
@@ -103,7 +104,8 @@ export class Registry {
     const node = this.nodes.get(id);
     if (!node) return;
     if (!ollama.reachable) {
-      node.ollama = ollama;
+      // What is on its disk is still there: a request for it gets a 503 while the node is down, not a 404.
+      node.ollama = { ...ollama, models_available: node.ollama?.models_available ?? [] };
       node.statusReason = `Ollama at ${this.ollamaUrl(node)}: ${ollama.error}`;
       this.tick();
       return;
@@ -132,6 +134,15 @@ export class Registry {
 
   ollamaUrl(node: NodeRecord): string | null {
     return this.declared.get(node.id)?.ollama ?? node.reportedOllamaUrl;
+  }
+
+  /** A service the node's agent reports on `port` (images, embeddings): at the address the router reaches the node's Ollama by. */
+  serviceUrl(node: NodeRecord, port: number): string | null {
+    const ollama = this.ollamaUrl(node);
+    if (!ollama || !URL.canParse(ollama)) return null;
+    const url = new URL(ollama);
+    url.port = String(port);
+    return url.origin;
   }
 
   isDraining(node: NodeRecord): boolean {
@@ -176,7 +187,7 @@ export class Registry {
     if (!announce) log.debug(line);
     else if (status === "online") log.info(line);
     else log.warn(line);
-    this.store?.run("INSERT INTO node_events (at, node_id, status, reason) VALUES (?, ?, ?, ?)", [this.now() / 1000, node.id, status, reason]);
+    if (this.store) recordEvent(this.store, "INSERT INTO node_events (at, node_id, status, reason) VALUES (?, ?, ?, ?)", [this.now() / 1000, node.id, status, reason]);
   }
 }
 

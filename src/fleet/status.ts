@@ -1,6 +1,7 @@
 // GET /fleet/status, /fleet/queue and /fleet/limits: the fleet in seed 000's shapes, plus herd's config block.
 import type { ConfigStatus } from "../config/live.ts";
 import type { Config } from "../config/schema.ts";
+import { MLX_PREFIX } from "./catalog.ts";
 import type { Queues } from "./queues.ts";
 import type { RepairStats } from "../router/tool-repair.ts";
 import type { Pins } from "./pins.ts";
@@ -55,7 +56,27 @@ export function fleetStatus(registry: Registry, queues: Queues, pins: Pins, conf
 }
 
 function queueMap(queues: Queues) {
-  return Object.fromEntries(queues.entries().map(({ key, ...q }) => [key, q]));
+  return Object.fromEntries(queues.entries().map(({ key, usage, max_queue_depth, ...q }) => [key, { ...q, ...mlxFields({ ...q, usage, max_queue_depth }) }]));
+}
+
+type QueueEntry = ReturnType<Queues["entries"]>[number];
+
+/** Seed 000's extra fields on an MLX server's queue: its admission cap, and prompt-cache and token averages since start. */
+function mlxFields(q: Omit<QueueEntry, "key">) {
+  if (!q.model.startsWith(MLX_PREFIX)) return {};
+  const u = q.usage;
+  const ratio = (part: number, whole: number) => (whole ? Math.round((part / whole) * 1000) / 1000 : 0);
+  const mean = (total: number) => (u.samples ? Math.round((total / u.samples) * 10) / 10 : 0);
+  return {
+    max_queue_depth: q.max_queue_depth,
+    cache_hit_rate: ratio(u.cachedTokens, u.promptTokens),
+    warm_hit_rate: ratio(u.warmCachedTokens, u.warmPromptTokens),
+    cold_request_pct: ratio(u.coldRequests, u.samples),
+    avg_latency_ms: mean(u.latencyMs),
+    avg_prompt_tokens: mean(u.promptTokens),
+    avg_completion_tokens: mean(u.completionTokens),
+    stats_samples: u.samples,
+  };
 }
 
 /** GET /fleet/queue: light enough to poll often, for client-side backoff. */
@@ -75,7 +96,8 @@ export function fleetQueue(registry: Registry, queues: Queues, repairs: RepairSt
     queues: Object.fromEntries(
       entries.map((q) => {
         const toolRepair = repairs.of(q.model);
-        return [q.key, { pending: q.pending, in_flight: q.in_flight, concurrency: q.concurrency, model: q.model, node_id: q.node_id, ...(toolRepair ? { tool_repair: toolRepair } : {}) }];
+        const entry = { pending: q.pending, in_flight: q.in_flight, concurrency: q.concurrency, model: q.model, node_id: q.node_id, ...mlxFields(q) };
+        return [q.key, { ...entry, ...(toolRepair ? { tool_repair: toolRepair } : {}) }];
       }),
     ),
     timestamp: Date.now() / 1000,

@@ -1,6 +1,8 @@
 // The node agent: every heartbeat interval it reads the machine and its local
 // Ollama and tells the router. It finds its own entry in the shared config by
-// node id and follows config reloads like the router does.
+// node id and follows config reloads like the router does; it runs the node's
+// MLX servers (mlx-supervisor.ts) and its image, transcription and embedding
+// services (services.ts), and reports them too.
 import { probeOllama } from "../backends/ollama.ts";
 import type { LiveConfig } from "../config/live.ts";
 import type { NodeEntry } from "../config/schema.ts";
@@ -8,6 +10,8 @@ import type { Heartbeat, OllamaSection } from "../fleet/heartbeat.ts";
 import { log } from "../log.ts";
 import { VERSION } from "../version.ts";
 import { type SystemCollector, systemCollector } from "./collectors.ts";
+import { startMlxSupervisor } from "./mlx-supervisor.ts";
+import { startServices } from "./services.ts";
 
 export const DEFAULT_OLLAMA = "http://127.0.0.1:11434";
 
@@ -24,7 +28,8 @@ export interface AgentOptions {
 export interface AgentHandle {
   /** Sends one heartbeat now and returns what the local Ollama looked like. */
   beat(): Promise<OllamaSection>;
-  stop(): void;
+  /** Stops heartbeats and the MLX servers; resolves once they have exited. */
+  stop(): Promise<void>;
 }
 
 export function startAgent(opts: AgentOptions): AgentHandle {
@@ -37,17 +42,24 @@ export function startAgent(opts: AgentOptions): AgentHandle {
   let lastSendError: string | null | undefined;
 
   if (!entry()) log.info(`node ${opts.nodeId} has no entry in the config; running with defaults (Ollama at ${ollamaUrl()})`);
-  opts.live.onChange(() => log.debug(`node ${opts.nodeId}: config reloaded`));
+  const mlx = startMlxSupervisor({ nodeId: opts.nodeId, live: opts.live, entry, memory: () => collector.memory() });
+  void mlx.reconcile();
+  const services = startServices(opts.nodeId, opts.live);
+  const unsubscribe = opts.live.onChange(() => {
+    log.debug(`node ${opts.nodeId}: config reloaded`);
+    void mlx.reconcile();
+  });
 
   const beat = async (): Promise<OllamaSection> => {
     const url = ollamaUrl();
-    const [ollama, memory, hardware, disk, thermal, embedding] = await Promise.all([
+    const [ollama, memory, hardware, disk, thermal, embedding, offered] = await Promise.all([
       probeOllama(url, opts.live.config.timeouts.connectMs),
       collector.memory(),
       collector.hardware(),
       collector.disk(opts.live.config.server.dataDir),
       collector.thermal?.() ?? null,
       collector.embedding?.() ?? {},
+      services.report(),
     ]);
     // The first result is reported by the command that started the agent; after that, changes only.
     if (lastOllamaError !== undefined && ollama.error !== lastOllamaError) {
@@ -65,7 +77,10 @@ export function startAgent(opts: AgentOptions): AgentHandle {
       disk,
       ...(thermal ? { thermal } : {}),
       ...embedding,
+      ...offered,
       ollama,
+      mlx_servers: mlx.statuses(),
+      mlx_bind_host: entry()?.mlxBindHost ?? "127.0.0.1",
       ...(entry()?.draining ? { draining: true } : {}),
     };
     try {
@@ -88,20 +103,24 @@ export function startAgent(opts: AgentOptions): AgentHandle {
 
   return {
     beat,
-    stop() {
+    async stop() {
       stopped = true;
       if (timer) clearTimeout(timer);
+      unsubscribe();
+      services.stop();
+      await mlx.stop();
     },
   };
 }
 
-/** Heartbeats over HTTP to a router elsewhere on the network. */
-export function postTo(routerUrl: string, timeoutMs: number): (hb: Heartbeat) => Promise<void> {
+/** Heartbeats over HTTP to a router elsewhere on the network, with the node credential when there is one. */
+export function postTo(routerUrl: string, timeoutMs: number, token: () => string | null = () => null): (hb: Heartbeat) => Promise<void> {
   const url = new URL("/heartbeat", routerUrl);
   return async (hb) => {
+    const credential = token();
     const res = await fetch(url, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", ...(credential ? { authorization: `Bearer ${credential}` } : {}) },
       body: JSON.stringify(hb),
       signal: AbortSignal.timeout(timeoutMs),
     }).catch((e: Error) => {

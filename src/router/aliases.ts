@@ -10,7 +10,7 @@ export function resolveAlias(model: string, modelMap: Record<string, string>): s
   return model;
 }
 
-function globToRegExp(glob: string): RegExp {
+export function globToRegExp(glob: string): RegExp {
   let re = compiled.get(glob);
   if (!re) {
     re = new RegExp(`^${glob.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`, "i");

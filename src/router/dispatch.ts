@@ -4,6 +4,7 @@
 // answered, so the headers it produces name the node that really serves.
 import type { Config } from "../config/schema.ts";
 import { NodeFailure, type OllamaCall, callOllama, pullModel } from "../backends/ollama.ts";
+import { mlxModelOf } from "../fleet/catalog.ts";
 import { normalizeModelName, sameModel } from "../fleet/model-name.ts";
 import type { NodeOrdering } from "../fleet/ordering.ts";
 import { markPulled, notPullable, type Pulls, pullTarget } from "../fleet/pulls.ts";
@@ -12,6 +13,7 @@ import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import { type Breakdown, type NodeView, type Scored, scoreNodes } from "../fleet/scorer.ts";
 import { resolveAlias } from "./aliases.ts";
 import { type Adjusted, adjustBody } from "./body-rules.ts";
+import { dispatchMlx } from "./mlx-dispatch.ts";
 import { needsOf, vramSubstitute } from "./vram-fallback.ts";
 
 export interface RouteRequest {
@@ -38,10 +40,13 @@ export interface RouteRequest {
 
 export interface Routed {
   call: OllamaCall;
+  /** What served it: the node's Ollama, or one of its MLX servers (whose answer is translated to Ollama lines). */
+  backend: "ollama" | "mlx";
   nodeId: string;
   servedModel: string;
-  score: number;
-  breakdown: Breakdown;
+  /** The scorer's verdict; null for MLX servers, which are picked by their queues alone. */
+  score: number | null;
+  breakdown: Breakdown | null;
   retries: number;
   fallback: boolean;
   excluded: string[];
@@ -72,8 +77,10 @@ export interface RouterDeps {
   config: Config;
 }
 
-/** Routes the request; a model no node has is pulled first when features.autoPull is on. */
+/** Routes the request; a model no node has is pulled first when features.autoPull is on. MLX models go to MLX servers. */
 export async function dispatch(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
+  const mlxModel = mlxModelOf(deps.registry, resolveAlias(req.model, deps.config.modelMap));
+  if (mlxModel) return dispatchMlx(deps, req, mlxModel);
   try {
     return await attempt(deps, req);
   } catch (e) {
@@ -158,6 +165,7 @@ async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
         });
         return {
           call,
+          backend: "ollama",
           nodeId: candidate.nodeId,
           servedModel: model,
           score: candidate.score,

@@ -3,6 +3,7 @@
 // name, then auto-routing to the best model the fleet has loaded for the id's
 // tier; else nothing (the surface answers 404). The reason goes in the trace.
 import type { Config } from "../config/schema.ts";
+import { mlxModelOf } from "../fleet/catalog.ts";
 import { type Category, modelTraits } from "../fleet/model-traits.ts";
 import { normalizeModelName } from "../fleet/model-name.ts";
 import { onDisk, type Registry } from "../fleet/registry.ts";
@@ -26,6 +27,7 @@ export function tierOf(id: string): Tier {
 export function resolveModel(registry: Registry, config: Config, requested: string, needs: { vision: boolean; tools?: boolean }): Resolution | null {
   const mapped = resolveAlias(requested, config.modelMap);
   if (mapped !== requested) return { model: mapped, reason: `modelMap maps "${requested}" to "${mapped}"` };
+  if (mlxModelOf(registry, requested)) return { model: requested, reason: "an MLX server's model" };
   if (needs.vision && config.anthropic.visionModel) return { model: config.anthropic.visionModel, reason: "the request carries images: anthropic.visionModel" };
   const online = registry.all().filter((n) => n.status === "online" && n.ollama?.reachable && !registry.isDraining(n));
   if (online.some((n) => onDisk(n, requested))) return { model: normalizeModelName(requested), reason: "a local model of that name" };

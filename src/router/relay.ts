@@ -17,6 +17,7 @@ export function relay(
   encoder: Encoder,
   repair: ToolCallRepair | null,
   finish: (s: TraceStatus, done: OllamaLine["json"] | null, e: string | null) => void,
+  shutdown: AbortSignal,
 ): string | ReadableStream<Uint8Array> {
   const bytes = new TextEncoder();
   let finished = false;
@@ -29,6 +30,7 @@ export function relay(
   };
   const end = (status: TraceStatus, done: OllamaLine["json"] | null, error: string | null, tail: string) => {
     finished = true;
+    shutdown.removeEventListener("abort", cut);
     if (tail) send(tail);
     controller?.close();
     finish(status, done, error);
@@ -54,6 +56,13 @@ export function relay(
     for (const l of repair ? repair.feed(line) : [line]) if (!finished) sent = handle(l) || sent;
     return sent;
   };
+  // herd is stopping and the grace period is over: the answer ends here, with an error the client can read.
+  const cut = () => {
+    if (finished) return;
+    routed.call.cancel();
+    const message = (shutdown.reason as Error).message;
+    end("incomplete", null, message, encoder.fail(message));
+  };
   feed(routed.call.first);
   if (finished) {
     // Read the node's body to its end, so its connection goes back to the pool instead of lingering.
@@ -64,6 +73,8 @@ export function relay(
     start(c) {
       controller = c;
       if (early) c.enqueue(bytes.encode(early));
+      if (shutdown.aborted) cut();
+      else shutdown.addEventListener("abort", cut, { once: true });
     },
     // Reads on until the client gets something: a pull that enqueues nothing is not called again, and the stream would stall.
     async pull() {
@@ -74,6 +85,7 @@ export function relay(
             if (!finished) send(keepAlive);
             sent = true;
           });
+          if (finished) return; // cut while waiting
           if (next.done) {
             const message = `node ${routed.nodeId} closed the stream before it finished`;
             return end("incomplete", null, message, encoder.fail(message));
@@ -90,6 +102,7 @@ export function relay(
     cancel() {
       if (finished) return;
       finished = true;
+      shutdown.removeEventListener("abort", cut);
       routed.call.cancel();
       finish("client_disconnected", null, "the client went away");
     },

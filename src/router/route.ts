@@ -1,6 +1,8 @@
 // One request end to end: dispatch it, relay the node's lines to the client in
 // the surface's wire format, and leave a trace. Headers go out only once a
 // node has answered, so X-Fleet-Node always names the node that served.
+import type { Caller } from "../auth/caller.ts";
+import { eitherSignal } from "../abort.ts";
 import type { OllamaLine } from "../backends/ollama.ts";
 import type { Runtime } from "../runtime.ts";
 import type { Trace, TraceStatus } from "../store/traces.ts";
@@ -28,6 +30,8 @@ export interface RouteMeta {
   tags: string[];
   stream: boolean;
   clientIp: string | null;
+  /** The client key the request came with (auth.clients; see callerOf), or null when herd is open. */
+  caller: Caller | null;
 }
 
 export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, meta: RouteMeta): Promise<Response> {
@@ -56,25 +60,39 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
     excluded_nodes: [],
     client_ip: meta.clientIp,
     error_message: null,
-    tags: meta.tags,
+    // "key:" tags are herd's to give: the key a request really came with, never one a client claims.
+    tags: [...meta.tags.filter((t) => !t.startsWith("key:")), ...(meta.caller ? [meta.caller.tag] : [])],
     resolution: req.resolution ?? null,
     adjustments: req.adjustments ?? [],
   };
   const client = meta.clientIp ?? "unknown";
   const { clientMaxInFlight, clientRetryAfterSeconds } = rt.live.config.routing;
+  const { caller } = meta;
+  const refused = caller && (caller.modelRefusal(requested, req.model, req.fallbackModels, rt.live.config.modelMap) ?? caller.enter());
+  if (refused) {
+    rt.traces.record({ ...trace, status: "rejected", error_message: refused.message, latency_ms: ms(started) });
+    const retry: Record<string, string> = refused.status === 429 ? { "Retry-After": String(refused.retryAfterS ?? clientRetryAfterSeconds) } : {};
+    return encoder.error(refused.status, refused.message, { ...fleetHeaders(requested, null, 0), ...retry });
+  }
   if (!rt.clients.enter(client, clientMaxInFlight)) {
+    caller?.leave();
     const message = `client ${client} already has ${clientMaxInFlight} requests in flight (routing.clientMaxInFlight); retry after ${clientRetryAfterSeconds} s`;
     rt.traces.record({ ...trace, status: "rejected", error_message: message, latency_ms: ms(started) });
     return encoder.error(429, message, { ...fleetHeaders(requested, null, 0), "Retry-After": String(clientRetryAfterSeconds) });
   }
   let left = false;
   const leave = () => {
-    if (!left) rt.clients.leave(client);
+    if (!left) {
+      rt.clients.leave(client);
+      caller?.leave();
+    }
     left = true;
   };
   let routed: Routed;
+  // A stop that runs out of grace ends the wait for a node too (with its RouteError, a 503).
+  const dispatching = eitherSignal(req.signal, rt.shutdown.signal);
   try {
-    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, config: rt.toggles.apply(rt.live.config) }, req);
+    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, config: rt.toggles.apply(rt.live.config) }, { ...req, signal: dispatching.signal });
   } catch (e) {
     leave();
     const error = e instanceof RouteError ? e : new RouteError(502, (e as Error).message);
@@ -82,11 +100,14 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
     const headers = fleetHeaders(requested, null, error.retries);
     if (error.retryAfterS) headers["Retry-After"] = String(error.retryAfterS);
     return encoder.error(error.status, error.message, headers);
+  } finally {
+    // From here the relay follows the client (its stream's cancel) and the stop (its own listener).
+    dispatching.release();
   }
   Object.assign(trace, {
     model: routed.servedModel,
     node_id: routed.nodeId,
-    backend: "ollama",
+    backend: routed.backend,
     score: routed.score,
     scores_breakdown: routed.breakdown,
     retry_count: routed.retries,
@@ -122,7 +143,7 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
   const budget = routed.thinkingBudget && !meta.stream && routed.call.first.json.done ? budgetHeaders(routed.thinkingBudget, routed.call.first.json) : {};
   const tools = req.kind === "chat" ? offeredTools(req.body) : [];
   const repair = tools.length ? new ToolCallRepair(tools, rt.toolRepairs.counter(routed.servedModel)) : null;
-  return new Response(relay(routed, req.kind, encoder, repair, finish), {
+  return new Response(relay(routed, req.kind, encoder, repair, finish, rt.shutdown.signal), {
     status: routed.call.status,
     headers: { "content-type": encoder.contentType, ...fleetHeaders(requested, routed, routed.retries), ...budget },
   });
@@ -131,18 +152,27 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
 export function fleetHeaders(requested: string, routed: Routed | null, retries: number): Record<string, string> {
   const headers: Record<string, string> = {
     "X-Fleet-Node": routed?.nodeId ?? "none",
-    "X-Fleet-Served-Model": routed?.servedModel ?? "none",
-    "X-Fleet-Requested-Model": requested,
+    "X-Fleet-Served-Model": headerValue(routed?.servedModel ?? "none"),
+    "X-Fleet-Requested-Model": headerValue(requested),
     "X-Fleet-Fallback": String(routed?.fallback ?? false),
-    "X-Fleet-Backend": routed ? "ollama" : "none",
+    "X-Fleet-Backend": routed?.backend ?? "none",
     "X-Fleet-Retries": String(retries),
   };
-  if (routed) headers["X-Fleet-Score"] = String(Math.round(routed.score));
+  if (routed?.score != null) headers["X-Fleet-Score"] = String(Math.round(routed.score));
   if (routed?.contextOverflow) {
     headers["X-Fleet-Context-Overflow"] = `estimated_tokens=${routed.contextOverflow.estimated}; context_length=${routed.contextOverflow.contextLength}`;
   }
   return headers;
 }
+
+/** Header-safe text for what a client sent (a model name): printable ASCII, the rest percent-encoded as UTF-8, and bounded. */
+export function headerValue(text: string): string {
+  const safe = text.replace(/[^\x20-\x7e]+/g, (run) => Array.from(utf8.encode(run), (b) => `%${b.toString(16).toUpperCase().padStart(2, "0")}`).join(""));
+  return safe.length > MAX_HEADER_CHARS ? `${safe.slice(0, MAX_HEADER_CHARS)}...` : safe;
+}
+
+const utf8 = new TextEncoder();
+const MAX_HEADER_CHARS = 256;
 
 function ms(since: number): number {
   return round(performance.now() - since);

@@ -1,6 +1,7 @@
 // Fault injection shared by every sim backend. A fault set is plain JSON so
 // it can be set at start, by setFaults(), or remotely through POST /_sim.
-// Faults apply to every API route; the /_sim control surface is never faulted.
+// Faults apply to every API route; the /_sim control surface is never faulted
+// (but for flapMs: a node that is down is down, /_sim included).
 
 export interface Faults {
   /** Answer with a 500 shaped like the backend's own errors. */
@@ -12,6 +13,21 @@ export interface Faults {
    * no [DONE], no terminating chunk. A non-streaming request gets no response.
    */
   dieAfterTokens?: number;
+  /**
+   * After N tokens, send a line that is not JSON where the next chunk was due, then end the response
+   * cleanly. 0 spoils the first line, and a non-streaming answer whatever N is.
+   */
+  garbageAfterTokens?: number;
+  /**
+   * After N tokens, send the first half of the next chunk (no newline), then end the response cleanly:
+   * a stream cut mid-line. 0 cuts the first line, and a non-streaming answer whatever N is.
+   */
+  truncateAfterTokens?: number;
+  /**
+   * Flap: the node is up for this long, then down (its port closed, every connection cut, as a
+   * crashed or sleeping server) for as long, and so on, starting up. While down, /_sim is down too.
+   */
+  flapMs?: number;
   /** Wait this long before sending anything. */
   firstByteDelayMs?: number;
   /** Per-token delay; overrides the node's tokensPerSecond. */
@@ -24,7 +40,7 @@ export interface Faults {
 }
 
 const FLAGS = ["error500", "hang", "botchedToolCalls"] as const;
-const COUNTS = ["dieAfterTokens", "firstByteDelayMs", "tokenDelayMs"] as const;
+const COUNTS = ["dieAfterTokens", "garbageAfterTokens", "truncateAfterTokens", "flapMs", "firstByteDelayMs", "tokenDelayMs"] as const;
 
 // Validates a fault set arriving as untrusted JSON; throws with a message
 // meant for whoever typed the curl command.
@@ -46,9 +62,34 @@ export function parseFaults(value: unknown): Faults {
       throw new Error(`unknown fault "${key}"`);
     }
   }
+  if (faults.flapMs !== undefined && faults.flapMs < 100) throw new Error("faults.flapMs must be at least 100");
   return faults;
 }
 
 export function tokenIntervalMs(faults: Faults, tokensPerSecond: number): number {
   return faults.tokenDelayMs ?? 1000 / tokensPerSecond;
+}
+
+/** What a garbage fault sends: what a proxy's error page or a corrupted stream looks like to a JSON reader. */
+export const GARBAGE_LINE = "<html><body>\u0000\u00ff garbage, not JSON {\n";
+
+/**
+ * The bytes a garbage or truncate fault sends instead of `data` before the response ends, or null
+ * to send `data` as it is. `tokens` counts the tokens generated so far, this frame's included.
+ */
+export function spoiled(faults: Faults, data: string, tokens: number, tail: boolean): { bytes: string; counter: "garbled" | "truncated" } | null {
+  const due = (after: number | undefined) => after !== undefined && (tail || tokens > after);
+  if (due(faults.garbageAfterTokens)) return { bytes: GARBAGE_LINE, counter: "garbled" };
+  if (due(faults.truncateAfterTokens)) return { bytes: data.trimEnd().slice(0, Math.max(1, Math.floor(data.trimEnd().length / 2))), counter: "truncated" };
+  return null;
+}
+
+/** Calls `phase(false)`, `phase(true)`, … every `periodMs` (the node starts up); returns the stop. */
+export function flapping(periodMs: number, phase: (up: boolean) => void): () => void {
+  let up = true;
+  const timer = setInterval(() => {
+    up = !up;
+    phase(up);
+  }, periodMs);
+  return () => clearInterval(timer);
 }

@@ -1,6 +1,7 @@
 // The HTTP shell every sim backend runs in: Bun.serve, request accounting,
 // fault injection, paced token streaming and the /_sim control surface.
-import { parseFaults, tokenIntervalMs, type Faults } from "./faults.ts";
+import { eitherSignal } from "../abort.ts";
+import { flapping, parseFaults, spoiled, tokenIntervalMs, type Faults } from "./faults.ts";
 import { parseMachine, type SimMachine } from "./machine.ts";
 
 /** One write of a response body. */
@@ -83,18 +84,39 @@ export function serveSim(opts: ServeOptions): SimServer {
   };
   const stopping = new AbortController();
 
-  const server = Bun.serve({
-    hostname: opts.host ?? "127.0.0.1",
-    port: opts.port ?? 0,
-    idleTimeout: 0, // a hung request must stay hung, not be reaped after 10 s
-    development: false,
-    fetch: (req) => (new URL(req.url).pathname === "/_sim" ? control(req) : serve(req)),
-    error: (e) => new Response(`sim ${id}: ${e.message}`, { status: 500 }),
-  });
-  const url = `http://${server.hostname}:${server.port}`;
+  const listen = (port: number) =>
+    Bun.serve({
+      hostname: opts.host ?? "127.0.0.1",
+      port,
+      idleTimeout: 0, // a hung request must stay hung, not be reaped after 10 s
+      development: false,
+      fetch: (req) => (new URL(req.url).pathname === "/_sim" ? control(req) : serve(req)),
+      error: (e) => new Response(`sim ${id}: ${e.message}`, { status: 500 }),
+    });
+  // null while a flapping node is down: its port is closed, as a crashed server's.
+  let server: ReturnType<typeof listen> | null = listen(opts.port ?? 0);
+  const port = server.port!;
+  const url = `http://${server.hostname}:${port}`;
+  let stopFlapping: (() => void) | null = null;
+  const setFaults = (next: Faults) => {
+    stopFlapping?.();
+    stopFlapping = null;
+    faults = next;
+    if (stopping.signal.aborted) return;
+    server ??= listen(port);
+    if (!next.flapMs) return;
+    stopFlapping = flapping(next.flapMs, (up) => {
+      if (up) server ??= listen(port);
+      else {
+        void server?.stop(true);
+        server = null;
+      }
+    });
+  };
 
   async function serve(req: Request): Promise<Response> {
-    const signal = AbortSignal.any([req.signal, stopping.signal]);
+    const linked = eitherSignal(req.signal, stopping.signal);
+    const signal = linked.signal;
     const requestFaults = faults; // a request keeps the faults it arrived with
     count("requests");
     inFlight++;
@@ -102,6 +124,7 @@ export function serveSim(opts: ServeOptions): SimServer {
     const finish = () => {
       if (!finished) inFlight--;
       finished = true;
+      linked.release();
     };
     let streaming = false;
     const ctx: RequestContext = {
@@ -165,7 +188,15 @@ export function serveSim(opts: ServeOptions): SimServer {
             } else if (frame.delayMs) {
               await ctx.sleep(frame.delayMs);
             }
-            if (frame.data !== undefined) controller.enqueue(encoder.encode(frame.data));
+            if (frame.data !== undefined) {
+              const spoil = spoiled(f, frame.data, tokens, frame.tail === true);
+              if (spoil) {
+                count(spoil.counter);
+                controller.enqueue(encoder.encode(spoil.bytes));
+                break;
+              }
+              controller.enqueue(encoder.encode(frame.data));
+            }
           }
           controller.close();
         } catch (e) {
@@ -201,23 +232,24 @@ export function serveSim(opts: ServeOptions): SimServer {
     const nextRate = "tokensPerSecond" in body ? positive(body.tokensPerSecond, "tokensPerSecond") : tokensPerSecond;
     const nextMachine = "machine" in body ? parseMachine(body.machine) : machine;
     backend.patch(body);
-    faults = nextFaults;
+    if ("faults" in body) setFaults(nextFaults);
     tokensPerSecond = nextRate;
     machine = nextMachine;
     return state();
   }
 
+  setFaults(faults);
   return {
     url,
-    port: server.port!,
+    port,
     state,
     patch,
-    setFaults: (next) => {
-      faults = parseFaults(next);
-    },
+    setFaults: (next) => setFaults(parseFaults(next)),
     async stop() {
+      stopFlapping?.();
       stopping.abort(new Error(`sim ${id} stopped`)); // wakes hung requests and sleeping streams
-      await server.stop(true);
+      await server?.stop(true);
+      server = null;
     },
   };
 }

@@ -1,15 +1,27 @@
 // The SQLite store: one file in the data dir, WAL so readers never block the
 // writer, and numbered migrations recorded in schema_migrations.
-import { Database } from "bun:sqlite";
-import { mkdirSync } from "node:fs";
+import { Database, type SQLQueryBindings } from "bun:sqlite";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { join } from "node:path";
+import { log } from "../log.ts";
 import { migrations } from "./migrations.ts";
 
 export const STORE_FILE = "herd.sqlite";
 
 export function openStore(dataDir: string): Database {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const db = new Database(join(dataDir, STORE_FILE), { create: true, strict: true });
+  const file = join(dataDir, STORE_FILE);
+  // Traces say who asked what: only this user may read them. SQLite gives the -wal and -shm
+  // files the main file's mode; ones left wider by an older herd are tightened.
+  if (!existsSync(file)) closeSync(openSync(file, "a", 0o600));
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+    try {
+      if (existsSync(f)) chmodSync(f, 0o600);
+    } catch (e) {
+      log.warn(`cannot make ${f} private to this user (${(e as Error).message})`);
+    }
+  }
+  const db = new Database(file, { create: true, strict: true });
   db.run("PRAGMA journal_mode = WAL");
   db.run("PRAGMA synchronous = NORMAL");
   db.run("PRAGMA busy_timeout = 5000");
@@ -31,4 +43,17 @@ function migrate(db: Database): void {
 
 export function schemaVersion(db: Database): number {
   return db.query<{ v: number | null }, []>("SELECT MAX(version) AS v FROM schema_migrations").get()?.v ?? 0;
+}
+
+/**
+ * A write whose loss is bearable (a row of an event log): a store that refuses it (disk full, data dir
+ * read-only) is logged, not thrown, so the caller (a poll, a reload) goes on. The store_writable check
+ * reports the store's state.
+ */
+export function recordEvent(db: Database, sql: string, params: SQLQueryBindings[]): void {
+  try {
+    db.run(sql, params);
+  } catch (e) {
+    log.warn(`not recorded in the store (${(e as Error).message}): ${sql.slice(0, 40)}…`);
+  }
 }

@@ -2,19 +2,21 @@
 // store, so SQLite's work never runs on the router's event loop.
 import { Database } from "bun:sqlite";
 import { log } from "../log.ts";
-import { type Trace, traceInserter } from "./traces.ts";
+import { type Trace, traceInserter, type WorkerReport } from "./traces.ts";
 
 declare const self: Worker;
 
 let db: Database | null = null;
 let insert: ((batch: Trace[]) => void) | null = null;
+/** Traces lost since the last write that worked: the log says when writes start failing and when they work again. */
+let lostSinceWrite = 0;
 
 self.onmessage = ({ data }: MessageEvent<{ open?: string; batch?: string; close?: true }>) => {
   if (data.open) open(data.open);
   if (data.batch) write(JSON.parse(data.batch));
   if (data.close) {
     db?.close();
-    postMessage("closed");
+    report("closed");
   }
 };
 
@@ -33,8 +35,18 @@ function write(batch: Trace[]): void {
   try {
     if (!insert) throw new Error("the store is not open");
     insert(batch);
+    if (lostSinceWrite) log.info(`writing traces again; ${lostSinceWrite} were lost while the store refused them`);
+    lostSinceWrite = 0;
+    report({ wrote: batch.length });
   } catch (e) {
     // Routing must go on when the disk is full or read-only; the traces of this batch are lost, and said so.
-    log.error(`could not write ${batch.length} trace(s): ${(e as Error).message}`);
+    const message = (e as Error).message;
+    if (!lostSinceWrite) log.error(`cannot write traces (${message}); routing goes on, traces are lost until the store takes them again`);
+    lostSinceWrite += batch.length;
+    report({ lost: batch.length, error: message });
   }
+}
+
+function report(message: WorkerReport): void {
+  postMessage(message);
 }

@@ -44,6 +44,19 @@ const CLOSE_WAIT_MS = 10_000;
 // of its own, see compile/build.ts) sits at its path under src/; from source it sits beside this file.
 const WORKER = import.meta.url.includes("/$bunfs/") ? "./store/trace-worker.ts" : new URL("./trace-worker.ts", import.meta.url).href;
 
+/** What the worker reports after each batch, and once it has closed the store. */
+export type WorkerReport = { wrote: number } | { lost: number; error: string } | "closed";
+
+/** How the writes have gone since start (ms epoch times): the store_writable health check reads it. */
+export interface TraceWrites {
+  file: string;
+  written: number;
+  /** Traces the store refused (disk full, read-only, gone): they are lost. */
+  lost: number;
+  lastWriteAt: number | null;
+  lastError: { message: string; at: number } | null;
+}
+
 /**
  * Queues traces and hands them in batches to a worker thread that owns its own connection to the
  * store, so no request ever waits on SQLite. close() hands over the rest and waits until the worker
@@ -54,11 +67,29 @@ export class TraceWriter {
   private timer: Timer | null = null;
   private readonly worker: Worker;
   private closed: Promise<void> | null = null;
+  private readonly writes: TraceWrites;
 
   constructor(file: string) {
+    this.writes = { file, written: 0, lost: 0, lastWriteAt: null, lastError: null };
     this.worker = new Worker(WORKER);
     this.worker.addEventListener("error", (e) => log.error(`the trace writer failed: ${e.message}`));
+    this.worker.addEventListener("message", ({ data }: MessageEvent<WorkerReport>) => this.count(data));
     this.worker.postMessage({ open: file });
+  }
+
+  health(): TraceWrites {
+    return { ...this.writes };
+  }
+
+  private count(report: WorkerReport): void {
+    if (report === "closed") return;
+    if ("wrote" in report) {
+      this.writes.written += report.wrote;
+      this.writes.lastWriteAt = Date.now();
+    } else {
+      this.writes.lost += report.lost;
+      this.writes.lastError = { message: report.error, at: Date.now() };
+    }
   }
 
   record(trace: Trace): void {
@@ -86,7 +117,7 @@ export class TraceWriter {
         log.error(`the trace writer did not finish within ${CLOSE_WAIT_MS} ms; traces not yet written are lost`);
         done();
       }, CLOSE_WAIT_MS);
-      this.worker.addEventListener("message", done);
+      this.worker.addEventListener("message", ({ data }: MessageEvent<WorkerReport>) => data === "closed" && done());
       this.worker.addEventListener("error", done);
       this.flush();
       this.worker.postMessage({ close: true });

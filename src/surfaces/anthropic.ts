@@ -2,8 +2,9 @@
 // SDKs: POST /v1/messages (SSE or one Message), count_tokens, and the GET probe
 // Claude Code may send. The model id (claude-*, or a local name) is resolved
 // to a local model first; the translation lives in anthropic-codec.ts.
-import { timingSafeEqual } from "node:crypto";
 import { Elysia } from "elysia";
+import { callerOf } from "../auth/guard.ts";
+import { presentedKey, sameSecret } from "../auth/tokens.ts";
 import { needsOf } from "../router/vram-fallback.ts";
 import { fitToContext, promptLimit } from "../router/context-management.ts";
 import { resolveModel } from "../router/model-resolution.ts";
@@ -24,14 +25,13 @@ export function anthropicSurface(rt: Runtime) {
     .get("/v1/messages", ({ request }: Ctx) => echoVersion(request, Response.json({ ok: true, service: "herd", endpoint: "/v1/messages", ts: Math.floor(Date.now() / 1000) })));
 }
 
-// Whatever the date: current SDKs send versions newer than 2023-06-01, and herd speaks one dialect.
-// Constant-time, so the comparison leaks nothing about the key; x-api-key as Anthropic's SDKs send it, or a bearer token.
-function keyMatches(request: Request, key: string): boolean {
-  const given = request.headers.get("x-api-key") ?? request.headers.get("authorization")?.replace(/^Bearer\s+/i, "") ?? "";
-  const [a, b] = [Buffer.from(given), Buffer.from(key)];
-  return a.length === b.length && timingSafeEqual(a, b);
+// x-api-key as Anthropic's SDKs send it, or a bearer token; compared in constant time.
+function keyMatches(request: Request, key: string | null): boolean {
+  const given = presentedKey(request);
+  return given !== null && key !== null && sameSecret(given, key);
 }
 
+// Whatever the date: current SDKs send versions newer than 2023-06-01, and herd speaks one dialect.
 function echoVersion(request: Request, response: Response): Response {
   const version = request.headers.get("anthropic-version");
   if (version) response.headers.set("anthropic-version", version);
@@ -43,7 +43,7 @@ async function messages(rt: Runtime, request: Request, clientIp: string | null):
   const body = await readJsonObject(request);
   const requested = typeof body === "string" ? null : modelOf(body);
   const refuse = (status: number, message: string) => anthropicError(status, message, fleetHeaders(requested ?? "none", null, 0));
-  if (anthropic.apiKey && !keyMatches(request, anthropic.apiKey)) return refuse(401, "invalid x-api-key: this router requires the key set in anthropic.apiKey");
+  if (anthropic.apiKey && !keyMatches(request, anthropic.apiKey.value)) return refuse(401, "invalid x-api-key: this router requires the key set in anthropic.apiKey");
   if (typeof body === "string") return refuse(400, body);
   if (!requested) return refuse(400, "model: required");
   if (body.stream !== undefined && typeof body.stream !== "boolean") return refuse(400, "stream: expected true or false");
@@ -87,7 +87,7 @@ async function messages(rt: Runtime, request: Request, clientIp: string | null):
     },
     // Pings well inside the window in which herd itself waits on a silent node.
     messagesEncoder(stream, { model: requested, inputTokens: tokens, stops: translated.stops, pingEveryMs: Math.min(10_000, timeouts.idleMs / 4) }),
-    { tags: userId ? [...herd.tags, `user:${userId}`] : herd.tags, stream, clientIp },
+    { tags: userId ? [...herd.tags, `user:${userId}`] : herd.tags, stream, clientIp, caller: callerOf(request) },
   );
 }
 

@@ -3,6 +3,7 @@
 // a run from the dashboard (src/fleet/benchmark.ts does the work).
 import { Elysia } from "elysia";
 import * as v from "valibot";
+import { isJson } from "../backends/lines.ts";
 import { MODEL_TYPES } from "../fleet/benchmark.ts";
 import type { Runtime } from "../runtime.ts";
 import { listRuns, saveRun } from "../store/benchmarks.ts";
@@ -101,13 +102,4 @@ export function benchmarkActions(rt: Runtime) {
       { parse: "none" },
     )
     .post("/dashboard/api/benchmarks/cancel", async () => ({ status: (await rt.benchmarks.cancel()) ? "cancelled" : "not_running" }));
-}
-
-function isJson(text: string): boolean {
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
-  }
 }

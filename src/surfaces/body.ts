@@ -1,10 +1,11 @@
 // Reading a client's JSON body: an object, or a message that says what is wrong.
 import * as v from "valibot";
+import { readBody } from "../auth/limits.ts";
 import { formatIssues } from "../config/problems.ts";
 import { jsonError } from "./errors.ts";
 
 export async function readJsonObject(request: Request): Promise<Record<string, unknown> | string> {
-  const text = await request.text();
+  const text = await readBody(request);
   if (!text.trim()) return "missing request body: send a JSON object";
   let body: unknown;
   try {
@@ -13,7 +14,24 @@ export async function readJsonObject(request: Request): Promise<Record<string, u
     return `invalid JSON body: ${(e as Error).message}`;
   }
   if (!body || typeof body !== "object" || Array.isArray(body)) return "invalid JSON body: expected an object";
+  const deep = tooDeep(body as Record<string, unknown>);
+  if (deep) return `${deep}: nested deeper than ${MAX_DEPTH} levels`;
   return body as Record<string, unknown>;
+}
+
+/** Deeper than any real request (a tool's JSON schema nests a few levels); deep enough to overflow the stack of code that walks it. */
+const MAX_DEPTH = 64;
+
+/** The top-level field under which the body nests deeper than MAX_DEPTH, or null. Iterative: a deep body cannot overflow it. */
+function tooDeep(body: Record<string, unknown>): string | null {
+  const stack: [value: unknown, depth: number, field: string][] = Object.entries(body).map(([field, value]) => [value, 1, field]);
+  for (let top = stack.pop(); top; top = stack.pop()) {
+    const [value, depth, field] = top;
+    if (!value || typeof value !== "object") continue;
+    if (depth > MAX_DEPTH) return field;
+    for (const child of Array.isArray(value) ? value : Object.values(value)) if (child && typeof child === "object") stack.push([child, depth + 1, field]);
+  }
+  return null;
 }
 
 /** The model a request names, or null when it is missing or empty. */

@@ -1,21 +1,50 @@
 // Fleet management: the state of every node, and the heartbeats agents send.
 import { Elysia } from "elysia";
 import * as v from "valibot";
+import { enrollment } from "../auth/credentials.ts";
+import { bearerToken } from "../auth/tokens.ts";
 import { formatIssues } from "../config/problems.ts";
 import { heartbeatSchema } from "../fleet/heartbeat.ts";
 import { fleetLimits, fleetQueue, fleetStatus } from "../fleet/status.ts";
+import { log } from "../log.ts";
 import type { Runtime } from "../runtime.ts";
+import { readJsonObject } from "./body.ts";
 import { jsonError } from "./errors.ts";
 
 export function fleetSurface(rt: Runtime) {
+  const refusals = new QuietLog(60_000);
   return new Elysia({ name: "fleet" })
     .get("/fleet/status", () => fleetStatus(rt.registry, rt.queues, rt.pins, rt.live.status()))
     .get("/fleet/queue", () => fleetQueue(rt.registry, rt.queues, rt.toolRepairs))
     .get("/fleet/limits", () => fleetLimits(rt.registry, rt.queues, rt.pins, rt.live.config))
-    .post("/heartbeat", ({ body, request, server }) => {
+    .post("/heartbeat", async ({ request, server }) => {
+      const body = await readJsonObject(request);
+      if (typeof body === "string") return jsonError(400, `invalid heartbeat: ${body}`);
       const parsed = v.safeParse(heartbeatSchema, body);
       if (!parsed.success) return jsonError(400, `invalid heartbeat: ${formatIssues(parsed.issues, heartbeatSchema).join("; ")}`);
-      const node = rt.registry.heartbeat(parsed.output, server?.requestIP(request)?.address ?? null);
+      const from = server?.requestIP(request)?.address ?? null;
+      // Only an enrolled node is ever recorded, so no unknown host is sent a prompt.
+      const admitted = enrollment(rt.live.config, parsed.output.node_id, bearerToken(request));
+      if (!admitted.ok) {
+        refusals.note(`heartbeat from ${from ?? "?"} refused (${admitted.status}): ${admitted.reason}`);
+        return jsonError(admitted.status, admitted.reason);
+      }
+      const node = rt.registry.heartbeat(parsed.output, from);
       return { status: "ok", node_status: node.status };
-    });
+    }, { parse: "none" });
+}
+
+/** A refused agent retries every interval: each line is logged at most once per `everyMs` (and the memory of them is bounded). */
+class QuietLog {
+  private said = new Map<string, number>();
+
+  constructor(private readonly everyMs: number) {}
+
+  note(line: string): void {
+    const now = Date.now();
+    if (now - (this.said.get(line) ?? -Infinity) < this.everyMs) return;
+    if (this.said.size >= 1000) this.said.clear();
+    this.said.set(line, now);
+    log.warn(line);
+  }
 }

@@ -3,12 +3,15 @@
 // field Ollama knows (format, keep_alive, think, images, options) reaches it,
 // and its NDJSON lines come back byte for byte.
 import { Elysia } from "elysia";
+import { callerOf } from "../auth/guard.ts";
+import { nativeEmbed } from "../backends/embedding.ts";
+import { fleetImageModels, isOllamaImageModel } from "../backends/image.ts";
 import { normalizeModelName } from "../fleet/model-name.ts";
 import { modelsOnDisk, reachableNodes } from "../fleet/catalog.ts";
 import { onDisk } from "../fleet/registry.ts";
 import type { RouteRequest } from "../router/dispatch.ts";
 import { estimateTokens, takeHerdFields } from "../router/herd-fields.ts";
-import { type Encoder, route } from "../router/route.ts";
+import { type Encoder, headerValue, route } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
 import { VERSION } from "../version.ts";
 import { modelOf, readJsonObject } from "./body.ts";
@@ -39,6 +42,10 @@ async function handle(rt: Runtime, request: Request, kind: RouteRequest["kind"],
   if (body.stream !== undefined && typeof body.stream !== "boolean") return jsonError(400, "stream: expected true or false");
   const herd = takeHerdFields(body, request.headers);
   if (typeof herd === "string") return jsonError(400, herd);
+  if (kind === "embed") {
+    const embedded = await nativeEmbed(rt, { model, body, legacy: path === "/api/embeddings", format: "ollama", clientIp, tags: herd.tags, caller: callerOf(request), signal: request.signal }, ndjson(false));
+    if (embedded) return embedded;
+  }
   const stream = kind !== "embed" && body.stream !== false;
   const req: RouteRequest = {
     surface: "ollama",
@@ -51,7 +58,7 @@ async function handle(rt: Runtime, request: Request, kind: RouteRequest["kind"],
     promptTokens: estimateTokens(body.messages ?? body.prompt ?? body.input),
     signal: request.signal,
   };
-  return route(rt, req, ndjson(stream), { tags: herd.tags, stream, clientIp });
+  return route(rt, req, ndjson(stream), { tags: herd.tags, stream, clientIp, caller: callerOf(request) });
 }
 
 /** Model details come from any online node that has the model; nothing runs, so no queue slot is taken. */
@@ -63,7 +70,7 @@ async function show(rt: Runtime, request: Request): Promise<Response> {
   const wanted = normalizeModelName(model);
   const node = reachableNodes(rt.registry).find((n) => onDisk(n, wanted));
   if (!node) return jsonError(404, `model "${wanted}" not found on any node`);
-  const headers = { "X-Fleet-Node": node.id, "X-Fleet-Requested-Model": model, "X-Fleet-Served-Model": wanted, "X-Fleet-Backend": "ollama", "X-Fleet-Fallback": "false", "X-Fleet-Retries": "0" };
+  const headers = { "X-Fleet-Node": node.id, "X-Fleet-Requested-Model": headerValue(model), "X-Fleet-Served-Model": headerValue(wanted), "X-Fleet-Backend": "ollama", "X-Fleet-Fallback": "false", "X-Fleet-Retries": "0" };
   try {
     const res = await fetch(new URL("/api/show", rt.registry.ollamaUrl(node)!), {
       method: "POST",
@@ -88,9 +95,12 @@ function ndjson(stream: boolean): Encoder {
   };
 }
 
-/** Every model on disk in the fleet, once, with the nodes that have it. */
+/** Every model on disk in the fleet, once, with the nodes that have it; image models say so (seed 000: details.type). */
 function fleetTags(rt: Runtime) {
-  return modelsOnDisk(rt.registry).map((m) => ({ name: m.name, model: m.name, size: Math.round(m.sizeGb * GB), details: { fleet_nodes: m.nodes } }));
+  const image = (name: string) => (isOllamaImageModel(name) ? { type: "image" } : {});
+  const onDisk = modelsOnDisk(rt.registry).map((m) => ({ name: m.name, model: m.name, size: Math.round(m.sizeGb * GB), details: { fleet_nodes: m.nodes, ...image(m.name) } }));
+  const generators = fleetImageModels(rt.registry).filter((m) => m.backend !== "ollama");
+  return [...onDisk, ...generators.map((m) => ({ name: m.name, model: m.name, size: 0, details: { fleet_nodes: m.fleet_nodes, type: "image" } }))];
 }
 
 /** Every loaded model, one entry per node that holds it. */

@@ -122,10 +122,18 @@ export function randomId(prefix: string): string {
   return `${prefix}${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
 }
 
+// OpenAI's own type and code for each status herd answers with.
+const OPENAI_ERRORS: Record<number, [type: string, code: string | null]> = {
+  401: ["invalid_request_error", "invalid_api_key"],
+  403: ["permission_error", "model_not_allowed"],
+  404: ["invalid_request_error", "model_not_found"],
+  413: ["invalid_request_error", "request_too_large"],
+  429: ["rate_limit_error", null],
+};
+
 /** OpenAI's error object, with the type its SDKs map to an exception class. */
 export function openaiError(status: number, message: string, headers: Record<string, string> = {}): Response {
-  const type = status === 400 ? "invalid_request_error" : status === 404 ? "invalid_request_error" : status === 429 ? "rate_limit_error" : "api_error";
-  const code = status === 404 ? "model_not_found" : null;
+  const [type, code] = OPENAI_ERRORS[status] ?? (status < 500 ? ["invalid_request_error", null] : ["api_error", null]);
   return Response.json({ error: { message, type, param: null, code } }, { status, headers });
 }
 

@@ -2,6 +2,9 @@
 // embeddings, and the fleet's models. Requests are translated to Ollama's
 // native API, which every node speaks; see openai-codec.ts.
 import { Elysia } from "elysia";
+import { callerOf } from "../auth/guard.ts";
+import { nativeEmbed } from "../backends/embedding.ts";
+import { fleetImageModels } from "../backends/image.ts";
 import type { OllamaLine } from "../backends/ollama.ts";
 import { modelsOnDisk } from "../fleet/catalog.ts";
 import { estimateTokens, takeHerdFields } from "../router/herd-fields.ts";
@@ -34,7 +37,7 @@ async function chat(rt: Runtime, request: Request, clientIp: string | null): Pro
     rt,
     { surface: "openai", kind: "chat", path: "/api/chat", model, fallbackModels: herd.fallbackModels, strict: herd.strict, body: ollamaBody, promptTokens: estimateTokens(body.messages), signal: request.signal },
     chatEncoder(stream, includeUsage),
-    { tags: herd.tags, stream, clientIp },
+    { tags: herd.tags, stream, clientIp, caller: callerOf(request) },
   );
 }
 
@@ -53,11 +56,14 @@ async function embeddings(rt: Runtime, request: Request, clientIp: string | null
   const herd = takeHerdFields(body, request.headers);
   if (typeof herd === "string") return openaiError(400, herd);
   const ollamaBody: Record<string, unknown> = { input, ...(typeof body.dimensions === "number" ? { dimensions: body.dimensions } : {}) };
+  const encoder = embeddingEncoder(body.encoding_format === "base64");
+  const embedded = await nativeEmbed(rt, { model, body: ollamaBody, legacy: false, format: "openai", clientIp, tags: herd.tags, caller: callerOf(request), signal: request.signal }, encoder);
+  if (embedded) return embedded;
   return route(
     rt,
     { surface: "openai", kind: "embed", path: "/api/embed", model, fallbackModels: herd.fallbackModels, strict: herd.strict, body: ollamaBody, promptTokens: estimateTokens(input), signal: request.signal },
-    embeddingEncoder(body.encoding_format === "base64"),
-    { tags: herd.tags, stream: false, clientIp },
+    encoder,
+    { tags: herd.tags, stream: false, clientIp, caller: callerOf(request) },
   );
 }
 
@@ -83,8 +89,9 @@ function embeddingEncoder(base64: boolean): Encoder {
 
 function models(rt: Runtime) {
   const created = Math.floor(rt.startedAt / 1000);
-  return modelsOnDisk(rt.registry)
-    .map((m) => m.name)
-    .sort()
-    .map((id) => ({ id, object: "model", created, owned_by: "ollama" }));
+  // Image models the node agents generate with (mflux, DiffusionKit) are models of the fleet too (seed 000).
+  const generators = fleetImageModels(rt.registry).filter((m) => m.backend !== "ollama");
+  return [...modelsOnDisk(rt.registry), ...generators.map((m) => ({ name: m.name, backend: m.backend }))]
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .map((m) => ({ id: m.name, object: "model", created, owned_by: m.backend }));
 }

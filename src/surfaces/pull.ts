@@ -1,7 +1,10 @@
 // POST /api/pull: Ollama's pull, onto the node with the most free memory or the
 // one named by node_id, its NDJSON progress streamed back as Ollama sends it.
 import { Elysia } from "elysia";
+import { embeddingKind } from "../backends/embedding.ts";
+import { serviceImageModel } from "../backends/image.ts";
 import { pullModel } from "../backends/ollama.ts";
+import { fleetTranscriptionModels } from "../backends/transcription.ts";
 import { markPulled, notPullable, pullTarget } from "../fleet/pulls.ts";
 import type { Runtime } from "../runtime.ts";
 import { readJsonObject } from "./body.ts";
@@ -18,7 +21,7 @@ async function pull(rt: Runtime, request: Request): Promise<Response> {
   if (!model) return jsonError(400, "name is required (or model)");
   if (body.stream !== undefined && typeof body.stream !== "boolean") return jsonError(400, "stream: expected true or false");
   if (body.node_id !== undefined && typeof body.node_id !== "string") return jsonError(400, "node_id: expected a string");
-  const refusal = notPullable(model);
+  const refusal = notPullable(model) ?? notOllamas(rt, model);
   if (refusal) return jsonError(400, refusal);
 
   const node = body.node_id ? rt.registry.get(body.node_id) : pullTarget(rt.registry);
@@ -54,7 +57,21 @@ async function pull(rt: Runtime, request: Request): Promise<Response> {
   });
   const body$ = upstream.body ?? new ReadableStream({ start: (c) => c.close() });
   return new Response(body$.pipeThrough(watch), {
-    status: upstream.status,
+    // The node's own failure (Ollama answers 500 for a manifest it cannot find) is a bad gateway from here; its message stays.
+    status: upstream.status >= 500 ? 502 : upstream.status,
     headers: { "content-type": upstream.headers.get("content-type") ?? "application/x-ndjson", ...headers },
   });
+}
+
+/** A model the fleet serves outside Ollama (an image CLI, Qwen3-ASR, a vision embedding server): how to install it instead. */
+function notOllamas(rt: Runtime, model: string): string | null {
+  const refuse = (what: string, install: string) => `"${model}" is ${what}, not an Ollama model; install it with: ${install}`;
+  const image = serviceImageModel(rt.registry, model);
+  if (image?.backend === "diffusionkit") return refuse("a DiffusionKit image model", "pip install diffusionkit (then list it under nodes[].images)");
+  if (image) return refuse("an mflux image model", "uv tool install mflux (then list it under nodes[].images)");
+  if (fleetTranscriptionModels(rt.registry).includes(model)) return refuse("a Qwen3-ASR speech-to-text model", "pip install mlx-qwen3-asr (then list it under nodes[].transcription)");
+  if (embeddingKind(rt.registry, model) === "vision") {
+    return refuse("a vision embedding model of a native embedding server", "a vision embedding server on the node (port 11438), declared under nodes[].embedding.vision");
+  }
+  return null;
 }

@@ -4,6 +4,7 @@
 // asks for a vision model), then the request is translated to Ollama's chat
 // API and routed like any other; see responses-codec.ts and docs/responses.md.
 import { Elysia } from "elysia";
+import { callerOf } from "../auth/guard.ts";
 import { log } from "../log.ts";
 import { estimateTokens, takeHerdFields } from "../router/herd-fields.ts";
 import { resolveModel } from "../router/model-resolution.ts";
@@ -32,7 +33,6 @@ async function create(rt: Runtime, request: Request, clientIp: string | null): P
   if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
     return openaiError(400, "previous_response_id: herd keeps no conversation state; resend the whole conversation in `input` (Codex does by default, with store=false)");
   }
-  if (requested.startsWith("mlx:")) return openaiError(400, `model "${requested}": mlx: models are not served on /v1/responses (herd has no MLX backend yet); name an Ollama model`);
   const herd = takeHerdFields(body, request.headers);
   if (typeof herd === "string") return openaiError(400, herd);
   const translated = readResponsesRequest(body);
@@ -64,6 +64,6 @@ async function create(rt: Runtime, request: Request, clientIp: string | null): P
       signal: request.signal,
     },
     responsesEncoder(stream, translated, log.warn),
-    { tags: herd.tags, stream, clientIp },
+    { tags: herd.tags, stream, clientIp, caller: callerOf(request) },
   );
 }

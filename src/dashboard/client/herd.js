@@ -6,12 +6,12 @@
 
 /** GET a JSON API; throws with the API's own error message. */
 export async function getJson(path) {
-  return answer(await fetch(path, { headers: { accept: "application/json" } }), path);
+  return answer(await authorized(path, { headers: { accept: "application/json" } }), path);
 }
 
 /** POST a JSON body; throws with the API's own error message. */
 export async function postJson(path, body) {
-  const res = await fetch(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body ?? {}) });
+  const res = await authorized(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body ?? {}) });
   return answer(res, path);
 }
 
@@ -19,6 +19,106 @@ async function answer(res, path) {
   const body = await res.json().catch(() => null);
   if (!res.ok) throw new Error(body?.error ?? `${path}: HTTP ${res.status}`);
   return body;
+}
+
+// ---- credentials ---------------------------------------------------------------
+
+// The admin token (or an API key) the user gave, for this tab only: sessionStorage, never a cookie or localStorage.
+const TOKEN = "herd-token";
+let asking = null;
+
+/**
+ * fetch with the stored credential as a bearer token. A 401 asks for one (the admin token before a
+ * change, a key or the admin token before a read) and sends the request again; cancelling gives the 401.
+ */
+async function authorized(path, init) {
+  for (let refused = false; ; refused = true) {
+    const token = sessionStorage.getItem(TOKEN);
+    const res = await fetch(path, token ? { ...init, headers: { ...init.headers, authorization: `Bearer ${token}` } } : init);
+    if (res.status !== 401) return res;
+    const change = (init.method ?? "GET") !== "GET";
+    const given = await askToken(change, refused || Boolean(token));
+    if (!given) return res;
+    sessionStorage.setItem(TOKEN, given);
+  }
+}
+
+/** One dialog at a time, however many requests were refused together; resolves to the token, or null. */
+function askToken(change, refused) {
+  asking ??= new Promise((resolve) => {
+    const input = h("input", { type: "password", name: "token", autocomplete: "off", required: true, "aria-label": "Token" });
+    const dialog = h(
+      "dialog",
+      { class: "token-dialog" },
+      h(
+        "form",
+        { method: "dialog" },
+        h("h2", null, change ? "Admin token needed" : "This herd needs a key"),
+        h("p", { class: "subtitle" }, change ? "Changing the fleet needs the admin token (auth.adminToken in herd.config.ts)." : "Reading the fleet needs an API key (auth.clients) or the admin token."),
+        refused && h("p", { class: "notice warn" }, "The token given was refused."),
+        input,
+        h("div", { class: "dialog-actions" }, h("button", { type: "button", class: "btn", value: "", onclick: () => dialog.close("") }, "Cancel"), h("button", { class: "btn primary", value: "ok" }, "Continue")),
+      ),
+    );
+    dialog.addEventListener("close", () => {
+      dialog.remove();
+      asking = null;
+      resolve(dialog.returnValue === "ok" && input.value.trim() ? input.value.trim() : null);
+    });
+    document.body.append(dialog);
+    dialog.showModal();
+  });
+  return asking;
+}
+
+/**
+ * A server-sent event stream of JSON messages; onState(true/false) says whether it is live.
+ * EventSource cannot send a credential: once the tab holds one (a herd with client keys refused
+ * the stream without it), the stream is read with fetch instead, reconnecting every `retryMs`.
+ */
+export function liveEvents(path, onMessage, onState, retryMs = 2000) {
+  if (sessionStorage.getItem(TOKEN)) return fetchEvents(path, onMessage, onState, retryMs);
+  const source = new EventSource(path);
+  source.onmessage = (e) => {
+    onState(true);
+    onMessage(JSON.parse(e.data));
+  };
+  source.onerror = () => {
+    onState(false);
+    // Closed for good (a 401, say) rather than reconnecting by itself: try again, with a credential if there is one by then.
+    if (source.readyState !== EventSource.CLOSED) return;
+    setTimeout(() => liveEvents(path, onMessage, onState, retryMs), retryMs);
+  };
+}
+
+function fetchEvents(path, onMessage, onState, retryMs) {
+  const connect = async () => {
+    try {
+      const res = await authorized(path, { headers: { accept: "text/event-stream" } });
+      if (!res.ok || !res.body) throw new Error(`${path}: HTTP ${res.status}`);
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value;
+        const events = buffer.split("\n\n");
+        buffer = events.pop();
+        for (const event of events) {
+          const data = event.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
+          if (data) {
+            onState(true);
+            onMessage(JSON.parse(data));
+          }
+        }
+      }
+    } catch (e) {
+      console.warn(e.message);
+    }
+    onState(false);
+    setTimeout(connect, retryMs);
+  };
+  connect();
 }
 
 /** Runs `task` now and every `ms` after it ends; a failure (say, the router restarting) waits for the next round. */

@@ -1,6 +1,6 @@
 // Fleet overview: header totals, a card per node and the queues, redrawn from
 // every snapshot of the live stream (GET /dashboard/events).
-import { SEVERITY_KIND, actions, badge, empty, every, fmt, getJson, h, meter, mount, page, panel, section, start, stats, table } from "./herd.js";
+import { SEVERITY_KIND, actions, badge, empty, every, fmt, getJson, h, liveEvents, meter, mount, page, panel, section, start, stats, table } from "./herd.js";
 
 const live = h("span", { class: "live" }, "Connecting…");
 const header = h("div");
@@ -18,15 +18,16 @@ start(async () => {
     drawHeader();
   });
   every(10_000, async () => drawTraces((await getJson("/dashboard/api/traces?limit=8")).traces));
-  const stream = new EventSource("/dashboard/events");
-  stream.onmessage = (e) => {
-    snapshot = JSON.parse(e.data);
-    setLive(true);
-    drawHeader();
-    drawNodes(snapshot.nodes);
-    drawQueues(Object.entries(snapshot.queues).map(([key, q]) => ({ key, ...q })));
-  };
-  stream.onerror = () => setLive(false);
+  liveEvents(
+    "/dashboard/events",
+    (next) => {
+      snapshot = next;
+      drawHeader();
+      drawNodes(snapshot.nodes);
+      drawQueues(Object.entries(snapshot.queues).map(([key, q]) => ({ key, ...q })));
+    },
+    setLive,
+  );
 });
 
 function setLive(on) {

@@ -40,6 +40,7 @@ function snapshot(rt: Runtime, now: number): HealthInput {
     })),
     lastHour: trafficByModel(rt.store, now / 1000 - HOUR_S),
     contextUsage: contextUsageReport(rt.store, registry, CONTEXT_DAYS, now / 1000),
+    traceWrites: rt.traces.health(),
   };
 }
 

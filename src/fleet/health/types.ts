@@ -3,6 +3,7 @@
 import type { ConfigStatus } from "../../config/live.ts";
 import type { Config } from "../../config/schema.ts";
 import type { ModelTraffic } from "../../store/health-stats.ts";
+import type { TraceWrites } from "../../store/traces.ts";
 import type { NodeRecord } from "../registry.ts";
 import type { ContextUsage } from "./context-usage.ts";
 
@@ -39,6 +40,8 @@ export interface HealthInput {
   lastHour: ModelTraffic[];
   /** Context usage over the last 7 days. */
   contextUsage: ContextUsage[];
+  /** How the trace writer's writes to the store have gone since start. */
+  traceWrites: TraceWrites;
 }
 
 export interface CheckResult {

@@ -14,6 +14,7 @@ import { nomicLoadedInOllama } from "./nomic-loaded-in-ollama.ts";
 import { priorityModels } from "./priority-models.ts";
 import { requestTimeouts } from "./request-timeouts.ts";
 import { retryRate } from "./retry-rate.ts";
+import { storeWritable } from "./store-writable.ts";
 import { textEmbeddingOllamaBypass } from "./text-embedding-ollama-bypass.ts";
 import { thermal } from "./thermal.ts";
 import { zombieRequests } from "./zombie-requests.ts";
@@ -32,6 +33,7 @@ export const CHECKS: readonly HealthCheck[] = [
   priorityModels,
   mlxServerUnhealthy,
   configReloadError,
+  storeWritable,
   embedErrorRate,
   visionBackendMissing,
   textEmbeddingBackendMissing,

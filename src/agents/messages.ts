@@ -1,0 +1,190 @@
+// The MessageService: turns between the leads and the workers. A send delivers
+// a turn to a worker's pane and waits for its reply (or question, or failure); a
+// worker's reply resolves the waiting send, else its async ticket, else lands in
+// the session's inbox, which a lead drains. A worker's question (ask) goes to the
+// lead waiting on its turn, whose answer names the question's turnId.
+import { type Answer, answer, refuse } from "./answers.ts";
+import type { AskInput, ReplyInput, SendInput } from "./inputs.ts";
+import { PaneGone, type PaneBackend } from "./panes.ts";
+import { newId, type Result, Task, Turn } from "./rendezvous.ts";
+import { type Member, type SessionManager, sessionNotFound } from "./sessions.ts";
+
+/** A finished ticket can be polled this long. */
+const TASK_TTL_MS = 60 * 60_000;
+/** Lines of the pane a transcript reply is cut from. */
+const TRANSCRIPT_LINES = 200;
+
+export class MessageService {
+  private tasks = new Map<string, Task>();
+  /** Send outcomes since start, for /metrics. */
+  readonly outcomes = new Map<string, number>();
+
+  constructor(
+    private readonly sessions: SessionManager,
+    private readonly backend: () => PaneBackend,
+  ) {}
+
+  /** POST /sessions/{id}/message: a new turn, or (with turnId) the answer to a worker's question. */
+  async send(sessionId: string, input: SendInput): Promise<Answer> {
+    const member = this.sessions.get(sessionId);
+    if (!member) return this.count(sessionNotFound(sessionId), "session_not_found");
+    if (input.turnId !== undefined) return this.answer(member, input.turnId, input.content, input.timeoutMs);
+    if (member.exited) return this.count(answer({ sessionId, status: "failed", detail: "the worker has exited; spawn another" }, 202), "failed");
+    if (member.turn) {
+      const detail = `the worker is still on the turn sent at ${new Date(member.turn.since).toISOString()}; wait for its reply (GET /sessions/${sessionId}/replies)`;
+      return this.count(answer({ sessionId, status: "busy", detail }, 202), "busy");
+    }
+    const task = input.wait ? null : new Task(sessionId);
+    const turn = (member.turn = new Turn(input.content, task));
+    if (task) {
+      this.keep(task);
+      void this.deliver(member, turn);
+      return this.count(answer({ sessionId, status: "accepted", ticket: task.ticket }, 202), "accepted");
+    }
+    const next = turn.wait(input.timeoutMs); // waiting before delivering: a quick worker's reply is not missed
+    void this.deliver(member, turn);
+    return this.outcome(member, turn, await next, input.timeoutMs);
+  }
+
+  /** POST /sessions/{id}/reply, by the worker that owns the session. */
+  async reply(sessionId: string, input: ReplyInput): Promise<Answer> {
+    const member = this.sessions.get(sessionId);
+    if (!member) return sessionNotFound(sessionId);
+    const turn = member.turn;
+    const result = (outcome: string, delivered: boolean) => answer({ sessionId, delivered, outcome });
+    if (input.turnDone && !turn) return result("no_open_turn", false);
+    let content = input.content;
+    if (turn) {
+      const source = input.turnDone ? "transcript" : "reply";
+      if (input.turnDone) content = await this.transcript(member, turn);
+      if (member.turn !== turn) return result("no_open_turn", false); // an explicit reply ended it meanwhile
+      this.close(member, turn);
+      const taker = turn.settle({ kind: "reply", reply: content, replySource: source });
+      if (taker === "send") return result("resolved_send", true);
+      if (taker === "ticket") return result("resolved_async_ticket", true);
+    }
+    member.inbox.push({ msgId: newId("msg"), content });
+    return result("queued", false);
+  }
+
+  /** POST /sessions/{id}/ask, by the worker that owns the session: blocks until a lead answers. */
+  async ask(sessionId: string, input: AskInput): Promise<Answer> {
+    const member = this.sessions.get(sessionId);
+    if (!member) return sessionNotFound(sessionId);
+    const turn = member.turn;
+    if (!turn?.listened) {
+      return refuse(409, "no_pending_send", "no lead is waiting on this session's turn, so nobody would see the question; reply instead", { sessionId });
+    }
+    const { turnId, answer: pending } = turn.open(input.question, input.timeoutMs);
+    turn.settle({ kind: "question", question: input.question, turnId });
+    const text = await pending;
+    if (text === null) return answer({ sessionId, status: "no_answer", detail: `no answer within ${input.timeoutMs} ms; carry on and reply` }, 202);
+    return answer({ sessionId, answered: true, answer: text });
+  }
+
+  /** GET /sessions/{id}/replies: the held replies, removed as they are read (kept with `peek`, for fleet_ack). */
+  drain(sessionId: string, peek = false): Answer {
+    const member = this.sessions.get(sessionId);
+    if (!member) return sessionNotFound(sessionId);
+    return answer({ sessionId, replies: peek ? [...member.inbox] : member.inbox.splice(0) });
+  }
+
+  /** fleet_ack: drops one held reply (seen with a peek) without draining the others. */
+  ack(sessionId: string, msgId: string): Answer {
+    const member = this.sessions.get(sessionId);
+    if (!member) return sessionNotFound(sessionId);
+    const i = member.inbox.findIndex((r) => r.msgId === msgId);
+    if (i >= 0) member.inbox.splice(i, 1);
+    return answer({ sessionId, msgId, acked: i >= 0 });
+  }
+
+  /** GET /tasks/{ticket}. */
+  task(ticket: string): Answer {
+    const task = this.tasks.get(ticket);
+    if (!task) return refuse(404, "unknown_ticket", `no task has ticket ${ticket} (finished tasks are kept ${TASK_TTL_MS / 60_000} minutes)`);
+    return answer(task.view());
+  }
+
+  /** The worker stopped or exited: whoever waits on its turn learns it now. */
+  fail(member: Member, detail: string): void {
+    const turn = member.turn;
+    if (!turn) return;
+    this.close(member, turn);
+    turn.settle({ kind: "failed", detail });
+  }
+
+  private async answer(member: Member, turnId: string, content: string, timeoutMs: number): Promise<Answer> {
+    const turn = member.turn;
+    const ask = turn?.ask;
+    if (!turn || ask?.turnId !== turnId) {
+      const detail = `turn ${turnId} is not an open question of this worker (answered, timed out or replaced); GET /sessions/${member.sessionId}/status shows the open one`;
+      return this.count(refuse(409, "stale_turn", detail, { sessionId: member.sessionId }), "stale_turn");
+    }
+    const next = turn.wait(timeoutMs);
+    ask.settle(content);
+    return this.outcome(member, turn, await next, timeoutMs);
+  }
+
+  private async deliver(member: Member, turn: Turn): Promise<void> {
+    try {
+      await this.backend().sendText(member.paneId!, turn.content);
+      turn.delivered = true;
+      turn.task?.delivered();
+    } catch (e) {
+      if (member.turn !== turn) return;
+      this.close(member, turn);
+      turn.settle(e instanceof PaneGone ? { kind: "gone", detail: e.message } : { kind: "backend_error", detail: (e as Error).message });
+    }
+  }
+
+  private outcome(member: Member, turn: Turn, result: Result | null, timeoutMs: number): Answer {
+    const sessionId = member.sessionId;
+    if (!result) {
+      const status = turn.delivered ? "working" : "queued";
+      const detail = `no reply within ${timeoutMs} ms; the worker is ${turn.delivered ? "still working" : "not yet given the message"}. Its reply will wait in GET /sessions/${sessionId}/replies`;
+      return this.count(answer({ sessionId, status, detail }, 202), status);
+    }
+    switch (result.kind) {
+      case "reply":
+        return this.count(answer({ sessionId, reply: result.reply, replySource: result.replySource }), result.replySource);
+      case "question":
+        return this.count(answer({ sessionId, status: "question", question: result.question, turnId: result.turnId }, 202), "question");
+      case "failed":
+        return this.count(answer({ sessionId, status: "failed", detail: result.detail }, 202), "failed");
+      case "gone":
+        return this.count(refuse(404, "session_not_found", `the worker's pane is gone: ${result.detail}`, { sessionId }), "session_not_found");
+      case "backend_error":
+        return this.count(refuse(502, "backend_error", result.detail, { sessionId }), "backend_error");
+    }
+  }
+
+  private close(member: Member, turn: Turn): void {
+    if (member.turn === turn) member.turn = null;
+    turn.ask?.settle(null);
+  }
+
+  /** The pane's tail after the turn's own text: what the worker printed for it. */
+  private async transcript(member: Member, turn: Turn): Promise<string> {
+    const tail = await this.backend()
+      .captureTail(member.paneId!, TRANSCRIPT_LINES)
+      .catch(() => "");
+    const lines = tail.split("\n");
+    const first = turn.content.split("\n")[0]!.trim();
+    const start = lines.findLastIndex((l) => l.includes(first));
+    return lines
+      .slice(start + 1)
+      .join("\n")
+      .trim();
+  }
+
+  private keep(task: Task): void {
+    const now = Date.now();
+    for (const [ticket, t] of this.tasks) if (t.endedAt && now - t.endedAt > TASK_TTL_MS) this.tasks.delete(ticket);
+    this.tasks.set(task.ticket, task);
+  }
+
+  private count(a: Answer, outcome: string): Answer {
+    this.outcomes.set(outcome, (this.outcomes.get(outcome) ?? 0) + 1);
+    return a;
+  }
+}

@@ -1,0 +1,50 @@
+// GET /metrics in the Prometheus text format: herd's routing (requests by
+// outcome, model and node from the traces; what runs and waits on each queue;
+// nodes by status) and the agent fleet (workers, send outcomes, held replies).
+import type { Runtime } from "../runtime.ts";
+import { VERSION } from "../version.ts";
+import { stateOf } from "./sessions.ts";
+
+type Labels = Record<string, string>;
+type Sample = [Labels, number];
+
+const escape = (v: string) => v.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
+const labelText = (labels: Labels) => {
+  const pairs = Object.entries(labels).map(([k, v]) => `${k}="${escape(v)}"`);
+  return pairs.length ? `{${pairs.join(",")}}` : "";
+};
+
+function family(name: string, type: "counter" | "gauge", help: string, samples: Sample[]): string {
+  return [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...samples.map(([l, v]) => `${name}${labelText(l)} ${v}`)].join("\n");
+}
+
+function countBy<T>(items: T[], key: (t: T) => Labels): Sample[] {
+  const counts = new Map<string, Sample>();
+  for (const item of items) {
+    const labels = key(item);
+    const id = JSON.stringify(labels);
+    const sample = counts.get(id) ?? [labels, 0];
+    sample[1]++;
+    counts.set(id, sample);
+  }
+  return [...counts.values()];
+}
+
+export function renderMetrics(rt: Runtime): string {
+  // Traces are the record of every request, kept across restarts, so the counter never goes back.
+  const requests = rt.store
+    .query<{ status: string; model: string; node: string | null; n: number }, []>("SELECT status, model, node_id AS node, COUNT(*) AS n FROM traces GROUP BY status, model, node_id")
+    .all();
+  const queues = rt.queues.entries();
+  const members = rt.agents.sessions.all();
+  return [
+    family("herd_info", "gauge", "The running herd.", [[{ version: VERSION }, 1]]),
+    family("herd_requests_total", "counter", "Requests routed, by outcome, model and node.", requests.map((r) => [{ status: r.status, model: r.model, node: r.node ?? "" }, r.n])),
+    family("herd_requests_in_flight", "gauge", "Requests running, by node and model.", queues.map((q) => [{ node: q.node_id, model: q.model }, q.in_flight])),
+    family("herd_requests_queued", "gauge", "Requests waiting for a slot, by node and model.", queues.map((q) => [{ node: q.node_id, model: q.model }, q.pending])),
+    family("herd_nodes", "gauge", "Nodes by status.", countBy(rt.registry.all(), (n) => ({ status: n.status }))),
+    family("herd_agents_workers", "gauge", "Agent workers by profile and state.", countBy(members, (m) => ({ profile: m.profile, state: stateOf(m) }))),
+    family("herd_agents_sends_total", "counter", "Sends to workers by outcome.", [...rt.agents.messages.outcomes].map(([outcome, n]) => [{ outcome }, n])),
+    family("herd_agents_held_replies", "gauge", "Replies waiting in the workers' inboxes.", [[{}, members.reduce((sum, m) => sum + m.inbox.length, 0)]]),
+  ].join("\n\n") + "\n";
+}

@@ -1,0 +1,157 @@
+// The rendezvous of one turn: a lead's message waits for what the worker does
+// with it (a reply, a question, a failure). Whoever waits takes it: a blocked
+// send, else the async ticket; with neither, a reply goes to the inbox.
+import { randomBytes } from "node:crypto";
+
+export type Result =
+  | { kind: "reply"; reply: string; replySource: "reply" | "transcript" }
+  | { kind: "question"; question: string; turnId: string }
+  | { kind: "failed"; detail: string }
+  /** The pane is gone: 404 session_not_found. */
+  | { kind: "gone"; detail: string }
+  /** The pane backend failed: 502. */
+  | { kind: "backend_error"; detail: string };
+
+export type Phase = "queued" | "working" | "asking" | "done" | "failed";
+
+export const newId = (prefix: string) => `${prefix}-${randomBytes(6).toString("hex")}`;
+
+/** A fire-and-poll send (wait:false), polled at GET /tasks/{ticket}. */
+export class Task {
+  readonly ticket = newId("tk");
+  phase: Phase = "queued";
+  result: Result | null = null;
+  turnId: string | null = null;
+  endedAt: number | null = null;
+
+  constructor(readonly sessionId: string) {}
+
+  take(result: Result): void {
+    if (this.endedAt) return;
+    if (result.kind === "question") {
+      this.phase = "asking";
+      this.turnId = result.turnId;
+      return;
+    }
+    this.result = result;
+    this.phase = result.kind === "reply" ? "done" : "failed";
+    this.turnId = null;
+    this.endedAt = Date.now();
+  }
+
+  /** The turn reached the pane (the worker may have answered already: only a queued task moves on). */
+  delivered(): void {
+    if (this.phase === "queued") this.phase = "working";
+  }
+
+  /** Back to work after a question was answered or went unanswered. */
+  resume(): void {
+    if (this.endedAt) return;
+    this.phase = "working";
+    this.turnId = null;
+  }
+
+  view(): Record<string, unknown> {
+    const r = this.result;
+    return {
+      ticket: this.ticket,
+      sessionId: this.sessionId,
+      phase: this.phase,
+      ...(r?.kind === "reply" ? { reply: r.reply, replySource: r.replySource } : {}),
+      ...(r && r.kind !== "reply" && r.kind !== "question" ? { detail: r.detail } : {}),
+      ...(this.turnId ? { turnId: this.turnId } : {}),
+    };
+  }
+}
+
+/** A worker's open question; `turnId` is what a lead's answer must name. */
+export interface Ask {
+  turnId: string;
+  question: string;
+  timeoutMs: number;
+  since: number;
+  /** Hands the worker the answer, or null when the question went stale. */
+  settle(answer: string | null): void;
+}
+
+interface Waiter {
+  timeoutMs: number;
+  since: number;
+  settle(result: Result | null): void;
+}
+
+export class Turn {
+  readonly since = Date.now();
+  delivered = false;
+  ask: Ask | null = null;
+  private waiter: Waiter | null = null;
+
+  constructor(
+    readonly content: string,
+    readonly task: Task | null,
+  ) {}
+
+  /** Someone takes what the worker does next: a blocked send or a ticket. */
+  get listened(): boolean {
+    return this.waiter !== null || this.task !== null;
+  }
+
+  /** Waits up to timeoutMs for the next result; null when the time runs out first. */
+  wait(timeoutMs: number): Promise<Result | null> {
+    this.waiter?.settle(null); // one lead waits at a time; an earlier one gives up as if timed out
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => done(null), timeoutMs);
+      const waiter: Waiter = { timeoutMs, since: Date.now(), settle: (r) => done(r) };
+      const done = (result: Result | null) => {
+        clearTimeout(timer);
+        if (this.waiter === waiter) this.waiter = null;
+        resolve(result);
+      };
+      this.waiter = waiter;
+    });
+  }
+
+  /** Hands `result` to whoever listens; says who took it. */
+  settle(result: Result): "send" | "ticket" | null {
+    const waiter = this.waiter;
+    this.task?.take(result);
+    if (waiter) {
+      waiter.settle(result);
+      return "send";
+    }
+    return this.task ? "ticket" : null;
+  }
+
+  /** Opens a question; it settles null after timeoutMs, or when a newer one replaces it. */
+  open(question: string, timeoutMs: number): { turnId: string; answer: Promise<string | null> } {
+    this.ask?.settle(null);
+    const turnId = newId("turn");
+    const answer = new Promise<string | null>((resolve) => {
+      const timer = setTimeout(() => ask.settle(null), timeoutMs);
+      const ask: Ask = {
+        turnId,
+        question,
+        timeoutMs,
+        since: Date.now(),
+        settle: (text) => {
+          clearTimeout(timer);
+          if (this.ask === ask) this.ask = null;
+          this.task?.resume();
+          resolve(text);
+        },
+      };
+      this.ask = ask;
+    });
+    return { turnId, answer };
+  }
+
+  view(): Record<string, unknown> {
+    return {
+      phase: this.ask ? "asking" : this.delivered ? "working" : "queued",
+      since: this.since,
+      ticket: this.task?.ticket ?? null,
+      waiting: this.waiter ? { timeoutMs: this.waiter.timeoutMs, since: this.waiter.since } : null,
+      ask: this.ask ? { turnId: this.ask.turnId, question: this.ask.question, timeoutMs: this.ask.timeoutMs, since: this.ask.since } : null,
+    };
+  }
+}

@@ -1,0 +1,288 @@
+// The SessionManager: the fleet's workers (members). It spawns a worker from a
+// profile into its own pane with its own credential, watches the panes so a
+// worker that exits is noticed (its credential revoked, its open turn failed),
+// and stops workers. Turns and replies are the MessageService's (messages.ts).
+import { existsSync, statSync } from "node:fs";
+import { dirname } from "node:path";
+import { expandPath } from "../config/load.ts";
+import type { Config } from "../config/schema.ts";
+import { log } from "../log.ts";
+import { Answer, answer, badRequest, refuse } from "./answers.ts";
+import { type Principal, ROLES, type Role } from "./authz.ts";
+import type { Credentials } from "./credentials.ts";
+import { subscriptionLeaks, workerEnv } from "./environment.ts";
+import type { SpawnInput } from "./inputs.ts";
+import { BackendTimeout, type PaneBackend, type PaneInfo } from "./panes.ts";
+import { newId, type Turn } from "./rendezvous.ts";
+import { NotARepo, TICKET, worktreeFor } from "./worktrees.ts";
+
+export interface HeldReply {
+  msgId: string;
+  content: string;
+}
+
+export interface Member {
+  sessionId: string;
+  /** null while the pane is being created. */
+  paneId: string | null;
+  profile: string;
+  role: Role;
+  cwd: string;
+  owner: string;
+  ticket: string | null;
+  worktree: string | null;
+  branch: string | null;
+  startedAt: number;
+  exited: { status: number | null; at: number } | null;
+  /** The turn in progress (messages.ts). */
+  turn: Turn | null;
+  /** Replies nobody was waiting for, until a lead drains them. */
+  inbox: HeldReply[];
+}
+
+type MemberState = "starting" | "idle" | "working" | "exited";
+
+export const stateOf = (m: Member): MemberState => (m.exited ? "exited" : !m.paneId ? "starting" : m.turn ? "working" : "idle");
+
+export interface SessionDeps {
+  backend: () => PaneBackend;
+  credentials: Credentials;
+  config: () => Config;
+  /** The config file's folder: relative profile cwds are relative to it. */
+  configDir: () => string;
+  herdUrl: () => string;
+  /** A worker stopped or exited: its open turn fails with `detail`. */
+  onGone: (member: Member, detail: string) => void;
+}
+
+const MONITOR_MS = 500;
+
+export class SessionManager {
+  private members = new Map<string, Member>();
+  private monitor: Timer | null = null;
+  private checking = false;
+
+  constructor(private readonly deps: SessionDeps) {}
+
+  get(sessionId: string): Member | undefined {
+    return this.members.get(sessionId);
+  }
+
+  all(): Member[] {
+    return [...this.members.values()];
+  }
+
+  /** Live workers per profile against the profile's capacity. */
+  capacity(): Record<string, { capacity: number; running: number }> {
+    const profiles = this.deps.config().agents.profiles;
+    return Object.fromEntries(Object.entries(profiles).map(([name, p]) => [name, { capacity: p.capacity, running: this.running(name) }]));
+  }
+
+  async spawn(caller: Principal, input: SpawnInput): Promise<Answer> {
+    const config = this.deps.config();
+    const role = input.role ?? "dev";
+    if (!(ROLES as readonly string[]).includes(role)) return refuse(400, "unknown_role", `role "${role}" is not one of ${ROLES.join(", ")}`);
+    const ticket = ticketOf(input);
+    if (ticket instanceof Answer) return ticket;
+    const profiles = config.agents.profiles;
+    const profileName = input.profile ?? config.agents.defaultProfile ?? Object.keys(profiles)[0];
+    const profile = profileName === undefined ? undefined : profiles[profileName];
+    if (!profile) {
+      const known = Object.keys(profiles);
+      return refuse(400, "unknown_profile", known.length ? `profile "${profileName}" is not one of ${known.join(", ")}` : "no profiles are configured (agents.profiles in herd.config.ts)");
+    }
+    if (this.running(profileName!) >= profile.capacity) {
+      return refuse(503, "no_capacity", `profile "${profileName}" already runs ${profile.capacity} worker(s), its capacity; stop one (DELETE /members/{paneId}) or raise agents.profiles.${profileName}.capacity`);
+    }
+    const leaks = subscriptionLeaks(config, profile);
+    if (leaks.length) {
+      return refuse(403, "subscription_boundary", `profile "${profileName}" would hand the worker ${leaks.join(", ")} from the router's environment; workers use the herd's models, so remove it from agents.profiles.${profileName}.env`);
+    }
+    let cwd = expandPath(input.cwd ?? profile.cwd ?? ".", this.deps.configDir());
+    if (!isDirectory(cwd)) return badRequest(`cwd: ${cwd} is not a directory on the router's machine`);
+    const command = profile.command.includes("/") ? expandPath(profile.command, this.deps.configDir()) : Bun.which(profile.command);
+    if (!command || !existsSync(command)) return refuse(502, "spawn_failed", `profile "${profileName}": command "${profile.command}" is not on the router's PATH`);
+
+    // The slot is taken before the first await, so concurrent spawns cannot overshoot the capacity.
+    const member: Member = {
+      sessionId: newId("w"),
+      paneId: null,
+      profile: profileName!,
+      role: role as Role,
+      cwd,
+      owner: caller.kind,
+      ticket,
+      worktree: null,
+      branch: null,
+      startedAt: Date.now(),
+      exited: null,
+      turn: null,
+      inbox: [],
+    };
+    this.members.set(member.sessionId, member);
+    const failed = (a: Answer) => {
+      this.members.delete(member.sessionId);
+      this.deps.credentials.revoke(member.sessionId);
+      return a;
+    };
+    if (ticket && wantsWorktree(input)) {
+      try {
+        const tree = await worktreeFor(cwd, ticket, config.server.dataDir);
+        member.worktree = cwd = member.cwd = tree.path;
+        member.branch = tree.branch;
+      } catch (e) {
+        return failed(e instanceof NotARepo ? badRequest(`worktree: ${e.message}`) : refuse(502, "worktree_failed", (e as Error).message));
+      }
+    }
+    const token = this.deps.credentials.issue(member.sessionId, member.role);
+    const env = workerEnv(config, profile, { herdUrl: this.deps.herdUrl(), sessionId: member.sessionId, token, role: member.role });
+    try {
+      const pane = await this.deps.backend().spawn({ name: member.sessionId, cwd, argv: [command, ...profile.args], env }, config.agents.spawnTimeoutMs);
+      member.paneId = pane.paneId;
+    } catch (e) {
+      if (e instanceof BackendTimeout) return failed(refuse(502, "spawn_timeout", `the worker's pane did not start within ${config.agents.spawnTimeoutMs} ms (agents.spawnTimeoutMs)`));
+      return failed(refuse(502, "spawn_failed", (e as Error).message));
+    }
+    this.watch();
+    log.info(`agents: spawned ${member.sessionId} (${member.profile}, ${member.role}) in ${member.paneId}`);
+    return answer(spawnView(member), 201);
+  }
+
+  /** Tears a worker down; an unknown pane is no error (the seed's DELETE always answers 204). */
+  async stop(paneId: string): Promise<void> {
+    const member = this.all().find((m) => m.paneId === paneId);
+    if (!member) return;
+    this.members.delete(member.sessionId);
+    this.end(member, "the worker was stopped");
+    await this.deps.backend().kill(paneId);
+    log.info(`agents: stopped ${member.sessionId}`);
+  }
+
+  /** The roster joined with what the backend sees of each pane. */
+  async roster(): Promise<Record<string, unknown>[]> {
+    const panes = await this.panesOrNone();
+    return this.all().map((m) => rosterView(m, panes.find((p) => p.paneId === m.paneId)));
+  }
+
+  async status(sessionId: string): Promise<Answer> {
+    const m = this.members.get(sessionId);
+    if (!m) return sessionNotFound(sessionId);
+    const pane = (await this.panesOrNone()).find((p) => p.paneId === m.paneId);
+    return answer({ ...rosterView(m, pane), ready: stateOf(m) === "idle", turn: m.turn?.view() ?? null, inbox: m.inbox.length });
+  }
+
+  /** Stops watching and ends every pane (the router is stopping). */
+  async shutdown(): Promise<void> {
+    if (this.monitor) clearInterval(this.monitor);
+    this.monitor = null;
+    for (const m of this.all()) this.end(m, "the router is stopping");
+    this.members.clear();
+  }
+
+  private running(profile: string): number {
+    return this.all().filter((m) => m.profile === profile && !m.exited).length;
+  }
+
+  private end(member: Member, detail: string): void {
+    this.deps.credentials.revoke(member.sessionId);
+    this.deps.onGone(member, detail);
+  }
+
+  private async panesOrNone(): Promise<PaneInfo[]> {
+    return this.deps.backend().panes().catch(() => []);
+  }
+
+  // Polling is cheap (one tmux call) and runs only while some worker is alive.
+  private watch(): void {
+    this.monitor ??= setInterval(() => void this.check(), MONITOR_MS);
+  }
+
+  private async check(): Promise<void> {
+    if (this.checking) return;
+    this.checking = true;
+    try {
+      const live = this.all().filter((m) => m.paneId && !m.exited);
+      if (!live.length) {
+        clearInterval(this.monitor!);
+        this.monitor = null;
+        return;
+      }
+      const panes = await this.deps.backend().panes();
+      for (const m of live) {
+        const pane = panes.find((p) => p.paneId === m.paneId);
+        if (pane && !pane.dead) continue;
+        m.exited = { status: pane?.exitStatus ?? null, at: Date.now() };
+        if (pane) await this.deps.backend().kill(m.paneId!); // remain-on-exit kept it for the status; now it goes
+        this.end(m, exitDetail(pane));
+        log.info(`agents: ${m.sessionId} exited (${pane?.exitStatus ?? "pane gone"})`);
+      }
+    } catch (e) {
+      log.warn(`agents: cannot list the panes: ${(e as Error).message}`);
+    } finally {
+      this.checking = false;
+    }
+  }
+}
+
+function exitDetail(pane: PaneInfo | undefined): string {
+  if (pane?.exitStatus != null) return `the worker exited with status ${pane.exitStatus}`;
+  if (pane?.exitSignal != null) return `the worker was killed by signal ${pane.exitSignal}`;
+  return pane ? "the worker exited" : "the worker's pane is gone";
+}
+
+export const sessionNotFound = (sessionId: string) => refuse(404, "session_not_found", `no worker has session ${sessionId}; GET /members lists them`, { sessionId });
+
+// worktree is true, "true" (query strings), false, "false", or the ticket itself.
+const wantsWorktree = ({ worktree: wt }: SpawnInput) => wt === true || (typeof wt === "string" && wt !== "false");
+
+/** The ticket a spawn names (null for none), or the 400 for a worktree that cannot have one. */
+function ticketOf(input: SpawnInput): string | null | Answer {
+  const wt = input.worktree;
+  const ticket = typeof wt === "string" && wt !== "true" && wt !== "false" ? wt : (input.ticket ?? null);
+  if (wantsWorktree(input) && !ticket) return badRequest("ticket: required when worktree is true (the worktree is named after the ticket)");
+  if (ticket !== null && !TICKET.test(ticket)) return badRequest(`ticket: expected letters, digits, '.', '_' or '-', got "${ticket}"`);
+  return ticket;
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function spawnView(m: Member): Record<string, unknown> {
+  return {
+    terminalId: m.sessionId,
+    sessionId: m.sessionId,
+    paneId: m.paneId,
+    profile: m.profile,
+    role: m.role,
+    cwd: m.cwd,
+    ownerTerminal: m.owner,
+    state: stateOf(m),
+    ...(m.worktree ? { worktree: m.worktree, branch: m.branch } : {}),
+  };
+}
+
+function rosterView(m: Member, pane: PaneInfo | undefined): Record<string, unknown> {
+  return {
+    sessionId: m.sessionId,
+    paneId: m.paneId,
+    profile: m.profile,
+    role: m.role,
+    state: stateOf(m),
+    cwd: m.cwd,
+    ticket: m.ticket,
+    worktree: m.worktree,
+    branch: m.branch,
+    owner: m.owner,
+    startedAt: m.startedAt,
+    liveStatus: !pane ? "gone" : pane.dead ? "exited" : "running",
+    command: pane?.command ?? null,
+    exitStatus: m.exited?.status ?? null,
+  };
+}
+
+export const configDirOf = (path: string | null) => (path ? dirname(path) : process.cwd());

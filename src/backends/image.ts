@@ -1,0 +1,154 @@
+// Image generation on the fleet: the request's fields, which nodes offer which image models (the
+// image service a node agent runs over mflux / DiffusionKit, or Ollama's experimental x/ models),
+// and one generation, on the least busy node that offers the model.
+import * as v from "valibot";
+import { sameModel } from "../fleet/model-name.ts";
+import { type NodeRecord, onDisk, type Registry } from "../fleet/registry.ts";
+import type { Runtime } from "../runtime.ts";
+import type { Caller } from "../auth/caller.ts";
+import { asCaller, type Busy, errorOf, firstAnswer, postToNode, ServiceError, type Served, serviceNodes, tracedService, Unreachable } from "./node-service.ts";
+
+const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+
+/** A side of an image, in pixels. */
+const imageSide = v.pipe(v.number(), v.integer("expected a whole number of pixels"), v.minValue(64), v.maxValue(4096));
+
+/** The knobs every image request may turn; left out, the model's configured default or the CLI's own applies. */
+export const imageOptions = {
+  steps: v.optional(v.pipe(v.number(), v.integer("expected a whole number"), v.minValue(1), v.maxValue(1000))),
+  seed: v.optional(v.pipe(v.number(), v.integer("expected a whole number"), v.minValue(0))),
+  quantize: v.optional(v.picklist([3, 4, 5, 6, 8], "expected 3, 4, 5, 6 or 8")),
+  guidance: v.optional(v.pipe(v.number(), v.minValue(0))),
+  negative_prompt: v.optional(v.string(), ""),
+};
+
+export const imageModelField = v.pipe(v.string(), v.trim(), v.nonEmpty("expected an image model name"));
+export const promptField = v.pipe(v.string(), v.nonEmpty("expected a description of the image"));
+
+/** POST /api/generate-image's body (seed 000), and what the router sends a node's image service. */
+export const imageJobSchema = v.object({
+  model: imageModelField,
+  prompt: promptField,
+  width: v.optional(imageSide, 1024),
+  height: v.optional(imageSide, 1024),
+  ...imageOptions,
+});
+
+export type ImageJob = v.InferOutput<typeof imageJobSchema>;
+
+/** Ollama's experimental image models are published under x/ (x/z-image-turbo, x/flux2-klein). */
+export function isOllamaImageModel(name: string): boolean {
+  return name.startsWith("x/");
+}
+
+export interface FleetImageModel {
+  name: string;
+  type: "image";
+  /** mflux or diffusionkit (a node agent's image service), or ollama (an x/ model). */
+  backend: string;
+  fleet_nodes: string[];
+}
+
+/** Every image model an online node offers, once per name and backend, with the nodes that have it. */
+export function fleetImageModels(registry: Registry): FleetImageModel[] {
+  const models = new Map<string, FleetImageModel>();
+  const add = (name: string, backend: string, nodeId: string) => {
+    const entry = models.get(`${backend}\n${name}`) ?? { name, type: "image" as const, backend, fleet_nodes: [] };
+    entry.fleet_nodes.push(nodeId);
+    models.set(`${backend}\n${name}`, entry);
+  };
+  for (const node of registry.all().filter((n) => n.status === "online")) {
+    if (node.report.image_port) for (const m of node.report.image_models ?? []) add(m.name, m.backend, node.id);
+    for (const m of node.ollama?.reachable ? node.ollama.models_available : []) {
+      const name = typeof m === "string" ? m : m.name;
+      if (isOllamaImageModel(name)) add(name, "ollama", node.id);
+    }
+  }
+  return [...models.values()];
+}
+
+/** How `node` generates `model`: its agent's image service, Ollama, or not at all. */
+function backendOn(node: NodeRecord, model: string): "service" | "ollama" | null {
+  if (node.report.image_port && (node.report.image_models ?? []).some((m) => m.name === model)) return "service";
+  if (isOllamaImageModel(model) && node.ollama?.reachable && onDisk(node, model)) return "ollama";
+  return null;
+}
+
+export interface GeneratedImage {
+  png: Uint8Array;
+  served: Served;
+  /** How long the generation took on the node, in ms. */
+  generationMs: number;
+}
+
+export interface ImageMeta {
+  format: "ollama" | "openai";
+  clientIp: string | null;
+  tags: string[];
+  caller: Caller | null;
+  signal: AbortSignal;
+}
+
+/** Generates one image on the least busy node that offers the model; a ServiceError says why not. */
+export async function generateImage(rt: Runtime, busy: Busy, job: ImageJob, meta: ImageMeta): Promise<GeneratedImage> {
+  const trace = { started: performance.now(), requested: job.model, kind: "image" as const, format: meta.format, clientIp: meta.clientIp, tags: meta.tags, caller: meta.caller };
+  return tracedService(rt, trace, meta.signal, () => asCaller(meta.caller, job.model, rt.live.config.modelMap, () => pickAndGenerate(rt, busy, job, meta.signal)));
+}
+
+async function pickAndGenerate(rt: Runtime, busy: Busy, job: ImageJob, signal: AbortSignal): Promise<GeneratedImage> {
+  const { config } = rt.live;
+  const { registry } = rt;
+  if (!config.features.imageGeneration) throw new ServiceError(503, "image generation is disabled on this router (features.imageGeneration); turn it on in the config");
+  const nodes = serviceNodes(registry, busy, (n) => backendOn(n, job.model) !== null);
+  if (!nodes.length) {
+    const known = [...new Set(fleetImageModels(registry).map((m) => m.name))].sort();
+    throw new ServiceError(404, `image model "${job.model}" is not available on any node; ${known.length ? `the fleet has: ${known.join(", ")}` : "no node offers image generation (nodes[].images in the config)"}`);
+  }
+  const { value, node, retries } = await firstAnswer(nodes, busy, async (n) =>
+    backendOn(n, job.model) === "service"
+      ? { ...(await onService(registry, n, job, config.timeouts.imageMs, signal)), backend: "image" }
+      : { ...(await onOllama(registry, n, job, config.timeouts.imageMs, signal)), backend: "ollama" },
+  );
+  return { png: value.png, generationMs: value.generationMs, served: { nodeId: node.id, model: job.model, backend: value.backend, retries } };
+}
+
+/** Through the node agent's image service: it runs the CLI and answers with the PNG. */
+async function onService(registry: Registry, node: NodeRecord, job: ImageJob, timeoutMs: number, signal: AbortSignal) {
+  const url = registry.serviceUrl(node, node.report.image_port!);
+  if (!url) throw new Unreachable("no address for its image service");
+  const started = performance.now();
+  const { res, bytes } = await postToNode(`${url}/generate-image`, JSON.stringify(job), { headers: { "content-type": "application/json" }, timeoutMs, timeoutStatus: 502, signal });
+  // The node stopped offering the model since its last heartbeat: another node may still have it.
+  if (res.status === 404) throw new Unreachable(errorOf(res, bytes));
+  if (!res.ok) throw new ServiceError(502, `image generation failed on ${node.id}: ${errorOf(res, bytes)}`);
+  if (!isPng(bytes)) throw new ServiceError(502, `image generation on ${node.id} answered something that is not a PNG`);
+  return { png: bytes, generationMs: Number(res.headers.get("x-generation-time")) || Math.round(performance.now() - started) };
+}
+
+/** Through the node's Ollama, for its x/ models: Ollama's OpenAI-compatible image endpoint. */
+async function onOllama(registry: Registry, node: NodeRecord, job: ImageJob, timeoutMs: number, signal: AbortSignal) {
+  const ollama = registry.ollamaUrl(node);
+  if (!ollama) throw new Unreachable("no Ollama URL");
+  const started = performance.now();
+  const body = { model: job.model, prompt: job.prompt, size: `${job.width}x${job.height}`, response_format: "b64_json" };
+  const { res, bytes } = await postToNode(new URL("/v1/images/generations", ollama).href, JSON.stringify(body), { headers: { "content-type": "application/json" }, timeoutMs, timeoutStatus: 502, signal });
+  if (!res.ok) throw new ServiceError(502, `image generation failed on ${node.id}'s Ollama: ${errorOf(res, bytes)}`);
+  let b64: unknown;
+  try {
+    b64 = (JSON.parse(new TextDecoder().decode(bytes)) as { data?: { b64_json?: unknown }[] }).data?.[0]?.b64_json;
+  } catch {
+    // handled below
+  }
+  const png = typeof b64 === "string" ? Uint8Array.from(Buffer.from(b64, "base64")) : new Uint8Array();
+  if (!isPng(png)) throw new ServiceError(502, `${node.id}'s Ollama answered without a PNG image`);
+  return { png, generationMs: Math.round(performance.now() - started) };
+}
+
+export function isPng(bytes: Uint8Array): boolean {
+  return bytes.length > PNG_SIGNATURE.length && PNG_SIGNATURE.every((b, i) => bytes[i] === b);
+}
+
+/** The image model `model` is on an agent's image service, if any node offers it (for /api/pull's refusal). */
+export function serviceImageModel(registry: Registry, model: string): FleetImageModel | undefined {
+  return fleetImageModels(registry).find((m) => m.backend !== "ollama" && sameModel(m.name, model));
+}

@@ -1,0 +1,75 @@
+// The MLX supervisor's decisions, apart from its processes so they can be
+// tested alone: the command line for a server, the memory gate before a start,
+// how a health poll reads, and when a crashed server may start again.
+import type { NodeEntry } from "../config/schema.ts";
+
+export type MlxServerEntry = NodeEntry["mlx"][number];
+
+/** Restart delays double from BACKOFF_BASE_MS with each crash in the window (the quarantine ends the doubling). */
+export const BACKOFF_BASE_MS = 500;
+/** CRASH_LIMIT crashes within CRASH_WINDOW_MS quarantine a server for QUARANTINE_MS (seed 000's numbers). */
+export const CRASH_LIMIT = 5;
+export const CRASH_WINDOW_MS = 300_000;
+export const QUARANTINE_MS = 600_000;
+/**
+ * A running server that has not answered its health poll for this long is restarted. Longer than the
+ * router's default wall-clock limit, so a server busy with one long answer is not killed for it.
+ */
+export const HANG_RESTART_MS = 600_000;
+
+/** `mlx_lm.server` arguments for one configured server. */
+export function serverArgs(server: MlxServerEntry, bindHost: string): string[] {
+  const args = ["--model", server.model, "--port", String(server.port), "--host", bindHost];
+  // --kv-bits is not in stock mlx_lm.server (seed 000: it needs the setup-mlx.sh patch): passed only when asked for.
+  if (server.kvBits) args.push("--kv-bits", String(server.kvBits));
+  if (server.promptCacheSize !== undefined) args.push("--prompt-cache-size", String(server.promptCacheSize));
+  if (server.promptCacheBytes !== undefined) args.push("--prompt-cache-bytes", String(server.promptCacheBytes));
+  if (server.draftModel) args.push("--draft-model", server.draftModel);
+  return args;
+}
+
+/** Why a server may not start now (its weights plus the headroom do not fit in free memory), or null. */
+export function memoryGate(modelSizeGb: number, headroomGb: number, availableGb: number): string | null {
+  const needed = modelSizeGb + headroomGb;
+  if (needed <= availableGb) return null;
+  return `memory gate: ${needed.toFixed(1)} GB needed, ${availableGb.toFixed(0)} GB available`;
+}
+
+/** What a crash leads to: the crash times to remember, and when the next start may happen. */
+export interface AfterCrash {
+  crashes: number[];
+  restartInMs: number;
+  /** Set when the crash loop is quarantined: the reason to report. */
+  quarantine: string | null;
+}
+
+/** `crashes` are the earlier crash times (ms epoch); `now` is this one. */
+export function afterCrash(crashes: readonly number[], now: number): AfterCrash {
+  const recent = [...crashes.filter((t) => now - t < CRASH_WINDOW_MS), now];
+  if (recent.length >= CRASH_LIMIT) {
+    const reason = `${recent.length} crashes within ${CRASH_WINDOW_MS / 1000}s; next restart in ${QUARANTINE_MS / 1000}s`;
+    // A fresh start after the quarantine: the next crash counts from one again.
+    return { crashes: [], restartInMs: QUARANTINE_MS, quarantine: reason };
+  }
+  return { crashes: recent, restartInMs: BACKOFF_BASE_MS * 2 ** (recent.length - 1), quarantine: null };
+}
+
+/** What one GET /v1/models found. */
+export type Poll = { ok: true } | { ok: false; refused: boolean; detail: string };
+
+export type HealthStatus = { status: "healthy" | "starting" | "unhealthy"; reason: string };
+
+/**
+ * A poll's meaning depends on the server's history: a refused connection before the first good answer
+ * is a server still loading its weights; after it, or any poll that times out, is a sick server.
+ */
+export function readPoll(poll: Poll, answeredSinceStart: boolean): HealthStatus {
+  if (poll.ok) return { status: "healthy", reason: "" };
+  if (poll.refused && !answeredSinceStart) return { status: "starting", reason: "loading the model; /v1/models does not answer yet" };
+  return { status: "unhealthy", reason: poll.detail };
+}
+
+/** Whether a server that stopped answering at `unhealthySince` should be restarted now. */
+export function hungTooLong(unhealthySince: number | null, now: number): boolean {
+  return unhealthySince !== null && now - unhealthySince >= HANG_RESTART_MS;
+}

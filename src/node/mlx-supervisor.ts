@@ -1,0 +1,343 @@
+// The node agent's MLX servers: one mlx_lm.server subprocess per server in the
+// node's config entry, started (after the memory gate and a check that nobody
+// else holds its port), health-polled on /v1/models, restarted with backoff when
+// it dies or hangs, quarantined when it crash-loops, and stopped (SIGTERM, then
+// SIGKILL) when it leaves the config or the agent stops. Decisions live in
+// mlx-policy.ts; this module only runs processes and keeps their state.
+import { readdir, stat } from "node:fs/promises";
+import { connect } from "node:net";
+import { homedir } from "node:os";
+import { isAbsolute, join } from "node:path";
+import { describeFetchError } from "../backends/ollama.ts";
+import type { LiveConfig } from "../config/live.ts";
+import type { NodeEntry } from "../config/schema.ts";
+import type { MlxServerStatus } from "../fleet/heartbeat.ts";
+import { log } from "../log.ts";
+import type { MemoryInfo } from "./collectors.ts";
+import { afterCrash, hungTooLong, memoryGate, type MlxServerEntry, type Poll, readPoll, serverArgs } from "./mlx-policy.ts";
+
+/** Health polls while a server loads come at least this often, so it serves soon after it can. */
+const LOADING_POLL_MS = 1000;
+/** How long a server gets to exit after SIGTERM before it is killed. */
+const STOP_GRACE_MS = 5000;
+/** How long an exit waits for the rest of the server's stderr, whose last line says why it died. */
+const STDERR_DRAIN_MS = 200;
+const GB = 1024 ** 3;
+
+export interface MlxSupervisorOptions {
+  nodeId: string;
+  live: LiveConfig;
+  /** This node's config entry; none means no MLX servers. */
+  entry: () => NodeEntry | undefined;
+  memory: () => Promise<MemoryInfo>;
+}
+
+export interface MlxSupervisor {
+  /** Every server, in the heartbeat's shape (seed 000's mlx_servers). */
+  statuses(): MlxServerStatus[];
+  /** Follows the node's entry as it is now: new servers start, changed ones restart, removed ones stop; the rest are untouched. */
+  reconcile(): Promise<void>;
+  /** Stops every server and waits for them to exit. */
+  stop(): Promise<void>;
+}
+
+interface Supervised {
+  server: MlxServerEntry;
+  command: string[];
+  bindHost: string;
+  /** The command line: a server whose command line changes is restarted. */
+  key: string;
+  status: MlxServerStatus["status"];
+  reason: string;
+  sizeGb: number;
+  lastOkTs: number | null;
+  proc: Bun.Subprocess<"ignore", "ignore", "pipe"> | null;
+  /** The running process has answered /v1/models at least once. */
+  answered: boolean;
+  unhealthySince: number | null;
+  /** Set when the supervisor kills a hung server, so its exit is reported as the hang it was. */
+  hung: string | null;
+  crashes: number[];
+  /** No start before this time (ms epoch): backoff or quarantine. */
+  notBefore: number;
+  removed: boolean;
+  lastStderrLine: string;
+}
+
+export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
+  const servers = new Map<number, Supervised>();
+  const prefix = (s: Supervised) => `node ${opts.nodeId}: MLX ${s.server.model} on :${s.server.port}`;
+  let stopped = false;
+  let timer: Timer | null = null;
+  let nextTickAt = 0;
+  let ticking = false;
+  let reconciling: Promise<void> = Promise.resolve();
+
+  const set = (s: Supervised, status: Supervised["status"], reason: string) => {
+    const changed = status !== s.status || (status !== "starting" && reason !== s.reason);
+    s.status = status;
+    s.reason = reason;
+    if (!changed) return;
+    const line = `${prefix(s)}: ${status}${reason ? ` (${reason})` : ""}`;
+    if (status === "quarantined") log.error(line);
+    else if (status === "starting") log.debug(line); // "started (pid …)" said it
+    else if (status === "healthy" || status === "stopped") log.info(line);
+    else log.warn(line);
+  };
+
+  // One tick at a time; a sooner wake-up (a restart after a short backoff) replaces a later one.
+  const schedule = (ms: number) => {
+    if (stopped) return;
+    const at = Date.now() + ms;
+    if (timer && nextTickAt <= at) return;
+    if (timer) clearTimeout(timer);
+    nextTickAt = at;
+    timer = setTimeout(run, ms);
+  };
+  const run = async () => {
+    timer = null;
+    if (ticking) return schedule(50);
+    ticking = true;
+    try {
+      await tick();
+    } catch (e) {
+      log.error(`node ${opts.nodeId}: MLX supervisor tick failed: ${(e as Error).message}`);
+    } finally {
+      ticking = false;
+      const loading = [...servers.values()].some((s) => s.proc && !s.answered);
+      const interval = opts.live.config.heartbeat.intervalMs;
+      schedule(loading ? Math.min(LOADING_POLL_MS, interval) : interval);
+    }
+  };
+
+  async function tick(): Promise<void> {
+    await Promise.all([...servers.values()].filter((s) => s.proc).map(poll));
+    // Starts go one by one: each start's memory gate counts the servers started before it.
+    for (const s of [...servers.values()]) if (!s.proc && !s.removed && Date.now() >= s.notBefore) await tryStart(s);
+  }
+
+  async function poll(s: Supervised): Promise<void> {
+    const proc = s.proc!;
+    const result = await pollHealth(probeHost(s.bindHost), s.server.port, opts.live.config.timeouts.connectMs);
+    if (s.proc !== proc || s.removed) return;
+    const now = Date.now();
+    const health = readPoll(result, s.answered);
+    if (result.ok) {
+      if (!s.answered) void modelSizeGb(s.server.model).then((gb) => (s.sizeGb = gb)); // mlx_lm may have just downloaded it
+      s.answered = true;
+      s.lastOkTs = now / 1000;
+      s.unhealthySince = null;
+    } else if (health.status === "unhealthy") s.unhealthySince ??= now;
+    set(s, health.status, health.reason);
+    if (!s.hung && hungTooLong(s.unhealthySince, now)) {
+      s.hung = `${health.reason} for ${Math.round((now - s.unhealthySince!) / 1000)}s; killed`;
+      void terminate(proc);
+    }
+  }
+
+  async function tryStart(s: Supervised): Promise<void> {
+    const entry = opts.entry();
+    const { port } = s.server;
+    if (await portAnswers(probeHost(s.bindHost), port)) {
+      return set(s, "unhealthy", `port ${port} is already in use by a process herd did not start (an orphaned mlx_lm.server?); stop it (lsof -i :${port}) or give this server another port`);
+    }
+    s.sizeGb = await modelSizeGb(s.server.model);
+    const memory = await opts.memory();
+    // Servers still loading have not taken their memory yet: count it as taken.
+    const loading = [...servers.values()].filter((o) => o !== s && o.proc && !o.answered).reduce((sum, o) => sum + o.sizeGb, 0);
+    // A collector that cannot read memory (total 0) blocks nothing.
+    const blocked = memory.total_gb > 0 ? memoryGate(s.sizeGb, entry?.mlxMemoryHeadroomGb ?? 10, Math.max(0, memory.available_gb - loading)) : null;
+    if (blocked) return set(s, "memory_blocked", blocked);
+    if (s.removed || stopped) return;
+    spawn(s);
+  }
+
+  function spawn(s: Supervised): void {
+    const argv = [...s.command, ...serverArgs(s.server, s.bindHost)];
+    let proc: Supervised["proc"];
+    try {
+      // Its own process group, so a stop reaches whatever the command starts (a wrapper script and its python).
+      proc = Bun.spawn(argv, { stdin: "ignore", stdout: "ignore", stderr: "pipe", detached: true });
+    } catch (e) {
+      return crashed(s, `cannot run ${s.command[0]}: ${(e as Error).message}; install mlx-lm (pip install mlx-lm) or set nodes[].mlxCommand`);
+    }
+    Object.assign(s, { proc, answered: false, unhealthySince: null, hung: null, lastStderrLine: "" });
+    log.info(`${prefix(s)}: started (pid ${proc.pid}): ${argv.join(" ")}`);
+    set(s, "starting", "loading the model; /v1/models does not answer yet");
+    const drained = followStderr(s, proc);
+    void proc.exited.then(async () => {
+      await Promise.race([drained, Bun.sleep(STDERR_DRAIN_MS)]);
+      if (s.proc !== proc) return;
+      s.proc = null;
+      if (s.removed || stopped) return set(s, "stopped", "stopped by the node agent");
+      const last = s.lastStderrLine;
+      const why = s.hung ?? (proc.signalCode ? `subprocess killed by ${proc.signalCode}` : `subprocess exited rc=${proc.exitCode}`);
+      crashed(s, last && !s.hung ? `${why} (${last})` : why);
+    });
+  }
+
+  function crashed(s: Supervised, why: string): void {
+    const now = Date.now();
+    const next = afterCrash(s.crashes, now);
+    s.crashes = next.crashes;
+    s.notBefore = now + next.restartInMs;
+    if (next.quarantine) set(s, "quarantined", `${next.quarantine}; last: ${why}`);
+    else set(s, "unhealthy", `${why}; restarting in ${next.restartInMs / 1000}s`);
+    schedule(next.restartInMs);
+  }
+
+  // The server's log goes to herd's at debug level; its last line is kept for the crash reason.
+  async function followStderr(s: Supervised, proc: NonNullable<Supervised["proc"]>): Promise<void> {
+    const decoder = new TextDecoder();
+    let partial = "";
+    try {
+      for await (const chunk of proc.stderr) {
+        const lines = (partial + decoder.decode(chunk, { stream: true })).split("\n");
+        partial = lines.pop()!;
+        for (const line of lines.map((l) => l.trim()).filter(Boolean)) {
+          log.debug(`${prefix(s)}: ${line}`);
+          if (s.proc === proc) s.lastStderrLine = line.slice(0, 300);
+        }
+      }
+    } catch {
+      // the pipe closes with the process
+    }
+  }
+
+  async function stopOne(s: Supervised): Promise<void> {
+    s.removed = true;
+    if (s.proc) await terminate(s.proc);
+    set(s, "stopped", "stopped by the node agent");
+  }
+
+  async function reconcileNow(): Promise<void> {
+    const entry = opts.entry();
+    const wanted = new Map((entry?.mlx ?? []).map((server) => [server.port, server]));
+    const command = entry?.mlxCommand ?? ["mlx_lm.server"];
+    const bindHost = entry?.mlxBindHost ?? "127.0.0.1";
+    const changes: Promise<void>[] = [];
+    for (const [port, s] of servers) {
+      const server = wanted.get(port);
+      if (server && keyOf(command, server, bindHost) === s.key) continue;
+      servers.delete(port);
+      changes.push(stopOne(s));
+    }
+    await Promise.all(changes);
+    for (const [port, server] of wanted) {
+      if (servers.has(port)) continue;
+      servers.set(port, {
+        server,
+        command,
+        bindHost,
+        key: keyOf(command, server, bindHost),
+        status: "starting",
+        reason: "",
+        sizeGb: 0,
+        lastOkTs: null,
+        proc: null,
+        answered: false,
+        unhealthySince: null,
+        hung: null,
+        crashes: [],
+        notBefore: 0,
+        removed: false,
+        lastStderrLine: "",
+      });
+    }
+    schedule(0);
+  }
+
+  return {
+    statuses: () =>
+      [...servers.values()].map((s) => ({
+        port: s.server.port,
+        model: s.server.model,
+        status: s.status,
+        status_reason: s.reason,
+        kv_bits: s.server.kvBits,
+        model_size_gb: Math.round(s.sizeGb * 10) / 10,
+        last_ok_ts: s.lastOkTs,
+      })),
+    reconcile() {
+      reconciling = reconciling.then(reconcileNow).catch((e: Error) => log.error(`node ${opts.nodeId}: MLX servers not updated: ${e.message}`));
+      return reconciling;
+    },
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await reconciling;
+      await Promise.all([...servers.values()].map(stopOne));
+    },
+  };
+}
+
+function keyOf(command: string[], server: MlxServerEntry, bindHost: string): string {
+  return JSON.stringify([...command, ...serverArgs(server, bindHost)]);
+}
+
+/** Where the agent itself reaches a server bound to `bindHost`. */
+function probeHost(bindHost: string): string {
+  if (bindHost === "0.0.0.0" || bindHost === "::" || bindHost === "") return "127.0.0.1";
+  return bindHost.includes(":") ? `[${bindHost}]` : bindHost;
+}
+
+async function pollHealth(host: string, port: number, timeoutMs: number): Promise<Poll> {
+  try {
+    const res = await fetch(`http://${host}:${port}/v1/models`, { signal: AbortSignal.timeout(timeoutMs) });
+    await res.body?.cancel();
+    return res.ok ? { ok: true } : { ok: false, refused: false, detail: `/v1/models answered HTTP ${res.status}` };
+  } catch (e) {
+    const detail = describeFetchError(e, timeoutMs);
+    return { ok: false, refused: detail === "connection refused", detail: `/v1/models: ${detail}` };
+  }
+}
+
+/** Something already accepts connections on the port. */
+function portAnswers(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: host.replace(/^\[|\]$/g, ""), port });
+    const done = (answers: boolean) => {
+      socket.destroy();
+      resolve(answers);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.once("connect", () => done(true));
+    socket.once("error", () => done(false));
+  });
+}
+
+// SIGTERM to the whole group, SIGKILL after the grace period.
+async function terminate(proc: Bun.Subprocess): Promise<void> {
+  const signal = (sig: NodeJS.Signals) => {
+    try {
+      process.kill(-proc.pid, sig);
+    } catch {
+      proc.kill(sig); // the group is gone or was never made: the process alone
+    }
+  };
+  signal("SIGTERM");
+  let timer: Timer | undefined;
+  const grace = new Promise<"grace">((resolve) => {
+    timer = setTimeout(() => resolve("grace"), STOP_GRACE_MS);
+  });
+  const outcome = await Promise.race([proc.exited, grace]);
+  clearTimeout(timer);
+  if (outcome === "grace") {
+    signal("SIGKILL");
+    await proc.exited;
+  }
+}
+
+/** The weights' size: a local folder's files, or the model's blobs in the Hugging Face cache; 0 when not there (yet). */
+async function modelSizeGb(model: string): Promise<number> {
+  const local = model.startsWith("~/") ? join(homedir(), model.slice(2)) : model;
+  const hub = process.env.HF_HUB_CACHE ?? join(process.env.HF_HOME ?? join(homedir(), ".cache", "huggingface"), "hub");
+  const dir = isAbsolute(local) || local.startsWith(".") ? local : join(hub, `models--${model.replaceAll("/", "--")}`, "blobs");
+  try {
+    const files = await readdir(dir, { recursive: true });
+    const sizes = await Promise.all(files.map((f) => stat(join(dir, f)).then((st) => (st.isFile() ? st.size : 0), () => 0)));
+    return sizes.reduce((a, b) => a + b, 0) / GB;
+  } catch {
+    return 0;
+  }
+}

@@ -1,0 +1,84 @@
+// Routing a request to an MLX server: the healthy servers of the model on
+// online nodes, least busy first; admission control on each server's queue
+// (a full queue answers 503 + Retry-After); and the wall clock, whose expiry
+// before the first byte is a 413 with the /compact hint. A server that fails
+// before answering is skipped for the next one, as with Ollama nodes.
+import { WallClockTimeout, callMlx, openAiBody } from "../backends/mlx.ts";
+import { NodeFailure } from "../backends/ollama.ts";
+import { MLX_PREFIX, type MlxServer, mlxServers } from "../fleet/catalog.ts";
+import { Moved, QueueFull, type Slot, SlotTimeout } from "../fleet/queues.ts";
+import { type RouteRequest, RouteError, type Routed, type RouterDeps } from "./dispatch.ts";
+
+export async function dispatchMlx(deps: RouterDeps, req: RouteRequest, model: string): Promise<Routed> {
+  const { config, registry, queues } = deps;
+  const servedAs = MLX_PREFIX + model;
+  const retryAfter = config.mlx.retryAfterSeconds;
+  if (req.kind === "embed") throw new RouteError(400, `${servedAs} is a chat model on mlx_lm.server; it does not embed`);
+  const request = openAiBody(req.kind, req.body, model);
+  if (typeof request === "string") throw new RouteError(400, request);
+
+  const servers = mlxServers(registry).filter((s) => s.model === model);
+  if (!servers.length) throw new RouteError(404, `no node runs an MLX server for "${model}"; add it to a node's mlx servers in herd.config.ts (nodes[].mlx)`);
+  const load = (s: MlxServer) => queues.view(s.node.id, servedAs);
+  const ready = servers
+    .filter((s) => s.status === "healthy" && s.url && s.node.status === "online" && !registry.isDraining(s.node))
+    .sort((a, b) => load(a).pending + load(a).inFlight - (load(b).pending + load(b).inFlight) || a.node.id.localeCompare(b.node.id));
+  if (!ready.length) {
+    const states = servers.map((s) => `${s.node.id}:${s.port} ${registry.isDraining(s.node) ? "draining" : s.node.status === "online" ? s.status : s.node.status}${s.status_reason ? ` (${s.status_reason})` : ""}`);
+    throw new RouteError(503, `${servedAs} has no MLX server ready to serve it: ${states.join("; ")}`, 0, [], retryAfter);
+  }
+
+  const excluded: string[] = [];
+  const failures: string[] = [];
+  let full = 0;
+  for (const server of ready.slice(0, config.routing.maxRetries + 1)) {
+    const nodeId = server.node.id;
+    let slot: Slot;
+    try {
+      slot = await queues.acquire(nodeId, servedAs, config.mlx.maxInFlightPerModel, config.timeouts.firstByteMs, req.signal, config.mlx.maxQueueDepth);
+    } catch (e) {
+      if (req.signal.aborted) throw e;
+      if (e instanceof QueueFull) full++;
+      else if (e instanceof SlotTimeout || e instanceof Moved) failures.push(`${nodeId}: ${e.message}`);
+      else throw e;
+      continue;
+    }
+    try {
+      const call = await callMlx(server.url!, request, {
+        kind: req.kind,
+        servedAs,
+        wallClockMs: config.mlx.wallClockTimeoutMs,
+        idleMs: config.timeouts.idleMs,
+        signal: req.signal,
+        onUsage: (usage) => queues.recordUsage(nodeId, servedAs, usage),
+      });
+      return {
+        call,
+        backend: "mlx",
+        nodeId,
+        servedModel: servedAs,
+        score: null,
+        breakdown: null,
+        retries: excluded.length,
+        fallback: false,
+        excluded,
+        slot,
+        contextOverflow: null,
+        thinkingBudget: null,
+        adjustments: [],
+      };
+    } catch (e) {
+      slot.release("failed");
+      // Never retried: the client decides whether to resubmit with a shorter context (seed 000).
+      if (e instanceof WallClockTimeout) throw new RouteError(413, e.message, excluded.length, excluded);
+      if (!(e instanceof NodeFailure)) throw e;
+      failures.push(`${nodeId}: ${e.message}`);
+      excluded.push(nodeId);
+    }
+  }
+  if (full && !failures.length) {
+    const message = `${servedAs} is busy: its MLX server queue holds ${config.mlx.maxQueueDepth} waiting requests (mlx.maxQueueDepth); retry after ${retryAfter} s`;
+    throw new RouteError(503, message, excluded.length, excluded, retryAfter);
+  }
+  throw new RouteError(503, `${servedAs}: no MLX server could serve it: ${failures.join("; ")}`, excluded.length, excluded, retryAfter);
+}

@@ -1,0 +1,78 @@
+// The agent fleet over REST (seed 004's routes; GET /healthz is health.ts's).
+// Each handler authenticates the caller, checks the input and hands both to the
+// fleet, whose Answer is sent as is: the MCP face (mcp.ts) sends the same ones.
+import { Elysia } from "elysia";
+import * as v from "valibot";
+import { Answer, refuse } from "../agents/answers.ts";
+import type { Principal } from "../agents/authz.ts";
+import { askFields, check, replyFields, sendFields, spawnFields } from "../agents/inputs.ts";
+import { renderMetrics } from "../agents/metrics.ts";
+import { bearerToken } from "../auth/tokens.ts";
+import type { Runtime } from "../runtime.ts";
+import { readJsonObject } from "./body.ts";
+
+const sendBody = v.object(sendFields);
+const replyBody = v.object(replyFields);
+const askBody = v.object(askFields);
+const spawnBody = v.object(spawnFields);
+const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
+
+export function agentsSurface(rt: Runtime) {
+  const fleet = rt.agents;
+  const as = (request: Request, run: (caller: Principal) => Reply) => authenticated(rt, request, run);
+  const withBody = <S extends v.GenericSchema>(request: Request, schema: S, run: (caller: Principal, input: v.InferOutput<S>) => Promise<Answer>, extra = {}) =>
+    as(request, async (caller) => {
+      const body = await jsonBody(request);
+      if (body instanceof Answer) return body;
+      const input = check(schema, { ...body, ...extra });
+      return input instanceof Answer ? input : run(caller, input);
+    });
+  return new Elysia({ name: "agents" })
+    .get("/metrics", ({ request }) => as(request, (c) => fleet.metricsRefusal(c) ?? new Response(renderMetrics(rt), { headers: { "content-type": PROMETHEUS_TEXT } })))
+    .get("/sessions", ({ request }) => as(request, (c) => fleet.workspaces(c)))
+    .get("/agents", ({ request }) => as(request, (c) => fleet.agents(c)))
+    .get("/members", ({ request }) => as(request, (c) => fleet.members(c)))
+    .get("/profiles", ({ request }) => as(request, (c) => fleet.profiles(c)))
+    .get("/member-credentials", ({ request }) => as(request, (c) => fleet.memberCredentials(c)))
+    // role, profile, cwd, worktree and ticket come as query parameters or in a JSON body; the query wins.
+    .post("/members", ({ request, query }) => withBody(request, spawnBody, (c, input) => fleet.spawn(c, input), query), { parse: "none" })
+    .delete("/members/:paneId", ({ request, params }) => as(request, (c) => fleet.stop(c, params.paneId)))
+    .post("/sessions/:id/message", ({ request, params }) => withBody(request, sendBody, (c, input) => fleet.send(c, params.id, input)), { parse: "none" })
+    .post("/sessions/:id/reply", ({ request, params }) => withBody(request, replyBody, (c, input) => fleet.reply(c, params.id, input)), { parse: "none" })
+    .get("/sessions/:id/replies", ({ request, params }) => as(request, (c) => fleet.drain(c, params.id)))
+    .post("/sessions/:id/ask", ({ request, params }) => withBody(request, askBody, (c, input) => fleet.ask(c, params.id, input)), { parse: "none" })
+    .get("/sessions/:id/status", ({ request, params }) => as(request, (c) => fleet.status(c, params.id)))
+    .get("/tasks/:ticket", ({ request, params }) => as(request, (c) => fleet.task(c, params.ticket)));
+}
+
+type Reply = Answer | Response | Promise<Answer | Response>;
+
+/** Runs `run` for the request's caller; 401 when the request carries no valid credential. */
+export async function authenticated(rt: Runtime, request: Request, run: (caller: Principal) => Reply): Promise<Response> {
+  const token = bearerToken(request);
+  const caller = rt.agents.authenticate(token);
+  if (!caller) return toResponse(unauthorized(token !== null), { "www-authenticate": 'Bearer realm="herd"' });
+  const result = await run(caller);
+  return result instanceof Answer ? toResponse(result) : result;
+}
+
+function unauthorized(presented: boolean): Answer {
+  return refuse(
+    401,
+    "unauthorized",
+    presented
+      ? "the credential is not valid: unknown, or revoked when its worker stopped or exited"
+      : "send Authorization: Bearer <credential>: a lead's (agents.credentials in herd.config.ts) or a worker's HERD_TOKEN",
+  );
+}
+
+function toResponse(a: Answer, headers: Record<string, string> = {}): Response {
+  return a.body ? Response.json(a.body, { status: a.status, headers }) : new Response(null, { status: a.status, headers });
+}
+
+// A route whose fields are all optional (spawn, reply) may come without a body at all.
+async function jsonBody(request: Request): Promise<Record<string, unknown> | Answer> {
+  if (!request.body || request.headers.get("content-length") === "0") return {};
+  const body = await readJsonObject(request);
+  return typeof body === "string" ? refuse(400, "bad_request", body) : body;
+}

@@ -1,0 +1,98 @@
+// Image generation, fleet-wide: POST /api/generate-image (raw PNG), POST /v1/images/generations
+// (OpenAI's images API: b64_json, or raw PNG for "url") and GET /api/image-models. Seed 000's
+// statuses: 400 bad fields, 404 model not on any node, 502 generation failed, 503 disabled.
+import { Elysia } from "elysia";
+import * as v from "valibot";
+import { fleetImageModels, generateImage, type GeneratedImage, type ImageJob, type ImageMeta, imageJobSchema, imageModelField, imageOptions, promptField } from "../backends/image.ts";
+import { callerOf } from "../auth/guard.ts";
+import { Busy, errorHeaders, ServiceError, serviceHeaders } from "../backends/node-service.ts";
+import { formatIssues } from "../config/problems.ts";
+import { takeHerdFields } from "../router/herd-fields.ts";
+import type { Runtime } from "../runtime.ts";
+import { readJsonObject } from "./body.ts";
+import { jsonError } from "./errors.ts";
+import { openaiError } from "./openai-codec.ts";
+
+type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
+
+const SIDES = /^(\d+)x(\d+)$/;
+
+/** OpenAI's image request, with the seed's extra knobs (steps, guidance, seed, negative_prompt). */
+const openaiImageSchema = v.object({
+  model: imageModelField,
+  prompt: promptField,
+  size: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(SIDES, 'expected "WIDTHxHEIGHT", e.g. "1024x1024"'),
+      v.check((s) => s.split("x").every((side) => Number(side) >= 64 && Number(side) <= 4096), "expected each side from 64 to 4096 pixels"),
+    ),
+    "1024x1024",
+  ),
+  response_format: v.optional(v.picklist(["b64_json", "url"], 'expected "b64_json" or "url"'), "b64_json"),
+  n: v.optional(v.literal(1, "expected 1: one image per request")),
+  ...imageOptions,
+});
+
+export function imagesSurface(rt: Runtime) {
+  const busy = new Busy();
+  const ip = (ctx: Ctx) => ctx.server?.requestIP(ctx.request)?.address ?? null;
+  return new Elysia({ name: "images" })
+    .post("/api/generate-image", (ctx: Ctx) => generateRaw(rt, busy, ctx.request, ip(ctx)), { parse: "none" })
+    .post("/v1/images/generations", (ctx: Ctx) => generateOpenai(rt, busy, ctx.request, ip(ctx)), { parse: "none" })
+    .get("/api/image-models", () => ({ models: fleetImageModels(rt.registry) }));
+}
+
+type ErrorReply = (status: number, message: string, headers?: Record<string, string>) => Response;
+
+/** The request's fields checked with `schema`, and herd's tags taken out; or the 400 that names what is wrong. */
+async function parse<S extends v.GenericSchema>(request: Request, schema: S, error: ErrorReply): Promise<{ fields: v.InferOutput<S>; tags: string[] } | Response> {
+  const body = await readJsonObject(request);
+  if (typeof body === "string") return error(400, body);
+  const herd = takeHerdFields(body, request.headers);
+  if (typeof herd === "string") return error(400, herd);
+  const parsed = v.safeParse(schema, body);
+  if (!parsed.success) return error(400, formatIssues(parsed.issues, schema).join("; "));
+  return { fields: parsed.output, tags: herd.tags };
+}
+
+/** Runs the job; the image, or the error in the surface's format with the X-Fleet-* headers. */
+async function run(rt: Runtime, busy: Busy, job: ImageJob, meta: ImageMeta, error: ErrorReply): Promise<GeneratedImage | Response> {
+  try {
+    return await generateImage(rt, busy, job, meta);
+  } catch (e) {
+    if (!(e instanceof ServiceError)) throw e;
+    return error(e.status, e.message, errorHeaders(job.model, e));
+  }
+}
+
+function pngResponse(image: GeneratedImage, requested: string): Response {
+  return new Response(image.png, {
+    headers: {
+      "content-type": "image/png",
+      ...serviceHeaders(requested, image.served),
+      "X-Fleet-Model": image.served.model,
+      "X-Generation-Time": String(image.generationMs),
+    },
+  });
+}
+
+async function generateRaw(rt: Runtime, busy: Busy, request: Request, clientIp: string | null): Promise<Response> {
+  const input = await parse(request, imageJobSchema, jsonError);
+  if (input instanceof Response) return input;
+  const image = await run(rt, busy, input.fields, { format: "ollama", clientIp, tags: input.tags, caller: callerOf(request), signal: request.signal }, jsonError);
+  return image instanceof Response ? image : pngResponse(image, input.fields.model);
+}
+
+async function generateOpenai(rt: Runtime, busy: Busy, request: Request, clientIp: string | null): Promise<Response> {
+  const input = await parse(request, openaiImageSchema, openaiError);
+  if (input instanceof Response) return input;
+  const { size, response_format, n: _, ...rest } = input.fields;
+  const [, width, height] = SIDES.exec(size)!;
+  const job: ImageJob = { ...rest, width: Number(width), height: Number(height) };
+  const image = await run(rt, busy, job, { format: "openai", clientIp, tags: input.tags, caller: callerOf(request), signal: request.signal }, openaiError);
+  if (image instanceof Response) return image;
+  if (response_format === "url") return pngResponse(image, job.model);
+  const data = [{ b64_json: Buffer.from(image.png).toString("base64"), revised_prompt: job.prompt }];
+  return Response.json({ created: Math.floor(Date.now() / 1000), data }, { headers: { ...serviceHeaders(job.model, image.served), "X-Generation-Time": String(image.generationMs) } });
+}

@@ -1,0 +1,50 @@
+// Speech-to-text, fleet-wide: POST /api/transcribe (multipart: the file in "audio"; optional
+// "model" and "language") answers seed 000's JSON with chunks and X-Transcription-Time. Seed
+// 000's statuses: 400 no audio, 404 no STT model on any node, 502 failed, 503 disabled.
+import { Elysia } from "elysia";
+import { callerOf } from "../auth/guard.ts";
+import { Busy, errorHeaders, ServiceError, serviceHeaders } from "../backends/node-service.ts";
+import { transcribe } from "../backends/transcription.ts";
+import { takeHerdFields } from "../router/herd-fields.ts";
+import type { Runtime } from "../runtime.ts";
+import { jsonError } from "./errors.ts";
+
+type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
+
+export function transcriptionSurface(rt: Runtime) {
+  const busy = new Busy();
+  return new Elysia({ name: "transcription" }).post(
+    "/api/transcribe",
+    ({ request, server }: Ctx) => transcribeRequest(rt, busy, request, server?.requestIP(request)?.address ?? null),
+    { parse: "none" },
+  );
+}
+
+async function transcribeRequest(rt: Runtime, busy: Busy, request: Request, clientIp: string | null): Promise<Response> {
+  if (!request.headers.get("content-type")?.startsWith("multipart/form-data")) {
+    return jsonError(400, 'send multipart/form-data with the audio file in the field "audio" (curl -F "audio=@recording.wav")');
+  }
+  const form = await request.formData().catch(() => null);
+  if (!form) return jsonError(400, "invalid multipart/form-data body");
+  const audio = form.get("audio");
+  if (!(audio instanceof File)) return jsonError(400, 'audio: required (the audio file, as a file field: -F "audio=@recording.wav")');
+  if (!audio.size) return jsonError(400, "audio: the file is empty");
+  const text: Record<"model" | "language", string | null> = { model: null, language: null };
+  for (const name of ["model", "language"] as const) {
+    const value = form.get(name);
+    if (value !== null && typeof value !== "string") return jsonError(400, `${name}: expected text, got a file`);
+    text[name] = value?.trim() || null;
+  }
+  const herd = takeHerdFields({}, request.headers);
+  const tags = typeof herd === "string" ? [] : herd.tags;
+  const requested = text.model ?? "any";
+  try {
+    const done = await transcribe(rt, busy, { audio, ...text }, { clientIp, tags, caller: callerOf(request), signal: request.signal });
+    return Response.json(done.transcript, {
+      headers: { ...serviceHeaders(requested, done.served), "X-Fleet-Model": done.served.model, "X-Transcription-Time": String(done.transcriptionMs) },
+    });
+  } catch (e) {
+    if (!(e instanceof ServiceError)) throw e;
+    return jsonError(e.status, e.message, errorHeaders(requested, e));
+  }
+}

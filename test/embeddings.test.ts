@@ -1,0 +1,174 @@
+// Embeddings by model name (seed 000's dispatch table) through a real router and a real node agent
+// whose config declares native text and vision embedding servers: stand-ins in this file speaking
+// the servers' wire (GET /health, Ollama's POST /api/embed). Text models they serve go to them while
+// they run, and to Ollama when they do not; vision models never go to Ollama. Tests share the fleet, in order.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import OpenAI from "openai";
+import { cleanupFile, eventually } from "./helpers.ts";
+import { type MediaFleet, startMediaFleet } from "./fixtures/media/fleet.ts";
+
+/** A native embedding server: each text's vector says which server made it, so a test can tell. */
+function embeddingServer(sign: number, port = 0) {
+  const state = { requests: [] as any[], delayMs: 0, server: null as ReturnType<typeof Bun.serve> | null };
+  state.server = Bun.serve({
+    hostname: "127.0.0.1",
+    port,
+    async fetch(req) {
+      const path = new URL(req.url).pathname;
+      if (path === "/health") return Response.json({ status: "ok" });
+      if (path !== "/api/embed" || req.method !== "POST") return new Response("not found", { status: 404 });
+      const body = (await req.json()) as { model: string; input: string | string[] };
+      state.requests.push(body);
+      if (state.delayMs) await Bun.sleep(state.delayMs);
+      const inputs = Array.isArray(body.input) ? body.input : [body.input];
+      return Response.json({ model: body.model, embeddings: inputs.map((text) => vector(sign, text)), prompt_eval_count: inputs.length * 3 });
+    },
+  });
+  return state;
+}
+
+const vector = (sign: number, text: string) => [sign * 0.5, text.length, -0.25];
+
+let fleet: MediaFleet;
+let text: ReturnType<typeof embeddingServer>;
+let vision: ReturnType<typeof embeddingServer>;
+
+const post = (path: string, body: unknown) => fetch(`${fleet.url}${path}`, { method: "POST", body: JSON.stringify(body) });
+const backendOf = async (model: string) => (await post("/api/embed", { model, input: "probe" })).headers.get("x-fleet-backend");
+
+afterAll(async () => {
+  await fleet?.stop();
+  await text?.server?.stop(true);
+  await vision?.server?.stop(true);
+  await cleanupFile();
+});
+
+beforeAll(async () => {
+  text = embeddingServer(1);
+  vision = embeddingServer(-1);
+  fleet = await startMediaFleet({
+    section: `embedding: { text: { port: ${text.server!.port} }, vision: { port: ${vision.server!.port}, models: ["clip"] } }`,
+    top: "timeouts: { embeddingMs: 500 },",
+    simModels: ["llama3.2:3b", "nomic-embed-text:latest", "all-minilm:latest"],
+  });
+  await eventually(async () => (await backendOf("nomic-embed-text")) === "native", 5000, "the native text server reported");
+});
+
+describe("text embedding models", () => {
+  test("nomic-embed-text goes to the native server while it runs: Ollama's answer shape, X-Fleet-Backend native", async () => {
+    const before = text.requests.length;
+    const res = await post("/api/embed", { model: "nomic-embed-text", input: ["hello", "a longer text"] });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-fleet-backend")).toBe("native");
+    expect(res.headers.get("x-fleet-node")).toBe("studio");
+    const body = (await res.json()) as any;
+    expect(body).toMatchObject({ model: "nomic-embed-text", embeddings: [vector(1, "hello"), vector(1, "a longer text")], load_duration: 0, prompt_eval_count: 6 });
+    expect(body.total_duration).toBeGreaterThan(0);
+    expect(text.requests.slice(before)).toEqual([{ model: "nomic-embed-text", input: ["hello", "a longer text"] }]);
+  });
+
+  test("the legacy /api/embeddings (prompt in, one embedding out) and the OpenAI client reach it too", async () => {
+    const legacy = await post("/api/embeddings", { model: "nomic-embed-text:latest", prompt: "hi there" });
+    expect(legacy.headers.get("x-fleet-backend")).toBe("native");
+    expect(await legacy.json()).toEqual({ embedding: vector(1, "hi there") });
+
+    const client = new OpenAI({ baseURL: `${fleet.url}/v1`, apiKey: "unused" });
+    const { data, response } = await client.embeddings.create({ model: "nomic-embed-text", input: ["abc", "de"] }).withResponse();
+    expect(response.headers.get("x-fleet-backend")).toBe("native");
+    expect(data.data.map((d) => d.embedding)).toEqual([vector(1, "abc"), vector(1, "de")]);
+    expect(data.usage.prompt_tokens).toBe(6);
+  });
+
+  test("other embedding models stay on Ollama", async () => {
+    const res = await post("/api/embed", { model: "all-minilm", input: "hello" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-fleet-backend")).toBe("ollama");
+    expect(((await res.json()) as any).embeddings[0]).toHaveLength(384);
+  });
+
+  test("a client key (auth.clients) may be refused a native model as any other", async () => {
+    const key = "sk-embedder-0123456789abcdef";
+    const embed = (model: string) => fetch(`${fleet.url}/api/embed`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: JSON.stringify({ model, input: "x" }) });
+    fleet.writeConfig(`auth: { clients: [{ name: "embedder", key: "${key}", models: ["all-minilm*"] }] },`);
+    const refused = await eventually(async () => {
+      const res = await embed("nomic-embed-text");
+      return res.status === 403 && res;
+    }, 5000, "a 403");
+    expect(((await refused.json()) as any).error).toContain('key "embedder" may not use model "nomic-embed-text"');
+    expect((await embed("all-minilm")).status).toBe(200);
+    fleet.writeConfig();
+    await eventually(async () => (await backendOf("nomic-embed-text")) === "native", 5000, "open again");
+  });
+
+  test("no input is a 400", async () => {
+    const res = await post("/api/embed", { model: "nomic-embed-text" });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as any).error).toContain("input is required (or prompt)");
+  });
+
+  test("a server slower than timeouts.embeddingMs is a 504 with Retry-After", async () => {
+    text.delayMs = 1500;
+    try {
+      const res = await post("/api/embed", { model: "nomic-embed-text", input: "slow" });
+      expect(res.status).toBe(504);
+      expect(res.headers.get("retry-after")).toBe("30");
+      const { error } = (await res.json()) as any;
+      expect(error).toContain("native text embedding timed out");
+      expect(error).toContain("within 500 ms");
+    } finally {
+      text.delayMs = 0;
+    }
+  });
+
+  test("when the native server stops, nomic-embed-text goes back to Ollama; when it is back, to it again", async () => {
+    const port = text.server!.port;
+    await text.server!.stop(true);
+    await eventually(async () => (await backendOf("nomic-embed-text")) === "ollama", 5000, "Ollama serving nomic-embed-text");
+    const res = await post("/api/embed", { model: "nomic-embed-text", input: "hello" });
+    expect(((await res.json()) as any).embeddings[0]).toHaveLength(768); // the simulated Ollama's nomic-embed-text
+    text = embeddingServer(1, port);
+    await eventually(async () => (await backendOf("nomic-embed-text")) === "native", 5000, "the native server again");
+  });
+});
+
+describe("vision embedding models", () => {
+  test("a model the vision server serves goes to it: X-Fleet-Backend vision", async () => {
+    const res = await post("/api/embed", { model: "clip", input: ["aGVsbG8="] });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-fleet-backend")).toBe("vision");
+    expect(((await res.json()) as any).embeddings).toEqual([vector(-1, "aGVsbG8=")]);
+  });
+
+  test("a vision model no running server serves is a 503, never Ollama", async () => {
+    const res = await post("/api/embed", { model: "siglip", input: "x" });
+    expect(res.status).toBe(503);
+    expect(res.headers.get("x-fleet-node")).toBe("none");
+    expect(((await res.json()) as any).error).toContain('"siglip" is a vision embedding model, but no online node runs a vision embedding server that serves it');
+  });
+
+  test("/api/pull of a vision embedding model is a 400 saying what to run instead", async () => {
+    const res = await post("/api/pull", { name: "clip" });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as any).error).toContain('"clip" is a vision embedding model of a native embedding server, not an Ollama model');
+  });
+
+  test("features.visionEmbedding: false is a 503; a stopped vision server is a 503", async () => {
+    fleet.writeConfig("features: { visionEmbedding: false },");
+    const disabled = await eventually(async () => {
+      const res = await post("/api/embed", { model: "clip", input: "x" });
+      return res.status === 503 && res;
+    }, 5000, "a 503");
+    expect(((await disabled.json()) as any).error).toContain("vision embedding is disabled on this router (features.visionEmbedding)");
+    fleet.writeConfig();
+    await eventually(async () => (await backendOf("clip")) === "vision", 5000, "vision served again");
+
+    // At once the router finds it unreachable; from the agent's next heartbeat on it knows the server is down.
+    await vision.server!.stop(true);
+    const unreachable = await post("/api/embed", { model: "clip", input: "x" });
+    expect(unreachable.status).toBe(503);
+    await eventually(async () => {
+      const res = await post("/api/embed", { model: "clip", input: "x" });
+      return res.status === 503 && ((await res.json()) as any).error.includes("no online node runs a vision embedding server");
+    }, 5000, "a 503 that says no server runs");
+  });
+});

@@ -1,0 +1,214 @@
+// The node agent's MLX supervisor. Its policy (arguments, memory gate, backoff,
+// quarantine, what a health poll means) is pure and tested alone; its processes
+// are tested through a real `herd` (router + this node's agent) whose
+// mlxCommand is a stand-in mlx_lm.server (test/fixtures/fake-mlx-lm-server.ts)
+// that misbehaves as its model name says, reporting what ran in a state dir.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, ftruncateSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  CRASH_WINDOW_MS,
+  QUARANTINE_MS,
+  afterCrash,
+  hungTooLong,
+  HANG_RESTART_MS,
+  memoryGate,
+  readPoll,
+  serverArgs,
+} from "../src/node/mlx-policy.ts";
+import { type SimNode, startSimMlx } from "../src/sim/index.ts";
+import { ROOT, cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+
+// Real processes on a machine that may be busy: generous bounds (every wait below is bounded too).
+setDefaultTimeout(30_000);
+afterAll(cleanupFile);
+
+describe("policy", () => {
+  test("mlx_lm.server arguments: model, port, host, and the optional ones only when set", () => {
+    expect(serverArgs({ model: "org/m", port: 11440, kvBits: 0 }, "127.0.0.1")).toEqual(["--model", "org/m", "--port", "11440", "--host", "127.0.0.1"]);
+    expect(serverArgs({ model: "org/m", port: 11441, kvBits: 8, promptCacheSize: 4, promptCacheBytes: 1000, draftModel: "org/d" }, "0.0.0.0")).toEqual([
+      ...["--model", "org/m", "--port", "11441", "--host", "0.0.0.0"],
+      ...["--kv-bits", "8", "--prompt-cache-size", "4", "--prompt-cache-bytes", "1000", "--draft-model", "org/d"],
+    ]);
+  });
+
+  test("the memory gate: weights plus headroom must fit in free memory, said as seed 000 says it", () => {
+    expect(memoryGate(32, 10, 16)).toBe("memory gate: 42.0 GB needed, 16 GB available");
+    expect(memoryGate(32, 10, 42)).toBeNull();
+  });
+
+  test("backoff doubles per crash in the window; the fifth quarantines for 600 s and starts the count afresh", () => {
+    let crashes: number[] = [];
+    const delays: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const next = afterCrash(crashes, 1_000 + i);
+      expect(next.quarantine).toBeNull();
+      delays.push(next.restartInMs);
+      crashes = next.crashes;
+    }
+    expect(delays).toEqual([500, 1000, 2000, 4000]);
+    const fifth = afterCrash(crashes, 2_000);
+    expect(fifth).toEqual({ crashes: [], restartInMs: QUARANTINE_MS, quarantine: "5 crashes within 300s; next restart in 600s" });
+    // Crashes older than the window are forgotten.
+    expect(afterCrash([0, 1, 2, 3], CRASH_WINDOW_MS + 10)).toEqual({ crashes: [CRASH_WINDOW_MS + 10], restartInMs: 500, quarantine: null });
+  });
+
+  test("a refused poll is a server still loading until it has answered once; a timeout is a hang", () => {
+    const refused = { ok: false as const, refused: true, detail: "/v1/models: connection refused" };
+    const timeout = { ok: false as const, refused: false, detail: "/v1/models: no answer within 500 ms" };
+    expect(readPoll({ ok: true }, false)).toEqual({ status: "healthy", reason: "" });
+    expect(readPoll(refused, false).status).toBe("starting");
+    expect(readPoll(refused, true)).toEqual({ status: "unhealthy", reason: refused.detail });
+    expect(readPoll(timeout, false)).toEqual({ status: "unhealthy", reason: timeout.detail });
+    expect(hungTooLong(null, 10 ** 9)).toBe(false);
+    expect(hungTooLong(0, HANG_RESTART_MS - 1)).toBe(false);
+    expect(hungTooLong(0, HANG_RESTART_MS)).toBe(true);
+  });
+});
+
+describe("supervised servers through a real herd", () => {
+  const FAKE = join(ROOT, "test/fixtures/fake-mlx-lm-server.ts");
+  let dir: string;
+  let state: string;
+  let configFile: string;
+  let orphan: SimNode;
+  let herd: Awaited<ReturnType<typeof startRouterProcess>>;
+  const ports: Record<"healthy" | "crash" | "hang" | "exits" | "orphan" | "big" | "added", number> = {} as never;
+
+  const config = (servers: string[]) =>
+    `export default {
+      nodes: [{ id: "n1", mlxCommand: ${JSON.stringify([process.execPath, FAKE])}, mlx: [${servers.join(", ")}] }],
+      heartbeat: { intervalMs: 200, timeoutMs: 1000, offlineMs: 3000 },
+      timeouts: { connectMs: 2000 },
+    };\n`;
+  const server = (model: string, port: number, extra = "") => `{ model: "${model}", port: ${port}${extra} }`;
+  const first = () => [
+    server("mlx-community/Qwen3-8B-4bit", ports.healthy, ", kvBits: 8"),
+    server("org/crash-model", ports.crash),
+    server("org/hang-model", ports.hang),
+    server("org/exit-after-4s-model", ports.exits),
+    server("org/orphaned", ports.orphan),
+    server("org/big-model", ports.big),
+  ];
+  const servers = async (): Promise<Record<number, any>> => {
+    const node = (await getJson(`${herd.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "n1");
+    return Object.fromEntries((node?.mlx_servers ?? []).map((s: any) => [s.port, s]));
+  };
+  const until = (port: number, check: (s: any) => boolean, timeoutMs: number, what: string) =>
+    eventually(async () => {
+      const s = (await servers())[port];
+      return s && check(s) ? s : null;
+    }, timeoutMs, what);
+  const ran = (port: number): { pid: number; argv: string[] } | null => {
+    const file = join(state, `${port}.json`);
+    return existsSync(file) ? JSON.parse(readFileSync(file, "utf8")) : null;
+  };
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  beforeAll(async () => {
+    dir = tmpDir();
+    state = join(dir, "state");
+    mkdirSync(state);
+    [ports.healthy, ports.crash, ports.hang, ports.exits, ports.orphan, ports.big, ports.added] = (await Promise.all(Array.from({ length: 7 }, freePort))) as number[];
+    // Someone else's server already holds the orphan port.
+    orphan = await startSimMlx({ id: "stray", model: "org/orphaned", port: ports.orphan });
+    // A 2 TB model in the Hugging Face cache (a sparse file: no disk used), for the memory gate.
+    const blobs = join(dir, "hub", "models--org--big-model", "blobs");
+    mkdirSync(blobs, { recursive: true });
+    const fd = openSync(join(blobs, "weights"), "w");
+    ftruncateSync(fd, 2 * 1024 ** 4);
+    closeSync(fd);
+    configFile = join(dir, "herd.config.ts");
+    writeFileSync(configFile, config(first()));
+    herd = await startRouterProcess(["--config", configFile, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data"), "--node-id", "n1"], {
+      env: { FAKE_MLX_STATE_DIR: state, HF_HUB_CACHE: join(dir, "hub") },
+    });
+  });
+
+  afterAll(async () => {
+    await herd?.stop();
+    await orphan?.stop();
+  });
+
+  test("a server starts with the configured arguments and turns healthy in the heartbeat", async () => {
+    const s = await until(ports.healthy, (s) => s.status === "healthy", 15000, "the healthy server");
+    expect(s).toMatchObject({ model: "mlx-community/Qwen3-8B-4bit", status_reason: "", kv_bits: 8, model_size_gb: 0 });
+    expect(s.last_ok_ts).toBeGreaterThan(Date.now() / 1000 - 10);
+    expect(ran(ports.healthy)!.argv).toEqual(["--model", "mlx-community/Qwen3-8B-4bit", "--port", String(ports.healthy), "--host", "127.0.0.1", "--kv-bits", "8"]);
+    const node = (await getJson(`${herd.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "n1");
+    expect(node.mlx_bind_host).toBe("127.0.0.1");
+  });
+
+  test("a server that hangs on /v1/models is unhealthy", async () => {
+    const s = await until(ports.hang, (s) => s.status === "unhealthy", 15000, "the hung server unhealthy");
+    expect(s.status_reason).toBe("/v1/models: no answer within 2000 ms");
+    expect(alive(ran(ports.hang)!.pid)).toBe(true); // reported, not yet killed
+  });
+
+  test("a server that dies after serving is restarted after a backoff, and serves again", async () => {
+    await until(ports.exits, (s) => s.status === "healthy", 15000, "the server healthy");
+    const first = ran(ports.exits)!.pid;
+    await herd.waitFor(new RegExp(`:${ports.exits}: unhealthy \\(subprocess exited rc=3 \\(\\[fake\\] exiting after 4s\\); restarting in 0.5s\\)`), 15000);
+    await eventually(async () => ran(ports.exits)!.pid !== first, 15000, "a new process");
+    expect((await until(ports.exits, (s) => s.status === "healthy", 15000, "healthy again")).status_reason).toBe("");
+  }, 40000);
+
+  test("a port someone else holds is reported and never started on", async () => {
+    const s = await until(ports.orphan, (s) => s.status === "unhealthy", 15000, "the orphan reported");
+    expect(s.status_reason).toContain(`port ${ports.orphan} is already in use by a process herd did not start`);
+    expect(ran(ports.orphan)).toBeNull();
+    expect(orphan.state().counters.requests).toBe(0); // probed by connecting only: nothing sent to it
+  });
+
+  test("the memory gate blocks a model bigger than free memory, sized from the Hugging Face cache", async () => {
+    const s = await until(ports.big, (s) => s.status === "memory_blocked", 15000, "the big model blocked");
+    expect(s.model_size_gb).toBe(2048);
+    expect(s.status_reason).toMatch(/^memory gate: 2058\.0 GB needed, \d+ GB available$/);
+    expect(ran(ports.big)).toBeNull();
+  });
+
+  test("a crash loop is restarted with backoff, then quarantined with seed 000's reason", async () => {
+    const s = await until(ports.crash, (s) => s.status === "quarantined", 30000, "the crash loop quarantined");
+    expect(s.status_reason).toStartWith("5 crashes within 300s; next restart in 600s");
+    expect(s.status_reason).toContain("subprocess exited rc=1 (RuntimeError: [fake] cannot load org/crash-model)");
+    expect(herd.output().match(/MLX org\/crash-model on :\d+: started/g)?.length).toBe(5);
+  }, 40000);
+
+  test("a reload adds and removes servers without touching the others", async () => {
+    const before = ran(ports.healthy)!.pid;
+    const hung = ran(ports.hang)!.pid;
+    const [, , , , ...rest] = first();
+    writeFileSync(configFile, config([server("mlx-community/Qwen3-8B-4bit", ports.healthy, ", kvBits: 8"), ...rest, server("org/added-model", ports.added)]));
+    await until(ports.added, (s) => s.status === "healthy", 15000, "the added server healthy");
+    await eventually(async () => {
+      const now = await servers();
+      return [ports.hang, ports.crash, ports.exits].every((p) => !(p in now));
+    }, 5000, "the removed servers gone");
+    expect(alive(hung)).toBe(false);
+    expect(ran(ports.healthy)!.pid).toBe(before);
+    expect(alive(before)).toBe(true);
+    expect((await servers())[ports.healthy].status).toBe("healthy");
+  });
+
+  test("stopping the agent stops every server it started: no process left", async () => {
+    const pids = [ports.healthy, ports.added].map((p) => ran(p)!.pid);
+    expect(pids.every(alive)).toBe(true);
+    expect(await herd.stop("SIGTERM")).toBe(0);
+    expect(pids.filter(alive)).toEqual([]);
+    expect(herd.output()).toContain(`MLX org/added-model on :${ports.added}: stopped`);
+  });
+});
+
+async function freePort(): Promise<number> {
+  const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+  const port = server.port!;
+  await server.stop(true);
+  return port;
+}
