@@ -33,18 +33,23 @@ export interface Fleet {
 }
 
 /** Profiles: "stand-in" (REST, the default), "stand-in-mcp" (--mcp), "single" (capacity 1), "leaky" (a provider key in reach). */
+/** The herd key workers get (auth.clients "workers", the profiles' clientKey). */
+export const WORKERS_KEY = "hk-workers-key-1234";
+
 export async function startFleet(opts: { nodes?: string } = {}): Promise<Fleet> {
   const dir = tmpDir();
   const standIns = join(dir, "stand-ins");
   mkdirSync(standIns);
   writeFileSync(join(dir, "architect.token"), `${ARCHITECT}\n`);
-  const profile = (args: string[], env: string[], capacity = 8) => JSON.stringify({ command: process.execPath, args: [STAND_IN, ...args], env, capacity });
+  const profile = (args: string[], env: string[], capacity = 8) => JSON.stringify({ command: process.execPath, args: [STAND_IN, ...args], env, capacity, clientKey: "workers" });
   // The allow-list asks for variables herd must refuse: TMUX (pane control) and the primary's secret.
   const allow = ["PATH", "HOME", "STAND_IN_DIR", "NOT_A_SECRET", "TMUX", "TEST_PRIMARY_TOKEN"];
   writeFileSync(
     join(dir, "herd.config.ts"),
     `export default {
   ${opts.nodes ?? ""}
+  // The herd needs client keys: workers call its models with the key their profile names.
+  auth: { clients: [{ name: "workers", key: "${WORKERS_KEY}" }] },
   agents: {
     profiles: {
       "stand-in": ${profile([], allow)},

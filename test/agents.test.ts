@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
-import { ARCHITECT, type Fleet, PRIMARY, startFleet } from "./agents-fleet.ts";
+import { ARCHITECT, type Fleet, PRIMARY, startFleet, WORKERS_KEY } from "./agents-fleet.ts";
 import { cleanupFile, eventually } from "./helpers.ts";
 
 setDefaultTimeout(20_000);
@@ -150,6 +150,9 @@ describe("POST /members", () => {
       HERD_ROLE: "dev",
       OPENAI_BASE_URL: `${fleet.url}/v1`,
       ANTHROPIC_BASE_URL: fleet.url,
+      // herd's key for its models (the profile's clientKey), not the operator's provider key
+      OPENAI_API_KEY: WORKERS_KEY,
+      ANTHROPIC_API_KEY: WORKERS_KEY,
       NOT_A_SECRET: "visible",
     });
     expect(env.HERD_TOKEN).toMatch(/^hw_/);
@@ -387,8 +390,11 @@ describe("stopping and exits", () => {
 describe("GET /metrics", () => {
   test("Prometheus text for any authenticated caller: routed requests by status/model/node, queues, workers", async () => {
     expect((await call("GET", "/metrics", { token: null })).status).toBe(401);
-    const chat = await fetch(`${fleet.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "llama3.2:3b", stream: false, messages: [{ role: "user", content: "hi" }] }) });
-    expect(chat.status).toBe(200);
+    const chat = (key: string | undefined) =>
+      fetch(`${fleet.url}/api/chat`, { method: "POST", headers: key ? { authorization: `Bearer ${key}` } : {}, body: JSON.stringify({ model: "llama3.2:3b", stream: false, messages: [{ role: "user", content: "hi" }] }) });
+    expect((await chat(undefined)).status).toBe(401);
+    // A worker calls the herd's models with the key from its environment.
+    expect((await chat((await fleet.standIn(w)).env.OPENAI_API_KEY)).status).toBe(200);
     const text = await eventually(async () => {
       const r = await call("GET", "/metrics", { token: wToken });
       return r.status === 200 && (r.body as string).includes('herd_requests_total{status="completed",model="llama3.2:3b",node="a"} 1') && (r.body as string);

@@ -350,15 +350,17 @@ describe("secrets in the config", () => {
     expect(good.code).toBe(0);
   });
 
-  test("duplicate key names or keys, and anthropic.apiKey beside auth.clients, are config errors that never show a key", async () => {
+  test("duplicate key names or keys, anthropic.apiKey beside auth.clients, and a profile naming no key are config errors that never show a key", async () => {
     const d = tmpDir();
     const file = join(d, "herd.config.json");
-    writeFileSync(file, JSON.stringify({ auth: { clients: [{ name: "a", key: "sk-dup-123" }, { name: "a", key: "sk-dup-123" }] }, anthropic: { apiKey: "sk-anth-456" } }));
+    const agents = { profiles: { dev: { command: "claude", clientKey: "nobody" } } };
+    writeFileSync(file, JSON.stringify({ auth: { clients: [{ name: "a", key: "sk-dup-123" }, { name: "a", key: "sk-dup-123" }] }, anthropic: { apiKey: "sk-anth-456" }, agents }));
     const r = await herd(["check-config", file]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`auth.clients[1].name: "a" is already used by auth.clients[0]`);
     expect(r.stderr).toContain("auth.clients[1].key: the same key as auth.clients[0]");
     expect(r.stderr).toContain("anthropic.apiKey: not used with auth.clients");
+    expect(r.stderr).toContain('agents.profiles.dev.clientKey: no auth.clients entry is named "nobody"');
     expect(r.stderr).not.toContain("sk-dup-123");
     expect(r.stderr).not.toContain("sk-anth-456");
   });

@@ -237,4 +237,21 @@ describe("pulls and the feature switch", () => {
     fleet.writeConfig();
     await eventually(async () => (await post("/api/generate-image", { model: "z-image-turbo", prompt: "x", width: 64, height: 64 })).status === 200, 5000, "served again");
   });
+
+  test("with a node credential configured, the node's image service runs jobs only for the router", async () => {
+    const port = fleet.agent.output().match(/image service on http:\/\/127\.0\.0\.1:(\d+)/)![1];
+    const job = { model: "z-image-turbo", prompt: "x", width: 64, height: 64 };
+    const direct = (headers: Record<string, string>) =>
+      fetch(`http://127.0.0.1:${port}/generate-image`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(job) });
+    fleet.writeConfig(`auth: { nodeToken: "node-secret-for-images" },`);
+    const stranger = await eventually(async () => {
+      const res = await direct({});
+      return res.status === 401 && res;
+    }, 5000, "the agent to ask for the credential");
+    expect(((await stranger.json()) as any).error).toContain("need the node credential");
+    expect((await direct({ authorization: "Bearer guess" })).status).toBe(401);
+    expect((await direct({ authorization: "Bearer node-secret-for-images" })).status).toBe(200);
+    await eventually(async () => (await post("/api/generate-image", job)).status === 200, 5000, "the router's job, with the credential");
+    fleet.writeConfig();
+  });
 });

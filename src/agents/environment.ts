@@ -83,8 +83,14 @@ export function workerEnv(config: Config, profile: Profile, who: WorkerIdentity,
     HERD_SESSION_ID: who.sessionId,
     HERD_TOKEN: who.token,
     HERD_ROLE: who.role,
-    // The worker's own model calls go to this herd.
+    // The worker's own model calls go to this herd, with the herd key its profile names (if any).
     OPENAI_BASE_URL: `${who.herdUrl}/v1`,
     ANTHROPIC_BASE_URL: who.herdUrl,
+    ...herdKey(config, profile),
   };
+}
+
+function herdKey(config: Config, profile: Profile): Record<string, string> {
+  const key = config.auth.clients.find((c) => c.name === profile.clientKey)?.key.value;
+  return key ? { OPENAI_API_KEY: key, ANTHROPIC_API_KEY: key } : {};
 }

@@ -67,6 +67,11 @@ export function authProblems(config: Config): string[] {
     const same = clients.findIndex((c) => c.key.value !== null && client.key.value !== null && sameSecret(c.key.value, client.key.value));
     if (same < i && same !== -1) problems.push(`auth.clients[${i}].key: the same key as auth.clients[${same}]; each client needs its own key`);
   });
+  for (const [name, profile] of Object.entries(config.agents.profiles)) {
+    if (profile.clientKey !== undefined && !clients.some((c) => c.name === profile.clientKey)) {
+      problems.push(`agents.profiles.${name}.clientKey: no auth.clients entry is named "${profile.clientKey}"`);
+    }
+  }
   if (clients.length && config.anthropic.apiKey) {
     problems.push("anthropic.apiKey: not used with auth.clients; give Anthropic clients a key in auth.clients instead");
   }

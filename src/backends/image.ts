@@ -6,7 +6,8 @@ import { sameModel } from "../fleet/model-name.ts";
 import { type NodeRecord, onDisk, type Registry } from "../fleet/registry.ts";
 import type { Runtime } from "../runtime.ts";
 import type { Caller } from "../auth/caller.ts";
-import { asCaller, type Busy, errorOf, firstAnswer, postToNode, ServiceError, type Served, serviceNodes, tracedService, Unreachable } from "./node-service.ts";
+import { agentToken } from "../auth/credentials.ts";
+import { asCaller, type Busy, errorOf, firstAnswer, postToNode, type ServiceCall, ServiceError, type Served, serviceNodes, tracedService, Unreachable } from "./node-service.ts";
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 
@@ -106,18 +107,18 @@ async function pickAndGenerate(rt: Runtime, busy: Busy, job: ImageJob, signal: A
   }
   const { value, node, retries } = await firstAnswer(nodes, busy, async (n) =>
     backendOn(n, job.model) === "service"
-      ? { ...(await onService(registry, n, job, config.timeouts.imageMs, signal)), backend: "image" }
+      ? { ...(await onService(registry, n, job, { timeoutMs: config.timeouts.imageMs, credential: agentToken(config, n.id), signal })), backend: "image" }
       : { ...(await onOllama(registry, n, job, config.timeouts.imageMs, signal)), backend: "ollama" },
   );
   return { png: value.png, generationMs: value.generationMs, served: { nodeId: node.id, model: job.model, backend: value.backend, retries } };
 }
 
 /** Through the node agent's image service: it runs the CLI and answers with the PNG. */
-async function onService(registry: Registry, node: NodeRecord, job: ImageJob, timeoutMs: number, signal: AbortSignal) {
+async function onService(registry: Registry, node: NodeRecord, job: ImageJob, call: ServiceCall) {
   const url = registry.serviceUrl(node, node.report.image_port!);
   if (!url) throw new Unreachable("no address for its image service");
   const started = performance.now();
-  const { res, bytes } = await postToNode(`${url}/generate-image`, JSON.stringify(job), { headers: { "content-type": "application/json" }, timeoutMs, timeoutStatus: 502, signal });
+  const { res, bytes } = await postToNode(`${url}/generate-image`, JSON.stringify(job), { ...call, headers: { "content-type": "application/json" }, timeoutStatus: 502 });
   // The node stopped offering the model since its last heartbeat: another node may still have it.
   if (res.status === 404) throw new Unreachable(errorOf(res, bytes));
   if (!res.ok) throw new ServiceError(502, `image generation failed on ${node.id}: ${errorOf(res, bytes)}`);

@@ -68,10 +68,18 @@ export async function firstAnswer<T>(nodes: NodeRecord[], busy: Busy, call: (nod
  * POSTs to a node with a deadline for the whole answer. A network failure is Unreachable; running
  * out of time is a ServiceError with `timeoutStatus`; a client that goes away aborts it.
  */
-export async function postToNode(url: string, body: string | FormData, opts: { headers?: Record<string, string>; timeoutMs: number; timeoutStatus: number; signal: AbortSignal }): Promise<{ res: Response; bytes: Uint8Array }> {
+/** How the router calls a node agent's own service: its deadline, the node's credential (when the config has one), the client's signal. */
+export interface ServiceCall {
+  timeoutMs: number;
+  credential?: string | null;
+  signal: AbortSignal;
+}
+
+export async function postToNode(url: string, body: string | FormData, opts: ServiceCall & { headers?: Record<string, string>; timeoutStatus: number }): Promise<{ res: Response; bytes: Uint8Array }> {
   const deadline = AbortSignal.timeout(opts.timeoutMs);
+  const headers = opts.credential ? { ...opts.headers, authorization: `Bearer ${opts.credential}` } : opts.headers;
   try {
-    const res = await fetch(url, { method: "POST", body, headers: opts.headers, signal: AbortSignal.any([opts.signal, deadline]) });
+    const res = await fetch(url, { method: "POST", body, headers, signal: AbortSignal.any([opts.signal, deadline]) });
     return { res, bytes: new Uint8Array(await res.arrayBuffer()) };
   } catch (e) {
     if (opts.signal.aborted) throw e;

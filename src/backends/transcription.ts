@@ -3,7 +3,8 @@
 import type { Caller } from "../auth/caller.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import type { Runtime } from "../runtime.ts";
-import { asCaller, type Busy, errorOf, firstAnswer, postToNode, type Served, ServiceError, serviceNodes, tracedService, Unreachable } from "./node-service.ts";
+import { agentToken } from "../auth/credentials.ts";
+import { asCaller, type Busy, errorOf, firstAnswer, postToNode, type Served, type ServiceCall, ServiceError, serviceNodes, tracedService, Unreachable } from "./node-service.ts";
 
 /** Seed 000's answer to POST /api/transcribe. */
 export interface Transcript {
@@ -61,12 +62,12 @@ async function pickAndTranscribe(rt: Runtime, busy: Busy, input: TranscriptionIn
   const model = input.model ?? transcriptionModelsOn(offering[0]!)[0]!;
   const nodes = offering.filter((n) => transcriptionModelsOn(n).includes(model));
   const { value, node, retries } = await asCaller(meta.caller, model, config.modelMap, () =>
-    firstAnswer(nodes, busy, (n) => onService(rt.registry, n, model, input, config.timeouts.transcriptionMs, meta.signal)),
+    firstAnswer(nodes, busy, (n) => onService(rt.registry, n, model, input, { timeoutMs: config.timeouts.transcriptionMs, credential: agentToken(config, n.id), signal: meta.signal })),
   );
   return { ...value, served: { nodeId: node.id, model, backend: "transcription", retries } };
 }
 
-async function onService(registry: Registry, node: NodeRecord, model: string, input: TranscriptionInput, timeoutMs: number, signal: AbortSignal) {
+async function onService(registry: Registry, node: NodeRecord, model: string, input: TranscriptionInput, call: ServiceCall) {
   const url = registry.serviceUrl(node, node.report.transcription_port!);
   if (!url) throw new Unreachable("no address for its transcription service");
   const form = new FormData();
@@ -74,7 +75,7 @@ async function onService(registry: Registry, node: NodeRecord, model: string, in
   form.set("model", model);
   if (input.language) form.set("language", input.language);
   const started = performance.now();
-  const { res, bytes } = await postToNode(`${url}/transcribe`, form, { timeoutMs, timeoutStatus: 502, signal });
+  const { res, bytes } = await postToNode(`${url}/transcribe`, form, { ...call, timeoutStatus: 502 });
   if (res.status === 404) throw new Unreachable(errorOf(res, bytes));
   if (!res.ok) throw new ServiceError(502, `transcription failed on ${node.id}: ${errorOf(res, bytes)}`);
   let transcript: Transcript;

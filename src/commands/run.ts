@@ -57,7 +57,7 @@ export async function runNode(opts: { configFlag?: string; nodeId: string; ollam
   } catch (e) {
     throw new UserError((e as Error).message);
   }
-  const agent = startAgent({ nodeId: opts.nodeId, live, ollamaUrl: opts.ollamaUrl, send: postTo(opts.routerUrl, live.config.timeouts.connectMs, token) });
+  const agent = startAgent({ nodeId: opts.nodeId, live, ollamaUrl: opts.ollamaUrl, credential: token, send: postTo(opts.routerUrl, live.config.timeouts.connectMs, token) });
   log.info(`herd ${VERSION} node agent "${opts.nodeId}" reporting to ${opts.routerUrl} every ${live.config.heartbeat.intervalMs} ms`);
   const ollama = await agent.beat();
   log.info(ollama.reachable ? `local Ollama: ${found(ollama)}` : `local Ollama unreachable (${ollama.error}); pass --ollama URL or set this node's ollama in the config`);

@@ -94,6 +94,7 @@ const agentProfile = v.strictObject({
   env: v.optional(v.array(v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "expected an environment variable name"))), []),
   cwd: v.optional(name),
   capacity: v.optional(v.pipe(count, v.minValue(1, "expected at least 1")), 4),
+  clientKey: v.optional(name),
 });
 
 // `section(entries)` is an optional strict object whose own defaults apply when it is left out.

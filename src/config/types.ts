@@ -339,4 +339,9 @@ export interface AgentProfileConfig {
   cwd?: string;
   /** Workers of this profile at once; one more is 503 no_capacity. Default 4. */
   capacity?: number;
+  /**
+   * The name of an `auth.clients` entry whose key the worker's own model calls use, given to it as
+   * OPENAI_API_KEY and ANTHROPIC_API_KEY (herd's key, not a provider's). Needed when auth.clients is set.
+   */
+  clientKey?: string;
 }

@@ -3,6 +3,7 @@
 // node id and follows config reloads like the router does; it runs the node's
 // MLX servers (mlx-supervisor.ts) and its image, transcription and embedding
 // services (services.ts), and reports them too.
+import { agentToken } from "../auth/credentials.ts";
 import { probeOllama } from "../backends/ollama.ts";
 import type { LiveConfig } from "../config/live.ts";
 import type { NodeEntry } from "../config/schema.ts";
@@ -20,6 +21,8 @@ export interface AgentOptions {
   live: LiveConfig;
   /** --ollama: wins over the node's config entry. */
   ollamaUrl?: string;
+  /** The node credential (HERD_NODE_TOKEN, --token-file); default: the config's for this node. */
+  credential?: () => string | null;
   /** Delivers a heartbeat: POST to a remote router, or a direct call in the combined process. */
   send: (hb: Heartbeat) => Promise<void>;
   collector?: SystemCollector;
@@ -44,7 +47,7 @@ export function startAgent(opts: AgentOptions): AgentHandle {
   if (!entry()) log.info(`node ${opts.nodeId} has no entry in the config; running with defaults (Ollama at ${ollamaUrl()})`);
   const mlx = startMlxSupervisor({ nodeId: opts.nodeId, live: opts.live, entry, memory: () => collector.memory() });
   void mlx.reconcile();
-  const services = startServices(opts.nodeId, opts.live);
+  const services = startServices(opts.nodeId, opts.live, opts.credential ?? (() => agentToken(opts.live.config, opts.nodeId)));
   const unsubscribe = opts.live.onChange(() => {
     log.debug(`node ${opts.nodeId}: config reloaded`);
     void mlx.reconcile();

@@ -6,6 +6,7 @@ import type { Server } from "bun";
 import type { LiveConfig } from "../config/live.ts";
 import type { NodeEntry } from "../config/schema.ts";
 import type { Heartbeat } from "../fleet/heartbeat.ts";
+import { bearerToken, sameSecret } from "../auth/tokens.ts";
 import { log } from "../log.ts";
 import { deadline, installed } from "./services-cli.ts";
 import { type EmbeddingReport, embeddingReport } from "./services-embedding.ts";
@@ -19,11 +20,13 @@ export interface NodeServices {
   stop(): void;
 }
 
-export function startServices(nodeId: string, live: LiveConfig): NodeServices {
+/** `credential`: the node's credential; when there is one, only a caller presenting it (the router) may run a job. */
+export function startServices(nodeId: string, live: LiveConfig, credential: () => string | null): NodeServices {
   const entry = (): NodeEntry | undefined => live.config.nodes.find((n) => n.id === nodeId);
   const within = (timeoutMs: () => number) => (signal: AbortSignal) => deadline(signal, timeoutMs());
-  const images = listener(nodeId, "image", imageService(() => entry()?.images?.models ?? [], within(() => live.config.timeouts.imageMs)));
-  const transcription = listener(nodeId, "transcription", transcriptionService(() => entry()?.transcription, within(() => live.config.timeouts.transcriptionMs)));
+  const guard = onlyWith(credential);
+  const images = listener(nodeId, "image", guard(imageService(() => entry()?.images?.models ?? [], within(() => live.config.timeouts.imageMs))));
+  const transcription = listener(nodeId, "transcription", guard(transcriptionService(() => entry()?.transcription, within(() => live.config.timeouts.transcriptionMs))));
   const missing = new Set<string>();
   // A CLI that is not installed is not offered; said once per command, and again once it is back.
   const present = (command: string[], what: string) => {
@@ -59,6 +62,19 @@ export function startServices(nodeId: string, live: LiveConfig): NodeServices {
       images.close();
       transcription.close();
     },
+  };
+}
+
+// A job runs a CLI on this Mac and sees a prompt or a recording: with a node credential configured,
+// a caller without it is refused before anything runs.
+function onlyWith(credential: () => string | null) {
+  return (serve: (request: Request) => Promise<Response>) => async (request: Request): Promise<Response> => {
+    const expected = credential();
+    const given = bearerToken(request);
+    if (expected !== null && (given === null || !sameSecret(given, expected))) {
+      return Response.json({ error: "this node's services need the node credential (auth.nodeToken or nodes[].token)" }, { status: 401 });
+    }
+    return serve(request);
   };
 }
 
