@@ -29,8 +29,8 @@ export function authGuard(rt: Runtime) {
 }
 
 function guard(config: Config, usage: KeyUsage, request: Request, route: string, server: Server): Response | undefined {
-  const path = new URL(request.url).pathname;
   const tooLarge = admitBody(request, route, config.server);
+  const path = route; // the route as registered: it picks the refusal's wire format as the path would
   if (tooLarge) return refusal(path, 413, tooLarge);
   const access = accessOf(request.method, route);
   if (access === "open" || access === "node" || access === "own") return;
