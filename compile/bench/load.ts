@@ -11,6 +11,8 @@ import { ms, percentile, sorted } from "./stats.ts";
 
 const CLIENTS = 1000;
 const SECONDS = 60;
+/** After the measured run, a second, shorter one: memory after each shows whether it keeps growing. */
+const AGAIN_SECONDS = 20;
 /** The straight-at-the-node reference needs less time to be steady. */
 const DIRECT_SECONDS = 20;
 /** Each answer: 32 tokens (the prompt's reply is longer: num_predict cuts it) at 16 tokens/s, two seconds, as a big local model streams. */
@@ -32,7 +34,8 @@ interface Side {
 export interface LoadReport {
   direct: Side;
   herd: Side;
-  rssMb: { idle: number; peak: number; after: number };
+  /** `after`: 10 s after the measured run, and 10 s after a second run of AGAIN_SECONDS. */
+  rssMb: { idle: number; peak: number; after: number[] };
   /** herd's CPU time over the run's wall time: 100 = one core busy. */
   cpuPct: number;
   openFiles: { soft: number; hard: number };
@@ -102,15 +105,26 @@ export async function measureLoad(bin: string): Promise<LoadReport> {
       const [cpu0, t0] = [cpuSeconds(herd.pid), performance.now()];
       const through = side(await runLoad(spec(herd.url, SECONDS)));
       const cpuPct = (100 * (cpuSeconds(herd.pid) - cpu0)) / ((performance.now() - t0) / 1000);
+      const after: number[] = [];
+      for (const seconds of [0, AGAIN_SECONDS]) {
+        if (seconds) await runLoad(spec(herd.url, seconds));
+        await Bun.sleep(SETTLE_MS);
+        after.push(rssMb(herd.pid));
+      }
       clearInterval(sampler);
-      await Bun.sleep(SETTLE_MS);
-      return { direct, herd: through, rssMb: { idle, peak, after: rssMb(herd.pid) }, cpuPct, openFiles };
+      return { direct, herd: through, rssMb: { idle, peak, after }, cpuPct, openFiles };
     } finally {
       await herd.stop();
     }
   } finally {
     await Promise.all(sims.map((s) => s.stop()));
   }
+}
+
+/** What memory after each run says: a leak grows with every run, buffers kept for reuse do not. */
+function growth(after: number[]): string {
+  const delta = after.at(-1)! - after[0]!;
+  return `${delta >= 0 ? "+" : ""}${delta.toFixed(1)} MiB from the first to the second`;
 }
 
 export function loadMarkdown(r: LoadReport): string {
@@ -136,7 +150,8 @@ ${row("through herd", r.herd)}
 
 Added by herd, p50: ${added(0)} ms (first token / whole answer); p99: ${added(1)} ms.
 herd's resident memory: ${r.rssMb.idle.toFixed(1)} MiB before, ${r.rssMb.peak.toFixed(1)} MiB at its peak under load,
-${r.rssMb.after.toFixed(1)} MiB ${SETTLE_MS / 1000} s after. herd's CPU over the run (warm-up included): ${r.cpuPct.toFixed(0)}% of one core.${
+${r.rssMb.after.map((mb) => `${mb.toFixed(1)} MiB`).join(" / ")} ${SETTLE_MS / 1000} s after the run and after a second one of ${AGAIN_SECONDS} s (${growth(r.rssMb.after)}).
+herd's CPU over the run (warm-up included): ${r.cpuPct.toFixed(0)}% of one core.${
     samples.length ? `\n\nErrors seen: ${samples.map((s) => `\`${s}\``).join("; ")}` : ""
   }`;
 }
