@@ -23,6 +23,19 @@ describe("herd check-config", () => {
     }
   });
 
+  test("the secure example takes every secret from the environment, and names each one that is missing", async () => {
+    const file = join(ROOT, "examples/secure-fleet.config.ts");
+    const names = ["HERD_NODE_TOKEN", "HERD_ADMIN_TOKEN", "HERD_KEY_OPENWEBUI", "HERD_KEY_AGENTS", "HERD_PRIMARY_TOKEN"];
+    const missing = await herd(["check-config", file]);
+    expect(missing.code).toBe(1);
+    for (const name of names) expect(missing.stderr).toContain(`environment variable ${name} is not set`);
+    const env = Object.fromEntries(names.map((name, i) => [name, `secret-value-${i}-of-the-example`]));
+    const ok = await herd(["check-config", file], { env });
+    expect(ok.stderr).toBe("");
+    expect(ok.stdout).toContain("2 node(s): studio, mini; 1 MLX server(s)");
+    expect(ok.stdout).not.toContain("secret-value");
+  });
+
   test("the .ts, .json and .yaml examples describe the same fleet", async () => {
     const summaries = await Promise.all(
       ["ts", "json", "yaml"].map(async (ext) => (await herd(["check-config", join(ROOT, `examples/fleet.config.${ext}`)])).stdout.split("\n").slice(1).join("\n")),
