@@ -3,7 +3,7 @@
 import { statSync } from "node:fs";
 import type { HerdConfig } from "../../src/config/types.ts";
 import { rssMb, startHerd } from "./herd-process.ts";
-import { ms } from "./stats.ts";
+import { ms, percentile, sorted } from "./stats.ts";
 
 const STARTS = 5;
 const IDLE_MS = 3000;
@@ -26,8 +26,7 @@ export async function measureBinary(bin: string, config: HerdConfig): Promise<Bi
     }
     await herd.stop();
   }
-  ready.sort((a, b) => a - b);
-  return { sizeMiB: statSync(bin).size / 1024 ** 2, readyMs: ready[Math.floor(STARTS / 2)]!, rssMiB };
+  return { sizeMiB: statSync(bin).size / 1024 ** 2, readyMs: percentile(sorted(ready), 0.5), rssMiB };
 }
 
 export function binaryMarkdown(target: string, f: BinaryFacts): string {

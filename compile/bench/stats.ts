@@ -1,14 +1,6 @@
 // Summaries of latency samples, and the number formats the bench's tables use.
 
-/** The value below which `p` (0..1) of the sorted samples fall (nearest rank). */
-export function percentile(sorted: readonly number[], p: number): number {
-  if (!sorted.length) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!;
-}
-
-export function sorted(samples: readonly number[]): number[] {
-  return [...samples].sort((a, b) => a - b);
-}
+export { percentile, sorted } from "../../src/percentile.ts";
 
 /** Milliseconds with the precision a table needs: hundredths below 10 ms, tenths below 1 s, whole above. */
 export function ms(n: number): string {

@@ -36,6 +36,11 @@ export class KeyUsage {
   }
 }
 
+/** A request's trace tags: "key:" tags are herd's to give, from the key it really came with, never one a client claims. */
+export function traceTags(tags: string[], caller: Caller | null): string[] {
+  return [...tags.filter((tag) => !tag.startsWith("key:")), ...(caller ? [caller.tag] : [])];
+}
+
 export class Caller {
   constructor(
     readonly client: ClientEntry,

@@ -8,7 +8,7 @@ import { sameModel } from "../fleet/model-name.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import type { Encoder } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
-import { asCaller, Busy, errorHeaders, errorOf, firstAnswer, postToNode, ServiceError, serviceHeaders, serviceNodes, traceService, Unreachable } from "./node-service.ts";
+import { asCaller, Busy, errorHeaders, errorOf, firstAnswer, postToNode, ServiceError, serviceHeaders, serviceNodes, tracedService, Unreachable } from "./node-service.ts";
 
 /** Vision embedding models (DINOv2, CLIP, SigLIP): a native vision server or nothing, never Ollama. */
 const VISION_EMBEDDING_MODELS = ["dinov2-vit-s14", "clip", "siglip"];
@@ -53,19 +53,18 @@ export interface EmbedRequest {
 export async function nativeEmbed(rt: Runtime, req: EmbedRequest, encoder: Encoder): Promise<Response | null> {
   const kind = embeddingKind(rt.registry, req.model);
   if (!kind) return null;
-  const started = performance.now();
-  const trace = { started, requested: req.model, kind: "embed" as const, format: req.format, clientIp: req.clientIp, tags: req.tags, caller: req.caller };
+  const trace = { started: performance.now(), requested: req.model, kind: "embed" as const, format: req.format, clientIp: req.clientIp, tags: req.tags, caller: req.caller };
+  let answer: Awaited<ReturnType<typeof embedOn>>;
   try {
-    const { json, served } = await asCaller(req.caller, req.model, rt.live.config.modelMap, () => embedOn(rt, kind, req));
-    traceService(rt, { ...trace, served, error: null, aborted: false });
-    return new Response(encoder.line({ raw: JSON.stringify(req.legacy ? { embedding: json.embeddings[0] ?? [] } : json), json }), {
-      headers: { "content-type": encoder.contentType, ...serviceHeaders(req.model, served) },
-    });
+    answer = await tracedService(rt, trace, req.signal, () => asCaller(req.caller, req.model, rt.live.config.modelMap, () => embedOn(rt, kind, req)));
   } catch (e) {
-    const error = e instanceof ServiceError ? e : new ServiceError(502, (e as Error).message);
-    traceService(rt, { ...trace, served: null, error, aborted: req.signal.aborted });
+    const error = e as ServiceError; // tracedService throws nothing else
     return encoder.error(error.status, error.message, errorHeaders(req.model, error));
   }
+  const { json, served } = answer;
+  return new Response(encoder.line({ raw: JSON.stringify(req.legacy ? { embedding: json.embeddings[0] ?? [] } : json), json }), {
+    headers: { "content-type": encoder.contentType, ...serviceHeaders(req.model, served) },
+  });
 }
 
 async function embedOn(rt: Runtime, kind: Kind, req: EmbedRequest) {

@@ -1,13 +1,13 @@
 // Reads a streamed body as lines (NDJSON, or SSE's `data:` lines), with an
 // idle timeout between chunks so a backend that goes silent cannot hang a client.
-export class IdleTimeout extends Error {
+class IdleTimeout extends Error {
   constructor(ms: number) {
     super(`no data from the node for ${ms} ms`);
   }
 }
 
 /** The stream ended inside a line: the node (or something between) cut it short. */
-export class StreamCut extends Error {
+class StreamCut extends Error {
   constructor(bytes: number) {
     super(`the node closed the stream mid-line (${bytes} bytes after the last whole line)`);
   }

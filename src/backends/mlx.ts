@@ -3,6 +3,7 @@
 // needs: the Ollama body goes out as an OpenAI chat completion, and the answer
 // (SSE chunks, or one object) comes back as Ollama lines. A wall clock bounds
 // each request from its slot to its last byte (seed 000's wedged-request guard).
+import { argumentsText, toolArguments } from "../surfaces/openai-codec.ts";
 import { readLines } from "./lines.ts";
 import { NodeFailure, type OllamaCall, type OllamaChunk, type OllamaLine, describeFetchError } from "./ollama.ts";
 
@@ -53,7 +54,7 @@ export function openAiBody(kind: "chat" | "generate", body: Json, model: string)
     if (Array.isArray(m.tool_calls)) {
       message.tool_calls = (m.tool_calls as Json[]).map((call, j) => {
         const fn = call.function as Json;
-        return { id: call.id ?? `call_${i}_${j}`, type: "function", function: { name: fn.name, arguments: typeof fn.arguments === "string" ? fn.arguments : JSON.stringify(fn.arguments ?? {}) } };
+        return { id: call.id ?? `call_${i}_${j}`, type: "function", function: { name: fn.name, arguments: argumentsText(fn.arguments) } };
       });
     }
     if (typeof m.tool_call_id === "string") message.tool_call_id = m.tool_call_id;
@@ -188,7 +189,7 @@ class Translation {
 
   private line(text: { content: string; thinking?: string; toolCalls?: { id?: string; name: string; arguments: string }[] }, done = false): OllamaLine {
     const json: OllamaChunk = { model: this.opts.servedAs, created_at: new Date().toISOString() };
-    const calls = text.toolCalls?.map((c) => ({ ...(c.id ? { id: c.id } : {}), function: { name: c.name, arguments: parseArguments(c.arguments) } }));
+    const calls = text.toolCalls?.map((c) => ({ ...(c.id ? { id: c.id } : {}), function: { name: c.name, arguments: toolArguments(c.arguments) ?? c.arguments /* text that is not JSON stays text */ } }));
     if (this.opts.kind === "chat") {
       json.message = { role: "assistant", content: text.content, ...(text.thinking ? { thinking: text.thinking } : {}), ...(calls?.length ? { tool_calls: calls } : {}) };
     } else {
@@ -220,15 +221,6 @@ class Translation {
 function reasoningOf(part: Json): string {
   const text = part.reasoning ?? part.reasoning_content;
   return typeof text === "string" ? text : "";
-}
-
-// mlx_lm writes arguments as JSON text; Ollama lines carry them as an object. Text that is not JSON stays text.
-function parseArguments(text: string): unknown {
-  try {
-    return text.trim() ? JSON.parse(text) : {};
-  } catch {
-    return text;
-  }
 }
 
 // mlx_lm's errors are {"error": "..."}; some are plain text.

@@ -1,7 +1,7 @@
 // What the router's requests to the services a node runs beside Ollama share (image generation,
 // transcription, native embedding servers): the nodes that can take one, spread by the jobs this
 // router already has on each; one POST with a deadline; the X-Fleet-* headers and the trace.
-import type { Caller } from "../auth/caller.ts";
+import { type Caller, traceTags } from "../auth/caller.ts";
 import type { Config } from "../config/schema.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import { fleetHeaders } from "../router/route.ts";
@@ -64,10 +64,6 @@ export async function firstAnswer<T>(nodes: NodeRecord[], busy: Busy, call: (nod
   throw new ServiceError(503, `no node that offers it could be reached: ${skipped.join("; ")}`, skipped.length);
 }
 
-/**
- * POSTs to a node with a deadline for the whole answer. A network failure is Unreachable; running
- * out of time is a ServiceError with `timeoutStatus`; a client that goes away aborts it.
- */
 /** How the router calls a node agent's own service: its deadline, the node's credential (when the config has one), the client's signal. */
 export interface ServiceCall {
   timeoutMs: number;
@@ -75,6 +71,10 @@ export interface ServiceCall {
   signal: AbortSignal;
 }
 
+/**
+ * POSTs to a node with a deadline for the whole answer. A network failure is Unreachable; running
+ * out of time is a ServiceError with `timeoutStatus`; a client that goes away aborts it.
+ */
 export async function postToNode(url: string, body: string | FormData, opts: ServiceCall & { headers?: Record<string, string>; timeoutStatus: number }): Promise<{ res: Response; bytes: Uint8Array }> {
   const deadline = AbortSignal.timeout(opts.timeoutMs);
   const headers = opts.credential ? { ...opts.headers, authorization: `Bearer ${opts.credential}` } : opts.headers;
@@ -194,8 +194,7 @@ export function traceService(rt: Runtime, t: ServiceTrace): void {
     excluded_nodes: [],
     client_ip: t.clientIp,
     error_message: t.error?.message ?? null,
-    // As for routed requests: "key:" tags are herd's to give, from the key the request really came with.
-    tags: [...t.tags.filter((tag) => !tag.startsWith("key:")), ...(t.caller ? [t.caller.tag] : [])],
+    tags: traceTags(t.tags, t.caller),
     resolution: null,
     adjustments: [],
   });

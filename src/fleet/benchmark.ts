@@ -6,6 +6,7 @@
 import type { Database } from "bun:sqlite";
 import { internalHeaders } from "../auth/internal.ts";
 import { readLines } from "../backends/lines.ts";
+import { percentile, sorted } from "../percentile.ts";
 import { type BenchmarkRun, saveRun } from "../store/benchmarks.ts";
 import { reachableNodes } from "./catalog.ts";
 import { normalizeModelName } from "./model-name.ts";
@@ -376,8 +377,8 @@ async function measure(baseUrl: string, target: Target, signal: AbortSignal, sta
 
 function stats(samples: Sample[], elapsedS: number) {
   const ok = samples.filter((s) => s.ok);
-  const latency = ok.map((s) => s.latencyMs);
-  const ttft = ok.flatMap((s) => (s.ttftMs === null ? [] : [s.ttftMs]));
+  const latency = sorted(ok.map((s) => s.latencyMs));
+  const ttft = sorted(ok.flatMap((s) => (s.ttftMs === null ? [] : [s.ttftMs])));
   const completion = ok.reduce((n, s) => n + s.completionTokens, 0);
   const seconds = Math.max(elapsedS, 0.001);
   return {
@@ -387,20 +388,18 @@ function stats(samples: Sample[], elapsedS: number) {
     completion_tokens: completion,
     requests_per_sec: round(ok.length / seconds, 2),
     tokens_per_sec: round(completion / seconds, 1),
-    latency_p50_ms: percentile(latency, 50),
-    latency_p95_ms: percentile(latency, 95),
-    latency_p99_ms: percentile(latency, 99),
-    ttft_p50_ms: percentile(ttft, 50),
-    ttft_p95_ms: percentile(ttft, 95),
-    ttft_p99_ms: percentile(ttft, 99),
+    latency_p50_ms: percentileMs(latency, 0.50),
+    latency_p95_ms: percentileMs(latency, 0.95),
+    latency_p99_ms: percentileMs(latency, 0.99),
+    ttft_p50_ms: percentileMs(ttft, 0.50),
+    ttft_p95_ms: percentileMs(ttft, 0.95),
+    ttft_p99_ms: percentileMs(ttft, 0.99),
   };
 }
 
-/** Nearest-rank percentile, in ms to one decimal; null with no values. */
-function percentile(values: number[], p: number): number | null {
-  if (!values.length) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  return round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!, 1);
+/** A percentile of ascending values, in ms to one decimal; null with no values. */
+function percentileMs(values: number[], p: number): number | null {
+  return values.length ? round(percentile(values, p), 1) : null;
 }
 
 function round(n: number, digits: number): number {

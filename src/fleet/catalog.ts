@@ -53,5 +53,6 @@ export function mlxServers(registry: Registry): MlxServer[] {
 /** The MLX model a request names: "mlx:<repo id>", or a repo id some node's MLX server runs; null for any other model. */
 export function mlxModelOf(registry: Registry, name: string): string | null {
   if (name.startsWith(MLX_PREFIX)) return name.slice(MLX_PREFIX.length);
-  return mlxServers(registry).some((s) => s.model === name) ? name : null;
+  // Asked for every request: the reports alone answer it, without building each server's URL.
+  return registry.all().some((node) => node.report.mlx_servers?.some((s) => s.model === name)) ? name : null;
 }

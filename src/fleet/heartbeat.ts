@@ -17,7 +17,7 @@ const availableModel = v.union([
   v.object({ name: v.string(), size_gb: v.optional(gb, 0), parameter_size: v.optional(v.string()), quantization: v.optional(v.string()) }),
 ]);
 
-export const ollamaSection = v.object({
+const ollamaSection = v.object({
   models_loaded: v.optional(v.array(loadedModel), []),
   models_available: v.optional(v.array(availableModel), []),
   requests_active: v.optional(v.number(), 0),

@@ -5,7 +5,7 @@ import { describeModel } from "./model-catalog.ts";
 import { sameModel } from "./model-name.ts";
 
 /** A model unused this long (or never used through the router) is flagged as unused. */
-export const UNUSED_AFTER_DAYS = 7;
+const UNUSED_AFTER_DAYS = 7;
 const DAY_S = 86_400;
 
 export interface InventoryNode {

@@ -10,7 +10,7 @@ import type { NodeRecord, Registry } from "./registry.ts";
 import { OS_RESERVE_GB } from "./scorer.ts";
 
 /** The config's `pins` key meaning every node. */
-export const EVERY_NODE = "*";
+const EVERY_NODE = "*";
 
 export interface Pin {
   model: string;
@@ -61,6 +61,7 @@ export class Pins {
   add(nodeId: string, model: string): boolean {
     if (this.on(nodeId).some((p) => sameModel(p.model, model))) return false;
     this.store.run("INSERT INTO pins (node_id, model, pinned_at) VALUES (?, ?, ?)", [nodeId, normalizeModelName(model), Date.now() / 1000]);
+    this.cached = null;
     log.info(`pinned ${model} on ${nodeId}`);
     return true;
   }
@@ -70,6 +71,7 @@ export class Pins {
     const gone = this.rows().filter((r) => sameModel(r.model, model) && (nodeId === undefined || r.node_id === nodeId));
     for (const r of gone) {
       this.store.run("DELETE FROM pins WHERE node_id = ? AND model = ?", [r.node_id, r.model]);
+      this.cached = null;
       log.info(`unpinned ${r.model} from ${r.node_id}`);
     }
     return gone.map((r) => r.node_id);
@@ -93,8 +95,13 @@ export class Pins {
     return { fits: neededGb <= capacityGb, totalGb, capacityGb, neededGb, sizes };
   }
 
+  // The API's pins, read from the store once: this class is their only writer, and /fleet/status,
+  // the dashboard's stream and the preloader ask for them per node.
+  private cached: { node_id: string; model: string }[] | null = null;
+
   private rows(): { node_id: string; model: string }[] {
-    return this.store.query<{ node_id: string; model: string }, []>("SELECT node_id, model FROM pins ORDER BY pinned_at").all();
+    this.cached ??= this.store.query<{ node_id: string; model: string }, []>("SELECT node_id, model FROM pins ORDER BY pinned_at").all();
+    return this.cached;
   }
 }
 

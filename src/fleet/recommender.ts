@@ -6,7 +6,7 @@ import { normalizeModelName, sameModel } from "./model-name.ts";
 import { OS_RESERVE_GB } from "./scorer.ts";
 
 /** No single model may take more than this share of a node's usable RAM: room for variety. */
-export const MODEL_RAM_CAP = 0.5;
+const MODEL_RAM_CAP = 0.5;
 /** A model this large is recommended on one node only, unless another node is already serving with it. */
 export const BIG_MODEL_GB = 20;
 /** Quality points a model already on the node's disk is worth over one that must be pulled. */

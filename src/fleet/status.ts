@@ -7,7 +7,7 @@ import type { RepairStats } from "../router/tool-repair.ts";
 import type { Pins } from "./pins.ts";
 import type { NodeRecord, Registry } from "./registry.ts";
 
-export function nodeJson(registry: Registry, queues: Queues, pins: Pins, node: NodeRecord) {
+function nodeJson(registry: Registry, queues: Queues, pins: Pins, node: NodeRecord) {
   const entry = registry.entry(node.id);
   const r = node.report;
   const loaded = node.ollama?.models_loaded ?? [];

@@ -79,13 +79,14 @@ export interface RouterDeps {
 
 /** Routes the request; a model no node has is pulled first when features.autoPull is on. MLX models go to MLX servers. */
 export async function dispatch(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
-  const mlxModel = mlxModelOf(deps.registry, resolveAlias(req.model, deps.config.modelMap));
+  const model = resolveAlias(req.model, deps.config.modelMap);
+  const mlxModel = mlxModelOf(deps.registry, model);
   if (mlxModel) return dispatchMlx(deps, req, mlxModel);
   try {
     return await attempt(deps, req);
   } catch (e) {
     if (!(e instanceof RouteError) || e.status !== 404 || !deps.config.features.autoPull) throw e;
-    const failed = await autoPull(deps, normalizeModelName(resolveAlias(req.model, deps.config.modelMap)), req.signal);
+    const failed = await autoPull(deps, normalizeModelName(model), req.signal);
     if (failed) throw new RouteError(404, `${e.message}; auto-pull: ${failed}`);
     return attempt(deps, req);
   }

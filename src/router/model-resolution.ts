@@ -17,7 +17,7 @@ export interface Resolution {
 }
 
 /** claude-*-haiku → small, sonnet → coding, opus → large; other agent ids (gpt-5-codex, …) → coding. */
-export function tierOf(id: string): Tier {
+function tierOf(id: string): Tier {
   const lower = id.toLowerCase();
   if (lower.includes("haiku") || lower.includes("mini") || lower.includes("nano")) return "small";
   if (lower.includes("opus")) return "large";

@@ -1,7 +1,7 @@
 // One request end to end: dispatch it, relay the node's lines to the client in
 // the surface's wire format, and leave a trace. Headers go out only once a
 // node has answered, so X-Fleet-Node always names the node that served.
-import type { Caller } from "../auth/caller.ts";
+import { type Caller, traceTags } from "../auth/caller.ts";
 import { eitherSignal } from "../abort.ts";
 import type { OllamaLine } from "../backends/ollama.ts";
 import type { Runtime } from "../runtime.ts";
@@ -60,8 +60,7 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
     excluded_nodes: [],
     client_ip: meta.clientIp,
     error_message: null,
-    // "key:" tags are herd's to give: the key a request really came with, never one a client claims.
-    tags: [...meta.tags.filter((t) => !t.startsWith("key:")), ...(meta.caller ? [meta.caller.tag] : [])],
+    tags: traceTags(meta.tags, meta.caller),
     resolution: req.resolution ?? null,
     adjustments: req.adjustments ?? [],
   };

@@ -75,7 +75,7 @@ export class ToolCallRepair {
 }
 
 /** A tool call read out of `text`, repaired and valid for one of `tools`; null when none can be made. */
-export function repairCall(text: string, tools: ToolSpec[]): { name: string; arguments: Record<string, unknown> } | null {
+function repairCall(text: string, tools: ToolSpec[]): { name: string; arguments: Record<string, unknown> } | null {
   const inner = text.replace(/<\/?tool_call>/g, "").replace(/^\s*```(?:json)?|```\s*$/g, "").trim();
   const parsed = parseLoose(inner);
   if (!parsed || typeof parsed !== "object") return null;

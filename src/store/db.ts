@@ -41,10 +41,6 @@ function migrate(db: Database): void {
   }
 }
 
-export function schemaVersion(db: Database): number {
-  return db.query<{ v: number | null }, []>("SELECT MAX(version) AS v FROM schema_migrations").get()?.v ?? 0;
-}
-
 /**
  * A write whose loss is bearable (a row of an event log): a store that refuses it (disk full, data dir
  * read-only) is logged, not thrown, so the caller (a poll, a reload) goes on. The store_writable check

@@ -3,7 +3,7 @@
 // fleet, whose Answer is sent as is: the MCP face (mcp.ts) sends the same ones.
 import { Elysia } from "elysia";
 import * as v from "valibot";
-import { Answer, refuse } from "../agents/answers.ts";
+import { Answer, badRequest, refuse } from "../agents/answers.ts";
 import type { Principal } from "../agents/authz.ts";
 import { askFields, check, replyFields, sendFields, spawnFields } from "../agents/inputs.ts";
 import { renderMetrics } from "../agents/metrics.ts";
@@ -74,5 +74,5 @@ function toResponse(a: Answer, headers: Record<string, string> = {}): Response {
 async function jsonBody(request: Request): Promise<Record<string, unknown> | Answer> {
   if (!request.body || request.headers.get("content-length") === "0") return {};
   const body = await readJsonObject(request);
-  return typeof body === "string" ? refuse(400, "bad_request", body) : body;
+  return typeof body === "string" ? badRequest(body) : body;
 }

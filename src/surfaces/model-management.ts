@@ -5,6 +5,7 @@
 import { Elysia } from "elysia";
 import { probeOllama, pullModel } from "../backends/ollama.ts";
 import { readLines } from "../backends/lines.ts";
+import { reachableNodes } from "../fleet/catalog.ts";
 import { modelInventory } from "../fleet/model-inventory.ts";
 import { loadableUrl } from "../fleet/pins.ts";
 import { notPullable } from "../fleet/pulls.ts";
@@ -41,10 +42,7 @@ export function modelActions(rt: Runtime) {
 
 function recommendations(rt: Runtime): RecommendationsAnswer {
   const now = Date.now() / 1000;
-  const nodes = rt.registry
-    .all()
-    .filter((n) => n.status === "online" && n.ollama?.reachable)
-    .map((n) => ({
+  const nodes = reachableNodes(rt.registry).map((n) => ({
       node_id: n.id,
       total_ram_gb: n.report.hardware?.memory_total_gb ?? n.report.memory?.total_gb ?? null,
       models: diskModels(n),
@@ -53,10 +51,7 @@ function recommendations(rt: Runtime): RecommendationsAnswer {
 }
 
 function inventory(rt: Runtime) {
-  const nodes = rt.registry
-    .all()
-    .filter((n) => n.status === "online" && n.ollama?.reachable)
-    .map((n) => ({ node_id: n.id, models: diskModels(n), loaded: n.ollama!.models_loaded.map((m) => m.name), disk: n.report.disk ?? null }));
+  const nodes = reachableNodes(rt.registry).map((n) => ({ node_id: n.id, models: diskModels(n), loaded: n.ollama!.models_loaded.map((m) => m.name), disk: n.report.disk ?? null }));
   return modelInventory(nodes, usageByNodeModel(rt.store), Date.now() / 1000);
 }
 

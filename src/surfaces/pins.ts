@@ -3,14 +3,14 @@
 // reads and toggles pins (without warming: the preloader loads them).
 import { Elysia } from "elysia";
 import * as v from "valibot";
-import { formatIssues } from "../config/problems.ts";
+import { MLX_PREFIX, mlxServers } from "../fleet/catalog.ts";
 import { type CoResidence, loadableUrl, type Pins } from "../fleet/pins.ts";
 import { loadedOn, onDisk } from "../fleet/registry.ts";
 import { OS_RESERVE_GB } from "../fleet/scorer.ts";
 import { warm } from "../fleet/preloader.ts";
 import type { NodeRecord } from "../fleet/registry.ts";
 import type { Runtime } from "../runtime.ts";
-import { readJsonObject } from "./body.ts";
+import { validBody } from "./body.ts";
 import { jsonError } from "./errors.ts";
 
 // formatIssues prefixes each message with its field: "timeout_s: expected a number of seconds, got "30s"".
@@ -41,14 +41,14 @@ export function pinsSurface(rt: Runtime) {
 
 async function pin(rt: Runtime, pins: Pins, request: Request): Promise<Response> {
   const started = performance.now();
-  const body = await parseBody(request, pinBody);
+  const body = await validBody(request, pinBody);
   if (body instanceof Response) return body;
   const { model, node_id, wait, timeout_s, force } = body;
   const answer = (node: string | null, ready: boolean, extra = {}) =>
     Response.json({ ok: true, model, pinned_node: node, ready, ready_after_ms: ready ? Math.round(performance.now() - started) : null, per_node: pins.perNode(), ...extra });
-  if (model.startsWith("mlx:")) {
-    const server = rt.registry.all().flatMap((n) => (n.report.mlx_servers ?? []).map((s) => ({ node: n.id, ...s }))).find((s) => s.model === model.slice(4));
-    return answer(server?.node ?? null, server?.status === "healthy", { note: "mlx: models are always-resident MLX servers (nodes[].mlx in the config); nothing to warm or pin" });
+  if (model.startsWith(MLX_PREFIX)) {
+    const server = mlxServers(rt.registry).find((s) => s.model === model.slice(MLX_PREFIX.length));
+    return answer(server?.node.id ?? null, server?.status === "healthy", { note: "mlx: models are always-resident MLX servers (nodes[].mlx in the config); nothing to warm or pin" });
   }
 
   if (node_id !== undefined && !rt.registry.get(node_id)) {
@@ -113,7 +113,7 @@ function unpin(rt: Runtime, pins: Pins, rawModel: string, nodeId?: string): Resp
 }
 
 async function toggle(pins: Pins, request: Request): Promise<Response> {
-  const body = await parseBody(request, toggleBody);
+  const body = await validBody(request, toggleBody);
   if (body instanceof Response) return body;
   const { node_id, model, pinned } = body;
   if (pinned && VISION_EMBEDDING.test(model)) {
@@ -124,13 +124,6 @@ async function toggle(pins: Pins, request: Request): Promise<Response> {
   // Unpinning always succeeds; a pin the config holds stays, and the answer says so.
   const held = pinned ? [] : pins.configured(model, node_id);
   return Response.json({ ok: true, per_node: pins.perNode(), ...(held.length ? { note: `${model} stays pinned on ${node_id} by the config (pins "${held[0]}")` } : {}) });
-}
-
-async function parseBody<S extends v.GenericSchema>(request: Request, schema: S): Promise<v.InferOutput<S> | Response> {
-  const body = await readJsonObject(request);
-  if (typeof body === "string") return jsonError(400, body);
-  const parsed = v.safeParse(schema, body);
-  return parsed.success ? parsed.output : jsonError(400, formatIssues(parsed.issues, schema).join("; "));
 }
 
 function safeDecode(segment: string): string {

@@ -2,6 +2,7 @@
 // the tokens its requests really use, and the smaller window that would do.
 // GET /dashboard/api/context-usage shows it; the context_waste check reads it.
 import type { Database } from "bun:sqlite";
+import { percentile } from "../../percentile.ts";
 import { type TokenRow, tokenRows } from "../../store/health-stats.ts";
 import { loadedContext, type Registry } from "../registry.ts";
 
@@ -44,7 +45,7 @@ function usageOf(model: string, rows: TokenRow[], allocated: number | null, now:
   const prompts = rows.map((r) => r.prompt_tokens).sort((a, b) => a - b);
   const totals = rows.map((r) => r.prompt_tokens + r.completion_tokens).sort((a, b) => a - b);
   const lastDay = rows.filter((r) => r.timestamp >= now - DAY_S).map((r) => r.prompt_tokens + r.completion_tokens);
-  const p99Total = percentile(totals, 99);
+  const p99Total = percentile(totals, 0.99);
   const recommended = Math.max(MIN_CTX, nextPowerOfTwo(p99Total * HEADROOM));
   return {
     model,
@@ -53,22 +54,17 @@ function usageOf(model: string, rows: TokenRow[], allocated: number | null, now:
     request_count: rows.length,
     prompt_tokens: {
       avg: Math.round(prompts.reduce((sum, n) => sum + n, 0) / prompts.length),
-      p50: percentile(prompts, 50),
-      p75: percentile(prompts, 75),
-      p95: percentile(prompts, 95),
-      p99: percentile(prompts, 99),
+      p50: percentile(prompts, 0.50),
+      p75: percentile(prompts, 0.75),
+      p95: percentile(prompts, 0.95),
+      p99: percentile(prompts, 0.99),
       max: prompts.at(-1)!,
     },
-    total_tokens: { p95: percentile(totals, 95), p99: p99Total, max: totals.at(-1)!, max_24h: lastDay.length ? Math.max(...lastDay) : null },
+    total_tokens: { p95: percentile(totals, 0.95), p99: p99Total, max: totals.at(-1)!, max_24h: lastDay.length ? Math.max(...lastDay) : null },
     utilization_pct: allocated ? round1((p99Total / allocated) * 100) : null,
     recommended_ctx: recommended,
     savings_pct: allocated ? round1(Math.max(0, 1 - recommended / allocated) * 100) : null,
   };
-}
-
-/** Nearest-rank percentile of an ascending, non-empty list: a value some request really had. */
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
 function nextPowerOfTwo(n: number): number {
