@@ -3,6 +3,7 @@
 // this file), so on a 2-core machine it competes with the router for CPU like
 // any other client would, but never for the router's event loop.
 import { Pool } from "undici/index.js"; // the real package: Bun maps "undici" to a stub of its own
+import { postJson } from "../../src/backends/http1.ts";
 
 export interface LoadSpec {
   url: string;
@@ -18,8 +19,8 @@ export interface LoadSpec {
   untilMaxMs?: boolean;
   /** Text the end of every answer must contain (`"done":true`): one without it (an error line instead) is an error. */
   endsWith?: string;
-  /** Which HTTP client sends the requests. */
-  client: "fetch" | "undici";
+  /** Which HTTP client sends the requests: Bun's fetch, undici's Pool, or herd's own (src/backends/http1.ts). */
+  client: "fetch" | "undici" | "herd";
 }
 
 export interface LoadResult {
@@ -47,6 +48,17 @@ function sender(spec: LoadSpec): { send: Send; close(): Promise<void> } {
       close: async () => {},
     };
   }
+  if (spec.client === "herd") {
+    const url = new URL(spec.path, spec.url);
+    const never = new AbortController().signal;
+    return {
+      send: async () => {
+        const answer = await postJson(url, spec.body, never);
+        return { status: answer.status, chunks: chunksOf(answer.body) };
+      },
+      close: async () => {},
+    };
+  }
   const pool = new Pool(new URL(spec.url).origin, { connections: spec.clients, pipelining: 1 });
   return {
     send: async () => {
@@ -55,6 +67,10 @@ function sender(spec: LoadSpec): { send: Send; close(): Promise<void> } {
     },
     close: () => pool.close(),
   };
+}
+
+async function* chunksOf(body: { read(): Promise<{ done: boolean; value?: Uint8Array }> }): AsyncGenerator<Uint8Array> {
+  for (let r = await body.read(); !r.done; r = await body.read()) yield r.value!;
 }
 
 async function drive(send: Send, spec: LoadSpec, count: number, maxMs: number): Promise<LoadResult> {

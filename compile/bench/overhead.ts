@@ -30,7 +30,7 @@ export function overheadMarkdown(cells: Cell<Targets>[]): string {
   return `### Router overhead
 
 ${requestLabel}, to one simulated node generating 1,000,000 tokens/s (so herd's own cost shows): direct, through a pass-through
-proxy with no logic (compile/bench/passthrough.ts: Bun.serve in, fetch out, the body piped back; the floor for a router on Bun) and
+proxy with no logic (compile/bench/passthrough.ts: Bun.serve in, herd's HTTP client out, the body piped back; the floor for a router on Bun) and
 through herd (the node declared with 256 parallel slots, so herd's per-model queue never holds a request back). Latency is request
 sent → last byte, in ms; "added" is herd's percentile minus direct's. Targets (issue #3): added p50 < ${TARGET.addedP50} ms, added p99 <
 ${TARGET.addedP99} ms, herd ≥ ${TARGET.throughput * 100}% of direct throughput. The load generator is a separate Bun process

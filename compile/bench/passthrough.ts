@@ -1,6 +1,8 @@
 // The floor under any router built on Bun: a pass-through proxy with no logic
-// at all (Bun.serve in, fetch out, the node's body piped back as it comes), so
-// the overhead table can say how much of herd's cost is herd's own.
+// at all (Bun.serve in, herd's own HTTP client out, the node's body piped back
+// as it comes), so the overhead table can say how much of herd's cost is herd's own.
+import { postJson } from "../../src/backends/http1.ts";
+
 export interface Passthrough {
   url: string;
   stop(): Promise<void>;
@@ -28,8 +30,16 @@ if (import.meta.main) {
     port: 0,
     idleTimeout: 0,
     async fetch(req) {
-      const res = await fetch(new URL(new URL(req.url).pathname, upstream), { method: req.method, headers: { "content-type": "application/json" }, body: await req.text() });
-      return new Response(res.body, { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/json" } });
+      const answer = await postJson(new URL(new URL(req.url).pathname, upstream), await req.text(), req.signal);
+      const body = new ReadableStream<Uint8Array>({
+        async pull(c) {
+          const { done, value } = await answer.body.read();
+          if (done) c.close();
+          else c.enqueue(value!);
+        },
+        cancel: () => answer.body.cancel(),
+      });
+      return new Response(body, { status: answer.status, headers: { "content-type": answer.contentType ?? "application/json" } });
     },
   });
   console.log(`http://127.0.0.1:${server.port}`);

@@ -1,6 +1,7 @@
 // Ollama as a backend: probing what a server holds (for the node agent and for
 // agentless nodes) and calling it for a request, streaming its lines back.
 import type { OllamaSection } from "../fleet/heartbeat.ts";
+import { type Answer, postJson } from "./http1.ts";
 import { readLines } from "./lines.ts";
 
 const GB = 1024 ** 3;
@@ -113,10 +114,9 @@ export async function callOllama(
   opts.signal.addEventListener("abort", onClientGone, { once: true });
   const timer = setTimeout(() => abort.abort(new NodeFailure(`no answer within ${opts.firstByteMs} ms`, null)), opts.firstByteMs);
   try {
-    const res = await fetch(new URL(path, baseUrl), { method: "POST", headers: { "content-type": "application/json" }, body, signal: abort.signal });
-    if (!res.body) throw new NodeFailure(`empty response (HTTP ${res.status})`, res.status);
-    // A whole answer (stream:false, embeddings, errors) is one JSON document: read it in one native call.
-    const lines = isStream(res) ? parseLines(readLines(res.body.getReader(), opts.idleMs)) : parseLines(wholeBody(res));
+    const res = await postJson(new URL(path, baseUrl), body, abort.signal);
+    // A whole answer (stream:false, embeddings, errors) is one JSON document: read it in one call.
+    const lines = isStream(res) ? parseLines(readLines(res.body, opts.idleMs)) : parseLines(wholeBody(res));
     const first = await lines.next();
     if (first.done) throw new NodeFailure(`empty response (HTTP ${res.status})`, res.status);
     if (res.status >= 500 || res.status === 404) throw new NodeFailure(first.value.json.error ?? `HTTP ${res.status}`, res.status);
@@ -142,11 +142,11 @@ export async function callOllama(
   }
 }
 
-function isStream(res: Response): boolean {
-  return res.headers.get("content-type")?.startsWith("application/x-ndjson") ?? false;
+function isStream(res: Answer): boolean {
+  return res.contentType?.startsWith("application/x-ndjson") ?? false;
 }
 
-async function* wholeBody(res: Response): AsyncGenerator<string> {
+async function* wholeBody(res: Answer): AsyncGenerator<string> {
   const text = await res.text();
   if (text.trim()) yield text.trim();
 }

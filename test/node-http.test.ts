@@ -1,0 +1,168 @@
+// herd calls nodes' Ollama with its own HTTP/1.1 client (src/backends/http1.ts).
+// Here a node that frames its answers every way HTTP/1.1 allows (chunks that
+// trickle in a byte at a time with extensions and trailers, Content-Length,
+// an HTTP/1.0 body that ends when the connection does, an interim 100 Continue,
+// idle connections it closes without saying so) answers through a real router;
+// the official ollama client must get every answer whole, and herd must keep
+// its connections to the node alive between requests.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Socket, TCPSocketListener } from "bun";
+import { Ollama } from "ollama";
+import { eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+
+setDefaultTimeout(15_000);
+
+const MODEL = "llama3.2:3b";
+const WORDS = ["Herds", " move", " together", "."];
+
+/** What a framing case sends: the bytes of the whole answer, written in these pieces (ms apart). */
+type Script = { pieces: string[]; closeAfter?: boolean };
+
+function lines(stream: boolean): string[] {
+  const done = { model: MODEL, created_at: "2026-11-30T00:00:00Z", response: "", done: true, done_reason: "stop", prompt_eval_count: 3, eval_count: WORDS.length };
+  if (!stream) return [`${JSON.stringify({ ...done, response: WORDS.join("") })}\n`];
+  return [...WORDS.map((w) => `${JSON.stringify({ model: MODEL, created_at: "2026-11-30T00:00:00Z", response: w, done: false })}\n`), `${JSON.stringify(done)}\n`];
+}
+
+function chunked(parts: string[]): string {
+  // Chunk extensions and a trailer are legal and must be skipped.
+  return `${parts.map((p) => `${Buffer.byteLength(p).toString(16)};ext=1\r\n${p}\r\n`).join("")}0\r\nX-Trailer: yes\r\n\r\n`;
+}
+
+const SCRIPTS: Record<string, (stream: boolean) => Script> = {
+  // Ollama's own framing, cut into single bytes as a slow network might deliver it.
+  trickle: (stream) => ({ pieces: [...`HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n${chunked(lines(stream))}`] }),
+  length: (stream) => {
+    const body = lines(stream).join("");
+    return { pieces: [`HTTP/1.1 200 OK\r\nContent-Type: application/${stream ? "x-ndjson" : "json"}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`, body] };
+  },
+  // A Python-style server: HTTP/1.0, no length, the body ends when the connection closes.
+  http10: (stream) => ({ pieces: [`HTTP/1.0 200 OK\r\nContent-Type: application/x-ndjson\r\n\r\n`, ...lines(stream)], closeAfter: true }),
+  interim: (stream) => ({ pieces: [`HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n`, chunked(lines(stream))] }),
+  // Keeps the connection alive by HTTP's rules, then closes it while it idles.
+  dropsIdle: (stream) => ({ ...SCRIPTS.length!(stream), closeAfter: true }),
+};
+
+interface Conn {
+  buffer: Buffer;
+  servedGenerate: boolean;
+}
+
+/** A node that speaks just enough HTTP/1.1 for herd's poller and for /api/generate, framed as the prompt asks. */
+class FramingNode {
+  server!: TCPSocketListener<Conn>;
+  /** Connections that carried at least one /api/generate. */
+  generateConnections = 0;
+
+  start(): void {
+    this.server = Bun.listen<Conn>({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: {
+        open: (s) => {
+          s.data = { buffer: Buffer.alloc(0), servedGenerate: false };
+        },
+        data: (s, bytes) => {
+          s.data.buffer = Buffer.concat([s.data.buffer, bytes]);
+          void this.serve(s);
+        },
+      },
+    });
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.server.port}`;
+  }
+
+  private async serve(s: Socket<Conn>): Promise<void> {
+    const end = s.data.buffer.indexOf("\r\n\r\n");
+    if (end < 0) return;
+    const head = s.data.buffer.subarray(0, end).toString();
+    const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
+    if (s.data.buffer.length < end + 4 + length) return;
+    const body = s.data.buffer.subarray(end + 4, end + 4 + length).toString();
+    s.data.buffer = s.data.buffer.subarray(end + 4 + length);
+    const [method, path] = head.split(" ");
+    if (method === "GET") return void s.write(json(probe(path!)));
+    if (!s.data.servedGenerate) this.generateConnections++;
+    s.data.servedGenerate = true;
+    const request = JSON.parse(body) as { prompt: string; stream?: boolean };
+    const script = SCRIPTS[request.prompt]!(request.stream !== false);
+    for (const piece of script.pieces) {
+      s.write(piece);
+      if (script.pieces.length > 2) await Bun.sleep(1);
+    }
+    if (script.closeAfter) {
+      await Bun.sleep(20); // after the answer, as an idle connection would be
+      s.end();
+    }
+  }
+
+  stop(): void {
+    this.server.stop(true);
+  }
+}
+
+function probe(path: string): unknown {
+  if (path === "/api/version") return { version: "0.12.0" };
+  const model = { name: MODEL, model: MODEL, size: 2_000_000_000, size_vram: 2_000_000_000, details: { parameter_size: "3.2B", quantization_level: "Q4_K_M" } };
+  return { models: [model] };
+}
+
+function json(value: unknown): string {
+  const body = JSON.stringify(value);
+  return `HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+const node = new FramingNode();
+let router: Awaited<ReturnType<typeof startRouterProcess>>;
+let client: Ollama;
+
+beforeAll(async () => {
+  node.start();
+  const dir = tmpDir();
+  const file = join(dir, "herd.config.json");
+  writeFileSync(file, JSON.stringify({ nodes: [{ id: "framing", ollama: node.url }], features: { autoPull: false, vramFallback: false } }));
+  router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+  await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes[0]?.status === "online", 5000, "the node online");
+  client = new Ollama({ host: router.url });
+});
+
+afterAll(async () => {
+  await router?.stop();
+  node.stop();
+});
+
+describe("herd reads every HTTP/1.1 framing a node may use", () => {
+  for (const prompt of Object.keys(SCRIPTS)) {
+    test(`${prompt}: streamed and whole answers arrive whole`, async () => {
+      let text = "";
+      for await (const part of await client.generate({ model: MODEL, prompt, stream: true })) text += part.response;
+      expect(text).toBe(WORDS.join(""));
+      const whole = await client.generate({ model: MODEL, prompt, stream: false });
+      expect(whole.response).toBe(WORDS.join(""));
+      expect(whole.eval_count).toBe(WORDS.length);
+    });
+  }
+
+  test("a connection the node closed while it idled is replaced without a retry", async () => {
+    for (let i = 0; i < 3; i++) {
+      await client.generate({ model: MODEL, prompt: "dropsIdle", stream: false });
+      await Bun.sleep(50); // the node closes the idle connection meanwhile
+    }
+    const res = await fetch(`${router.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: MODEL, prompt: "length", stream: false }) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-fleet-retries")).toBe("0");
+  });
+});
+
+test("herd keeps its connections to a node alive between requests", async () => {
+  const before = node.generateConnections;
+  for (let i = 0; i < 10; i++) {
+    for await (const _ of await client.generate({ model: MODEL, prompt: "length", stream: true }));
+    await client.generate({ model: MODEL, prompt: "length", stream: false });
+  }
+  expect(node.generateConnections - before).toBeLessThanOrEqual(1);
+});
