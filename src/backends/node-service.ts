@@ -6,6 +6,7 @@ import type { Config } from "../config/schema.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import { fleetHeaders } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
+import { newRequestId } from "../store/traces.ts";
 import { describeFetchError } from "./ollama.ts";
 
 /** A request that failed, with the status the client gets (and when to retry, if that is known). */
@@ -172,7 +173,7 @@ export async function tracedService<T extends { served: Served }>(
 /** One trace row for a service request, success or failure, like the routed requests leave. */
 export function traceService(rt: Runtime, t: ServiceTrace): void {
   rt.traces.record({
-    request_id: crypto.randomUUID(),
+    request_id: newRequestId(),
     timestamp: Date.now() / 1000,
     model: t.served?.model ?? t.requested,
     original_model: t.requested,

@@ -5,7 +5,7 @@ import { type Caller, traceTags } from "../auth/caller.ts";
 import { eitherSignal } from "../abort.ts";
 import type { OllamaLine } from "../backends/ollama.ts";
 import type { Runtime } from "../runtime.ts";
-import type { Trace, TraceStatus } from "../store/traces.ts";
+import { newRequestId, type Trace, type TraceStatus } from "../store/traces.ts";
 import { budgetHeaders } from "./body-rules.ts";
 import { type RouteRequest, RouteError, type Routed, dispatch } from "./dispatch.ts";
 import { relay } from "./relay.ts";
@@ -38,7 +38,7 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
   const started = performance.now();
   const requested = req.requested ?? req.model;
   const trace: Trace = {
-    request_id: crypto.randomUUID(),
+    request_id: newRequestId(),
     timestamp: Date.now() / 1000,
     model: req.model,
     original_model: requested,

