@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { type SimNode, startSimOllama } from "../../src/sim/index.ts";
 import { rssMb, startHerd } from "./herd-process.ts";
-import { fetchCapEnv, type LoadResult, type LoadSpec, runLoad } from "./loadgen.ts";
+import { type LoadResult, type LoadSpec, runLoad } from "./loadgen.ts";
 import { MODEL } from "./matrix.ts";
 import { ms, percentile, sorted } from "./stats.ts";
 
@@ -81,7 +81,8 @@ export async function measureLoad(bin: string): Promise<LoadReport> {
   for (let i = 0; i < NODES; i++) sims.push(await startSimOllama({ id: `load-${i}`, models: [MODEL], loaded: [MODEL], tokensPerSecond: TOKENS_PER_SECOND }));
   try {
     const config = { nodes: sims.map((s) => ({ id: s.id, ollama: s.url, parallel: CLIENTS })), features: { autoPull: false } };
-    const herd = await startHerd(bin, config, fetchCapEnv(CLIENTS));
+    // herd itself needs no fetch cap: it calls the nodes' Ollama over its own connections.
+    const herd = await startHerd(bin, config);
     try {
       while (((await (await fetch(`${herd.url}/api/tags`)).json()) as { models: unknown[] }).models.length === 0) await Bun.sleep(50);
       const spec = (url: string, seconds: number): LoadSpec => ({
@@ -140,7 +141,8 @@ last answer ends), each streaming \`/api/generate\` of ${MODEL}, ${TOKENS} token
 as a big local model streams), for ${SECONDS} s through herd (the compiled binary, two simulated nodes declared with ${CLIENTS} parallel slots
 each, so herd's queues hold nothing back) and, for reference, for ${DIRECT_SECONDS} s straight at one of the nodes. The nodes run in the bench
 process. An error is a failed request, a status other than 200, or an answer without its final \`"done":true\` line. herd and the
-load generator are started with \`BUN_CONFIG_MAX_HTTP_REQUESTS\`: Bun's fetch otherwise sends at most 256 requests at once.
+load generator is started with \`BUN_CONFIG_MAX_HTTP_REQUESTS\` (Bun's fetch otherwise sends at most 256 requests at once); herd is
+not: it calls the nodes over connections of its own.
 Open-file limit (\`ulimit -n\`): ${limit(r.openFiles.soft)} (hard ${limit(r.openFiles.hard)}).
 
 | target | answers | errors | answers/s | tokens/s | first token p50 / p99 ms | whole answer p50 / p99 ms |

@@ -111,7 +111,7 @@ async function drive(send: Send, spec: LoadSpec, count: number, maxMs: number): 
  * Bun's fetch sends at most 256 requests at once unless BUN_CONFIG_MAX_HTTP_REQUESTS says otherwise when the
  * process starts (setting it later does nothing): a process that must hold more streams open gets it this way.
  */
-export function fetchCapEnv(concurrent: number): Record<string, string> {
+function fetchCapEnv(concurrent: number): Record<string, string> {
   return concurrent > 256 ? { BUN_CONFIG_MAX_HTTP_REQUESTS: String(Math.min(65_535, concurrent * 2)) } : {};
 }
 

@@ -23,7 +23,7 @@ export interface BodyReader {
 }
 
 /** Idle sockets kept per origin, and how long one may idle before it is closed. */
-const MAX_IDLE = 256;
+const MAX_IDLE = 1024;
 const IDLE_SECONDS = 30;
 /** A head larger than this is not HTTP herd can use. */
 const MAX_HEAD_BYTES = 64 * 1024;

@@ -13,7 +13,14 @@ class StreamCut extends Error {
   }
 }
 
-export async function* readLines(reader: { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(): Promise<void> }, idleMs: number): AsyncGenerator<string> {
+type Reader = { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(): Promise<void> };
+
+export async function* readLines(reader: Reader, idleMs: number): AsyncGenerator<string> {
+  for await (const batch of readLineBatches(reader, idleMs)) yield* batch;
+}
+
+/** The same lines, a batch per read: the whole lines that arrived together, so a relay can pass them on in one write. */
+export async function* readLineBatches(reader: Reader, idleMs: number): AsyncGenerator<string[]> {
   const decoder = new TextDecoder();
   let buffer = "";
   // A read that waits too long is ended by cancelling the reader (its read then resolves as done):
@@ -35,19 +42,17 @@ export async function* readLines(reader: { read(): Promise<{ done: boolean; valu
     if (idle) throw new IdleTimeout(idleMs);
     if (done || !value) break;
     buffer += decoder.decode(value, { stream: true });
-    let nl: number;
-    while ((nl = buffer.indexOf("\n")) >= 0) {
-      const line = buffer.slice(0, nl);
-      buffer = buffer.slice(nl + 1);
-      if (line.trim()) yield line;
-    }
+    const lines = buffer.split("\n");
+    buffer = lines.pop()!;
+    const whole = lines.filter((line) => line.trim());
+    if (whole.length) yield whole;
   }
   // Streamed lines end with a newline; an unended rest is a line only when it is whole JSON (an error
   // body written without one). Anything else is a stream cut mid-line, which parsing would misname.
   buffer += decoder.decode();
   if (!buffer.trim()) return;
   if (!isJson(buffer)) throw new StreamCut(Buffer.byteLength(buffer));
-  yield buffer;
+  yield [buffer];
 }
 
 export function isJson(text: string): boolean {

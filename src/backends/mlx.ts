@@ -103,12 +103,12 @@ export async function callMlx(baseUrl: string, request: Json, opts: MlxCallOptio
       const message = errorText(text) ?? `HTTP ${res.status}`;
       if (res.status >= 500 || res.status === 404) throw new NodeFailure(message, res.status);
       cleanup();
-      return { status: res.status, first: line({ error: message }), rest: (async function* () {})(), cancel: () => {} };
+      return { status: res.status, first: line({ error: message }), rest: (async function* (): AsyncGenerator<OllamaLine[]> {})(), cancel: () => {} };
     }
     const lines = request.stream ? translate.stream(readLines(res.body!.getReader(), opts.idleMs)) : translate.whole((await res.json()) as Json);
     const rest = (async function* () {
       try {
-        yield* lines;
+        for await (const l of lines) yield [l];
       } catch (e) {
         // The wall clock (or the client) ended the read: say which, not the fetch's generic abort.
         throw abort.signal.reason instanceof WallClockTimeout ? abort.signal.reason : e;
@@ -118,7 +118,7 @@ export async function callMlx(baseUrl: string, request: Json, opts: MlxCallOptio
     })();
     const first = await rest.next();
     if (first.done) throw new NodeFailure(`empty response (HTTP ${res.status})`, res.status);
-    return { status: res.status, first: first.value, rest, cancel: () => abort.abort() };
+    return { status: res.status, first: first.value[0]!, rest, cancel: () => abort.abort() };
   } catch (e) {
     cleanup();
     abort.abort();

@@ -2,7 +2,7 @@
 // agentless nodes) and calling it for a request, streaming its lines back.
 import type { OllamaSection } from "../fleet/heartbeat.ts";
 import { type Answer, postJson } from "./http1.ts";
-import { readLines } from "./lines.ts";
+import { readLineBatches } from "./lines.ts";
 
 const GB = 1024 ** 3;
 
@@ -91,7 +91,8 @@ export interface OllamaCall {
   status: number;
   /** The first line, already read: the node has answered once this exists. */
   first: OllamaLine;
-  rest: AsyncGenerator<OllamaLine>;
+  /** The lines after it, in the batches they arrived in. */
+  rest: AsyncGenerator<OllamaLine[]>;
   cancel(): void;
 }
 
@@ -116,15 +117,16 @@ export async function callOllama(
   try {
     const res = await postJson(new URL(path, baseUrl), body, abort.signal);
     // A whole answer (stream:false, embeddings, errors) is one JSON document: read it in one call.
-    const lines = isStream(res) ? parseLines(readLines(res.body, opts.idleMs)) : parseLines(wholeBody(res));
-    const first = await lines.next();
-    if (first.done) throw new NodeFailure(`empty response (HTTP ${res.status})`, res.status);
-    if (res.status >= 500 || res.status === 404) throw new NodeFailure(first.value.json.error ?? `HTTP ${res.status}`, res.status);
+    const batches = isStream(res) ? parseLines(readLineBatches(res.body, opts.idleMs)) : parseLines(wholeBody(res));
+    const head = await batches.next();
+    if (head.done) throw new NodeFailure(`empty response (HTTP ${res.status})`, res.status);
+    const [first, ...more] = head.value;
+    if (res.status >= 500 || res.status === 404) throw new NodeFailure(first!.json.error ?? `HTTP ${res.status}`, res.status);
     clearTimeout(timer);
     return {
       status: res.status,
-      first: first.value,
-      rest: lines,
+      first: first!,
+      rest: more.length ? startingWith(more, batches) : batches,
       cancel: () => {
         opts.signal.removeEventListener("abort", onClientGone);
         abort.abort();
@@ -146,21 +148,26 @@ function isStream(res: Answer): boolean {
   return res.contentType?.startsWith("application/x-ndjson") ?? false;
 }
 
-async function* wholeBody(res: Answer): AsyncGenerator<string> {
+async function* wholeBody(res: Answer): AsyncGenerator<string[]> {
   const text = await res.text();
-  if (text.trim()) yield text.trim();
+  if (text.trim()) yield [text.trim()];
 }
 
-async function* parseLines(lines: AsyncGenerator<string>): AsyncGenerator<OllamaLine> {
-  for await (const raw of lines) {
-    let json: OllamaChunk;
-    try {
-      json = JSON.parse(raw);
-    } catch {
-      throw new Error(`the node sent a line that is not JSON: ${raw.slice(0, 80)}`);
-    }
-    yield { raw, json };
+async function* parseLines(batches: AsyncGenerator<string[]>): AsyncGenerator<OllamaLine[]> {
+  for await (const batch of batches) yield batch.map(parseLine);
+}
+
+function parseLine(raw: string): OllamaLine {
+  try {
+    return { raw, json: JSON.parse(raw) };
+  } catch {
+    throw new Error(`the node sent a line that is not JSON: ${raw.slice(0, 80)}`);
   }
+}
+
+async function* startingWith(batch: OllamaLine[], rest: AsyncGenerator<OllamaLine[]>): AsyncGenerator<OllamaLine[]> {
+  yield batch;
+  yield* rest;
 }
 
 /** Asks a node's Ollama to pull a model; the response is Ollama's own (NDJSON progress, or one object). */

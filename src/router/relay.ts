@@ -21,17 +21,23 @@ export function relay(
 ): string | ReadableStream<Uint8Array> {
   const bytes = new TextEncoder();
   let finished = false;
-  // The first line is encoded before the stream exists; its bytes wait here until the stream starts.
   let controller: ReadableStreamDefaultController<Uint8Array> | null = null;
-  let early = "";
+  // Text for the client not sent yet: the lines that arrived together go out in one write (and the first
+  // line, encoded before the stream exists, waits here until it starts).
+  let out = "";
   const send = (text: string) => {
-    if (controller) controller.enqueue(bytes.encode(text));
-    else early += text;
+    out += text;
+  };
+  const flush = () => {
+    if (!controller || !out) return;
+    controller.enqueue(bytes.encode(out));
+    out = "";
   };
   const end = (status: TraceStatus, done: OllamaLine["json"] | null, error: string | null, tail: string) => {
     finished = true;
     shutdown.removeEventListener("abort", cut);
     if (tail) send(tail);
+    flush();
     controller?.close();
     finish(status, done, error);
   };
@@ -67,12 +73,12 @@ export function relay(
   if (finished) {
     // Read the node's body to its end, so its connection goes back to the pool instead of lingering.
     void routed.call.rest.next().catch(() => {});
-    return early;
+    return out;
   }
   return new ReadableStream<Uint8Array>({
     start(c) {
       controller = c;
-      if (early) c.enqueue(bytes.encode(early));
+      flush();
       if (shutdown.aborted) cut();
       else shutdown.addEventListener("abort", cut, { once: true });
     },
@@ -81,8 +87,10 @@ export function relay(
       let sent = false;
       while (!finished && !sent) {
         try {
-          const next = await nextLine(routed, encoder, (keepAlive) => {
-            if (!finished) send(keepAlive);
+          const next = await nextLines(routed, encoder, (keepAlive) => {
+            if (finished) return;
+            send(keepAlive);
+            flush();
             sent = true;
           });
           if (finished) return; // cut while waiting
@@ -90,7 +98,8 @@ export function relay(
             const message = `node ${routed.nodeId} closed the stream before it finished`;
             return end("incomplete", null, message, encoder.fail(message));
           }
-          sent = feed(next.value) || sent;
+          for (const line of next.value) sent = feed(line) || sent;
+          flush();
         } catch (e) {
           if (finished) return;
           const message = `node ${routed.nodeId} failed mid-stream: ${(e as Error).message}`;
@@ -109,8 +118,8 @@ export function relay(
   });
 }
 
-/** The node's next line; while waiting, the encoder's keep-alive bytes go out every interval. */
-async function nextLine(routed: Routed, encoder: Encoder, send: (bytes: string) => void): Promise<IteratorResult<OllamaLine>> {
+/** The node's next lines; while waiting, the encoder's keep-alive bytes go out every interval. */
+async function nextLines(routed: Routed, encoder: Encoder, send: (bytes: string) => void): Promise<IteratorResult<OllamaLine[]>> {
   const next = routed.call.rest.next();
   const keepAlive = encoder.keepAlive;
   if (!keepAlive) return next;
