@@ -5,7 +5,7 @@
 // each request from its slot to its last byte (seed 000's wedged-request guard).
 import { argumentsText, toolArguments } from "../surfaces/openai-codec.ts";
 import { readLines } from "./lines.ts";
-import { NodeFailure, type OllamaCall, type OllamaChunk, type OllamaLine, describeFetchError } from "./ollama.ts";
+import { NodeFailure, type OllamaCall, type OllamaChunk, type OllamaLine, describeFetchError, noMoreLines } from "./ollama.ts";
 
 type Json = Record<string, unknown>;
 
@@ -103,7 +103,7 @@ export async function callMlx(baseUrl: string, request: Json, opts: MlxCallOptio
       const message = errorText(text) ?? `HTTP ${res.status}`;
       if (res.status >= 500 || res.status === 404) throw new NodeFailure(message, res.status);
       cleanup();
-      return { status: res.status, first: line({ error: message }), rest: (async function* (): AsyncGenerator<OllamaLine[]> {})(), cancel: () => {} };
+      return { status: res.status, first: line({ error: message }), rest: noMoreLines(), cancel: () => {} };
     }
     const lines = request.stream ? translate.stream(readLines(res.body!.getReader(), opts.idleMs)) : translate.whole((await res.json()) as Json);
     const rest = (async function* () {

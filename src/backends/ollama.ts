@@ -116,17 +116,14 @@ export async function callOllama(
   const timer = setTimeout(() => abort.abort(new NodeFailure(`no answer within ${opts.firstByteMs} ms`, null)), opts.firstByteMs);
   try {
     const res = await postJson(new URL(path, baseUrl), body, abort.signal);
-    // A whole answer (stream:false, embeddings, errors) is one JSON document: read it in one call.
-    const batches = isStream(res) ? parseLines(readLineBatches(res.body, opts.idleMs)) : parseLines(wholeBody(res));
-    const head = await batches.next();
-    if (head.done) throw new NodeFailure(`empty response (HTTP ${res.status})`, res.status);
-    const [first, ...more] = head.value;
-    if (res.status >= 500 || res.status === 404) throw new NodeFailure(first!.json.error ?? `HTTP ${res.status}`, res.status);
+    const { first, rest } = isStream(res) ? await streamed(res, opts.idleMs) : await whole(res);
+    if (!first) throw new NodeFailure(`empty response (HTTP ${res.status})`, res.status);
+    if (res.status >= 500 || res.status === 404) throw new NodeFailure(first.json.error ?? `HTTP ${res.status}`, res.status);
     clearTimeout(timer);
     return {
       status: res.status,
-      first: first!,
-      rest: more.length ? startingWith(more, batches) : batches,
+      first,
+      rest,
       cancel: () => {
         opts.signal.removeEventListener("abort", onClientGone);
         abort.abort();
@@ -148,10 +145,23 @@ function isStream(res: Answer): boolean {
   return res.contentType?.startsWith("application/x-ndjson") ?? false;
 }
 
-async function* wholeBody(res: Answer): AsyncGenerator<string[]> {
-  const text = await res.text();
-  if (text.trim()) yield [text.trim()];
+/** A streamed answer: its first line, and the lines after it as they come. */
+async function streamed(res: Answer, idleMs: number): Promise<{ first?: OllamaLine; rest: AsyncGenerator<OllamaLine[]> }> {
+  const batches = parseLines(readLineBatches(res.body, idleMs));
+  const head = await batches.next();
+  if (head.done) return { rest: batches };
+  const [first, ...more] = head.value;
+  return { first, rest: more.length ? startingWith(more, batches) : batches };
 }
+
+/** A whole answer (stream:false, embeddings, errors) is one JSON document: read in one call, nothing after it. */
+async function whole(res: Answer): Promise<{ first?: OllamaLine; rest: AsyncGenerator<OllamaLine[]> }> {
+  const text = (await res.text()).trim();
+  return { first: text ? parseLine(text) : undefined, rest: noMoreLines() };
+}
+
+/** The rest of an answer that was whole in its first line. */
+export async function* noMoreLines(): AsyncGenerator<OllamaLine[]> {}
 
 async function* parseLines(batches: AsyncGenerator<string[]>): AsyncGenerator<OllamaLine[]> {
   for await (const batch of batches) yield batch.map(parseLine);
