@@ -140,7 +140,7 @@ ${CLIENTS.toLocaleString("en")} clients (compile/bench/loadgen.ts, one Bun proce
 last answer ends), each streaming \`/api/generate\` of ${MODEL}, ${TOKENS} tokens at ${TOKENS_PER_SECOND} tokens/s (two seconds an answer,
 as a big local model streams), for ${SECONDS} s through herd (the compiled binary, two simulated nodes declared with ${CLIENTS} parallel slots
 each, so herd's queues hold nothing back) and, for reference, for ${DIRECT_SECONDS} s straight at one of the nodes. The nodes run in the bench
-process. An error is a failed request, a status other than 200, or an answer without its final \`"done":true\` line. herd and the
+process. An error is a failed request, a status other than 200, or an answer without its final \`"done":true\` line. The
 load generator is started with \`BUN_CONFIG_MAX_HTTP_REQUESTS\` (Bun's fetch otherwise sends at most 256 requests at once); herd is
 not: it calls the nodes over connections of its own.
 Open-file limit (\`ulimit -n\`): ${limit(r.openFiles.soft)} (hard ${limit(r.openFiles.hard)}).

@@ -15,7 +15,7 @@ const MAX_MS = 6000;
  * keeps compiling hot code for its first tens of thousands of requests: measured in herd, its compiler threads took
  * 32 µs per request after 3,500 requests and 1 µs after 30,000.
  */
-const WARM_UP = 15_000;
+export const WARM_UP = 15_000;
 
 export interface Target {
   url: string;

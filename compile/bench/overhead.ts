@@ -1,7 +1,7 @@
 // What herd costs in front of a node: the same load straight to a simulated
 // node, through a pass-through proxy with no logic (the floor for any Bun
 // router) and through herd, compared cell by cell against issue #3's targets.
-import { type Cell, loadMatrix, requestLabel } from "./matrix.ts";
+import { type Cell, loadMatrix, requestLabel, WARM_UP } from "./matrix.ts";
 import { startPassthrough } from "./passthrough.ts";
 import { ms, pct } from "./stats.ts";
 
@@ -35,7 +35,9 @@ through herd (the node declared with 256 parallel slots, so herd's per-model que
 sent → last byte, in ms; "added" is herd's percentile minus direct's. Targets (issue #3): added p50 < ${TARGET.addedP50} ms, added p99 <
 ${TARGET.addedP99} ms, herd ≥ ${TARGET.throughput * 100}% of direct throughput. The load generator is a separate Bun process
 (compile/bench/loadgen.ts, Bun's fetch, closed loop); the simulated node runs in the bench process, the proxy and herd (the compiled
-binary) each in their own, so through either three busy processes share the cores where direct has two.
+binary) each in their own, so through either three busy processes share the cores where direct has two. Before anything is
+measured, each target serves ${WARM_UP.toLocaleString("en")} requests of each kind (a router runs for days; JavaScriptCore compiles hot code for its first
+tens of thousands).
 
 | body | clients | direct p50 / p99 | pass-through p50 / p99 | herd p50 / p99 | added by herd p50 / p99 | req/s direct / pass-through / herd | errors |
 |---|---|---|---|---|---|---|---|
