@@ -24,6 +24,7 @@ import { UserError } from "./errors.ts";
 import { log } from "./log.ts";
 import { STORE_FILE, openStore, recordEvent } from "./store/db.ts";
 import { TraceWriter } from "./store/traces.ts";
+import { within } from "./within.ts";
 
 export interface Runtime {
   live: LiveConfig;
@@ -150,11 +151,7 @@ async function drain(app: ReturnType<typeof buildApp>, server: Server<unknown>, 
 }
 
 function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: Timer | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  return Promise.race([work.then(() => true), timeout]).finally(() => clearTimeout(timer));
+  return within(work.then(() => true), ms, () => false);
 }
 
 // The fleet follows the config; settings that need a new socket say so instead of silently not applying.

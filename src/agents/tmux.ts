@@ -158,6 +158,7 @@ export class TmuxBackend implements PaneBackend {
 
   private async run(args: string[], opts: { stdin?: string; timeoutMs?: number; socketless?: boolean } = {}): Promise<string> {
     const argv = opts.socketless ? ["tmux", ...args] : ["tmux", "-u", "-L", this.location, "-f", "/dev/null", ...args];
+    const timeoutMs = opts.timeoutMs ?? COMMAND_TIMEOUT_MS;
     let proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
     try {
       proc = Bun.spawn(argv, {
@@ -165,18 +166,14 @@ export class TmuxBackend implements PaneBackend {
         stdin: (opts.stdin === undefined ? "ignore" : new Blob([opts.stdin])) as "ignore",
         stdout: "pipe",
         stderr: "pipe",
+        timeout: timeoutMs,
+        killSignal: "SIGKILL",
       });
     } catch {
       throw new Error("tmux is not installed on the router's machine (apt-get install tmux, brew install tmux)");
     }
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      proc.kill("SIGKILL");
-    }, opts.timeoutMs ?? COMMAND_TIMEOUT_MS);
     const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-    clearTimeout(timer);
-    if (timedOut) throw new BackendTimeout(`tmux did not answer within ${opts.timeoutMs ?? COMMAND_TIMEOUT_MS} ms`);
+    if (proc.signalCode === "SIGKILL") throw new BackendTimeout(`tmux did not answer within ${timeoutMs} ms`);
     if (code === 0) return out;
     const message = err.trim() || `tmux exited with status ${code}`;
     throw GONE.test(message) ? new PaneGone(message) : new Error(`tmux: ${message}`);

@@ -32,10 +32,9 @@ export async function worktreeFor(cwd: string, ticket: string, dataDir: string):
 }
 
 async function git(cwd: string, args: string[]): Promise<string> {
-  const proc = Bun.spawn(["git", ...args], { cwd, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  const timer = setTimeout(() => proc.kill("SIGKILL"), GIT_TIMEOUT_MS);
+  const proc = Bun.spawn(["git", ...args], { cwd, stdin: "ignore", stdout: "pipe", stderr: "pipe", timeout: GIT_TIMEOUT_MS, killSignal: "SIGKILL" });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  clearTimeout(timer);
+  if (proc.signalCode === "SIGKILL") throw new Error(`git ${args.slice(0, 2).join(" ")} did not finish within ${GIT_TIMEOUT_MS} ms`);
   if (code !== 0) throw new Error(`git ${args.slice(0, 2).join(" ")} failed: ${err.trim() || `status ${code}`}`);
   return out;
 }

@@ -1,10 +1,10 @@
 // What the config says about credentials: which node may heartbeat with which
 // token, which client key a request presents, whether it is the admin's.
-// Every comparison is constant-time (sameSecret) and none stops at the first match.
+// Every comparison is constant-time (a Presented credential against each secret) and none stops at the first match.
 import type { Config } from "../config/schema.ts";
 import { isInternal } from "./internal.ts";
 import type { Secret } from "./secrets.ts";
-import { sameSecret } from "./tokens.ts";
+import { Presented, sameSecret } from "./tokens.ts";
 
 export type ClientEntry = Config["auth"]["clients"][number];
 
@@ -29,32 +29,33 @@ export function enrollment(config: Config, nodeId: string, token: string | null)
       reason: `node "${nodeId}" sent no node credential; run the agent with HERD_NODE_TOKEN or --token-file (auth.nodeToken or nodes[].token)`,
     };
   }
-  if (!matchesAny(token, accepted)) return { ok: false, status: 401, reason: `node "${nodeId}" sent an invalid node credential` };
+  if (!matchesAny(new Presented(token), accepted)) return { ok: false, status: 401, reason: `node "${nodeId}" sent an invalid node credential` };
   return { ok: true };
 }
 
 /** The client key `token` is, or null. */
 export function clientOf(config: Config, token: string | null): ClientEntry | null {
   if (token === null) return null;
+  const presented = new Presented(token);
   let found: ClientEntry | null = null;
-  for (const client of config.auth.clients) if (matches(token, client.key) && !found) found = client;
+  for (const client of config.auth.clients) if (matches(presented, client.key) && !found) found = client;
   return found;
 }
 
 /** The admin token, or herd's own internal credential. */
 export function isAdmin(config: Config, token: string | null): boolean {
   if (token === null) return false;
-  const admin = config.auth.adminToken ? matches(token, config.auth.adminToken) : false;
+  const admin = config.auth.adminToken ? matches(new Presented(token), config.auth.adminToken) : false;
   return isInternal(token) || admin;
 }
 
-function matchesAny(token: string, secrets: Secret[]): boolean {
-  return secrets.map((s) => matches(token, s)).includes(true);
+function matchesAny(presented: Presented, secrets: Secret[]): boolean {
+  return secrets.map((s) => matches(presented, s)).includes(true);
 }
 
 // An unreadable secret (only possible where secrets are lenient, on an agent) matches nothing.
-function matches(token: string, secret: Secret): boolean {
-  return secret.value !== null && sameSecret(token, secret.value);
+function matches(presented: Presented, secret: Secret): boolean {
+  return secret.value !== null && presented.is(secret.value);
 }
 
 /** Config rules about credentials, one line each naming the field (never a secret's value). */

@@ -2,9 +2,35 @@
 // comparison takes saying anything about the secret.
 import { createHash, timingSafeEqual } from "node:crypto";
 
-/** Hashing first makes both sides 32 bytes: no early exit on a length or a first differing byte. */
 export function sameSecret(given: string, expected: string): boolean {
-  return timingSafeEqual(digest(given), digest(expected));
+  return new Presented(given).is(expected);
+}
+
+/** A credential a request presents, hashed once however many secrets it is compared with (every client key). */
+export class Presented {
+  private readonly hash: Buffer;
+
+  constructor(token: string) {
+    this.hash = digest(token);
+  }
+
+  /** Hashing first makes both sides 32 bytes: no early exit on a length or a first differing byte. */
+  is(secret: string): boolean {
+    return timingSafeEqual(this.hash, secretDigest(secret));
+  }
+}
+
+/** Configured secrets are few and change only with the config: each is hashed once (past 256, the oldest go). */
+const secretDigests = new Map<string, Buffer>();
+
+function secretDigest(secret: string): Buffer {
+  let hash = secretDigests.get(secret);
+  if (!hash) {
+    if (secretDigests.size >= 256) secretDigests.delete(secretDigests.keys().next().value!);
+    hash = digest(secret);
+    secretDigests.set(secret, hash);
+  }
+  return hash;
 }
 
 function digest(s: string): Buffer {

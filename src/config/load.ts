@@ -9,6 +9,7 @@ import { authProblems } from "../auth/credentials.ts";
 import { resolveSecrets } from "../auth/secrets.ts";
 import { formatIssues, formatPath } from "./problems.ts";
 import { type Config, herdConfigSchema } from "./schema.ts";
+import { within } from "../within.ts";
 
 export interface ConfigSource {
   /** Absolute path of the file, or null when herd runs on defaults. */
@@ -92,7 +93,9 @@ async function evaluate(path: string, text: string, hash: string): Promise<unkno
     if (ext === ".yaml" || ext === ".yml") return YAML.parse(text);
     if (ext === ".ts" || ext === ".js" || ext === ".mjs" || ext === ".mts") {
       // The query makes each content version a distinct module, so a reload re-evaluates the file.
-      const mod = await withTimeout(import(`${path}?v=${hash}`), EVALUATE_TIMEOUT_MS);
+      const mod = await within(import(`${path}?v=${hash}`), EVALUATE_TIMEOUT_MS, () => {
+        throw new Error(`it did not finish evaluating within ${EVALUATE_TIMEOUT_MS / 1000} s`);
+      });
       if (mod.default === undefined) throw new Error("it has no default export; write `export default { … } satisfies HerdConfig`");
       return mod.default;
     }
@@ -104,14 +107,6 @@ async function evaluate(path: string, text: string, hash: string): Promise<unkno
 
 // A config that never finishes evaluating (a top-level await on something that hangs) must not stall reloads.
 const EVALUATE_TIMEOUT_MS = 10_000;
-
-function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: Timer | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`it did not finish evaluating within ${ms / 1000} s`)), ms);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
-}
 
 function crossCheck(config: Config): string[] {
   const problems: string[] = [];

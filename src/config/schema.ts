@@ -4,6 +4,9 @@ import * as v from "valibot";
 import { secretSchema } from "../auth/secrets.ts";
 import type { HerdConfig } from "./types.ts";
 
+/** Concurrent requests per loaded model on a node, as Ollama's OLLAMA_NUM_PARALLEL defaults. */
+export const DEFAULT_PARALLEL = 4;
+
 const httpUrl = v.pipe(
   v.string(),
   v.check((s) => /^https?:\/\/[^\s/]+/.test(s) && URL.canParse(s), "expected a URL like http://10.0.0.2:11434"),
@@ -69,7 +72,7 @@ const node = v.strictObject({
   ollama: v.optional(httpUrl),
   mlx: v.optional(v.array(mlxServer), []),
   labels: v.optional(v.record(v.string(), v.string()), {}),
-  parallel: v.optional(v.pipe(count, v.minValue(1)), 4),
+  parallel: v.optional(v.pipe(count, v.minValue(1)), DEFAULT_PARALLEL),
   draining: v.optional(v.boolean(), false),
   mlxBindHost: v.optional(v.string(), "127.0.0.1"),
   mlxMemoryHeadroomGb: v.optional(v.pipe(v.number(), v.minValue(0)), 10),

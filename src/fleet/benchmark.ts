@@ -327,7 +327,7 @@ function toTargets(holders: Map<string, string[]>, types: ModelType[]): Target[]
 /** Why a requested type has nothing to benchmark. */
 function skippedTypes(targets: Target[], types: ModelType[]): string[] {
   const notes = types.filter((t) => t !== "image" && !targets.some((x) => x.type === t)).map((t) => `${t}: no such model loaded, skipped`);
-  if (types.includes("image")) notes.push("image: skipped, herd has no image-generation route yet");
+  if (types.includes("image")) notes.push("image: skipped, benchmarks measure text and embedding models (an image takes seconds to minutes; /api/generate-image reports each one's time in X-Generation-Time)");
   return notes;
 }
 

@@ -10,7 +10,10 @@ export class NodeOrdering {
   order(strategy: Config["routing"]["strategy"], model: string, ranked: Scored[], inFlight: (nodeId: string) => number): Scored[] {
     if (strategy === "score" || ranked.length < 2) return ranked;
     const byId = [...ranked].sort((a, b) => a.nodeId.localeCompare(b.nodeId));
-    if (strategy === "least-connections") return byId.sort((a, b) => inFlight(a.nodeId) - inFlight(b.nodeId));
+    if (strategy === "least-connections") {
+      const load = new Map(byId.map((s) => [s.nodeId, inFlight(s.nodeId)]));
+      return byId.sort((a, b) => load.get(a.nodeId)! - load.get(b.nodeId)!);
+    }
     const turn = this.turns.get(model) ?? 0;
     this.turns.set(model, turn + 1);
     return [...byId.slice(turn % byId.length), ...byId.slice(0, turn % byId.length)];

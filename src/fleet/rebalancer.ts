@@ -18,7 +18,7 @@ function rebalance(registry: Registry, queues: Queues, config: Config): number {
       .filter((n) => onDisk(n, q.model))
       .reduce((free, n) => {
         const there = queues.view(n.id, q.model);
-        const parallel = registry.entry(n.id)?.parallel ?? 4;
+        const parallel = registry.parallel(n.id);
         return free + (there.pending ? 0 : Math.max(0, parallel - there.inFlight));
       }, 0);
     const count = Math.min(spare, q.pending, maxPerCycle - moved);

@@ -2,7 +2,7 @@
 // (agent nodes) or polled by the router itself (agentless nodes). Status is
 // derived from the age of the last report: online → degraded → offline.
 import type { Database } from "bun:sqlite";
-import type { Config, NodeEntry } from "../config/schema.ts";
+import { type Config, DEFAULT_PARALLEL, type NodeEntry } from "../config/schema.ts";
 import { log } from "../log.ts";
 import { recordEvent } from "../store/db.ts";
 import { sameModel } from "./model-name.ts";
@@ -72,6 +72,11 @@ export class Registry {
 
   entry(id: string): NodeEntry | undefined {
     return this.declared.get(id);
+  }
+
+  /** Concurrent requests per loaded model on the node: its `parallel`, or the default for a node the config does not declare. */
+  parallel(id: string): number {
+    return this.declared.get(id)?.parallel ?? DEFAULT_PARALLEL;
   }
 
   get(id: string): NodeRecord | undefined {

@@ -13,7 +13,7 @@ function nodeJson(registry: Registry, queues: Queues, pins: Pins, node: NodeReco
   const loaded = node.ollama?.models_loaded ?? [];
   // What the router itself has in flight on the node: exact, unlike a backend's own count.
   const active = queues.nodeLoad(node.id).inFlight;
-  const parallel = entry?.parallel ?? 4;
+  const parallel = registry.parallel(node.id);
   return {
     node_id: node.id,
     status: node.status,
@@ -116,7 +116,7 @@ export function fleetLimits(registry: Registry, queues: Queues, pins: Pins, conf
       registry.all().map((node) => {
         const json = nodeJson(registry, queues, pins, node);
         const load = queues.nodeLoad(node.id);
-        return [node.id, { status: node.status, parallel: registry.entry(node.id)?.parallel ?? 4, free_slots: json.free_slots, in_flight: load.inFlight, pending: load.pending }];
+        return [node.id, { status: node.status, parallel: registry.parallel(node.id), free_slots: json.free_slots, in_flight: load.inFlight, pending: load.pending }];
       }),
     ),
     timestamp: Date.now() / 1000,

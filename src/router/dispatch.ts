@@ -139,7 +139,7 @@ async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
       if (excluded.includes(candidate.nodeId)) continue;
       attempts++;
       const url = registry.ollamaUrl(registry.get(candidate.nodeId)!)!;
-      const concurrency = registry.entry(candidate.nodeId)?.parallel ?? 4;
+      const concurrency = registry.parallel(candidate.nodeId);
       // Waiting for a slot counts against firstByteMs.
       let slot: Slot;
       try {
