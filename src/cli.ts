@@ -201,7 +201,9 @@ function countValue(flag: string, raw: string | undefined, fallback: number): nu
 
 try {
   const code = await main(process.argv.slice(2));
-  if (code !== 0) process.exit(code);
+  // Done once main returns (a stop has written every trace and closed every server): nothing still pending,
+  // such as an attempt to connect to a host that is off (which cannot be cancelled), may hold the process open.
+  process.exit(code);
 } catch (e) {
   if (e instanceof UsageError) {
     console.error(`herd: ${e.message}; see \`herd --help\``);

@@ -6,6 +6,7 @@
 // the official ollama client must get every answer whole, and herd must keep
 // its connections to the node alive between requests.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { dlopen, FFIType, ptr } from "bun:ffi";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Socket, TCPSocketListener } from "bun";
@@ -165,4 +166,57 @@ test("herd keeps its connections to a node alive between requests", async () => 
     await client.generate({ model: MODEL, prompt: "length", stream: false });
   }
   expect(node.generateConnections - before).toBeLessThanOrEqual(1);
+});
+
+/**
+ * A loopback port where connecting never completes, as with a host that is off: a socket that listens with no
+ * room in its queue and never accepts (the system drops further SYNs), filled by one connection of our own.
+ */
+async function silentPort(): Promise<{ port: number; close(): void }> {
+  const libc = dlopen("libc.so.6", {
+    socket: { args: [FFIType.i32, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+    bind: { args: [FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i32 },
+    listen: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+    getsockname: { args: [FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+    close: { args: [FFIType.i32], returns: FFIType.i32 },
+  });
+  const fd = libc.symbols.socket(2 /* AF_INET */, 1 /* SOCK_STREAM */, 0);
+  const address = new Uint8Array(16); // sockaddr_in: family, port 0 (any), 127.0.0.1
+  address[0] = 2;
+  address.set([127, 0, 0, 1], 4);
+  if (libc.symbols.bind(fd, ptr(address), 16) !== 0 || libc.symbols.listen(fd, 0) !== 0) throw new Error("cannot listen on loopback");
+  libc.symbols.getsockname(fd, ptr(address), ptr(new Uint32Array([16])));
+  const port = (address[2]! << 8) | address[3]!;
+  const filler = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } });
+  return {
+    port,
+    close() {
+      filler.terminate();
+      libc.symbols.close(fd);
+    },
+  };
+}
+
+test.skipIf(process.platform !== "linux")("a node whose host answers no connection attempt costs timeouts.firstByteMs, not the system's connect timeout", async () => {
+  const silent = await silentPort();
+  const dir = tmpDir();
+  const file = join(dir, "herd.config.json");
+  writeFileSync(file, JSON.stringify({ nodes: [{ id: "off" }], timeouts: { firstByteMs: 500 }, features: { autoPull: false, vramFallback: false } }));
+  const off = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+  try {
+    // The node's agent last said its Ollama was fine; since then its host went off.
+    const model = { name: MODEL, size_gb: 2 };
+    const ollama = { reachable: true, error: null, version: "0.12.0", requests_active: 0, models_loaded: [model], models_available: [model] };
+    const heartbeat = { node_id: "off", ollama_url: `http://127.0.0.1:${silent.port}`, memory: { total_gb: 32, used_gb: 8, available_gb: 24, pressure: "nominal" }, ollama };
+    const sent = await fetch(`${off.url}/heartbeat`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(heartbeat) });
+    expect(sent.status).toBe(200);
+    const started = performance.now();
+    const res = await fetch(`${off.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: MODEL, prompt: "length", stream: false }) });
+    expect(res.status).toBe(503);
+    expect(await res.text()).toContain("off: no answer within 500 ms");
+    expect(performance.now() - started).toBeLessThan(3000);
+  } finally {
+    await off.stop();
+    silent.close();
+  }
 });

@@ -1,5 +1,5 @@
 // GET /metrics in the Prometheus text format: herd's routing (requests by
-// outcome, model and node from the traces; what runs and waits on each queue;
+// outcome, model and node since start; what runs and waits on each queue;
 // nodes by status) and the agent fleet (workers, send outcomes, held replies).
 import type { Runtime } from "../runtime.ts";
 import { VERSION } from "../version.ts";
@@ -31,15 +31,14 @@ function countBy<T>(items: T[], key: (t: T) => Labels): Sample[] {
 }
 
 export function renderMetrics(rt: Runtime): string {
-  // Traces are the record of every request, kept across restarts, so the counter never goes back.
-  const requests = rt.store
-    .query<{ status: string; model: string; node: string | null; n: number }, []>("SELECT status, model, node_id AS node, COUNT(*) AS n FROM traces GROUP BY status, model, node_id")
-    .all();
+  // Counted as requests are recorded, from zero at each start as Prometheus counters are (rate() takes restarts in
+  // its stride): a scrape never queries the store, however many traces it holds.
+  const requests = [...rt.traces.outcomes.values()];
   const queues = rt.queues.entries();
   const members = rt.agents.sessions.all();
   return [
     family("herd_info", "gauge", "The running herd.", [[{ version: VERSION }, 1]]),
-    family("herd_requests_total", "counter", "Requests routed, by outcome, model and node.", requests.map((r) => [{ status: r.status, model: r.model, node: r.node ?? "" }, r.n])),
+    family("herd_requests_total", "counter", "Requests routed, by outcome, model and node.", requests.map((r) => [{ status: r.status, model: r.model, node: r.node }, r.count])),
     family("herd_requests_in_flight", "gauge", "Requests running, by node and model.", queues.map((q) => [{ node: q.node_id, model: q.model }, q.in_flight])),
     family("herd_requests_queued", "gauge", "Requests waiting for a slot, by node and model.", queues.map((q) => [{ node: q.node_id, model: q.model }, q.pending])),
     family("herd_nodes", "gauge", "Nodes by status.", countBy(rt.registry.all(), (n) => ({ status: n.status }))),

@@ -62,7 +62,7 @@ async function overSocket(url: URL, body: string, signal: AbortSignal): Promise<
       if (!(e instanceof ClosedBeforeAnswer)) throw e;
     }
   }
-  return (await connect(url, origin)).exchange(request, signal);
+  return (await connect(url, origin, signal)).exchange(request, signal);
 }
 
 class ClosedBeforeAnswer extends Error {
@@ -71,16 +71,33 @@ class ClosedBeforeAnswer extends Error {
   }
 }
 
-async function connect(url: URL, origin: string): Promise<Connection> {
+/**
+ * A new connection to the node. `signal` ends the wait too: a host that is off answers no SYN, and the
+ * system's own connect timeout (a minute or two) must not hold a request past herd's timeouts.
+ */
+function connect(url: URL, origin: string, signal: AbortSignal): Promise<Connection> {
   const connection = new Connection(origin);
-  try {
-    connection.socket = await Bun.connect<Connection>({ hostname: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || 80), data: connection, socket: handlers });
-  } catch (e) {
-    const err = e as Error & { code?: string };
-    throw err.code === "ECONNREFUSED" ? Object.assign(new Error("connection refused"), { code: "ConnectionRefused" }) : err;
-  }
-  connection.socket.setNoDelay(true);
-  return connection;
+  const connecting = Bun.connect<Connection>({ hostname: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || 80), data: connection, socket: handlers });
+  return new Promise((resolve, reject) => {
+    const abandon = () => {
+      reject(signal.reason);
+      connecting.then((socket) => socket.terminate(), () => {});
+    };
+    if (signal.aborted) return abandon();
+    signal.addEventListener("abort", abandon, { once: true });
+    connecting.then(
+      (socket) => {
+        signal.removeEventListener("abort", abandon);
+        connection.socket = socket;
+        socket.setNoDelay(true);
+        resolve(connection);
+      },
+      (e: Error & { code?: string }) => {
+        signal.removeEventListener("abort", abandon);
+        reject(e.code === "ECONNREFUSED" ? Object.assign(new Error("connection refused"), { code: "ConnectionRefused" }) : e);
+      },
+    );
+  });
 }
 
 const handlers = {

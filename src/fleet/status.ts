@@ -13,7 +13,6 @@ function nodeJson(registry: Registry, queues: Queues, pins: Pins, node: NodeReco
   const loaded = node.ollama?.models_loaded ?? [];
   // What the router itself has in flight on the node: exact, unlike a backend's own count.
   const active = queues.nodeLoad(node.id).inFlight;
-  const parallel = registry.parallel(node.id);
   return {
     node_id: node.id,
     status: node.status,
@@ -31,11 +30,16 @@ function nodeJson(registry: Registry, queues: Queues, pins: Pins, node: NodeReco
     disk: r.disk ?? null,
     ollama: node.ollama && { ...node.ollama, requests_active: active },
     models_loaded_count: loaded.length,
-    free_slots: Math.max(0, parallel * Math.max(1, loaded.length) - active),
+    free_slots: freeSlots(registry, node, active),
     mlx_servers: r.mlx_servers ?? [],
     pinned: pins.on(node.id).map((p) => p.model),
     ...(r.mlx_bind_host ? { mlx_bind_host: r.mlx_bind_host } : {}),
   };
+}
+
+/** Requests the node could start now: its slots per loaded model (at least one model's) less what herd runs there. */
+function freeSlots(registry: Registry, node: NodeRecord, inFlight: number): number {
+  return Math.max(0, registry.parallel(node.id) * Math.max(1, node.ollama?.models_loaded.length ?? 0) - inFlight);
 }
 
 export function fleetStatus(registry: Registry, queues: Queues, pins: Pins, config: ConfigStatus) {
@@ -105,7 +109,7 @@ export function fleetQueue(registry: Registry, queues: Queues, repairs: RepairSt
 }
 
 /** GET /fleet/limits: what the fleet can absorb, so a client can serialise instead of collecting 429s. */
-export function fleetLimits(registry: Registry, queues: Queues, pins: Pins, config: Config) {
+export function fleetLimits(registry: Registry, queues: Queues, config: Config) {
   return {
     hot_model_cap: config.preloader.maxCount,
     max_retries: config.routing.maxRetries,
@@ -114,9 +118,8 @@ export function fleetLimits(registry: Registry, queues: Queues, pins: Pins, conf
     mlx: { max_in_flight_per_model: config.mlx.maxInFlightPerModel, max_queue_depth: config.mlx.maxQueueDepth, retry_after_s: config.mlx.retryAfterSeconds },
     nodes: Object.fromEntries(
       registry.all().map((node) => {
-        const json = nodeJson(registry, queues, pins, node);
         const load = queues.nodeLoad(node.id);
-        return [node.id, { status: node.status, parallel: registry.parallel(node.id), free_slots: json.free_slots, in_flight: load.inFlight, pending: load.pending }];
+        return [node.id, { status: node.status, parallel: registry.parallel(node.id), free_slots: freeSlots(registry, node, load.inFlight), in_flight: load.inFlight, pending: load.pending }];
       }),
     ),
     timestamp: Date.now() / 1000,

@@ -72,6 +72,8 @@ export interface TraceWrites {
  * has written it: an acknowledged trace survives a stop.
  */
 export class TraceWriter {
+  /** Requests recorded since start, by outcome, model and node: what /metrics counts (no query over the store). */
+  readonly outcomes = new Map<string, { status: TraceStatus; model: string; node: string; count: number }>();
   private pending: Trace[] = [];
   private timer: Timer | null = null;
   private readonly worker: Worker;
@@ -102,6 +104,10 @@ export class TraceWriter {
   }
 
   record(trace: Trace): void {
+    const key = `${trace.status}\n${trace.model}\n${trace.node_id ?? ""}`;
+    const outcome = this.outcomes.get(key);
+    if (outcome) outcome.count++;
+    else this.outcomes.set(key, { status: trace.status, model: trace.model, node: trace.node_id ?? "", count: 1 });
     this.pending.push(trace);
     if (this.pending.length >= BATCH) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), FLUSH_MS);

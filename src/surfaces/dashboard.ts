@@ -11,6 +11,7 @@ import { jsonError } from "./errors.ts";
 const SNAPSHOT_EVERY_MS = 2000;
 
 export function dashboardSurface(rt: Runtime) {
+  const feed = new LiveFeed(rt);
   const app = new Elysia({ name: "dashboard" })
     .get("/", () => new Response(null, { status: 302, headers: { location: "/dashboard" } }))
     .get("/favicon.svg", ({ request }) => serve(FAVICON, request))
@@ -20,7 +21,7 @@ export function dashboardSurface(rt: Runtime) {
       const asset = ASSETS[params.name];
       return asset ? serve(asset, request) : jsonError(404, `no dashboard asset "${params.name}"; one of: ${Object.keys(ASSETS).join(", ")}`);
     })
-    .get("/dashboard/events", ({ request }) => liveStream(rt, request));
+    .get("/dashboard/events", ({ request }) => liveStream(feed, request));
   for (const page of PAGES) {
     const html = pageHtml(page);
     app.get(page.path, () => new Response(html, { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache" } }));
@@ -34,38 +35,59 @@ function serve(asset: Asset, request: Request): Response {
   return new Response(asset.body, { headers });
 }
 
-let openStreams = 0;
+/**
+ * The fleet as /fleet/status sees it, every SNAPSHOT_EVERY_MS, for every open live stream: built and encoded once
+ * per tick however many dashboards watch, and not at all when none does.
+ */
+class LiveFeed {
+  private readonly streams = new Set<(bytes: Uint8Array) => void>();
+  private timer: Timer | null = null;
 
-/** GET /dashboard/events: the fleet as /fleet/status sees it, now and every 2 s, until the client goes. */
-function liveStream(rt: Runtime, request: Request): Response {
-  const encoder = new TextEncoder();
-  let timer: Timer | null = null;
-  const stop = () => {
-    if (!timer) return;
-    clearInterval(timer);
-    timer = null;
-    openStreams--;
-    log.debug(`dashboard: live stream closed (${openStreams} open)`);
-  };
+  constructor(private readonly rt: Runtime) {}
+
+  /** `send` gets a snapshot now and one every tick until the returned function is called. */
+  subscribe(send: (bytes: Uint8Array) => void): () => void {
+    this.streams.add(send);
+    log.debug(`dashboard: live stream opened (${this.streams.size} open)`);
+    send(this.snapshot());
+    this.timer ??= setInterval(() => {
+      const bytes = this.snapshot();
+      for (const stream of this.streams) stream(bytes);
+    }, SNAPSHOT_EVERY_MS);
+    return () => {
+      if (!this.streams.delete(send)) return;
+      log.debug(`dashboard: live stream closed (${this.streams.size} open)`);
+      if (this.streams.size || !this.timer) return;
+      clearInterval(this.timer);
+      this.timer = null;
+    };
+  }
+
+  private snapshot(): Uint8Array {
+    const { nodes, queues, timestamp } = fleetStatus(this.rt.registry, this.rt.queues, this.rt.pins, this.rt.live.status());
+    return utf8.encode(`data: ${JSON.stringify({ nodes, queues, timestamp })}\n\n`);
+  }
+}
+
+const utf8 = new TextEncoder();
+
+/** GET /dashboard/events: the live feed, until the client goes. */
+function liveStream(feed: LiveFeed, request: Request): Response {
+  let stop = () => {};
   const stream = new ReadableStream<Uint8Array>({
     start(controller) {
-      const send = () => {
-        const { nodes, queues, timestamp } = fleetStatus(rt.registry, rt.queues, rt.pins, rt.live.status());
+      // retry: a browser whose router restarts reconnects at the snapshot pace, not its 3 s default.
+      controller.enqueue(utf8.encode(`retry: ${SNAPSHOT_EVERY_MS}\n\n`));
+      stop = feed.subscribe((bytes) => {
         try {
-          controller.enqueue(encoder.encode(`data: ${JSON.stringify({ nodes, queues, timestamp })}\n\n`));
+          controller.enqueue(bytes);
         } catch {
           stop(); // the stream closed under us: the client is gone
         }
-      };
-      // retry: a browser whose router restarts reconnects at the snapshot pace, not its 3 s default.
-      controller.enqueue(encoder.encode(`retry: ${SNAPSHOT_EVERY_MS}\n\n`));
-      timer = setInterval(send, SNAPSHOT_EVERY_MS);
-      openStreams++;
-      log.debug(`dashboard: live stream opened (${openStreams} open)`);
-      send();
-      request.signal.addEventListener("abort", stop, { once: true });
+      });
+      request.signal.addEventListener("abort", () => stop(), { once: true });
     },
-    cancel: stop,
+    cancel: () => stop(),
   });
   return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
 }

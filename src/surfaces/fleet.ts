@@ -16,7 +16,7 @@ export function fleetSurface(rt: Runtime) {
   return new Elysia({ name: "fleet" })
     .get("/fleet/status", () => fleetStatus(rt.registry, rt.queues, rt.pins, rt.live.status()))
     .get("/fleet/queue", () => fleetQueue(rt.registry, rt.queues, rt.toolRepairs))
-    .get("/fleet/limits", () => fleetLimits(rt.registry, rt.queues, rt.pins, rt.live.config))
+    .get("/fleet/limits", () => fleetLimits(rt.registry, rt.queues, rt.live.config))
     .post("/heartbeat", async ({ request, server }) => {
       const body = await readJsonObject(request);
       if (typeof body === "string") return jsonError(400, `invalid heartbeat: ${body}`);
