@@ -56,6 +56,8 @@ class FramingNode {
   server!: TCPSocketListener<Conn>;
   /** Connections that carried at least one /api/generate. */
   generateConnections = 0;
+  /** The images of the last /api/generate, as the node received them. */
+  lastImages: string[] = [];
 
   start(): void {
     this.server = Bun.listen<Conn>({
@@ -89,7 +91,8 @@ class FramingNode {
     if (method === "GET") return void s.write(json(probe(path!)));
     if (!s.data.servedGenerate) this.generateConnections++;
     s.data.servedGenerate = true;
-    const request = JSON.parse(body) as { prompt: string; stream?: boolean };
+    const request = JSON.parse(body) as { prompt: string; stream?: boolean; images?: string[] };
+    this.lastImages = request.images ?? [];
     const script = SCRIPTS[request.prompt]!(request.stream !== false);
     for (const piece of script.pieces) {
       s.write(piece);
@@ -157,6 +160,13 @@ describe("herd reads every HTTP/1.1 framing a node may use", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("x-fleet-retries")).toBe("0");
   });
+});
+
+test("a request far larger than a socket write (an 8 MB image) reaches the node whole", async () => {
+  const image = Buffer.alloc(6 * 1024 * 1024, 7).toString("base64");
+  const whole = await client.generate({ model: MODEL, prompt: "length", images: [image], stream: false });
+  expect(whole.response).toBe(WORDS.join(""));
+  expect(node.lastImages).toEqual([image]);
 });
 
 test("herd keeps its connections to a node alive between requests", async () => {
