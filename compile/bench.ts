@@ -2,7 +2,7 @@
 // Sections (default: all of them, in this order):
 //   binary    size of the compiled binary, time to ready, memory at idle
 //   overhead  latency and throughput herd adds in front of one node
-//   client    Bun's fetch against undici's Pool as herd's upstream HTTP client
+//   client    Bun's fetch, undici's Pool and herd's own HTTP/1.1 client as herd's upstream client
 //   routing   one seeded mixed workload through each routing.strategy, on a fleet of unlike Macs
 //   load      1,000 concurrent streaming clients for 60 s through herd: errors, added latency, memory, CPU
 // Loopback only; every process it starts, it stops. Prints a Markdown section for docs/benchmarks.md.

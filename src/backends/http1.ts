@@ -230,7 +230,9 @@ class Connection {
   private finish(): void {
     this.body!.end();
     this.settle();
-    if (this.keepAlive) this.release();
+    // A node may answer before it has read the whole request (a refusal): the rest, still unsent, would
+    // run into the next request on this connection, so it is not reused.
+    if (this.keepAlive && !this.unsent) this.release();
     else this.socket.end();
   }
 
