@@ -6,6 +6,11 @@ export function normalizeModelName(name: string): string {
   return trimmed.lastIndexOf(":") > trimmed.lastIndexOf("/") ? trimmed : `${trimmed}:latest`;
 }
 
+/** The form names are compared in: "Llama3.2" and "llama3.2:latest" have one key. */
+export function modelKey(name: string): string {
+  return normalizeModelName(name).toLowerCase();
+}
+
 export function sameModel(a: string, b: string): boolean {
-  return normalizeModelName(a).toLowerCase() === normalizeModelName(b).toLowerCase();
+  return modelKey(a) === modelKey(b);
 }

@@ -3,7 +3,7 @@
 // and to replay. Every signal is bounded by its weight (negative = penalty) and
 // the breakdown is returned so a trace can say why a node won.
 import type { Config } from "../config/schema.ts";
-import { sameModel } from "./model-name.ts";
+import { modelKey } from "./model-name.ts";
 
 export interface NodeView {
   id: string;
@@ -15,10 +15,24 @@ export interface NodeView {
   bandwidthGbps: number | null;
   /** Seconds the node has been continuously online. */
   onlineForS: number;
-  loaded: { name: string; sizeGb: number; contextLength?: number }[];
-  available: { name: string; sizeGb: number }[];
+  loaded: LoadedModel[];
+  available: DiskModel[];
+  /** The same two lists by modelKey, for the lookups every request makes. */
+  loadedByKey: ReadonlyMap<string, LoadedModel>;
+  availableByKey: ReadonlyMap<string, DiskModel>;
   /** Models this node unloaded recently: a reload is faster (files in page cache). */
   recentlyLoaded: string[];
+}
+
+export interface LoadedModel {
+  name: string;
+  sizeGb: number;
+  contextLength?: number;
+}
+
+export interface DiskModel {
+  name: string;
+  sizeGb: number;
 }
 
 export interface QueueView {
@@ -82,6 +96,7 @@ export function scoreNodes(
   const fastest = Math.max(1, ...bandwidths);
   const knownBandwidth = bandwidths.filter((b) => b > 0);
   const medianBandwidth = knownBandwidth.length ? knownBandwidth.sort((a, b) => a - b)[Math.floor(knownBandwidth.length / 2)]! : 0;
+  const key = modelKey(req.model);
 
   for (const node of nodes) {
     if (!node.online) {
@@ -92,8 +107,8 @@ export function scoreNodes(
       eliminated.push({ nodeId: node.id, reason: "draining" });
       continue;
     }
-    const loaded = node.loaded.find((m) => sameModel(m.name, req.model));
-    const onDisk = node.available.find((m) => sameModel(m.name, req.model));
+    const loaded = node.loadedByKey.get(key);
+    const onDisk = node.availableByKey.get(key);
     if (!loaded && !onDisk) {
       eliminated.push({ nodeId: node.id, reason: "model not on this node" });
       continue;
@@ -106,7 +121,7 @@ export function scoreNodes(
     const q = queues(node.id);
     const estimatedWaitMs = (q.pending + Math.max(0, q.inFlight - q.concurrency + 1)) * (q.avgLatencyMs / Math.max(1, q.concurrency));
 
-    const thermal = loaded ? w.hot : node.recentlyLoaded.some((m) => sameModel(m, req.model)) ? w.warm : w.cold;
+    const thermal = loaded ? w.hot : node.recentlyLoaded.some((m) => modelKey(m) === key) ? w.warm : w.cold;
     const memoryFit = loaded ? w.memoryFit : fitAfterLoad(node, sizeGb) * w.memoryFit;
 
     // A fast node drains its queue sooner: count its queue as proportionally shorter.

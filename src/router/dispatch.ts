@@ -5,12 +5,13 @@
 import type { Config } from "../config/schema.ts";
 import { NodeFailure, type OllamaCall, callOllama, pullModel } from "../backends/ollama.ts";
 import { mlxModelOf } from "../fleet/catalog.ts";
-import { normalizeModelName, sameModel } from "../fleet/model-name.ts";
+import type { OllamaSection } from "../fleet/heartbeat.ts";
+import { modelKey, normalizeModelName, sameModel } from "../fleet/model-name.ts";
 import type { NodeOrdering } from "../fleet/ordering.ts";
 import { markPulled, notPullable, type Pulls, pullTarget } from "../fleet/pulls.ts";
 import { Moved, type Queues, type Slot, SlotTimeout } from "../fleet/queues.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
-import { type Breakdown, type NodeView, type Scored, scoreNodes } from "../fleet/scorer.ts";
+import { type Breakdown, type DiskModel, type LoadedModel, type NodeView, type Scored, scoreNodes } from "../fleet/scorer.ts";
 import { resolveAlias } from "./aliases.ts";
 import { type Adjusted, adjustBody } from "./body-rules.ts";
 import { dispatchMlx } from "./mlx-dispatch.ts";
@@ -157,7 +158,7 @@ async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
         continue;
       }
       try {
-        const loadedContext = nodes.find((n) => n.id === candidate.nodeId)?.loaded.find((m) => sameModel(m.name, model))?.contextLength;
+        const loadedContext = nodes.find((n) => n.id === candidate.nodeId)?.loadedByKey.get(modelKey(model))?.contextLength;
         const { body, thinkingBudget, notes } = adjustBody(req.body, model, loadedContext, config.features.contextProtection);
         const call = await callOllama(url, req.path, JSON.stringify(body), {
           firstByteMs: Math.max(1, Math.round(config.timeouts.firstByteMs - slot.waitedMs)),
@@ -210,6 +211,8 @@ function unroutable(nodes: NodeView[], models: string[], failures: string[], exc
 function nodeView(registry: Registry, node: NodeRecord): NodeView {
   const memory = node.report.memory;
   const ollama = node.ollama;
+  const loaded = loadedViews.of(ollama?.models_loaded ?? NONE, (m) => ({ name: m.name, sizeGb: m.size_gb, contextLength: m.context_length }));
+  const available = availableViews.of(ollama?.models_available ?? NONE, (m) => (typeof m === "string" ? { name: m, sizeGb: 0 } : { name: m.name, sizeGb: m.size_gb }));
   return {
     id: node.id,
     online: node.status === "online" && Boolean(ollama?.reachable) && registry.ollamaUrl(node) !== null,
@@ -218,8 +221,35 @@ function nodeView(registry: Registry, node: NodeRecord): NodeView {
     memoryAvailableGb: memory?.available_gb ?? null,
     bandwidthGbps: node.report.hardware?.memory_bandwidth_gbps || null,
     onlineForS: node.onlineSince === null ? 0 : (Date.now() - node.onlineSince) / 1000,
-    loaded: (ollama?.models_loaded ?? []).map((m) => ({ name: m.name, sizeGb: m.size_gb, contextLength: m.context_length })),
-    available: (ollama?.models_available ?? []).map((m) => (typeof m === "string" ? { name: m, sizeGb: 0 } : { name: m.name, sizeGb: m.size_gb })),
+    loaded: loaded.list,
+    loadedByKey: loaded.byKey,
+    available: available.list,
+    availableByKey: available.byKey,
     recentlyLoaded: [...node.unloadedAt.keys()],
   };
 }
+
+const NONE: never[] = [];
+
+/**
+ * A node's model list as the scorer reads it, and by modelKey: built once per list, not per request. A heartbeat,
+ * a poll or a pull replaces a node's list (never edits it), so the list itself is the cache key.
+ */
+class ModelViews<M, V extends { name: string }> {
+  private readonly cache = new WeakMap<readonly M[], { list: V[]; byKey: Map<string, V> }>();
+
+  of(models: readonly M[], view: (m: M) => V): { list: V[]; byKey: Map<string, V> } {
+    let views = this.cache.get(models);
+    if (!views) {
+      const list = models.map(view);
+      const byKey = new Map<string, V>();
+      for (const v of list) if (!byKey.has(modelKey(v.name))) byKey.set(modelKey(v.name), v);
+      views = { list, byKey };
+      this.cache.set(models, views);
+    }
+    return views;
+  }
+}
+
+const loadedViews = new ModelViews<OllamaSection["models_loaded"][number], LoadedModel>();
+const availableViews = new ModelViews<OllamaSection["models_available"][number], DiskModel>();
