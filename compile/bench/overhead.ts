@@ -1,7 +1,7 @@
 // What herd costs in front of a node: the same load straight to a simulated
 // node, through a pass-through proxy with no logic (the floor for any Bun
 // router) and through herd, compared cell by cell against issue #3's targets.
-import { type Cell, loadMatrix, requestLabel, WARM_UP } from "./matrix.ts";
+import { type Cell, loadMatrix, ROUNDS, requestLabel, WARM_UP } from "./matrix.ts";
 import { startPassthrough } from "./passthrough.ts";
 import { ms, pct } from "./stats.ts";
 
@@ -31,7 +31,8 @@ export function overheadMarkdown(cells: Cell<Targets>[]): string {
 
 ${requestLabel}, to one simulated node generating 1,000,000 tokens/s (so herd's own cost shows): direct, through a pass-through
 proxy with no logic (compile/bench/passthrough.ts: Bun.serve in, herd's HTTP client out, the body piped back; the floor for a router on Bun) and
-through herd (the node declared with 256 parallel slots, so herd's per-model queue never holds a request back). Latency is request
+through herd (the node declared with 256 parallel slots, so herd's per-model queue never holds a request back). Each cell runs direct, pass-through and herd in turn, ${ROUNDS} rounds; each target's figures are its median round (by req/s),
+so a burst of other work on this shared machine skews one round, not the comparison. Latency is request
 sent → last byte, in ms; "added" is herd's percentile minus direct's. Targets (issue #3): added p50 < ${TARGET.addedP50} ms, added p99 <
 ${TARGET.addedP99} ms, herd ≥ ${TARGET.throughput * 100}% of direct throughput. The load generator is a separate Bun process
 (compile/bench/loadgen.ts, Bun's fetch, closed loop); the simulated node runs in the bench process, the proxy and herd (the compiled
