@@ -49,6 +49,18 @@ const SCRIPTS: Record<string, (stream: boolean) => Script> = {
 interface Conn {
   buffer: Buffer;
   servedGenerate: boolean;
+  /** Bytes written but not yet taken by the socket (a big answer to a reader that holds back). */
+  outbox: Buffer;
+}
+
+function send(s: Socket<Conn>, text: string): void {
+  s.data.outbox = Buffer.concat([s.data.outbox, Buffer.from(text)]);
+  flush(s);
+}
+
+function flush(s: Socket<Conn>): void {
+  if (!s.data.outbox.length) return;
+  s.data.outbox = s.data.outbox.subarray(Math.max(0, s.write(s.data.outbox)));
 }
 
 /** A node that speaks just enough HTTP/1.1 for herd's poller and for /api/generate, framed as the prompt asks. */
@@ -65,8 +77,9 @@ class FramingNode {
       port: 0,
       socket: {
         open: (s) => {
-          s.data = { buffer: Buffer.alloc(0), servedGenerate: false };
+          s.data = { buffer: Buffer.alloc(0), servedGenerate: false, outbox: Buffer.alloc(0) };
         },
+        drain: flush,
         data: (s, bytes) => {
           s.data.buffer = Buffer.concat([s.data.buffer, bytes]);
           void this.serve(s);
@@ -88,14 +101,14 @@ class FramingNode {
     const body = s.data.buffer.subarray(end + 4, end + 4 + length).toString();
     s.data.buffer = s.data.buffer.subarray(end + 4 + length);
     const [method, path] = head.split(" ");
-    if (method === "GET") return void s.write(json(probe(path!)));
+    if (method === "GET") return send(s, json(probe(path!)));
     if (!s.data.servedGenerate) this.generateConnections++;
     s.data.servedGenerate = true;
     const request = JSON.parse(body) as { prompt: string; stream?: boolean; images?: string[] };
     this.lastImages = request.images ?? [];
-    const script = SCRIPTS[request.prompt]!(request.stream !== false);
+    const script = request.prompt === "big" ? bigAnswer() : SCRIPTS[request.prompt]!(request.stream !== false);
     for (const piece of script.pieces) {
-      s.write(piece);
+      send(s, piece);
       if (script.pieces.length > 2) await Bun.sleep(1);
     }
     if (script.closeAfter) {
@@ -118,6 +131,15 @@ function probe(path: string): unknown {
 function json(value: unknown): string {
   const body = JSON.stringify(value);
   return `HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+/** A streamed answer of BIG_LINES lines of ~2 KB each (20 MB), all sent at once, for a client to take slowly. */
+const BIG_LINES = 10_000;
+function bigAnswer(): Script {
+  const text = "x".repeat(2000);
+  const lines = Array.from({ length: BIG_LINES }, (_, i) => `${JSON.stringify({ model: MODEL, created_at: "2026-11-30T00:00:00Z", response: `${i}:${text}`, done: false })}\n`);
+  const done = `${JSON.stringify({ model: MODEL, created_at: "2026-11-30T00:00:00Z", response: "", done: true, done_reason: "stop", eval_count: BIG_LINES })}\n`;
+  return { pieces: [`HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n${chunked([...lines, done])}`] };
 }
 
 const node = new FramingNode();
@@ -167,6 +189,25 @@ test("a request far larger than a socket write (an 8 MB image) reaches the node 
   const whole = await client.generate({ model: MODEL, prompt: "length", images: [image], stream: false });
   expect(whole.response).toBe(WORDS.join(""));
   expect(node.lastImages).toEqual([image]);
+});
+
+test("a client that reads slowly gets a large answer whole (herd holds the node back meanwhile), and the connection serves on", async () => {
+  const res = await fetch(`${router.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: MODEL, prompt: "big" }) });
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  for (let reads = 0; ; reads++) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+    if (reads < 100) await Bun.sleep(10); // slow at first: more than herd buffers, so it stops reading from the node until the client catches up
+  }
+  const lines = text.trim().split("\n").map((l) => JSON.parse(l) as { response: string; done: boolean });
+  expect(lines).toHaveLength(BIG_LINES + 1);
+  expect(lines.slice(0, -1).every((l, i) => l.response.startsWith(`${i}:`))).toBe(true);
+  expect(lines.at(-1)!.done).toBe(true);
+  const after = await client.generate({ model: MODEL, prompt: "length", stream: false });
+  expect(after.response).toBe(WORDS.join(""));
 });
 
 test("herd keeps its connections to a node alive between requests", async () => {

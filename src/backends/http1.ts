@@ -245,6 +245,9 @@ class Connection {
   private release(): void {
     const pool = idle.get(this.origin) ?? idle.set(this.origin, []).get(this.origin)!;
     if (pool.length >= MAX_IDLE) return void this.socket.end();
+    // The answer may have ended while its slow reader held the socket paused; the next one needs it reading.
+    if (this.paused) this.socket.resume();
+    this.paused = false;
     // An idle socket must not keep a stopping herd alive.
     this.socket.timeout(IDLE_SECONDS);
     this.socket.unref();
@@ -330,7 +333,8 @@ class Body implements BodyReader {
     const value = this.queue.shift();
     if (value) {
       this.queued -= value.length;
-      this.connection.backlog(this.queued);
+      // Once the answer is whole its connection may carry another, whose backlog is not this one's.
+      if (!this.ended) this.connection.backlog(this.queued);
       return Promise.resolve({ done: false, value });
     }
     if (this.error) return Promise.reject(this.error);

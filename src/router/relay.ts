@@ -19,7 +19,6 @@ export function relay(
   finish: (s: TraceStatus, done: OllamaLine["json"] | null, e: string | null) => void,
   shutdown: AbortSignal,
 ): string | ReadableStream<Uint8Array> {
-  const bytes = new TextEncoder();
   let finished = false;
   let controller: ReadableStreamDefaultController<Uint8Array> | null = null;
   // Text for the client not sent yet: the lines that arrived together go out in one write (and the first
@@ -30,7 +29,7 @@ export function relay(
   };
   const flush = () => {
     if (!controller || !out) return;
-    controller.enqueue(bytes.encode(out));
+    controller.enqueue(utf8.encode(out));
     out = "";
   };
   const end = (status: TraceStatus, done: OllamaLine["json"] | null, error: string | null, tail: string) => {
@@ -117,6 +116,8 @@ export function relay(
     },
   });
 }
+
+const utf8 = new TextEncoder();
 
 /** The node's next lines; while waiting, the encoder's keep-alive bytes go out every interval. */
 async function nextLines(routed: Routed, encoder: Encoder, send: (bytes: string) => void): Promise<IteratorResult<OllamaLine[]>> {
