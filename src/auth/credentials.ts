@@ -33,20 +33,19 @@ export function enrollment(config: Config, nodeId: string, token: string | null)
   return { ok: true };
 }
 
-/** The client key `token` is, or null. */
-export function clientOf(config: Config, token: string | null): ClientEntry | null {
-  if (token === null) return null;
-  const presented = new Presented(token);
+/** The client key `presented` is, or null. */
+export function clientOf(config: Config, presented: Presented | null): ClientEntry | null {
+  if (presented === null) return null;
   let found: ClientEntry | null = null;
   for (const client of config.auth.clients) if (matches(presented, client.key) && !found) found = client;
   return found;
 }
 
 /** The admin token, or herd's own internal credential. */
-export function isAdmin(config: Config, token: string | null): boolean {
-  if (token === null) return false;
-  const admin = config.auth.adminToken ? matches(new Presented(token), config.auth.adminToken) : false;
-  return isInternal(token) || admin;
+export function isAdmin(config: Config, presented: Presented | null): boolean {
+  if (presented === null) return false;
+  const admin = config.auth.adminToken ? matches(presented, config.auth.adminToken) : false;
+  return isInternal(presented) || admin;
 }
 
 function matchesAny(presented: Presented, secrets: Secret[]): boolean {

@@ -10,7 +10,7 @@ import { Caller, KeyUsage } from "./caller.ts";
 import { clientOf, isAdmin } from "./credentials.ts";
 import { admitBody } from "./limits.ts";
 import { refusal } from "./refusal.ts";
-import { presentedKey } from "./tokens.ts";
+import { Presented, presentedKey } from "./tokens.ts";
 
 type Server = { requestIP(r: Request): { address: string } | null; port?: number } | null;
 
@@ -35,15 +35,17 @@ function guard(config: Config, usage: KeyUsage, request: Request, route: string,
   const access = accessOf(request.method, route);
   if (access === "open" || access === "node" || access === "own") return;
   const token = presentedKey(request);
+  // Hashed once, however many secrets it is compared with.
+  const presented = token === null ? null : new Presented(token);
   // The admin, and herd's own requests (benchmarks), may read and run anything, uncounted.
-  if (isAdmin(config, token)) return;
+  if (isAdmin(config, presented)) return;
   if (access === "admin") {
     if (config.auth.adminToken) return unauthorized(path, token ? "invalid admin token" : "this changes the fleet: send the admin token (auth.adminToken) as Authorization: Bearer");
     if (isLoopback(server?.requestIP(request)?.address)) return;
     return refusal(path, 403, "this changes the fleet, which without auth.adminToken only the router's own machine may do; set auth.adminToken in herd.config.ts to allow it from elsewhere");
   }
   if (!config.auth.clients.length) return;
-  const client = clientOf(config, token);
+  const client = clientOf(config, presented);
   if (!client) return unauthorized(path, token ? "invalid API key" : "API key required: send it as Authorization: Bearer <key> (or x-api-key)");
   callers.set(request, new Caller(client, usage));
 }

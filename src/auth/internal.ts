@@ -2,7 +2,7 @@
 // sends chats through the router): a credential made fresh by each process,
 // held only in memory, accepted wherever the admin token is.
 import { randomBytes } from "node:crypto";
-import { sameSecret } from "./tokens.ts";
+import type { Presented } from "./tokens.ts";
 
 const TOKEN = randomBytes(32).toString("base64url");
 
@@ -11,6 +11,6 @@ export function internalHeaders(): Record<string, string> {
   return { authorization: `Bearer ${TOKEN}` };
 }
 
-export function isInternal(token: string | null): boolean {
-  return token !== null && sameSecret(token, TOKEN);
+export function isInternal(presented: Presented): boolean {
+  return presented.is(TOKEN);
 }

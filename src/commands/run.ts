@@ -36,7 +36,7 @@ export async function runRouter(opts: {
   if (agent && opts.localAgent) {
     const url = opts.localAgent.ollamaUrl ?? live.config.nodes.find((n) => n.id === opts.localAgent!.nodeId)?.ollama ?? DEFAULT_OLLAMA;
     const ollama = await agent.beat();
-    log.info(ollama.reachable ? `local Ollama at ${url}: ${found(ollama)}` : `local Ollama at ${url} unreachable; run \`herd sim\` or edit herd.config.ts`);
+    log.info(ollama.reachable ? `local Ollama at ${url}: ${found(ollama)}` : `local Ollama at ${url} unreachable; run \`herd sim\` or edit herd.config.ts (in a checkout of herd: \`npm start -- sim\`)`);
   }
   await reportPolled(router);
   await stopped;

@@ -6,7 +6,7 @@ import type { Config } from "../config/schema.ts";
 import { NodeFailure, type OllamaCall, callOllama, pullModel } from "../backends/ollama.ts";
 import { mlxModelOf } from "../fleet/catalog.ts";
 import type { OllamaSection } from "../fleet/heartbeat.ts";
-import { modelKey, normalizeModelName, sameModel } from "../fleet/model-name.ts";
+import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
 import type { NodeOrdering } from "../fleet/ordering.ts";
 import { markPulled, notPullable, type Pulls, pullTarget } from "../fleet/pulls.ts";
 import { Moved, type Queues, type Slot, SlotTimeout } from "../fleet/queues.ts";
@@ -195,7 +195,7 @@ async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
 function unroutable(nodes: NodeView[], models: string[], failures: string[], excluded: string[]): RouteError {
   const holders = models.flatMap((model) =>
     nodes
-      .filter((n) => n.available.some((m) => sameModel(m.name, model)) || n.loaded.some((m) => sameModel(m.name, model)))
+      .filter((n) => n.availableByKey.has(modelKey(model)) || n.loadedByKey.has(modelKey(model)))
       .map((n) => `${model} on ${n.id} (${n.online ? (n.draining ? "draining" : "online") : "offline"})`),
   );
   const asked = models.map((m) => `"${m}"`).join(", ");
