@@ -31,11 +31,11 @@ export function admitBody(request: Request, route: string, server: Config["serve
   const heartbeat = route === "/heartbeat";
   const media = MEDIA_ROUTES.has(route);
   const bytes = heartbeat ? HEARTBEAT_MAX_BYTES : Math.round((media ? server.maxMediaBodyMb : server.maxBodyMb) * MB);
-  const setting = heartbeat ? "fixed for heartbeats" : media ? "server.maxMediaBodyMb" : "server.maxBodyMb";
-  const message = `request body too large: this route takes at most ${describe(bytes)} (${setting})`;
+  // The refusal's words are built only for a body that may need them (most requests declare a length that fits).
+  const message = () => `request body too large: this route takes at most ${describe(bytes)} (${heartbeat ? "fixed for heartbeats" : media ? "server.maxMediaBodyMb" : "server.maxBodyMb"})`;
   const declared = request.headers.get("content-length");
-  if (declared !== null) return Number(declared) > bytes ? message : null;
-  limits.set(request, { bytes, message }); // sent chunked: readBody counts it
+  if (declared !== null) return Number(declared) > bytes ? message() : null;
+  limits.set(request, { bytes, message: message() }); // sent chunked: readBody counts it
   return null;
 }
 
