@@ -196,7 +196,7 @@ describe("messages.stream", () => {
 
 describe("tools and thinking", () => {
   test("a tool-use round trip: tool_use with parsed input, then tool_result (string, blocks, is_error) to end_turn", async () => {
-    const ask: Anthropic.MessageParam = user("What is the weather in Paris? Use get_weather.");
+    const ask: Anthropic.MessageParam = user("What is the weather in Paris?\nsim: call get_weather");
     const first = await client.messages.create({ model: "qwen2.5-coder:7b", max_tokens: 300, tools: [WEATHER], tool_choice: { type: "auto" }, messages: [ask] });
     expect(first.stop_reason).toBe("tool_use");
     const call = first.content.find((b) => b.type === "tool_use");
@@ -223,7 +223,7 @@ describe("tools and thinking", () => {
   });
 
   test("tool_choice none sends no tools; tool_choice tool must name one of them", async () => {
-    const ask = user("Use get_weather for Paris");
+    const ask = user("sim: call get_weather");
     const none = await client.messages.create({ model: "qwen2.5-coder:7b", max_tokens: 300, tools: [WEATHER], tool_choice: { type: "none" }, messages: [ask] });
     expect(none.stop_reason).toBe("end_turn");
     const forced = await client.messages.create({ model: "qwen2.5-coder:7b", max_tokens: 300, tools: [WEATHER], tool_choice: { type: "tool", name: "get_weather" }, messages: [ask] });

@@ -139,7 +139,7 @@ describe("every surface answers from an MLX server", () => {
     expect(final.content.map((b) => (b.type === "text" ? b.text : "")).join("")).toBe(text);
 
     const weather: Anthropic.Tool = { name: "get_weather", description: "Weather for a city", input_schema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } };
-    const call = await anthropic.messages.create({ model: `mlx:${CHAT}`, max_tokens: 300, tools: [weather], messages: [{ role: "user", content: "Use get_weather for Paris" }] });
+    const call = await anthropic.messages.create({ model: `mlx:${CHAT}`, max_tokens: 300, tools: [weather], messages: [{ role: "user", content: "sim: call get_weather" }] });
     expect(call.stop_reason).toBe("tool_use");
     const use = call.content.find((b) => b.type === "tool_use");
     expect(use).toMatchObject({ type: "tool_use", name: "get_weather" });

@@ -133,7 +133,7 @@ describe("requests and answers", () => {
   });
 
   test("function_call → function_call_output round trip; the reasoning item comes back and stays out of the prompt", async () => {
-    const first = await client.responses.create({ model: "qwen3:8b", input: "use get_weather for Paris", tools: [WEATHER] });
+    const first = await client.responses.create({ model: "qwen3:8b", input: "What is the weather in Paris?\nsim: call get_weather", tools: [WEATHER] });
     expect(first.output.map((o) => o.type)).toEqual(["reasoning", "function_call"]);
     const reasoning = first.output[0] as OpenAI.Responses.ResponseReasoningItem;
     expect(reasoning.content![0]!.type).toBe("reasoning_text");
@@ -146,7 +146,7 @@ describe("requests and answers", () => {
       client.responses.create({
         model: "qwen3:8b",
         tools: [WEATHER],
-        input: [{ role: "user", content: "use get_weather for Paris" }, ...history, { type: "function_call_output", call_id: call.call_id, output: "18C, sunny" }],
+        input: [{ role: "user", content: "sim: call get_weather" }, ...history, { type: "function_call_output", call_id: call.call_id, output: "18C, sunny" }],
       });
     const second = await answer(first.output as OpenAI.Responses.ResponseInputItem[]);
     expect(second.output.map((o) => o.type)).toEqual(["reasoning", "message"]);
@@ -156,13 +156,13 @@ describe("requests and answers", () => {
   });
 
   test("a custom tool's call arrives as a custom_tool_call with its raw input, and its output goes back", async () => {
-    const first = await client.responses.create({ model: "qwen2.5-coder:7b", input: "use exec to print hello", tools: [EXEC] });
+    const first = await client.responses.create({ model: "qwen2.5-coder:7b", input: "sim: call exec", tools: [EXEC] });
     expect(first.output).toEqual([expect.objectContaining({ type: "custom_tool_call", name: "exec", input: "example input", status: "completed" })]);
     const call = first.output[0] as OpenAI.Responses.ResponseCustomToolCall;
     const second = await client.responses.create({
       model: "qwen2.5-coder:7b",
       tools: [EXEC],
-      input: [{ role: "user", content: "use exec to print hello" }, call, { type: "custom_tool_call_output", call_id: call.call_id, output: "hello" }],
+      input: [{ role: "user", content: "sim: call exec" }, call, { type: "custom_tool_call_output", call_id: call.call_id, output: "hello" }],
     });
     expect(second.output.map((o) => o.type)).toEqual(["message"]);
   });
@@ -248,7 +248,7 @@ describe("the event stream", () => {
   });
 
   test("a function call streamed through the SDK: reasoning, then the call's arguments", async () => {
-    const stream = await client.responses.create({ model: "qwen3:8b", input: "use get_weather for Paris", tools: [WEATHER], stream: true });
+    const stream = await client.responses.create({ model: "qwen3:8b", input: "sim: call get_weather", tools: [WEATHER], stream: true });
     const events: any[] = [];
     for await (const event of stream) events.push(event);
     expect(outline(events)).toEqual([...START, ...REASONING, ...FUNCTION_CALL, "response.completed"]);
@@ -294,7 +294,7 @@ describe("Codex", () => {
     const res = await client.responses.create({
       model: "qwen2.5-coder:7b",
       tools: [EXEC_COMMAND],
-      input: [{ type: "additional_tools", role: "developer", tools: [EXEC] }, { role: "user", content: "run exec_command to list the files" }],
+      input: [{ type: "additional_tools", role: "developer", tools: [EXEC] }, { role: "user", content: "sim: call exec_command" }],
     });
     expect(res.output).toEqual([expect.objectContaining({ type: "custom_tool_call", name: "exec", input: `text(await tools.exec_command({"cmd":"example cmd"}));` })]);
     await eventually(async () => warnings("exec_command call became") === before + 1, 2000, "the rewrite's warning");
@@ -302,12 +302,12 @@ describe("Codex", () => {
 
   test("rewrite: an apply_patch call becomes an exec_command heredoc (and then, with exec offered, a call on exec), logged at WARNING", async () => {
     const before = warnings("apply_patch tool call became");
-    const direct = await client.responses.create({ model: "qwen2.5-coder:7b", tools: [EXEC_COMMAND, APPLY_PATCH], input: "use apply_patch to add hello.txt" });
+    const direct = await client.responses.create({ model: "qwen2.5-coder:7b", tools: [EXEC_COMMAND, APPLY_PATCH], input: "sim: call apply_patch" });
     const call = direct.output[0] as OpenAI.Responses.ResponseFunctionToolCall;
     expect(call).toMatchObject({ type: "function_call", name: "exec_command" });
     expect(JSON.parse(call.arguments)).toEqual({ cmd: `apply_patch <<'EOF'\n${PATCH}\nEOF` });
 
-    const viaExec = await client.responses.create({ model: "qwen2.5-coder:7b", tools: [APPLY_PATCH, EXEC], input: "use apply_patch to add hello.txt" });
+    const viaExec = await client.responses.create({ model: "qwen2.5-coder:7b", tools: [APPLY_PATCH, EXEC], input: "sim: call apply_patch" });
     expect(viaExec.output).toEqual([
       expect.objectContaining({ type: "custom_tool_call", name: "exec", input: `text(await tools.exec_command(${JSON.stringify({ cmd: `apply_patch <<'EOF'\n${PATCH}\nEOF` })}));` }),
     ]);

@@ -259,14 +259,14 @@ describe("the OpenAI surface", () => {
     const { url } = await fleet([{ id: "n", models: ["qwen3:8b"], loaded: ["qwen3:8b"] }]);
     const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: "x" });
     const tools = [{ type: "function" as const, function: { name: "get_weather", description: "weather", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } }];
-    const first = await openai.chat.completions.create({ model: "qwen3:8b", messages: [{ role: "user", content: "use get_weather for Paris" }], tools });
+    const first = await openai.chat.completions.create({ model: "qwen3:8b", messages: [{ role: "user", content: "sim: call get_weather" }], tools });
     const call = first.choices[0]!.message.tool_calls![0]!;
     expect(first.choices[0]!.finish_reason).toBe("tool_calls");
     expect(call.type).toBe("function");
     expect(call.type === "function" && call.function.name).toBe("get_weather");
     expect(call.type === "function" && JSON.parse(call.function.arguments)).toHaveProperty("city");
 
-    const stream = await openai.chat.completions.create({ model: "qwen3:8b", messages: [{ role: "user", content: "use get_weather for Paris" }], tools, stream: true });
+    const stream = await openai.chat.completions.create({ model: "qwen3:8b", messages: [{ role: "user", content: "sim: call get_weather" }], tools, stream: true });
     let finish: string | null = null;
     const names: string[] = [];
     for await (const chunk of stream) {
@@ -279,7 +279,7 @@ describe("the OpenAI surface", () => {
     const second = await openai.chat.completions.create({
       model: "qwen3:8b",
       tools,
-      messages: [{ role: "user", content: "use get_weather for Paris" }, first.choices[0]!.message, { role: "tool", tool_call_id: call.id, content: "18C, sunny" }],
+      messages: [{ role: "user", content: "sim: call get_weather" }, first.choices[0]!.message, { role: "tool", tool_call_id: call.id, content: "18C, sunny" }],
     });
     expect(second.choices[0]!.finish_reason).toBe("stop");
     expect(second.choices[0]!.message.content!.length).toBeGreaterThan(0);

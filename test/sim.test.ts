@@ -163,7 +163,7 @@ describe("ollama sim through the ollama client", () => {
 
   test("a message naming a tool gets a tool call with arguments built from its schema", async () => {
     const ollama = client(await ollamaNode());
-    const res = await ollama.chat({ model: "llama3.2:3b", tools: [weather], messages: ask("Use get_weather for Paris") });
+    const res = await ollama.chat({ model: "llama3.2:3b", tools: [weather], messages: ask("sim: call get_weather") });
     expect(res.message.content).toBe("");
     expect(res.message.tool_calls).toHaveLength(1);
     const call = res.message.tool_calls![0]!;
@@ -178,7 +178,7 @@ describe("ollama sim through the ollama client", () => {
     const after = await ollama.chat({
       model: "llama3.2:3b",
       tools: [weather],
-      messages: [...ask("Use get_weather for Paris"), res.message, { role: "tool", content: "18°C, sunny", tool_name: "get_weather" }],
+      messages: [...ask("sim: call get_weather"), res.message, { role: "tool", content: "18°C, sunny", tool_name: "get_weather" }],
     });
     expect(after.message.tool_calls).toBeUndefined();
     expect(after.message.content.length).toBeGreaterThan(0);
@@ -263,7 +263,7 @@ describe("ollama wire format, byte level", () => {
     const node = await ollamaNode();
     const tool = structuredClone(weather);
     tool.function.parameters.properties.unit.enum = ["<b>&"];
-    const res = await post(node, "/api/chat", { model: "llama3.2:3b", stream: false, tools: [tool], messages: ask("get_weather please") });
+    const res = await post(node, "/api/chat", { model: "llama3.2:3b", stream: false, tools: [tool], messages: ask("sim: call get_weather") });
     expect(await res.text()).toContain(`"unit":"\\u003cb\\u003e\\u0026"`);
   });
 
@@ -321,7 +321,7 @@ describe("ollama sim through the openai client", () => {
 
   test("tool calls in OpenAI shape, streaming and not", async () => {
     const ai = openai(await ollamaNode());
-    const messages = [{ role: "user" as const, content: "call get_weather for Oslo" }];
+    const messages = [{ role: "user" as const, content: "sim: call get_weather" }];
     const tools = [weather as OpenAI.ChatCompletionTool];
     const res = await ai.chat.completions.create({ model: "llama3.2:3b", messages, tools });
     expect(res.choices[0]!.finish_reason).toBe("tool_calls");
@@ -593,7 +593,7 @@ describe("mlx_lm.server sim", () => {
     const ai = openai(await mlxNode());
     const res = await ai.chat.completions.create({
       model: "default_model",
-      messages: [{ role: "user", content: "get_weather in Rome" }],
+      messages: [{ role: "user", content: "sim: call get_weather" }],
       tools: [weather as OpenAI.ChatCompletionTool],
       chat_template_kwargs: { enable_thinking: false },
     } as OpenAI.ChatCompletionCreateParamsNonStreaming);

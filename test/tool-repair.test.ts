@@ -25,7 +25,7 @@ async function fleet() {
 describe("tool-call repair", () => {
   test("the node really botches the call: straight to it, the call arrives as text", async () => {
     const { sim } = await fleet();
-    const reply = await new Ollama({ host: sim.url }).chat({ model: "qwen3:8b", think: false, messages: [{ role: "user", content: "use get_weather for Paris" }], tools: [{ type: "function", function: weather }] });
+    const reply = await new Ollama({ host: sim.url }).chat({ model: "qwen3:8b", think: false, messages: [{ role: "user", content: "sim: call get_weather" }], tools: [{ type: "function", function: weather }] });
     expect(reply.message.tool_calls ?? []).toEqual([]);
     expect(reply.message.content).toContain("<tool_call>");
     await sim.stop();
@@ -36,7 +36,7 @@ describe("tool-call repair", () => {
     const ollama = new Ollama({ host: url });
     const calls: unknown[] = [];
     let text = "";
-    for await (const part of await ollama.chat({ model: "qwen3:8b", think: false, stream: true, messages: [{ role: "user", content: "use get_weather for Paris" }], tools: [{ type: "function", function: weather }] })) {
+    for await (const part of await ollama.chat({ model: "qwen3:8b", think: false, stream: true, messages: [{ role: "user", content: "sim: call get_weather" }], tools: [{ type: "function", function: weather }] })) {
       calls.push(...(part.message.tool_calls ?? []));
       text += part.message.content;
     }
@@ -44,7 +44,7 @@ describe("tool-call repair", () => {
     expect(text).toBe("");
 
     const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: "x" });
-    const completion = await openai.chat.completions.create({ model: "qwen3:8b", messages: [{ role: "user", content: "use get_weather for Paris" }], tools: [{ type: "function", function: weather }] });
+    const completion = await openai.chat.completions.create({ model: "qwen3:8b", messages: [{ role: "user", content: "sim: call get_weather" }], tools: [{ type: "function", function: weather }] });
     expect(completion.choices[0]!.finish_reason).toBe("tool_calls");
 
     const anthropic = new Anthropic({ baseURL: url, apiKey: "x", maxRetries: 0 });
@@ -53,7 +53,7 @@ describe("tool-call repair", () => {
       max_tokens: 256,
       thinking: { type: "disabled" },
       tools: [{ name: weather.name, description: weather.description, input_schema: weather.parameters as Anthropic.Tool.InputSchema }],
-      messages: [{ role: "user", content: "use get_weather for Paris" }],
+      messages: [{ role: "user", content: "sim: call get_weather" }],
     });
     expect(message.stop_reason).toBe("tool_use");
 

@@ -141,14 +141,13 @@ export function reply(req: ReplyRequest): Reply {
     ? tokenize(`Okay, the user is asking about ${topic}. ${pick(THOUGHTS, random)}`)
     : [];
 
-  // Only a user turn triggers a call: once a tool result follows, the model answers in text.
-  const userTurn = req.messages.at(-1)?.role === "user";
-  const tool = userTurn ? req.tools?.find((t) => lastUser.toLowerCase().includes(t.function.name.toLowerCase())) : undefined;
-  if (tool) {
+  const planned = plannedCall(req.messages, req.tools ?? []);
+  if (typeof planned === "string") return textReply(tokenize(planned), thinking, cap);
+  if (planned) {
     const call: ToolCall = {
       id: `call_${seed.readBigUInt64LE(8).toString(36).slice(0, 8).padStart(8, "0")}`,
-      name: tool.function.name,
-      arguments: sampleObject(tool.function.parameters ?? {}),
+      name: planned.tool.function.name,
+      arguments: planned.args ?? sampleObject(planned.tool.function.parameters ?? {}),
     };
     // Compact JSON has no spaces to split on; ~4 characters per token is the usual BPE rate.
     const callTokens = Math.ceil(JSON.stringify({ name: call.name, arguments: call.arguments }).length / 4);
@@ -165,7 +164,10 @@ export function reply(req: ReplyRequest): Reply {
     };
   }
 
-  const answer = tokenize(answerText(req.format, topic, random));
+  return textReply(tokenize(answerText(req.format, topic, random)), thinking, cap);
+}
+
+function textReply(answer: string[], thinking: string[], cap: number): Reply {
   const pieces = [...thinking, ...answer].slice(0, cap);
   return {
     thinking: pieces.slice(0, thinking.length),
@@ -174,6 +176,38 @@ export function reply(req: ReplyRequest): Reply {
     evalCount: pieces.length,
     truncated: pieces.length < thinking.length + answer.length,
   };
+}
+
+/**
+ * The sim calls a tool only when asked to in so many words: each line of a
+ * user message of the form `sim: call NAME {json arguments}` is one step of a
+ * tool loop, taken in order, one per assistant turn after that message (the
+ * arguments are optional: without them they are made from the tool's schema).
+ * Once every step is taken, the model answers in text. A step naming a tool
+ * the request does not offer is answered in text that says so. Nothing else
+ * sets off a call: coding agents' prompts name their tools all the time.
+ */
+const CALL_LINE = /^sim: call (\S+)(?:[ \t]+(.*))?$/gm;
+
+function plannedCall(messages: ChatMessage[], tools: ToolSpec[]): { tool: ToolSpec; args?: Record<string, unknown> } | string | undefined {
+  const at = messages.findLastIndex((m) => m.role === "user" && m.content.includes("sim: call "));
+  if (at < 0) return undefined;
+  const steps = [...messages[at]!.content.matchAll(CALL_LINE)];
+  const step = steps[messages.slice(at + 1).filter((m) => m.role === "assistant").length];
+  if (!step) return undefined;
+  const tool = tools.find((t) => t.function.name === step[1]);
+  if (!tool) return `The tool ${step[1]} is not among the tools offered (${tools.map((t) => t.function.name).join(", ") || "none"}).`;
+  return { tool, args: jsonObject(step[2]) };
+}
+
+function jsonObject(text: string | undefined): Record<string, unknown> | undefined {
+  if (!text) return undefined;
+  try {
+    const value = JSON.parse(text);
+    return value && typeof value === "object" && !Array.isArray(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function answerText(format: unknown, topic: string, random: () => number): string {
