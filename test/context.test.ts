@@ -39,7 +39,6 @@ describe("context management", () => {
     const reply = await client.messages.create({ model: "llama3.2:3b", max_tokens: 256, tools, messages: longSession(8) });
     expect(reply.stop_reason).toBe("end_turn");
     const trace = await eventually(async () => (await getJson(`${url}/dashboard/api/traces?limit=1`)).traces[0], 3000, "the trace");
-    expect(trace.adjustments).toHaveLength(1);
     expect(trace.adjustments[0]).toMatch(/^cleared the 5 oldest tool result\(s\) \(\d+ → \d+ tokens\) to fit 3840$/);
     await stop();
   });
@@ -52,6 +51,36 @@ describe("context management", () => {
     expect(error.error.error.type).toBe("prompt_too_large");
     expect(error.message).toContain("/compact");
     await stop();
+  });
+});
+
+describe("the context a prompt runs in", () => {
+  // ~11k tokens, as Claude Code's system prompt and tool list.
+  const longPrompt = Array.from({ length: 1100 }, (_, i) => `rule ${i}: keep the build green and the change small`).join("\n");
+  const chat = (url: string, content: string) =>
+    fetch(`${url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "llama3.2:3b", stream: false, messages: [{ role: "user", content }] }) }).then((r) => r.json() as Promise<any>);
+  const loadedContext = async (simUrl: string) => (await getJson(`${simUrl}/api/ps`)).models[0].context_length;
+
+  test("a prompt larger than the loaded context gets a num_ctx it fits (the trace says so), not Ollama's silent cut; the runner is kept after", async () => {
+    const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 5000 });
+    const direct = await chat(sim.url, longPrompt);
+    expect(direct.prompt_eval_count).toBe(4096); // what Ollama does to it unasked: the start is gone
+    const dir = tmpDir();
+    writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [{ id: "n", ollama: "${sim.url}" }], heartbeat: { intervalMs: 200 } };\n`);
+    const { url } = await startRouterProcess(["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+    await eventually(async () => (await getJson(`${url}/api/ps`)).models.length === 1, 3000, "the loaded model");
+
+    const routed = await chat(url, longPrompt);
+    expect(routed.prompt_eval_count).toBeGreaterThan(10_000);
+    expect(await loadedContext(sim.url)).toBe(16384);
+    const trace = await eventually(async () => (await getJson(`${url}/dashboard/api/traces?limit=1`)).traces[0], 3000, "the trace");
+    expect(trace.adjustments).toEqual([expect.stringMatching(/^num_ctx 16384: the prompt \(~\d+ tokens\) and room for the reply \(1024\) outgrow the loaded context \(4096\)$/)]);
+
+    // A short request next keeps the bigger runner (herd sends its num_ctx) instead of reloading the model at 4096.
+    await eventually(async () => (await getJson(`${url}/fleet/status`)).nodes[0].ollama.models_loaded[0]?.context_length === 16384, 3000, "herd seeing the bigger runner");
+    expect((await chat(url, "hi")).done).toBe(true);
+    expect(await loadedContext(sim.url)).toBe(16384);
+    await sim.stop();
   });
 });
 

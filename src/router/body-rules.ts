@@ -1,11 +1,14 @@
-// Two adjustments to a request body once the serving node is known:
+// Three adjustments to a request body once the serving node is known:
 // - context protection: a client's num_ctx no larger than what the node already
 //   has loaded would only make Ollama reload the model (a long stall), so it is
 //   stripped ("strip"), logged ("warn") or left alone ("passthrough");
+// - context size: with no num_ctx from the client, herd sets one the prompt
+//   fits (context-size.ts);
 // - thinking budgets: a thinking model spends tokens on its reasoning before it
 //   answers, so a client's num_predict is raised so the answer still fits.
 import type { Config } from "../config/schema.ts";
 import { log } from "../log.ts";
+import { contextSize } from "./context-size.ts";
 
 /** Raise a thinking model's num_predict by this factor, to at least THINKING_MIN_PREDICT. */
 const THINKING_OVERHEAD = 4;
@@ -24,12 +27,13 @@ export function thinks(model: string, body: Record<string, unknown>): boolean {
   return body.think !== false && THINKING_FAMILIES.test(model.replace(/^.*\//, ""));
 }
 
-export function adjustBody(
-  body: Record<string, unknown>,
-  model: string,
-  loadedContext: number | undefined,
-  mode: Config["features"]["contextProtection"],
-): Adjusted {
+/** What herd knows about the request's fit on the chosen node; promptTokens null for requests that run no chat (embeddings). */
+export interface Fit {
+  loadedContext: number | undefined;
+  promptTokens: number | null;
+}
+
+export function adjustBody(body: Record<string, unknown>, model: string, { loadedContext, promptTokens }: Fit, mode: Config["features"]["contextProtection"]): Adjusted {
   const options = { ...((body.options as Record<string, unknown> | undefined) ?? {}) };
   const notes: string[] = [];
   const numCtx = options.num_ctx;
@@ -46,6 +50,12 @@ export function adjustBody(
     options.num_predict = sent;
     thinkingBudget = { requested, sent };
     notes.push(`num_predict raised ${requested} → ${sent} for a thinking model`);
+  }
+  // After the thinking budget: the reply's room includes the reasoning.
+  const size = promptTokens !== null && options.num_ctx === undefined ? contextSize(promptTokens, options.num_predict, loadedContext) : null;
+  if (size) {
+    options.num_ctx = size.numCtx;
+    if (size.note) notes.push(size.note);
   }
   const hasOptions = Object.keys(options).length > 0 || body.options !== undefined;
   return { body: { ...body, model, ...(hasOptions ? { options } : {}) }, thinkingBudget, notes };

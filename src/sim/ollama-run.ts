@@ -61,7 +61,8 @@ export async function startRun(node: OllamaNode, req: RunRequest, ctx: RequestCo
   const timing = { began: performance.now(), loaded: 0, prompted: 0 };
   const r = await node.residency.acquire(spec, numCtx, ctx);
   timing.loaded = performance.now();
-  const promptTokens = promptTokenIds(messages).length;
+  // Like Ollama, a prompt longer than the runner's context is cut to fit, silently: only the count shows it.
+  const promptTokens = Math.min(promptTokenIds(messages).length, r.numCtx);
   try {
     await ctx.sleep(promptEvalMs(promptTokens, ctx));
   } catch (e) {
