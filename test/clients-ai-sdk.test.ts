@@ -19,12 +19,13 @@ import { type ClientFleet, startClientFleet, Wire } from "./client-fleet.ts";
 (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
 
 const CHAT = "llama3.2:3b";
+const THINKER = "qwen3:8b";
 const EMBED = "nomic-embed-text";
 const DIMS = CATALOG.find((m) => m.name === `${EMBED}:latest`)!.embeddingLength;
 
 let fleet: ClientFleet;
 beforeAll(async () => {
-  fleet = await startClientFleet([{ id: "studio", models: [CHAT, EMBED], loaded: [CHAT, EMBED], tokensPerSecond: 2000 }]);
+  fleet = await startClientFleet([{ id: "studio", models: [CHAT, THINKER, EMBED], loaded: [CHAT, THINKER, EMBED], tokensPerSecond: 2000 }]);
 });
 afterAll(async () => {
   await fleet?.stop();
@@ -58,6 +59,8 @@ interface Provider {
   /** The model structured output is asked of, when not chat(). */
   objects?(): LanguageModel;
   embedding?(): EmbeddingModel;
+  /** A thinking model, asked to think the way this provider's docs say (ai 7's `reasoning` unless the model's settings). */
+  thinker(): { model: LanguageModel; reasoning?: "low" };
   /** Options every call needs with this provider. */
   call?: { maxOutputTokens?: number };
   /** Why its structured-output test fails today, until a fix lands elsewhere. */
@@ -68,17 +71,24 @@ const providers: Provider[] = [
   (() => {
     const wire = new Wire();
     const herd = () => createOpenAICompatible({ name: "herd", baseURL: `${fleet.url}/v1`, includeUsage: true, supportsStructuredOutputs: true, fetch: wire.fetch });
-    return { name: "@ai-sdk/openai-compatible (herd /v1: chat/completions, embeddings)", wire, chat: () => herd().chatModel(CHAT), embedding: () => herd().embeddingModel(EMBED) };
+    return { name: "@ai-sdk/openai-compatible (herd /v1: chat/completions, embeddings)", wire, chat: () => herd().chatModel(CHAT), embedding: () => herd().embeddingModel(EMBED), thinker: () => ({ model: herd().chatModel(THINKER), reasoning: "low" }) };
   })(),
   (() => {
     const wire = new Wire();
     const herd = () => createOllamaV2({ baseURL: `${fleet.url}/api`, fetch: wire.fetch });
-    return { name: "ollama-ai-provider-v2 (herd /api: chat, embed)", wire, chat: () => herd()(CHAT), embedding: () => herd().embedding(EMBED) };
+    return { name: "ollama-ai-provider-v2 (herd /api: chat, embed)", wire, chat: () => herd()(CHAT), embedding: () => herd().embedding(EMBED), thinker: () => ({ model: herd()(THINKER), reasoning: "low" }) };
   })(),
   (() => {
     const wire = new Wire();
     const herd = () => createAiSdkOllama({ baseURL: fleet.url, fetch: wire.fetch });
-    return { name: "ai-sdk-ollama (herd root: /api/chat, /api/embed)", wire, chat: () => herd()(CHAT), embedding: () => herd().embedding(EMBED) };
+    return {
+      name: "ai-sdk-ollama (herd root: /api/chat, /api/embed)",
+      wire,
+      chat: () => herd()(CHAT),
+      embedding: () => herd().embedding(EMBED),
+      // Its README asks for thinking in the model's settings; ai 7's `reasoning: "low"` it sends on as think: "low", which Ollama takes from gpt-oss only.
+      thinker: () => ({ model: herd()(THINKER, { think: true }) }),
+    };
   })(),
   (() => {
     const wire = new Wire();
@@ -88,6 +98,7 @@ const providers: Provider[] = [
       name: "@ai-sdk/anthropic (herd /v1/messages)",
       wire,
       chat: () => herd()(CHAT),
+      thinker: () => ({ model: herd()(THINKER), reasoning: "low" }),
       objects: () => herd()("claude-sonnet-4-5"),
       call: { maxOutputTokens: 1024 },
       objectsPending: "FAILS until the Anthropic surface translates output_config.format (today it is dropped and the model answers prose)",
@@ -152,6 +163,23 @@ for (const p of providers) {
       const order = parts.filter((t) => ["tool-call", "tool-result", "finish-step", "text-delta", "finish"].includes(t));
       expect(order, `fullStream: the order of its parts (all: ${parts.join(", ")})${said}`).toEqual(["tool-call", "tool-result", "finish-step", "text-delta", "finish-step", "finish"]);
       expect(await streamed.text, `streamText: the final step's text${said}`).toContain("weather");
+    });
+
+    test("reasoning from a thinking model: reasoningText apart from the text, generated and streamed", async () => {
+      const { model, reasoning } = p.thinker();
+      const r = await wire.explain("generateText with reasoning", () => generateText({ ...ask("Why is the sky blue"), model, reasoning }));
+      const said = `\n${wire.describe(1)}`;
+      expect(r.reasoningText, `generateText: reasoningText (from message.thinking / reasoning / thinking blocks)${said}`).toContain("Okay, the user is asking about Why is the sky blue");
+      expect(r.text, `generateText: text${said}`).toContain("sky");
+      expect(r.text, `generateText: text holds no reasoning${said}`).not.toContain("Okay, the user");
+      const streamed = streamText({ ...ask("Why is the sky blue"), model, reasoning });
+      const parts = new Set<string>();
+      for await (const part of streamed.fullStream) parts.add(part.type);
+      const saidStream = `\n${wire.describe(1)}`;
+      expect(parts.has("error"), `streamText: an error part${saidStream}`).toBe(false);
+      expect(parts.has("reasoning-delta"), `streamText: reasoning-delta parts${saidStream}`).toBe(true);
+      expect(await streamed.reasoningText, `streamText: reasoningText${saidStream}`).toBe(r.reasoningText);
+      expect(await streamed.text, `streamText: text${saidStream}`).toBe(r.text);
     });
 
     test(`structured output: generateText with Output.object, and generateObject, give an object of the schema${p.objectsPending ? ` [${p.objectsPending}]` : ""}`, async () => {
