@@ -131,7 +131,7 @@ for (const responses of [false, true]) {
 
     test("invoke and stream (streamUsage): text, the same text in pieces, usage_metadata", async () => {
       await invokeAndStream(model(), wire);
-      expect(wire.exchanges.at(-1)?.request, "the request went to the API asked for").toStartWith(`POST /v1/${responses ? "responses" : "chat/completions"} `);
+      expect(wire.exchanges.at(-1)?.request ?? "(none)", "the request went to the API asked for").toStartWith(`POST /v1/${responses ? "responses" : "chat/completions"} `);
     });
     test("bindTools: the call's args parsed, the ToolMessage sent back, a final text", () => toolLoopTest(model(), wire));
     test("bindTools, streamed: the tool call comes through the chunks", () => streamedToolCall(model(), wire));
