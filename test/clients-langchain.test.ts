@@ -11,12 +11,13 @@ import { CATALOG } from "../src/sim/index.ts";
 import { type ClientFleet, startClientFleet, Wire } from "./client-fleet.ts";
 
 const CHAT = "llama3.2:3b";
+const THINKER = "qwen3:8b";
 const EMBED = "nomic-embed-text";
 const DIMS = CATALOG.find((m) => m.name === `${EMBED}:latest`)!.embeddingLength;
 
 let fleet: ClientFleet;
 beforeAll(async () => {
-  fleet = await startClientFleet([{ id: "studio", models: [CHAT, EMBED], loaded: [CHAT, EMBED], tokensPerSecond: 2000 }]);
+  fleet = await startClientFleet([{ id: "studio", models: [CHAT, THINKER, EMBED], loaded: [CHAT, THINKER, EMBED], tokensPerSecond: 2000 }]);
 });
 afterAll(async () => {
   await fleet?.stop();
@@ -101,6 +102,16 @@ async function structured(model: Chat, wire: Wire) {
   expect(typeof forecast.celsius, `withStructuredOutput: celsius\n${wire.describe(1)}`).toBe("number");
 }
 
+/** A thinking model's answer: the reasoning stays out of the text, and comes back where the client keeps it (`where` names it; none: not read). */
+async function reasoningApart(model: Chat, wire: Wire, where?: [string, (m: AIMessage) => string | undefined]) {
+  const r = await wire.explain("invoke a thinking model", () => model.invoke("Why is the sky blue"));
+  const said = `\n${wire.describe(1)}`;
+  expect(r.text, `the text${said}`).toContain("sky");
+  expect(r.text, `the text holds no reasoning${said}`).not.toContain("Okay, the user");
+  if (!where) return;
+  expect(where[1](r) ?? "(none)", `${where[0]}${said}`).toContain("Okay, the user is asking about Why is the sky blue");
+}
+
 describe("ChatOllama (herd's root: /api/chat)", () => {
   const wire = new Wire();
   const model = () => new ChatOllama({ model: CHAT, baseUrl: fleet.url, fetch: wire.fetch });
@@ -109,6 +120,11 @@ describe("ChatOllama (herd's root: /api/chat)", () => {
   test("bindTools: the call's args parsed, the ToolMessage sent back, a final text", () => toolLoopTest(model(), wire));
   test("bindTools, streamed: the tool call comes through the chunks", () => streamedToolCall(model(), wire));
   test("withStructuredOutput (format: the JSON schema)", () => structured(model(), wire));
+  test("think: the reasoning as a reasoning block (message.thinking), apart from the text", () =>
+    reasoningApart(new ChatOllama({ model: THINKER, baseUrl: fleet.url, fetch: wire.fetch, think: true }), wire, [
+      "contentBlocks of type reasoning",
+      (m) => m.contentBlocks.flatMap((b) => (b.type === "reasoning" ? [b.reasoning] : [])).join(""),
+    ]));
 });
 
 describe("OllamaEmbeddings (herd's root: /api/embed)", () => {
@@ -136,6 +152,17 @@ for (const responses of [false, true]) {
     test("bindTools: the call's args parsed, the ToolMessage sent back, a final text", () => toolLoopTest(model(), wire));
     test("bindTools, streamed: the tool call comes through the chunks", () => streamedToolCall(model(), wire));
     test(`withStructuredOutput (${responses ? "text.format" : "response_format"} json_schema)`, () => structured(model(), wire));
+    // LangChain reads Chat Completions reasoning from `reasoning_content` only; herd (like Ollama's /v1) sends `reasoning`, so there
+    // this checks only that none leaks into the text. From the Responses API it builds reasoning blocks of summaries only, and keeps
+    // the reasoning item itself (herd's raw reasoning_text content) in additional_kwargs.reasoning.
+    test(`a thinking model: the reasoning stays out of the text${responses ? ", and comes back as the reasoning item's reasoning_text" : ""}`, () =>
+      reasoningApart(
+        new ChatOpenAI({ model: THINKER, apiKey: "unused", maxRetries: 0, useResponsesApi: responses, configuration: { baseURL: `${fleet.url}/v1`, fetch: wire.fetch } }),
+        wire,
+        responses
+          ? ["additional_kwargs.reasoning.content[].text", (m) => (m.additional_kwargs.reasoning as { content?: { text: string }[] } | undefined)?.content?.map((c) => c.text).join("")]
+          : undefined,
+      ));
   });
 }
 
