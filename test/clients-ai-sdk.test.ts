@@ -20,6 +20,7 @@ import { type ClientFleet, startClientFleet, Wire } from "./client-fleet.ts";
 
 const CHAT = "llama3.2:3b";
 const THINKER = "qwen3:8b";
+const MISSING = "nope:1b";
 const EMBED = "nomic-embed-text";
 const DIMS = CATALOG.find((m) => m.name === `${EMBED}:latest`)!.embeddingLength;
 
@@ -63,6 +64,8 @@ interface Provider {
   thinker(): { model: LanguageModel; reasoning?: "low" };
   /** Options every call needs with this provider. */
   call?: { maxOutputTokens?: number };
+  /** The chat model of a name the fleet lacks (none: the surface auto-routes unknown ids, as herd's Anthropic surface does). */
+  missing?(): LanguageModel;
   /** Why its structured-output test fails today, until a fix lands elsewhere. */
   objectsPending?: string;
 }
@@ -71,12 +74,12 @@ const providers: Provider[] = [
   (() => {
     const wire = new Wire();
     const herd = () => createOpenAICompatible({ name: "herd", baseURL: `${fleet.url}/v1`, includeUsage: true, supportsStructuredOutputs: true, fetch: wire.fetch });
-    return { name: "@ai-sdk/openai-compatible (herd /v1: chat/completions, embeddings)", wire, chat: () => herd().chatModel(CHAT), embedding: () => herd().embeddingModel(EMBED), thinker: () => ({ model: herd().chatModel(THINKER), reasoning: "low" }) };
+    return { name: "@ai-sdk/openai-compatible (herd /v1: chat/completions, embeddings)", wire, chat: () => herd().chatModel(CHAT), embedding: () => herd().embeddingModel(EMBED), thinker: () => ({ model: herd().chatModel(THINKER), reasoning: "low" }), missing: () => herd().chatModel(MISSING) };
   })(),
   (() => {
     const wire = new Wire();
     const herd = () => createOllamaV2({ baseURL: `${fleet.url}/api`, fetch: wire.fetch });
-    return { name: "ollama-ai-provider-v2 (herd /api: chat, embed)", wire, chat: () => herd()(CHAT), embedding: () => herd().embedding(EMBED), thinker: () => ({ model: herd()(THINKER), reasoning: "low" }) };
+    return { name: "ollama-ai-provider-v2 (herd /api: chat, embed)", wire, chat: () => herd()(CHAT), embedding: () => herd().embedding(EMBED), thinker: () => ({ model: herd()(THINKER), reasoning: "low" }), missing: () => herd()(MISSING) };
   })(),
   (() => {
     const wire = new Wire();
@@ -88,6 +91,7 @@ const providers: Provider[] = [
       embedding: () => herd().embedding(EMBED),
       // Its README asks for thinking in the model's settings; ai 7's `reasoning: "low"` it sends on as think: "low", which Ollama takes from gpt-oss only.
       thinker: () => ({ model: herd()(THINKER, { think: true }) }),
+      missing: () => herd()(MISSING),
     };
   })(),
   (() => {
@@ -192,6 +196,19 @@ for (const p of providers) {
       const o = await wire.explain("generateObject", () => generateObject({ ...ask("The weather in Paris"), model, schema: FORECAST }));
       expect(o.object, `generateObject: the object${wire.describe(1)}`).toEqual(r.output);
     });
+
+    if (p.missing) {
+      const missing = p.missing;
+      test("a model the fleet lacks: the provider's own error, carrying herd's not-found message", async () => {
+        const error = await generateText({ model: missing(), prompt: "hi", maxRetries: 0 }).then(
+          () => null,
+          (e: Error & { statusCode?: number; responseBody?: string }) => e,
+        );
+        // ollama-ai-provider-v2 reads OpenAI-shaped errors even from /api, so Ollama's {"error": "…"} reaches it as the body, not the message.
+        const seen = error && `${error.message} ${error.statusCode ?? ""} ${error.responseBody ?? ""}`;
+        expect(seen ?? "(no error)", `the error (message, statusCode, responseBody)\n${wire.describe(1)}`).toMatch(/nope:1b\W{0,3} not found on any node/);
+      });
+    }
 
     if (p.embedding) {
       const model = p.embedding;

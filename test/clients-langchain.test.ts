@@ -120,6 +120,10 @@ describe("ChatOllama (herd's root: /api/chat)", () => {
   test("bindTools: the call's args parsed, the ToolMessage sent back, a final text", () => toolLoopTest(model(), wire));
   test("bindTools, streamed: the tool call comes through the chunks", () => streamedToolCall(model(), wire));
   test("withStructuredOutput (format: the JSON schema)", () => structured(model(), wire));
+  test("a model the fleet lacks: ollama's ResponseError with herd's message", async () => {
+    const error = await new ChatOllama({ model: "nope:1b", baseUrl: fleet.url, fetch: wire.fetch }).invoke("hi").then(() => null, (e: Error) => e);
+    expect(error?.message ?? "(no error)", `the error's message\n${wire.describe(1)}`).toContain('"nope:1b" not found on any node');
+  });
   test("think: the reasoning as a reasoning block (message.thinking), apart from the text", () =>
     reasoningApart(new ChatOllama({ model: THINKER, baseUrl: fleet.url, fetch: wire.fetch, think: true }), wire, [
       "contentBlocks of type reasoning",
@@ -151,6 +155,16 @@ for (const responses of [false, true]) {
     });
     test("bindTools: the call's args parsed, the ToolMessage sent back, a final text", () => toolLoopTest(model(), wire));
     test("bindTools, streamed: the tool call comes through the chunks", () => streamedToolCall(model(), wire));
+    if (!responses) {
+      // (The Responses surface auto-routes an id it does not know, as for Codex: docs/responses.md.)
+      test("a model the fleet lacks: the OpenAI SDK's NotFoundError (404) with herd's message", async () => {
+        const error = await new ChatOpenAI({ model: "nope:1b", apiKey: "unused", maxRetries: 0, configuration: { baseURL: `${fleet.url}/v1`, fetch: wire.fetch } })
+          .invoke("hi")
+          .then(() => null, (e: Error & { status?: number }) => e);
+        expect([error?.constructor.name, error?.status], `the error's class and status\n${wire.describe(1)}`).toEqual(["NotFoundError", 404]);
+        expect(error!.message, "the error's message").toContain('"nope:1b" not found on any node');
+      });
+    }
     test(`withStructuredOutput (${responses ? "text.format" : "response_format"} json_schema)`, () => structured(model(), wire));
     // LangChain reads Chat Completions reasoning from `reasoning_content` only; herd (like Ollama's /v1) sends `reasoning`, so there
     // this checks only that none leaks into the text. From the Responses API it builds reasoning blocks of summaries only, and keeps
