@@ -3,6 +3,7 @@
 // images); the answer keeps one id for the whole stream, maps finish reasons
 // (stop / length / tool_calls) and reports usage.
 import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
+import { thinks } from "../router/body-rules.ts";
 import type { Encoder } from "../router/route.ts";
 
 type Json = Record<string, unknown>;
@@ -39,8 +40,25 @@ export function chatToOllama(body: Json): Json | string {
   const format = rf ? ollamaFormat("response_format", rf.type, (rf.json_schema as Json | undefined)?.schema, "response_format.json_schema.schema") : {};
   if (typeof format === "string") return format;
   Object.assign(out, format);
-  if (body.reasoning_effort !== undefined) out.think = body.reasoning_effort === "none" ? false : body.reasoning_effort;
+  const effort = body.reasoning_effort;
+  if (effort !== undefined && effort !== null && typeof effort !== "string") return "reasoning_effort: expected a string";
+  const think = thinkFor(effort ?? undefined, typeof body.model === "string" ? body.model : "");
+  if (think !== undefined) out.think = think;
   return out;
+}
+
+/**
+ * Ollama's `think` for an OpenAI reasoning effort (Chat Completions'
+ * reasoning_effort, Responses' reasoning.effort): gpt-oss takes a level, other
+ * thinking models on or off; a model that cannot think is not asked to (Ollama
+ * refuses `think: true` there, and a level from any model but gpt-oss).
+ */
+export function thinkFor(effort: string | undefined, model: string): boolean | string | undefined {
+  if (effort === undefined) return undefined;
+  if (effort === "none" || effort === "minimal") return false;
+  if (!thinks(model, {})) return undefined;
+  if (!/^gpt-oss/.test(model.replace(/^.*\//, ""))) return true;
+  return effort === "low" || effort === "high" ? effort : effort === "xhigh" ? "high" : "medium";
 }
 
 function message(m: Json, i: number): Json | string {

@@ -5,10 +5,9 @@
 // tools. The answer is the Responses event sequence, or one Response object,
 // with each tool call as the kind of item the client declared its tool as.
 import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
-import { thinks } from "../router/body-rules.ts";
 import type { Encoder } from "../router/route.ts";
 import { codexRewrite, type Offered } from "./codex-rewrites.ts";
-import { argumentsText, dataUrlBase64, numericOptions, ollamaFormat, openaiError, randomId, toolArguments } from "./openai-codec.ts";
+import { argumentsText, dataUrlBase64, numericOptions, ollamaFormat, openaiError, randomId, thinkFor, toolArguments } from "./openai-codec.ts";
 
 type Json = Record<string, unknown>;
 
@@ -79,16 +78,6 @@ export function toOllama(t: Translated, model: string, stream: boolean): Json {
   const think = thinkFor(t.effort, model);
   if (think !== undefined) out.think = think;
   return out;
-}
-
-// reasoning.effort → Ollama's `think`: gpt-oss takes a level, other thinking
-// models on or off; a model that cannot think is not asked to (Ollama refuses).
-function thinkFor(effort: string | undefined, model: string): boolean | string | undefined {
-  if (effort === undefined) return undefined;
-  if (effort === "none" || effort === "minimal") return false;
-  if (!thinks(model, {})) return undefined;
-  if (!/^gpt-oss/.test(model.replace(/^.*\//, ""))) return true;
-  return effort === "low" || effort === "high" ? effort : effort === "xhigh" ? "high" : "medium";
 }
 
 function echoOf(body: Json): Json {
