@@ -8,6 +8,7 @@ import { nativeEmbed } from "../backends/embedding.ts";
 import { fleetImageModels, isOllamaImageModel } from "../backends/image.ts";
 import { normalizeModelName } from "../fleet/model-name.ts";
 import { modelsOnDisk, reachableNodes } from "../fleet/catalog.ts";
+import { GB, type TagEntry } from "../fleet/node-models.ts";
 import { onDisk } from "../fleet/registry.ts";
 import type { RouteRequest } from "../router/dispatch.ts";
 import { estimateTokens, takeHerdFields } from "../router/herd-fields.ts";
@@ -16,8 +17,6 @@ import type { Runtime } from "../runtime.ts";
 import { lowestVersion } from "../version.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 import { jsonError } from "./errors.ts";
-
-const GB = 1024 ** 3;
 
 export function ollamaSurface(rt: Runtime) {
   const proxy = (kind: RouteRequest["kind"], path: string) => ({ request, server }: { request: Request; server: any }) =>
@@ -112,17 +111,45 @@ function ndjson(stream: boolean): Encoder {
   };
 }
 
-/** Every model on disk in the fleet, once, with the nodes that have it; image models say so (seed 000: details.type). */
+// What Ollama sends for a field a report left out (a seed 000 agent lists names only; a model just pulled is
+// listed before the next report; an MLX server or an image service has no Ollama entry): Go's zero values,
+// so a client that types every field (ollama-js) still gets each one.
+const ZERO_TIME = "0001-01-01T00:00:00Z";
+const NO_DETAILS = { parent_model: "", format: "", family: "", families: [], parameter_size: "", quantization_level: "" };
+
+/**
+ * Every model on disk in the fleet, once: the /api/tags entry of the first node that has it, whole, with the
+ * nodes that have it in details.fleet_nodes; image models say so (seed 000: details.type).
+ */
 function fleetTags(rt: Runtime) {
+  const tag = (name: string, entry: TagEntry, details: Record<string, unknown>) => ({
+    model: name,
+    modified_at: ZERO_TIME,
+    size: 0,
+    digest: "",
+    ...entry,
+    name,
+    details: { ...NO_DETAILS, ...entry.details, ...details },
+  });
   const image = (name: string) => (isOllamaImageModel(name) ? { type: "image" } : {});
-  const onDisk = modelsOnDisk(rt.registry).map((m) => ({ name: m.name, model: m.name, size: Math.round(m.sizeGb * GB), details: { fleet_nodes: m.nodes, ...image(m.name) } }));
+  const onDisk = modelsOnDisk(rt.registry).map((m) => tag(m.name, m.entry, { fleet_nodes: m.nodes, ...image(m.name) }));
   const generators = fleetImageModels(rt.registry).filter((m) => m.backend !== "ollama");
-  return [...onDisk, ...generators.map((m) => ({ name: m.name, model: m.name, size: 0, details: { fleet_nodes: m.fleet_nodes, type: "image" } }))];
+  return [...onDisk, ...generators.map((m) => tag(m.name, { name: m.name }, { fleet_nodes: m.fleet_nodes, type: "image" }))];
 }
 
-/** Every loaded model, one entry per node that holds it. */
+/** Every loaded model, one entry per node that holds it: that node's /api/ps entry, whole, and the node (fleet_node). */
 function fleetLoaded(rt: Runtime) {
   return reachableNodes(rt.registry).flatMap((node) =>
-    node.ollama!.models_loaded.map((m) => ({ name: m.name, model: m.name, size: Math.round(m.size_gb * GB), fleet_node: node.id })),
+    node.ollama!.models_loaded.map(({ size_gb, ...m }) => ({
+      model: m.name,
+      digest: "",
+      expires_at: ZERO_TIME,
+      size_vram: 0,
+      context_length: 0,
+      ...m,
+      size: m.size ?? Math.round(size_gb * GB), // seed 000's agents report size_gb alone
+      details: { ...NO_DETAILS, ...m.details },
+      fleet_node: node.id,
+    })),
   );
 }
