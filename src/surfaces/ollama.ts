@@ -16,6 +16,7 @@ import { type Encoder, headerValue, route } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
 import { lowestVersion } from "../version.ts";
 import { modelOf, readJsonObject } from "./body.ts";
+import { embedBody } from "./embed-input.ts";
 import { jsonError } from "./errors.ts";
 
 export function ollamaSurface(rt: Runtime) {
@@ -33,10 +34,12 @@ export function ollamaSurface(rt: Runtime) {
 }
 
 async function handle(rt: Runtime, request: Request, kind: RouteRequest["kind"], path: string, clientIp: string | null): Promise<Response> {
-  const body = await readJsonObject(request);
-  if (typeof body === "string") return jsonError(400, body);
-  const model = modelOf(body);
+  const read = await readJsonObject(request);
+  if (typeof read === "string") return jsonError(400, read);
+  const model = modelOf(read);
   if (!model) return jsonError(400, "model is required");
+  const body = kind === "embed" ? embedBody(read, path === "/api/embeddings") : read;
+  if (typeof body === "string") return jsonError(400, body);
   if (kind === "chat" && body.messages !== undefined && !Array.isArray(body.messages)) return jsonError(400, "messages: expected a list");
   if (body.stream !== undefined && typeof body.stream !== "boolean") return jsonError(400, "stream: expected true or false");
   const herd = takeHerdFields(body, request.headers);
