@@ -7,7 +7,7 @@ import * as v from "valibot";
 
 export const GB = 1024 ** 3;
 /** More than any Mac holds; a heartbeat (256 KiB) fits far fewer. */
-export const MAX_MODELS = 1000;
+const MAX_MODELS = 1000;
 /** A real entry is about 400 bytes. */
 const MAX_ENTRY_CHARS = 4096;
 
@@ -15,6 +15,7 @@ const text = (max: number) => v.pipe(v.string(), v.maxLength(max));
 const amount = v.pipe(v.number(), v.minValue(0));
 
 const modelName = v.pipe(text(512), v.nonEmpty("a model name must not be empty"));
+/** What a node's /api/version says. */
 export const versionText = text(64);
 
 const details = v.looseObject({
@@ -48,16 +49,17 @@ export const psEntry = small(
   v.looseObject({ ...common, size_vram: v.optional(amount), context_length: v.optional(amount), expires_at: v.optional(text(64)), size_gb: v.optional(amount, 0) }),
 );
 
+/** A node's list of models, held to MAX_MODELS. */
 export const modelList = <S extends v.GenericSchema>(entry: S) => v.pipe(v.array(entry), v.maxLength(MAX_MODELS));
 
 export type TagEntry = v.InferOutput<typeof tagEntry>;
-export type PsEntry = v.InferOutput<typeof psEntry>;
 
-/** A model's size on disk in GB, to a tenth, as size_gb is everywhere. */
+/** A model's size on disk in GB, to a tenth (as seed 000's size_gb fields are). */
 export function diskGb(entry: TagEntry): number {
   return toGb(entry.size ?? 0);
 }
 
+/** Bytes in GB, to a tenth. */
 export function toGb(bytes: number): number {
   return Math.round((bytes / GB) * 10) / 10;
 }
