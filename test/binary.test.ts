@@ -18,6 +18,7 @@ beforeAll(async () => {
 describe(`the ${HOST_TARGET} binary, alone in an empty folder`, () => {
   test("knows its version and validates configs", async () => {
     expect((await herd(["version"], { bin, cwd: dir })).stdout.trim()).toBe(pkg.version);
+    expect((await herd(["--version"], { bin, cwd: dir })).stdout.trim()).toBe(pkg.version);
     writeFileSync(join(dir, "bad.yaml"), "server:\n  prot: 1\n");
     const bad = await herd(["check-config", "bad.yaml"], { bin, cwd: dir });
     expect(bad.code).toBe(1);

@@ -100,11 +100,47 @@ describe("text embedding models", () => {
     await eventually(async () => (await backendOf("nomic-embed-text")) === "native", 5000, "open again");
   });
 
-  test("no input is a 400", async () => {
-    const res = await post("/api/embed", { model: "nomic-embed-text" });
-    expect(res.status).toBe(400);
-    expect(((await res.json()) as any).error).toContain("input is required (or prompt)");
-  });
+  // Both routes take either name for their text(s): otherwise a model is asked to embed nothing and answers an empty list.
+  for (const [model, backend] of [["nomic-embed-text", "native"], ["all-minilm", "ollama"]]) {
+    test(`${backend} (${model}): /api/embed takes prompt for input, /api/embeddings input for prompt; the same vectors either way`, async () => {
+      const answer = async (path: string, body: Record<string, unknown>) => {
+        const res = await post(path, { model, ...body });
+        expect([path, body, res.status, res.headers.get("x-fleet-backend")]).toEqual([path, body, 200, backend]);
+        return (await res.json()) as any;
+      };
+      const [vector] = (await answer("/api/embed", { input: "hello" })).embeddings;
+      expect(vector.length).toBeGreaterThan(0);
+      expect((await answer("/api/embed", { prompt: "hello" })).embeddings).toEqual([vector]);
+      expect((await answer("/api/embed", { prompt: ["hello", "hi"] })).embeddings).toHaveLength(2);
+      const legacy = (await answer("/api/embeddings", { prompt: "hello" })).embedding;
+      expect(legacy.length).toBe(vector.length);
+      // A list of one is that one text.
+      for (const input of ["hello", ["hello"]]) expect((await answer("/api/embeddings", { input })).embedding).toEqual(legacy);
+    });
+
+    test(`${backend} (${model}): no text, an empty one or one of the wrong type is a 400 naming the field, on every route`, async () => {
+      const cases: [string, Record<string, unknown>, string][] = [
+        ["/api/embed", {}, "input: required (or prompt): the text, or list of texts, to embed"],
+        ["/api/embed", { input: "" }, "input: expected a non-empty string or a non-empty list of non-empty strings"],
+        ["/api/embed", { input: [] }, "input: expected a non-empty string or a non-empty list of non-empty strings"],
+        ["/api/embed", { input: ["a", 1] }, "input: expected a non-empty string or a non-empty list of non-empty strings"],
+        ["/api/embed", { prompt: 5 }, "prompt: expected a non-empty string or a non-empty list of non-empty strings"],
+        ["/api/embeddings", {}, "prompt: required (or input): the text to embed"],
+        ["/api/embeddings", { prompt: "" }, "prompt: expected a non-empty string"],
+        ["/api/embeddings", { input: { text: "a" } }, "input: expected a non-empty string"],
+        ["/api/embeddings", { input: ["a", "b"] }, "input: /api/embeddings embeds one text; send a list to /api/embed"],
+      ];
+      for (const [path, body, error] of cases) {
+        const res = await post(path, { model, ...body });
+        expect([path, body, res.status, await res.json()]).toEqual([path, body, 400, { error }]);
+      }
+      for (const input of [undefined, "", [], [""]]) {
+        const res = await post("/v1/embeddings", { model, input });
+        const message = input === undefined ? "input: required: the text, or list of texts, to embed" : "input: expected a non-empty string or a non-empty list of non-empty strings";
+        expect([input, res.status, await res.json()]).toEqual([input, 400, { error: { message, type: "invalid_request_error", param: null, code: null } }]);
+      }
+    });
+  }
 
   test("a server slower than timeouts.embeddingMs is a 504 with Retry-After", async () => {
     text.delayMs = 1500;

@@ -41,7 +41,9 @@ describe("agentless nodes (the router polls their Ollama)", () => {
     }, 3000, "s1 online");
     expect(online).toMatchObject({ source: "poll", declared: true, ollama_url: node.url, models_loaded_count: 1 });
     expect(online.ollama.models_loaded.map((m: any) => m.name)).toEqual(["llama3.2:3b"]);
-    expect(online.ollama.models_available.map((m: any) => m.name).sort()).toEqual(["llama3.2:3b", "qwen3:8b"]);
+    // Seed 000's shape: the models on disk by name; beside them, each one's /api/tags entry as the node listed it.
+    expect(online.ollama.models_available.sort()).toEqual(["llama3.2:3b", "qwen3:8b"]);
+    expect(online.ollama.models_available_details).toEqual((await getJson(`${node.url}/api/tags`)).models);
     const fleet = (await getJson(`${r.url}/fleet/status`)).fleet;
     expect(fleet).toMatchObject({ nodes_total: 1, nodes_online: 1, models_loaded: 1 });
 
@@ -53,6 +55,8 @@ describe("agentless nodes (the router polls their Ollama)", () => {
       return n?.status === "offline" && n;
     }, 3000, "s1 offline");
     expect(offline.status_reason).toMatch(/no answer for \d+ s; Ollama at .*: connection refused/);
+    const version = await fetch(`${r.url}/api/version`);
+    expect([version.status, await version.json()]).toEqual([503, { error: "no online node reports an Ollama version: no node is online" }]);
     await r.waitFor(/node s1: online → degraded/);
     await r.waitFor(/node s1: degraded → offline/);
 
@@ -96,6 +100,26 @@ describe("agentless nodes (the router polls their Ollama)", () => {
   });
 });
 
+describe("what a node lists is bounded", () => {
+  test("an Ollama listing an entry too long to keep is polled as unreachable, with the reason", async () => {
+    const fake = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch(req) {
+        const path = new URL(req.url).pathname;
+        if (path === "/api/version") return Response.json({ version: "0.13.5" });
+        if (path === "/api/ps") return Response.json({ models: [] });
+        return Response.json({ models: [{ name: "big:1b", notes: "x".repeat(5000) }] });
+      },
+    });
+    const { dir, file } = fleetConfig(`{ id: "f", ollama: "http://127.0.0.1:${fake.port}" }`);
+    const r = await router(dir, file);
+    const polled = await eventually(async () => (await nodeOf(r.url, "f"))?.ollama, 3000, "f polled");
+    expect(polled).toMatchObject({ reachable: false, error: "unexpected answer from /api/tags: models[0]: an entry longer than 4096 characters, got Object" });
+    await fake.stop(true);
+  });
+});
+
 describe("agent nodes (herd node sends heartbeats)", () => {
   test("an agent reports its machine and its Ollama; draining follows the config; a dead agent goes offline", async () => {
     const node = await sim("local");
@@ -113,6 +137,8 @@ describe("agent nodes (herd node sends heartbeats)", () => {
     expect(joined.memory.available_gb).toBeLessThanOrEqual(joined.memory.total_gb);
     expect(["nominal", "warning", "critical"]).toContain(joined.memory.pressure);
     expect(joined.ollama.models_loaded.map((m: any) => m.name)).toEqual(["llama3.2:3b"]);
+    expect(joined.ollama.models_available.sort()).toEqual(["llama3.2:3b", "qwen3:8b"]);
+    expect(joined.ollama.models_available_details).toEqual((await getJson(`${node.url}/api/tags`)).models);
 
     // The same file, edited: the node gets an entry and is drained; router and agent both follow.
     writeFileSync(file, `export default { nodes: [{ id: "mac-1", ollama: "${node.url}", draining: true, labels: { room: "den" } }], ${FAST} };\n`);
@@ -140,6 +166,11 @@ describe("agent nodes (herd node sends heartbeats)", () => {
     expect(((await bad.json()) as any).error).toContain(`memory.total_gb: expected a number, got "lots"`);
     const noId = await post(JSON.stringify({ cpu: { cores_physical: 1, utilization_pct: 1 } }));
     expect(((await noId.json()) as any).error).toContain("node_id: required");
+    // A model's entry is kept whole (for /api/tags), so it is bounded: no blob rides in on a heartbeat.
+    const blob = await post(JSON.stringify({ node_id: "x", ollama: { models_available: ["ok:1b", { name: "big:1b", notes: "x".repeat(5000) }] } }));
+    expect([blob.status, ((await blob.json()) as any).error]).toEqual([400, "invalid heartbeat: ollama.models_available[1]: an entry longer than 4096 characters, got Object"]);
+    const size = await post(JSON.stringify({ node_id: "x", ollama: { models_loaded: [{ name: "m:1b", size: "huge" }] } }));
+    expect(((await size.json()) as any).error).toContain(`ollama.models_loaded[0].size: expected a number, got "huge"`);
     const ok = await post(JSON.stringify({ node_id: "x" }));
     expect(await ok.json()).toEqual({ status: "ok", node_status: "online" });
     expect((await post("{not json")).status).toBe(400);

@@ -109,7 +109,7 @@ async function heartbeat(body: Record<string, unknown>): Promise<void> {
 const holding = (models: string[]) => ({
   reachable: true,
   models_loaded: models.map((name) => ({ name, size_gb: 2, context_length: 4096 })),
-  models_available: models.map((name) => ({ name, size_gb: 2 })),
+  models_available: models.map((name) => ({ name, size: 2 * 1024 ** 3 })),
 });
 
 /** Heartbeats for `nodeId` every 150 ms, as its agent would send them, until stopped. */

@@ -73,8 +73,18 @@ describe("the fleet's image models", () => {
 
   test("/api/tags and /v1/models include them, tagged as images", async () => {
     const tags = (await getJson(`${fleet.url}/api/tags`)).models;
-    expect(tags.find((m: any) => m.name === "z-image-turbo")).toEqual({ name: "z-image-turbo", model: "z-image-turbo", size: 0, details: { fleet_nodes: ["studio"], type: "image" } });
-    expect(tags.find((m: any) => m.name === "x/z-image-turbo:latest").details.type).toBe("image");
+    // An image service's model has no Ollama entry: Ollama's zero values fill the fields clients type (ollama-js).
+    const noDetails = { parent_model: "", format: "", family: "", families: [], parameter_size: "", quantization_level: "" };
+    expect(tags.find((m: any) => m.name === "z-image-turbo")).toEqual({
+      name: "z-image-turbo",
+      model: "z-image-turbo",
+      modified_at: "0001-01-01T00:00:00Z",
+      size: 0,
+      digest: "",
+      details: { ...noDetails, fleet_nodes: ["studio"], type: "image" },
+    });
+    // An x/ model is Ollama's own: its entry as the node listed it.
+    expect(tags.find((m: any) => m.name === "x/z-image-turbo:latest")).toMatchObject({ size: 12e9, details: { fleet_nodes: ["imager"], type: "image" } });
     const ids = (await getJson(`${fleet.url}/v1/models`)).data.map((m: any) => m.id);
     expect(ids).toContain("sd3-medium");
   });

@@ -38,7 +38,7 @@ export function embeddingKind(registry: Registry, model: string): Kind | null {
 
 export interface EmbedRequest {
   model: string;
-  /** The client's body, herd's own fields removed. */
+  /** The client's body, herd's own fields removed, its text(s) checked: under `input`, or `prompt` when legacy. */
   body: Record<string, unknown>;
   /** /api/embeddings: `prompt` in, one `embedding` out. */
   legacy: boolean;
@@ -71,8 +71,6 @@ async function embedOn(rt: Runtime, kind: Kind, req: EmbedRequest) {
   const { config } = rt.live;
   const what = kind === "vision" ? "vision embedding" : "native text embedding";
   if (kind === "vision" && !config.features.visionEmbedding) throw new ServiceError(503, "vision embedding is disabled on this router (features.visionEmbedding); turn it on in the config");
-  const input = req.body.input ?? req.body.prompt;
-  if (input === undefined || input === "" || (Array.isArray(input) && !input.length)) throw new ServiceError(400, "input is required (or prompt): the text(s) to embed");
   // Native servers have no queue to speak of (seed 000): no load to spread, so a fresh count each time.
   const busy = new Busy();
   const nodes = serviceNodes(rt.registry, busy, (n) => serves(n, kind, req.model));
@@ -80,8 +78,9 @@ async function embedOn(rt: Runtime, kind: Kind, req: EmbedRequest) {
     const port = kind === "vision" ? `port ${DEFAULT_VISION_PORT}, nodes[].embedding.vision` : "port 11439, nodes[].embedding.text";
     throw new ServiceError(503, `"${req.model}" is a ${what} model, but no online node runs a ${what} server that serves it; start one on a node (${port})`);
   }
-  const { prompt: _, ...rest } = req.body;
-  const body = JSON.stringify({ ...rest, model: req.model, input });
+  // The native servers speak /api/embed only.
+  const { prompt, ...rest } = req.body;
+  const body = JSON.stringify({ ...rest, model: req.model, input: req.legacy ? prompt : rest.input });
   const { value, node, retries } = await firstAnswer(nodes, busy, async (n) => {
     const url = rt.registry.serviceUrl(n, serverOn(n, kind)!.port);
     if (!url) throw new Unreachable(`no address for ${n.id}'s ${what} server`);

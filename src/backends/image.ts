@@ -60,10 +60,7 @@ export function fleetImageModels(registry: Registry): FleetImageModel[] {
   };
   for (const node of registry.all().filter((n) => n.status === "online")) {
     if (node.report.image_port) for (const m of node.report.image_models ?? []) add(m.name, m.backend, node.id);
-    for (const m of node.ollama?.reachable ? node.ollama.models_available : []) {
-      const name = typeof m === "string" ? m : m.name;
-      if (isOllamaImageModel(name)) add(name, "ollama", node.id);
-    }
+    for (const m of node.ollama?.reachable ? node.ollama.models_available : []) if (isOllamaImageModel(m.name)) add(m.name, "ollama", node.id);
   }
   return [...models.values()];
 }

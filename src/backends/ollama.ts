@@ -1,44 +1,36 @@
 // Ollama as a backend: probing what a server holds (for the node agent and for
 // agentless nodes) and calling it for a request, streaming its lines back.
+import * as v from "valibot";
+import { formatIssues } from "../config/problems.ts";
 import type { OllamaSection } from "../fleet/heartbeat.ts";
+import { modelList, psEntry, tagEntry, toGb, versionText } from "../fleet/node-models.ts";
 import { type Answer, postJson } from "./http1.ts";
 import { readLineBatches } from "./lines.ts";
 
-const GB = 1024 ** 3;
+const versionAnswer = v.object({ version: v.optional(versionText) });
+const modelsAnswer = <S extends v.GenericSchema>(entry: S) => v.object({ models: v.optional(modelList(entry), []) });
+const psAnswer = modelsAnswer(psEntry);
+const tagsAnswer = modelsAnswer(tagEntry);
 
-interface PsModel { name: string; size?: number; size_vram?: number; context_length?: number; expires_at?: string }
-interface TagModel { name: string; size?: number; details?: { parameter_size?: string; quantization_level?: string } }
-
-/** What an Ollama server holds right now; never throws: an unreachable server says why. */
+/** What an Ollama server holds right now, each model's entry whole; never throws: an unreachable server says why. */
 export async function probeOllama(baseUrl: string, timeoutMs: number): Promise<OllamaSection> {
-  const get = async <T>(path: string): Promise<T> => {
+  const get = async <S extends v.GenericSchema>(path: string, schema: S): Promise<v.InferOutput<S>> => {
     const res = await fetch(new URL(path, baseUrl), { signal: AbortSignal.timeout(timeoutMs) });
     if (!res.ok) throw new Error(`HTTP ${res.status} from ${path}`);
-    return (await res.json()) as T;
+    const parsed = v.safeParse(schema, await res.json());
+    if (!parsed.success) throw new Error(`unexpected answer from ${path}: ${formatIssues(parsed.issues, schema).join("; ")}`);
+    return parsed.output;
   };
   try {
-    const [version, ps, tags] = await Promise.all([
-      get<{ version?: string }>("/api/version"),
-      get<{ models?: PsModel[] }>("/api/ps"),
-      get<{ models?: TagModel[] }>("/api/tags"),
-    ]);
+    const [version, ps, tags] = await Promise.all([get("/api/version", versionAnswer), get("/api/ps", psAnswer), get("/api/tags", tagsAnswer)]);
     return {
       reachable: true,
       error: null,
       version: version.version ?? null,
       requests_active: 0,
-      models_loaded: (ps.models ?? []).map((m) => ({
-        name: m.name,
-        size_gb: round((m.size_vram || m.size || 0) / GB),
-        ...(m.context_length ? { context_length: m.context_length } : {}),
-        ...(m.expires_at ? { expires_at: m.expires_at } : {}),
-      })),
-      models_available: (tags.models ?? []).map((m) => ({
-        name: m.name,
-        size_gb: round((m.size ?? 0) / GB),
-        ...(m.details?.parameter_size ? { parameter_size: m.details.parameter_size } : {}),
-        ...(m.details?.quantization_level ? { quantization: m.details.quantization_level } : {}),
-      })),
+      // Seed 000's size_gb: what the model takes in memory (on a Mac all of it is in VRAM).
+      models_loaded: ps.models.map((m) => ({ ...m, size_gb: toGb(m.size_vram || m.size || 0) })),
+      models_available: tags.models,
     };
   } catch (e) {
     return { reachable: false, error: describeFetchError(e, timeoutMs), version: null, requests_active: 0, models_loaded: [], models_available: [] };
@@ -51,10 +43,6 @@ export function describeFetchError(e: unknown, timeoutMs: number): string {
   if (err.name === "TimeoutError" || err.name === "AbortError") return `no answer within ${timeoutMs} ms`;
   if (err.code === "ConnectionRefused" || /refused/i.test(err.message)) return "connection refused";
   return err.message;
-}
-
-function round(n: number): number {
-  return Math.round(n * 10) / 10;
 }
 
 /** One line of an Ollama response: the bytes as sent, and what they say. */

@@ -4,12 +4,14 @@
 import type { MlxServerStatus } from "./heartbeat.ts";
 import type { NodeRecord, Registry } from "./registry.ts";
 import { normalizeModelName } from "./model-name.ts";
+import { GB, type TagEntry } from "./node-models.ts";
 
 export const MLX_PREFIX = "mlx:";
 
 export interface FleetModel {
   name: string;
-  sizeGb: number;
+  /** The first node's /api/tags entry for it, as that node reported it; an MLX server's: its name and size. */
+  entry: TagEntry;
   nodes: string[];
   backend: "ollama" | "mlx";
 }
@@ -30,17 +32,17 @@ export function modelsOnDisk(registry: Registry): FleetModel[] {
   const models = new Map<string, FleetModel>();
   for (const node of reachableNodes(registry)) {
     for (const m of node.ollama!.models_available) {
-      const name = normalizeModelName(typeof m === "string" ? m : m.name);
-      const entry = models.get(name) ?? { name, sizeGb: typeof m === "string" ? 0 : m.size_gb, nodes: [], backend: "ollama" as const };
-      entry.nodes.push(node.id);
-      models.set(name, entry);
+      const name = normalizeModelName(m.name);
+      const model = models.get(name) ?? { name, entry: m, nodes: [], backend: "ollama" as const };
+      model.nodes.push(node.id);
+      models.set(name, model);
     }
   }
   for (const server of mlxServers(registry).filter((s) => s.status === "healthy" && s.node.status === "online")) {
     const name = MLX_PREFIX + server.model;
-    const entry = models.get(name) ?? { name, sizeGb: server.model_size_gb, nodes: [], backend: "mlx" as const };
-    entry.nodes.push(server.node.id);
-    models.set(name, entry);
+    const model = models.get(name) ?? { name, entry: { name, size: Math.round(server.model_size_gb * GB) }, nodes: [], backend: "mlx" as const };
+    model.nodes.push(server.node.id);
+    models.set(name, model);
   }
   return [...models.values()];
 }

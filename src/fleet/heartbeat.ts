@@ -1,29 +1,27 @@
 // The heartbeat a node agent POSTs to /heartbeat (seed 000's wire format,
 // snake_case). Unknown fields are kept out of state but never rejected, so a
-// newer agent can talk to an older router.
+// newer agent can talk to an older router; only a model's entry is kept whole
+// (node-models.ts), for /api/tags and /api/ps.
 import * as v from "valibot";
+import { modelList, psEntry, tagEntry, versionText } from "./node-models.ts";
 
 const gb = v.pipe(v.number(), v.minValue(0));
 
-const loadedModel = v.object({
-  name: v.string(),
-  size_gb: v.optional(gb, 0),
-  context_length: v.optional(v.number()),
-  expires_at: v.optional(v.string()),
-});
-
-const availableModel = v.union([
-  v.string(),
-  v.object({ name: v.string(), size_gb: v.optional(gb, 0), parameter_size: v.optional(v.string()), quantization: v.optional(v.string()) }),
-]);
+// Seed 000's agents list the models on disk by name; herd's send each /api/tags entry whole. Either way the
+// router holds an entry (a name alone is an entry with nothing else known).
+const availableModel = v.pipe(
+  v.union([v.string(), v.looseObject({})]),
+  v.transform((m) => (typeof m === "string" ? { name: m } : m)),
+  tagEntry,
+);
 
 const ollamaSection = v.object({
-  models_loaded: v.optional(v.array(loadedModel), []),
-  models_available: v.optional(v.array(availableModel), []),
+  models_loaded: v.optional(modelList(psEntry), []),
+  models_available: v.optional(modelList(availableModel), []),
   requests_active: v.optional(v.number(), 0),
   reachable: v.optional(v.boolean(), true),
   error: v.optional(v.nullable(v.string()), null),
-  version: v.optional(v.nullable(v.string()), null),
+  version: v.optional(v.nullable(versionText), null),
 });
 
 const mlxServer = v.object({

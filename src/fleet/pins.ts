@@ -6,6 +6,7 @@ import type { Database } from "bun:sqlite";
 import type { LiveConfig } from "../config/live.ts";
 import { log } from "../log.ts";
 import { normalizeModelName, sameModel } from "./model-name.ts";
+import { diskGb } from "./node-models.ts";
 import type { NodeRecord, Registry } from "./registry.ts";
 import { OS_RESERVE_GB } from "./scorer.ts";
 
@@ -115,8 +116,8 @@ export function loadableUrl(registry: Registry, node: NodeRecord): string | null
 function sizeOn(node: NodeRecord, model: string): number {
   const loaded = node.ollama?.models_loaded.find((m) => sameModel(m.name, model));
   if (loaded) return loaded.size_gb;
-  const available = node.ollama?.models_available.find((m) => typeof m !== "string" && sameModel(m.name, model));
-  return typeof available === "object" ? available.size_gb : 0;
+  const available = node.ollama?.models_available.find((m) => sameModel(m.name, model));
+  return available ? diskGb(available) : 0;
 }
 
 function round1(n: number): number {

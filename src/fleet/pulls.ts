@@ -49,5 +49,5 @@ export function pullTarget(registry: Registry): NodeRecord | null {
 export function markPulled(node: NodeRecord, model: string): void {
   const ollama: OllamaSection | null = node.ollama;
   if (!ollama || onDisk(node, model)) return;
-  ollama.models_available = [...ollama.models_available, { name: normalizeModelName(model), size_gb: 0 }];
+  ollama.models_available = [...ollama.models_available, { name: normalizeModelName(model) }];
 }

@@ -245,7 +245,7 @@ export function loadedOn(node: NodeRecord, model: string): boolean {
 
 /** The node has the model on disk. */
 export function onDisk(node: NodeRecord, model: string): boolean {
-  return (node.ollama?.models_available ?? []).some((m) => sameModel(typeof m === "string" ? m : m.name, model));
+  return (node.ollama?.models_available ?? []).some((m) => sameModel(m.name, model));
 }
 
 /** The largest context window `model` is loaded with on any online node, if it is loaded anywhere. */

@@ -2,6 +2,7 @@
 import type { ConfigStatus } from "../config/live.ts";
 import type { Config } from "../config/schema.ts";
 import { MLX_PREFIX } from "./catalog.ts";
+import type { OllamaSection } from "./heartbeat.ts";
 import type { Queues } from "./queues.ts";
 import type { RepairStats } from "../router/tool-repair.ts";
 import type { Pins } from "./pins.ts";
@@ -28,13 +29,18 @@ function nodeJson(registry: Registry, queues: Queues, pins: Pins, node: NodeReco
     cpu: r.cpu ?? null,
     memory: r.memory ?? null,
     disk: r.disk ?? null,
-    ollama: node.ollama && { ...node.ollama, requests_active: active },
+    ollama: node.ollama && ollamaJson(node.ollama, active),
     models_loaded_count: loaded.length,
     free_slots: freeSlots(registry, node, active),
     mlx_servers: r.mlx_servers ?? [],
     pinned: pins.on(node.id).map((p) => p.model),
     ...(r.mlx_bind_host ? { mlx_bind_host: r.mlx_bind_host } : {}),
   };
+}
+
+/** Seed 000's shape: the models on disk by name; herd adds each one's /api/tags entry as the node reported it. */
+function ollamaJson({ models_available, ...ollama }: OllamaSection, requestsActive: number) {
+  return { ...ollama, requests_active: requestsActive, models_available: models_available.map((m) => m.name), models_available_details: models_available };
 }
 
 /** Requests the node could start now: its slots per loaded model (at least one model's) less what herd runs there. */

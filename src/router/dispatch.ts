@@ -7,6 +7,7 @@ import { NodeFailure, type OllamaCall, callOllama, pullModel } from "../backends
 import { mlxModelOf } from "../fleet/catalog.ts";
 import type { OllamaSection } from "../fleet/heartbeat.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
+import { diskGb } from "../fleet/node-models.ts";
 import type { NodeOrdering } from "../fleet/ordering.ts";
 import { markPulled, notPullable, type Pulls, pullTarget } from "../fleet/pulls.ts";
 import { Moved, type Queues, type Slot, SlotTimeout } from "../fleet/queues.ts";
@@ -212,7 +213,7 @@ function nodeView(registry: Registry, node: NodeRecord): NodeView {
   const memory = node.report.memory;
   const ollama = node.ollama;
   const loaded = loadedViews.of(ollama?.models_loaded ?? NONE, (m) => ({ name: m.name, sizeGb: m.size_gb, contextLength: m.context_length }));
-  const available = availableViews.of(ollama?.models_available ?? NONE, (m) => (typeof m === "string" ? { name: m, sizeGb: 0 } : { name: m.name, sizeGb: m.size_gb }));
+  const available = availableViews.of(ollama?.models_available ?? NONE, (m) => ({ name: m.name, sizeGb: diskGb(m) }));
   return {
     id: node.id,
     online: node.status === "online" && Boolean(ollama?.reachable) && registry.ollamaUrl(node) !== null,

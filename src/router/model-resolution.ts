@@ -6,6 +6,7 @@ import type { Config } from "../config/schema.ts";
 import { mlxModelOf } from "../fleet/catalog.ts";
 import { type Category, modelTraits } from "../fleet/model-traits.ts";
 import { normalizeModelName } from "../fleet/model-name.ts";
+import { diskGb } from "../fleet/node-models.ts";
 import { onDisk, type Registry } from "../fleet/registry.ts";
 import { resolveAlias } from "./aliases.ts";
 
@@ -37,7 +38,7 @@ export function resolveModel(registry: Registry, config: Config, requested: stri
   const pick = (loadedOnly: boolean) => {
     const models = new Map<string, number>();
     for (const n of online) {
-      const list = loadedOnly ? n.ollama!.models_loaded : n.ollama!.models_available.map((m) => (typeof m === "string" ? { name: m, size_gb: 0 } : m));
+      const list = loadedOnly ? n.ollama!.models_loaded : n.ollama!.models_available.map((m) => ({ name: m.name, size_gb: diskGb(m) }));
       for (const m of list) models.set(m.name, Math.max(models.get(m.name) ?? 0, m.size_gb));
     }
     const ranked = [...models]

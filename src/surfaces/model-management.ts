@@ -7,6 +7,7 @@ import { probeOllama, pullModel } from "../backends/ollama.ts";
 import { readLines } from "../backends/lines.ts";
 import { reachableNodes } from "../fleet/catalog.ts";
 import { modelInventory } from "../fleet/model-inventory.ts";
+import { diskGb } from "../fleet/node-models.ts";
 import { loadableUrl } from "../fleet/pins.ts";
 import { notPullable } from "../fleet/pulls.ts";
 import { recommend, type RecommendationsAnswer } from "../fleet/recommender.ts";
@@ -56,7 +57,12 @@ function inventory(rt: Runtime) {
 }
 
 function diskModels(node: NodeRecord) {
-  return (node.ollama?.models_available ?? []).map((m) => (typeof m === "string" ? { name: m, size_gb: 0 } : m));
+  return (node.ollama?.models_available ?? []).map((m) => ({
+    name: m.name,
+    size_gb: diskGb(m),
+    parameter_size: m.details?.parameter_size,
+    quantization: m.details?.quantization_level,
+  }));
 }
 
 // ---- pull and delete --------------------------------------------------------

@@ -8,16 +8,16 @@ import { nativeEmbed } from "../backends/embedding.ts";
 import { fleetImageModels, isOllamaImageModel } from "../backends/image.ts";
 import { normalizeModelName } from "../fleet/model-name.ts";
 import { modelsOnDisk, reachableNodes } from "../fleet/catalog.ts";
+import { GB, type TagEntry } from "../fleet/node-models.ts";
 import { onDisk } from "../fleet/registry.ts";
 import type { RouteRequest } from "../router/dispatch.ts";
 import { estimateTokens, takeHerdFields } from "../router/herd-fields.ts";
 import { type Encoder, headerValue, route } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
-import { VERSION } from "../version.ts";
+import { lowestVersion } from "../version.ts";
 import { modelOf, readJsonObject } from "./body.ts";
+import { embedBody } from "./embed-input.ts";
 import { jsonError } from "./errors.ts";
-
-const GB = 1024 ** 3;
 
 export function ollamaSurface(rt: Runtime) {
   const proxy = (kind: RouteRequest["kind"], path: string) => ({ request, server }: { request: Request; server: any }) =>
@@ -28,16 +28,18 @@ export function ollamaSurface(rt: Runtime) {
     .post("/api/embed", proxy("embed", "/api/embed"), { parse: "none" })
     .post("/api/embeddings", proxy("embed", "/api/embeddings"), { parse: "none" })
     .post("/api/show", ({ request }) => show(rt, request), { parse: "none" })
-    .get("/api/version", () => ({ version: VERSION }))
+    .get("/api/version", () => fleetVersion(rt))
     .get("/api/tags", () => ({ models: fleetTags(rt) }))
     .get("/api/ps", () => ({ models: fleetLoaded(rt) }));
 }
 
 async function handle(rt: Runtime, request: Request, kind: RouteRequest["kind"], path: string, clientIp: string | null): Promise<Response> {
-  const body = await readJsonObject(request);
-  if (typeof body === "string") return jsonError(400, body);
-  const model = modelOf(body);
+  const read = await readJsonObject(request);
+  if (typeof read === "string") return jsonError(400, read);
+  const model = modelOf(read);
   if (!model) return jsonError(400, "model is required");
+  const body = kind === "embed" ? embedBody(read, path === "/api/embeddings") : read;
+  if (typeof body === "string") return jsonError(400, body);
   if (kind === "chat" && body.messages !== undefined && !Array.isArray(body.messages)) return jsonError(400, "messages: expected a list");
   if (body.stream !== undefined && typeof body.stream !== "boolean") return jsonError(400, "stream: expected true or false");
   const herd = takeHerdFields(body, request.headers);
@@ -84,6 +86,23 @@ async function show(rt: Runtime, request: Request): Promise<Response> {
   }
 }
 
+/**
+ * The fleet's Ollama version: the oldest an online node runs, so a client's version check (Codex --oss wants
+ * 0.13.4 or newer) holds on whichever node it is sent to. herd's own version is in X-Herd-Version.
+ */
+function fleetVersion(rt: Runtime): { version: string } | Response {
+  const reachable = reachableNodes(rt.registry);
+  const version = lowestVersion(reachable.map((n) => n.ollama!.version));
+  if (version) return { version };
+  const online = rt.registry.all().filter((n) => n.status === "online").length;
+  const why = !online
+    ? "no node is online"
+    : !reachable.length
+      ? `none of the ${online} online node(s) reaches its Ollama`
+      : "the Ollama of the online nodes did not say its version";
+  return jsonError(503, `no online node reports an Ollama version: ${why}`);
+}
+
 /** Ollama's own wire format: each line as the node sent it; errors as {"error": "..."}. */
 function ndjson(stream: boolean): Encoder {
   return {
@@ -95,17 +114,45 @@ function ndjson(stream: boolean): Encoder {
   };
 }
 
-/** Every model on disk in the fleet, once, with the nodes that have it; image models say so (seed 000: details.type). */
+// What Ollama sends for a field a report left out (a seed 000 agent lists names only; a model just pulled is
+// listed before the next report; an MLX server or an image service has no Ollama entry): Go's zero values,
+// so a client that types every field (ollama-js) still gets each one.
+const ZERO_TIME = "0001-01-01T00:00:00Z";
+const NO_DETAILS = { parent_model: "", format: "", family: "", families: [], parameter_size: "", quantization_level: "" };
+
+/**
+ * Every model on disk in the fleet, once: the /api/tags entry of the first node that has it, whole, with the
+ * nodes that have it in details.fleet_nodes; image models say so (seed 000: details.type).
+ */
 function fleetTags(rt: Runtime) {
+  const tag = (name: string, entry: TagEntry, details: Record<string, unknown>) => ({
+    model: name,
+    modified_at: ZERO_TIME,
+    size: 0,
+    digest: "",
+    ...entry,
+    name,
+    details: { ...NO_DETAILS, ...entry.details, ...details },
+  });
   const image = (name: string) => (isOllamaImageModel(name) ? { type: "image" } : {});
-  const onDisk = modelsOnDisk(rt.registry).map((m) => ({ name: m.name, model: m.name, size: Math.round(m.sizeGb * GB), details: { fleet_nodes: m.nodes, ...image(m.name) } }));
+  const onDisk = modelsOnDisk(rt.registry).map((m) => tag(m.name, m.entry, { fleet_nodes: m.nodes, ...image(m.name) }));
   const generators = fleetImageModels(rt.registry).filter((m) => m.backend !== "ollama");
-  return [...onDisk, ...generators.map((m) => ({ name: m.name, model: m.name, size: 0, details: { fleet_nodes: m.fleet_nodes, type: "image" } }))];
+  return [...onDisk, ...generators.map((m) => tag(m.name, { name: m.name }, { fleet_nodes: m.fleet_nodes, type: "image" }))];
 }
 
-/** Every loaded model, one entry per node that holds it. */
+/** Every loaded model, one entry per node that holds it: that node's /api/ps entry, whole, and the node (fleet_node). */
 function fleetLoaded(rt: Runtime) {
   return reachableNodes(rt.registry).flatMap((node) =>
-    node.ollama!.models_loaded.map((m) => ({ name: m.name, model: m.name, size: Math.round(m.size_gb * GB), fleet_node: node.id })),
+    node.ollama!.models_loaded.map(({ size_gb, ...m }) => ({
+      model: m.name,
+      digest: "",
+      expires_at: ZERO_TIME,
+      size_vram: 0,
+      context_length: 0,
+      ...m,
+      size: m.size ?? Math.round(size_gb * GB), // seed 000's agents report size_gb alone
+      details: { ...NO_DETAILS, ...m.details },
+      fleet_node: node.id,
+    })),
   );
 }

@@ -11,6 +11,7 @@ import { estimateTokens, takeHerdFields } from "../router/herd-fields.ts";
 import { type Encoder, route } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
 import { modelOf, readJsonObject } from "./body.ts";
+import { TEXTS_EXPECTED, textsOf } from "./embed-input.ts";
 import { chatEncoder, chatToOllama, openaiError } from "./openai-codec.ts";
 
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
@@ -46,10 +47,8 @@ async function embeddings(rt: Runtime, request: Request, clientIp: string | null
   if (typeof body === "string") return openaiError(400, body);
   const model = modelOf(body);
   if (!model) return openaiError(400, "model: required");
-  const input = body.input;
-  if (!(typeof input === "string" || (Array.isArray(input) && input.length && input.every((s) => typeof s === "string")))) {
-    return openaiError(400, "input: expected a string or a non-empty list of strings");
-  }
+  const input = textsOf(body.input);
+  if (input === null) return openaiError(400, `input: ${body.input === undefined ? "required: the text, or list of texts, to embed" : TEXTS_EXPECTED}`);
   if (body.encoding_format !== undefined && body.encoding_format !== "float" && body.encoding_format !== "base64") {
     return openaiError(400, `encoding_format: expected "float" or "base64"`);
   }

@@ -1,0 +1,27 @@
+// The text(s) an embedding request names. Ollama has two routes: /api/embed reads `input` (a text
+// or a list), the older /api/embeddings `prompt` (one text). Clients mix the names up, and a node
+// asked under the wrong one embeds nothing (200, no vectors), so each route takes the other's name
+// too, and the node gets the one it reads.
+
+/** A non-empty text or a non-empty list of them, as every embedding route takes; else null. */
+export function textsOf(value: unknown): string | string[] | null {
+  const text = (t: unknown) => typeof t === "string" && t !== "";
+  return text(value) || (Array.isArray(value) && value.length > 0 && value.every(text)) ? (value as string | string[]) : null;
+}
+
+export const TEXTS_EXPECTED = "expected a non-empty string or a non-empty list of non-empty strings";
+
+/**
+ * The body with its text(s) under the name the route's node reads, the other name dropped; or why not.
+ * /api/embeddings answers one vector: a list of one is that text, a longer one is refused rather than cut.
+ */
+export function embedBody(body: Record<string, unknown>, legacy: boolean): Record<string, unknown> | string {
+  const [name, alias] = legacy ? ["prompt", "input"] : ["input", "prompt"];
+  const field = body[name] === undefined && body[alias] !== undefined ? alias : name;
+  if (body[field] === undefined) return legacy ? "prompt: required (or input): the text to embed" : "input: required (or prompt): the text, or list of texts, to embed";
+  const texts = textsOf(body[field]);
+  if (texts === null) return `${field}: ${legacy ? "expected a non-empty string" : TEXTS_EXPECTED}`;
+  if (legacy && Array.isArray(texts) && texts.length > 1) return `${field}: /api/embeddings embeds one text; send a list to /api/embed`;
+  const { [alias]: _, ...rest } = body;
+  return { ...rest, [name]: legacy && Array.isArray(texts) ? texts[0] : texts };
+}
