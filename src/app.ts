@@ -23,9 +23,14 @@ import { pinsSurface } from "./surfaces/pins.ts";
 import { responsesSurface } from "./surfaces/responses.ts";
 import { settingsSurface } from "./surfaces/settings.ts";
 import { transcriptionSurface } from "./surfaces/transcription.ts";
+import { VERSION } from "./version.ts";
 
 export function buildApp(rt: Runtime) {
   return new Elysia()
+    // On every answer, errors and streams included: /api/version answers the fleet's Ollama version, not herd's.
+    .onRequest(({ set }) => {
+      set.headers["X-Herd-Version"] = VERSION;
+    })
     .onError(({ code, error, request }) => {
       // In the wire format of the path asked for, so each SDK raises its own kind of error.
       const path = new URL(request.url).pathname;

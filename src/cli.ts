@@ -18,7 +18,8 @@ const COMMON = `
   --port N          router port                     (env HERD_PORT; default server.port, 11435)
   --host ADDR       router address                  (env HERD_HOST; default server.host, 0.0.0.0)
   --data-dir DIR    SQLite store and state          (env HERD_DATA_DIR; default server.dataDir, ~/.herd)
-  -h, --help        this help`;
+  -h, --help        this help
+  --version         print herd's version`;
 
 const HELP: Record<string, string> = {
   herd: `herd ${VERSION}: one endpoint for the Ollama and MLX servers on all your Macs.
@@ -33,7 +34,7 @@ Commands:
   init [DIR]          write a starter herd.config.ts with its types (herd.d.ts) and JSON Schema
   check-config FILE   validate a config; exit 1 with one line per problem
   schema              print the config's JSON Schema
-  version             print the version
+  version             print herd's version (also --version)
 
 Options:${COMMON}
   --node-id ID      this machine's node id (default: the host name)
@@ -91,6 +92,7 @@ const OPTIONS = {
   mlx: { type: "boolean" },
   force: { type: "boolean" },
   help: { type: "boolean", short: "h" },
+  version: { type: "boolean" },
 } as const;
 
 /** Which options each command accepts; anything else is a usage error, not silently ignored. */
@@ -121,8 +123,9 @@ async function main(argv: string[]): Promise<number> {
   if (command === "help" || command === "--help") return print(HELP.herd!);
   if (!(command in HELP)) throw new UsageError(`unknown command "${command}"`);
   if (values.help) return print(HELP[command]!);
+  if (values.version) return print(VERSION);
   for (const key of Object.keys(values) as (keyof typeof OPTIONS)[]) {
-    if (key !== "help" && !ACCEPTS[command]!.includes(key)) throw new UsageError(`herd ${command === "herd" ? "" : `${command} `}does not take --${key}`);
+    if (key !== "help" && key !== "version" && !ACCEPTS[command]!.includes(key)) throw new UsageError(`herd ${command === "herd" ? "" : `${command} `}does not take --${key}`);
   }
   const env = process.env;
   const configFlag = values.config ?? env.HERD_CONFIG;

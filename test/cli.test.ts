@@ -8,6 +8,7 @@ import { eventually, getJson, herd, startRouterProcess, tmpDir } from "./helpers
 describe("herd CLI", () => {
   test("version and --help for every command", async () => {
     expect((await herd(["version"])).stdout.trim()).toBe(pkg.version);
+    expect(await herd(["--version"])).toMatchObject({ code: 0, stdout: `${pkg.version}\n` });
     const top = await herd(["--help"]);
     expect(top.code).toBe(0);
     for (const cmd of ["serve", "node", "sim", "init", "check-config", "version"]) {
@@ -48,6 +49,11 @@ describe("herd CLI", () => {
     expect(self).toMatchObject({ status: "online", source: "agent", declared: false });
     expect(self.ollama).toMatchObject({ reachable: false, error: "connection refused" });
     expect(self.hardware.memory_total_gb).toBeGreaterThan(0);
+    // No Ollama answers: no fleet version to give a client's version check (herd's own is in every answer's header).
+    const version = await fetch(`${router.url}/api/version`);
+    expect(version.status).toBe(503);
+    expect(await version.json()).toEqual({ error: "no online node reports an Ollama version: none of the 1 online node(s) reaches its Ollama" });
+    for (const res of [version, await fetch(`${router.url}/healthz`), await fetch(`${router.url}/no/such/route`)]) expect(res.headers.get("x-herd-version")).toBe(pkg.version);
     expect(await router.stop("SIGTERM")).toBe(0);
   });
 

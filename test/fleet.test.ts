@@ -53,6 +53,8 @@ describe("agentless nodes (the router polls their Ollama)", () => {
       return n?.status === "offline" && n;
     }, 3000, "s1 offline");
     expect(offline.status_reason).toMatch(/no answer for \d+ s; Ollama at .*: connection refused/);
+    const version = await fetch(`${r.url}/api/version`);
+    expect([version.status, await version.json()]).toEqual([503, { error: "no online node reports an Ollama version: no node is online" }]);
     await r.waitFor(/node s1: online → degraded/);
     await r.waitFor(/node s1: degraded → offline/);
 

@@ -5,6 +5,7 @@ import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { demoFleet, startSimMlx, startSimOllama, type SimNode, type SimNodeOptions } from "../src/sim/index.ts";
 import { catalogSpec, decodeTokensPerSecond, sizeBytes } from "../src/sim/models.ts";
+import { DEFAULT_OLLAMA_VERSION } from "../src/sim/ollama-api.ts";
 
 const started: SimNode[] = [];
 afterEach(async () => {
@@ -70,7 +71,8 @@ describe("ollama sim through the ollama client", () => {
     const node = await ollamaNode();
     const ollama = client(node);
     expect(await (await fetch(node.url)).text()).toBe("Ollama is running");
-    expect((await ollama.version()).version).toMatch(/^\d+\.\d+\.\d+$/);
+    expect((await ollama.version()).version).toBe(DEFAULT_OLLAMA_VERSION);
+    expect((await client(await ollamaNode({ ollamaVersion: "0.13.10" })).version()).version).toBe("0.13.10");
 
     const { models } = await ollama.list();
     expect(models.map((m) => m.name)).toEqual(["llama3.2:3b", "qwen3:8b", "nomic-embed-text:latest"]);

@@ -8,14 +8,15 @@ import { parseMessages, parseTools, promptTokenIds, tokenIds, type ChatMessage }
 import { DEFAULT_KEEP_ALIVE_MS, defaultNumCtx } from "./residency.ts";
 import { silentTokens, type Frame, type RequestContext } from "./server.ts";
 
-const OLLAMA_VERSION = "0.13.5";
+/** A current Ollama release: clients check it (Codex --oss wants 0.13.4 or newer). */
+export const DEFAULT_OLLAMA_VERSION = "0.13.5";
 
 export async function running(): Promise<Response> {
   return text("Ollama is running");
 }
 
-export async function version(): Promise<Response> {
-  return json({ version: OLLAMA_VERSION });
+export async function version(node: OllamaNode): Promise<Response> {
+  return json({ version: node.version });
 }
 
 export async function tags(node: OllamaNode): Promise<Response> {

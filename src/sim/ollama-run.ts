@@ -11,6 +11,8 @@ import type { Frame, RequestContext } from "./server.ts";
 export interface OllamaNode {
   disk: Disk;
   residency: Residency;
+  /** What GET /api/version answers. */
+  version: string;
   /** Set: token rates follow each model's size (see decodeTokensPerSecond). */
   memoryBandwidthGbps?: number;
 }

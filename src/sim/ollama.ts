@@ -36,6 +36,8 @@ export interface SimNodeOptions {
   diskGbps?: number;
   /** OLLAMA_NUM_PARALLEL: requests each loaded model runs at once; the rest wait in line. Default: no limit. */
   numParallel?: number;
+  /** The Ollama version GET /api/version reports. Default: a current release (DEFAULT_OLLAMA_VERSION). */
+  ollamaVersion?: string;
   faults?: Faults;
 }
 
@@ -62,7 +64,7 @@ const ROUTES: Record<string, Record<string, Handler>> = {
 
 export function startOllamaServer(opts: SimNodeOptions): SimServer {
   const residency = new Residency({ memoryBytes: (opts.memoryGb ?? 64) * 2 ** 30, loadTimeMs: opts.loadTimeMs ?? 20, diskGbps: opts.diskGbps, numParallel: opts.numParallel });
-  const node: OllamaNode = { disk: new Disk(), residency, memoryBandwidthGbps: opts.memoryBandwidthGbps };
+  const node: OllamaNode = { disk: new Disk(), residency, version: opts.ollamaVersion ?? api.DEFAULT_OLLAMA_VERSION, memoryBandwidthGbps: opts.memoryBandwidthGbps };
   setModels(node, opts.models ?? ["llama3.2:3b"]);
   setLoaded(node, opts.loaded ?? []);
   return serveSim({ ...opts, kind: "ollama", backend: backend(node) });

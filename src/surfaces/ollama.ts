@@ -13,7 +13,7 @@ import type { RouteRequest } from "../router/dispatch.ts";
 import { estimateTokens, takeHerdFields } from "../router/herd-fields.ts";
 import { type Encoder, headerValue, route } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
-import { VERSION } from "../version.ts";
+import { lowestVersion } from "../version.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 import { jsonError } from "./errors.ts";
 
@@ -28,7 +28,7 @@ export function ollamaSurface(rt: Runtime) {
     .post("/api/embed", proxy("embed", "/api/embed"), { parse: "none" })
     .post("/api/embeddings", proxy("embed", "/api/embeddings"), { parse: "none" })
     .post("/api/show", ({ request }) => show(rt, request), { parse: "none" })
-    .get("/api/version", () => ({ version: VERSION }))
+    .get("/api/version", () => fleetVersion(rt))
     .get("/api/tags", () => ({ models: fleetTags(rt) }))
     .get("/api/ps", () => ({ models: fleetLoaded(rt) }));
 }
@@ -82,6 +82,23 @@ async function show(rt: Runtime, request: Request): Promise<Response> {
   } catch (e) {
     return jsonError(502, `node ${node.id} did not answer /api/show: ${(e as Error).message}`, headers);
   }
+}
+
+/**
+ * The fleet's Ollama version: the oldest an online node runs, so a client's version check (Codex --oss wants
+ * 0.13.4 or newer) holds on whichever node it is sent to. herd's own version is in X-Herd-Version.
+ */
+function fleetVersion(rt: Runtime): { version: string } | Response {
+  const reachable = reachableNodes(rt.registry);
+  const version = lowestVersion(reachable.map((n) => n.ollama!.version));
+  if (version) return { version };
+  const online = rt.registry.all().filter((n) => n.status === "online").length;
+  const why = !online
+    ? "no node is online"
+    : !reachable.length
+      ? `none of the ${online} online node(s) reaches its Ollama`
+      : "the Ollama of the online nodes did not say its version";
+  return jsonError(503, `no online node reports an Ollama version: ${why}`);
 }
 
 /** Ollama's own wire format: each line as the node sent it; errors as {"error": "..."}. */
