@@ -1,12 +1,12 @@
 // The real opencode (the pinned opencode-ai) against a router process over a
 // simulated node: `opencode run` with herd declared as an OpenAI-compatible
 // provider (@ai-sdk/openai-compatible, which opencode bundles) — a text turn,
-// and a bash tool loop whose command really runs. Each run has a fresh home
-// holding ~/.config/opencode/opencode.json, the scrubbed environment of
-// clients.ts and a deadline; a recorder between opencode and herd keeps what
-// each side said, and nothing outside loopback may be reached (the proxy trap
-// must see nothing). The prompt goes in on stdin: `opencode run MESSAGE`
-// wraps a message holding spaces in quotes.
+// a bash tool loop whose command really runs, a thinking model's reasoning
+// shown. Each run has a fresh home holding ~/.config/opencode/opencode.json,
+// the scrubbed environment of clients.ts and a deadline; a recorder between
+// opencode and herd keeps what each side said, and nothing outside loopback
+// may be reached (the proxy trap must see nothing). The prompt goes in on
+// stdin: `opencode run MESSAGE` wraps a message holding spaces in quotes.
 import { beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -31,7 +31,7 @@ const config = (herd: string) => ({
       npm: "@ai-sdk/openai-compatible",
       name: "herd",
       options: { baseURL: `${herd}/v1` },
-      models: { "qwen2.5-coder:7b": { name: "Qwen2.5 Coder 7B" } },
+      models: { "qwen2.5-coder:7b": { name: "Qwen2.5 Coder 7B" }, "gpt-oss:20b": { name: "gpt-oss 20B" } },
     },
   },
 });
@@ -39,7 +39,7 @@ const config = (herd: string) => ({
 let url: string;
 
 beforeAll(async () => {
-  ({ url } = await startClientFleet([{ id: "studio", models: ["qwen2.5-coder:7b"], loaded: ["qwen2.5-coder:7b"] }]));
+  ({ url } = await startClientFleet([{ id: "studio", models: ["qwen2.5-coder:7b", "gpt-oss:20b"], loaded: ["qwen2.5-coder:7b", "gpt-oss:20b"] }]));
 });
 
 async function opencode(args: string[], prompt: string) {
@@ -54,12 +54,13 @@ async function opencode(args: string[], prompt: string) {
  * The agent's model turns (opencode also asks, without tools, for a title),
  * each with the chunks herd streamed back and their text.
  */
-function turns(r: ClientResult): (Exchange & { chunks: any[]; text: string })[] {
+function turns(r: ClientResult): (Exchange & { chunks: any[]; text: string; reasoning: string })[] {
   return r.exchanges
     .filter((e) => e.method === "POST" && e.path === "/v1/chat/completions" && e.body.tools?.length)
     .map((e) => {
       const chunks = sseData(e.answer);
-      return { ...e, chunks, text: chunks.map((c) => c.choices?.[0]?.delta?.content ?? "").join("") };
+      const delta = (field: string) => chunks.map((c) => c.choices?.[0]?.delta?.[field] ?? "").join("");
+      return { ...e, chunks, text: delta("content"), reasoning: delta("reasoning") };
     });
 }
 
@@ -109,6 +110,18 @@ describe("opencode run with herd as an OpenAI-compatible provider", () => {
     expect(second!.text.length, r.why("turn 2: the streamed delta.content")).toBeGreaterThan(10);
     expect(events.filter((e) => e.type === "text").at(-1)?.part.text, r.why("event text: herd's last answer")).toBe(second!.text);
     expect(events.at(-1), r.why("last event")).toMatchObject({ type: "step_finish", part: { reason: "stop" } });
+    expect(r.outside, r.why("reached outside loopback")).toEqual([]);
+  }, 90_000);
+
+  test("a thinking model (--thinking): herd's delta.reasoning shows as a reasoning part, then the answer", async () => {
+    const r = await opencode(["-m", "herd/gpt-oss:20b", "--thinking", "--format", "json"], "Why is the sky blue?");
+    expect(r.code, r.why("exit code")).toBe(0);
+    const [turn, ...more] = turns(r);
+    expect(turn !== undefined && more.length === 0, r.why("POST /v1/chat/completions with tools: one turn")).toBe(true);
+    expect(turn!.reasoning.length, r.why("turn: the streamed delta.reasoning")).toBeGreaterThan(10);
+    const events = jsonEvents(r);
+    expect(events.find((e) => e.type === "reasoning")?.part.text, r.why("event reasoning: herd's delta.reasoning")).toBe(turn!.reasoning);
+    expect(events.filter((e) => e.type === "text").at(-1)?.part.text, r.why("event text: herd's answer")).toBe(turn!.text);
     expect(r.outside, r.why("reached outside loopback")).toEqual([]);
   }, 90_000);
 });
