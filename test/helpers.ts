@@ -16,7 +16,8 @@ const perTest: Cleanup[] = [];
 const perFile: Cleanup[] = [];
 let inTest = false;
 
-function onCleanup(c: Cleanup): void {
+/** Runs `c` after the current test (or, outside a test, after the file). */
+export function onCleanup(c: Cleanup): void {
   (inTest ? perTest : perFile).push(c);
 }
 

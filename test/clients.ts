@@ -1,0 +1,226 @@
+// What the tests of real client programs share (clients-*.test.ts):
+// - a router process over simulated Ollama nodes, started once per file;
+// - a recorder between the client and the router that keeps every exchange
+//   (what the client sent, what herd answered), so a test can check both;
+// - a trap that the client's proxy variables point at: a client reaching for
+//   anything but loopback is refused there, and the test sees what it asked for;
+// - a run of the client's own binary in a fresh home with a scrubbed
+//   environment, bounded in time, its whole process group killed at the end.
+// Everything started here is stopped after the test (or the file) that started it.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { type SimNode, type SimNodeOptions, startSimOllama } from "../src/sim/index.ts";
+import { eventually, getJson, onCleanup, ROOT, startRouterProcess, tmpDir } from "./helpers.ts";
+
+/** Where the pinned clients' binaries are (package.json devDependencies). */
+export const BIN = join(ROOT, "node_modules/.bin");
+
+/** A router over sims made from `nodes`; returns its root URL (OpenAI clients add /v1). */
+export async function startClientFleet(nodes: SimNodeOptions[]): Promise<{ url: string; sims: SimNode[] }> {
+  const sims = await Promise.all(nodes.map((n) => startSimOllama(n)));
+  onCleanup({ run: () => Promise.all(sims.map((s) => s.stop())) });
+  const dir = tmpDir();
+  const file = join(dir, "herd.config.ts");
+  writeFileSync(file, `export default { nodes: [${sims.map((s) => JSON.stringify({ id: s.id, ollama: s.url })).join(", ")}] };\n`);
+  const router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+  await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.every((n: any) => n.status === "online"), 5000, "every node online");
+  return { url: router.url, sims };
+}
+
+export interface Exchange {
+  method: string;
+  /** Path and query. */
+  path: string;
+  /** The request body: parsed when it is JSON, else its text ("" for none). */
+  body: any;
+  status: number;
+  headers: Record<string, string>;
+  /** The whole answer as text (a stream's, once it ended). */
+  answer: string;
+}
+
+export interface Recorder {
+  /** Point the client here instead of at the router. */
+  url: string;
+  /** Every exchange so far, answers complete. */
+  exchanges(): Promise<Exchange[]>;
+}
+
+/** A pass-through to `target` that keeps each request and its answer. */
+export function startRecorder(target: string): Recorder {
+  const kept: Exchange[] = [];
+  const reading: Promise<unknown>[] = [];
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 120,
+    async fetch(req) {
+      const url = new URL(req.url);
+      const raw = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
+      const headers = new Headers(req.headers);
+      headers.delete("host");
+      const res = await fetch(target + url.pathname + url.search, { method: req.method, headers, body: raw });
+      const text = raw ? new TextDecoder().decode(raw) : "";
+      const exchange: Exchange = { method: req.method, path: url.pathname + url.search, body: parsed(text), status: res.status, headers: Object.fromEntries(res.headers), answer: "" };
+      kept.push(exchange);
+      if (!res.body) return new Response(null, { status: res.status, headers: res.headers });
+      const [mine, theirs] = res.body.tee();
+      reading.push(new Response(mine).text().then((t) => (exchange.answer = t)));
+      return new Response(theirs, { status: res.status, headers: res.headers });
+    },
+  });
+  onCleanup({ run: () => server.stop(true) });
+  return {
+    url: `http://127.0.0.1:${server.port}`,
+    async exchanges() {
+      await Promise.allSettled(reading);
+      return kept;
+    },
+  };
+}
+
+function parsed(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+export interface Trap {
+  /** A proxy URL for HTTP_PROXY and friends. */
+  url: string;
+  /** The first line of each connection made to it: `CONNECT github.com:443 HTTP/1.1`. */
+  seen: string[];
+}
+
+/** A proxy that refuses everything (403) and notes what was asked of it. */
+export async function startTrap(): Promise<Trap> {
+  const seen: string[] = [];
+  const server = createServer((socket) => {
+    socket.on("error", () => {});
+    socket.once("data", (chunk) => {
+      seen.push(chunk.toString("latin1").split("\r\n")[0]!);
+      socket.end("HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  onCleanup({ run: () => new Promise((resolve) => server.close(resolve)), kill: () => server.close() });
+  const address = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${address.port}`, seen };
+}
+
+/**
+ * The whole environment a client gets: PATH, a fresh home (HOME, the XDG
+ * dirs, TMPDIR inside it) and every proxy variable aimed at the trap, with
+ * loopback exempt. Nothing else is inherited: no OPENAI_*, CODEX_*,
+ * ANTHROPIC_*, OPENCODE_*, OLLAMA_* or proxy settings of the machine.
+ */
+export function clientEnv(home: string, trap: Trap, extra: Record<string, string> = {}): Record<string, string> {
+  const dirs = { XDG_CONFIG_HOME: ".config", XDG_DATA_HOME: ".local/share", XDG_STATE_HOME: ".local/state", XDG_CACHE_HOME: ".cache", TMPDIR: "tmp" };
+  const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, TERM: "dumb", NO_COLOR: "1" };
+  for (const [name, dir] of Object.entries(dirs)) mkdirSync((env[name] = join(home, dir)), { recursive: true });
+  for (const name of ["http_proxy", "https_proxy", "all_proxy"]) env[name] = env[name.toUpperCase()] = trap.url;
+  env.no_proxy = env.NO_PROXY = "127.0.0.1,localhost";
+  return { ...env, ...extra };
+}
+
+export interface ClientRun {
+  argv: string[];
+  /** The exit code; null when killed at the deadline. */
+  code: number | null;
+  timedOut: boolean;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+/**
+ * Runs a client to completion in its own process group, killed (with all it
+ * started) at `timeoutMs`; whatever it leaves running is killed when it exits.
+ * `stdin` is piped in when given, else the client reads an empty stdin.
+ */
+export async function runClient(argv: string[], opts: { cwd: string; env: Record<string, string>; stdin?: string; timeoutMs?: number }): Promise<ClientRun> {
+  const started = Date.now();
+  const proc = Bun.spawn(argv, {
+    cwd: opts.cwd,
+    env: opts.env,
+    stdin: opts.stdin === undefined ? "ignore" : Buffer.from(opts.stdin),
+    stdout: "pipe",
+    stderr: "pipe",
+    detached: true,
+  });
+  const killGroup = () => {
+    try {
+      process.kill(-proc.pid, "SIGKILL");
+    } catch {} // the group is gone already
+  };
+  onCleanup({ run: killGroup, kill: killGroup });
+  const stdout = new Response(proc.stdout).text();
+  const stderr = new Response(proc.stderr).text();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    killGroup();
+  }, opts.timeoutMs ?? 60000);
+  const code = await proc.exited;
+  clearTimeout(timer);
+  killGroup();
+  return { argv, code: timedOut ? null : code, timedOut, stdout: await stdout, stderr: await stderr, ms: Date.now() - started };
+}
+
+const tail = (text: string, max = 6000) => (text.length > max ? `…${text.slice(-max)}` : text);
+
+export interface ClientResult extends ClientRun {
+  /** What the client asked of herd, answers complete. */
+  exchanges: Exchange[];
+  /** What it tried to reach outside loopback (see startTrap). */
+  outside: string[];
+  /** `what`, then the client's command, exit, stdout, stderr and requests: the message of a failed expect. */
+  why(what: string): string;
+}
+
+export interface ClientScene {
+  /** A fresh HOME (config goes under it). */
+  home: string;
+  /** A fresh, empty working directory. */
+  work: string;
+  /** Where the client is to send herd's requests: the recorder in front of the router. */
+  url: string;
+  run(argv: string[], opts?: { env?: Record<string, string>; stdin?: string; timeoutMs?: number }): Promise<ClientResult>;
+}
+
+/** A fresh home and working dir, a recorder in front of `routerUrl` and a proxy trap, for one client run (or more). */
+export async function clientScene(routerUrl: string): Promise<ClientScene> {
+  const dir = tmpDir();
+  const home = join(dir, "home");
+  const work = join(dir, "work");
+  mkdirSync(work, { recursive: true });
+  const recorder = startRecorder(routerUrl);
+  const trap = await startTrap();
+  return {
+    home,
+    work,
+    url: recorder.url,
+    async run(argv, opts = {}) {
+      const run = await runClient(argv, { cwd: work, env: clientEnv(home, trap, opts.env), stdin: opts.stdin, timeoutMs: opts.timeoutMs });
+      const exchanges = await recorder.exchanges();
+      const shown = [`$ ${argv.map((a) => (/[\s"'{}]/.test(a) ? JSON.stringify(a) : a)).join(" ")}${opts.stdin === undefined ? "" : ` <<< ${JSON.stringify(opts.stdin)}`}`];
+      shown.push(run.timedOut ? `killed at the deadline after ${run.ms} ms` : `exit ${run.code} after ${run.ms} ms`);
+      shown.push(`--- stdout\n${tail(run.stdout)}`, `--- stderr\n${tail(run.stderr)}`);
+      shown.push(`--- asked of herd\n${exchanges.map((e) => `${e.method} ${e.path} → ${e.status}`).join("\n") || "(nothing)"}`);
+      shown.push(`--- asked of the proxy trap\n${trap.seen.join("\n") || "(nothing)"}`);
+      const context = shown.join("\n");
+      return { ...run, exchanges: [...exchanges], outside: [...trap.seen], why: (what) => `${what}\n${context}` };
+    },
+  };
+}
+
+/** The JSON of each `data:` line of an SSE answer (Responses events, Chat Completions chunks); `[DONE]` left out. */
+export function sseData(answer: string): any[] {
+  return answer
+    .split("\n")
+    .filter((line) => line.startsWith("data: ") && line !== "data: [DONE]")
+    .map((line) => JSON.parse(line.slice(6)));
+}
