@@ -6,14 +6,14 @@
 // output (Output.object, generateObject) and embed / embedMany. Each assertion
 // names the field or stream part it reads; a provider's own error comes with
 // the bytes that went over the wire.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { embed, embedMany, type EmbeddingModel, generateObject, generateText, isStepCount, jsonSchema, type LanguageModel, Output, streamText, tool } from "ai";
 import { createOllama as createAiSdkOllama } from "ai-sdk-ollama";
 import { createOllama as createOllamaV2 } from "ollama-ai-provider-v2";
 import { CATALOG } from "../src/sim/index.ts";
-import { type ClientFleet, startClientFleet, Wire } from "./client-fleet.ts";
+import { startClientFleet, Wire } from "./clients.ts";
 
 // Warnings are asserted where they matter (result.warnings), not printed.
 (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
@@ -24,12 +24,9 @@ const MISSING = "nope:1b";
 const EMBED = "nomic-embed-text";
 const DIMS = CATALOG.find((m) => m.name === `${EMBED}:latest`)!.embeddingLength;
 
-let fleet: ClientFleet;
+let fleet: Awaited<ReturnType<typeof startClientFleet>>;
 beforeAll(async () => {
   fleet = await startClientFleet([{ id: "studio", models: [CHAT, THINKER, EMBED], loaded: [CHAT, THINKER, EMBED], tokensPerSecond: 2000 }]);
-});
-afterAll(async () => {
-  await fleet?.stop();
 });
 
 // The sim calls the tool because the user line asks it to (src/sim/replies.ts).

@@ -3,24 +3,21 @@
 // ChatOpenAI and OpenAIEmbeddings on /v1 (Chat Completions, and the Responses
 // API with useResponsesApi). Each assertion names the field it reads; a
 // library's own error comes with the bytes that went over the wire.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { type AIMessage, type AIMessageChunk, HumanMessage, ToolMessage } from "@langchain/core/messages";
 import { ChatOllama, OllamaEmbeddings } from "@langchain/ollama";
 import { ChatOpenAI, OpenAIEmbeddings } from "@langchain/openai";
 import { CATALOG } from "../src/sim/index.ts";
-import { type ClientFleet, startClientFleet, Wire } from "./client-fleet.ts";
+import { startClientFleet, Wire } from "./clients.ts";
 
 const CHAT = "llama3.2:3b";
 const THINKER = "qwen3:8b";
 const EMBED = "nomic-embed-text";
 const DIMS = CATALOG.find((m) => m.name === `${EMBED}:latest`)!.embeddingLength;
 
-let fleet: ClientFleet;
+let fleet: Awaited<ReturnType<typeof startClientFleet>>;
 beforeAll(async () => {
   fleet = await startClientFleet([{ id: "studio", models: [CHAT, THINKER, EMBED], loaded: [CHAT, THINKER, EMBED], tokensPerSecond: 2000 }]);
-});
-afterAll(async () => {
-  await fleet?.stop();
 });
 
 const WEATHER = {

@@ -224,3 +224,50 @@ export function sseData(answer: string): any[] {
     .filter((line) => line.startsWith("data: ") && line !== "data: [DONE]")
     .map((line) => JSON.parse(line.slice(6)));
 }
+
+interface WireExchange {
+  request: string;
+  response: string;
+}
+
+/**
+ * A fetch for a client library that keeps what went over the wire, so a
+ * failing assertion can show the bytes herd sent (describe()), and explain()
+ * adds them to a library's own error.
+ */
+export class Wire {
+  readonly exchanges: WireExchange[] = [];
+
+  readonly fetch = (async (input: string | URL | Request, init?: RequestInit) => {
+    const url = input instanceof Request ? input.url : String(input);
+    const exchange: WireExchange = { request: `${init?.method ?? "GET"} ${new URL(url).pathname} ${typeof init?.body === "string" ? init.body : ""}`, response: "(no answer)" };
+    this.exchanges.push(exchange);
+    const res = await fetch(input, init);
+    exchange.response = `${res.status} ${res.headers.get("content-type") ?? ""} (reading)`;
+    void res
+      .clone()
+      .text()
+      .then((text) => (exchange.response = `${res.status} ${res.headers.get("content-type") ?? ""}\n${text}`));
+    return res;
+  }) as typeof fetch;
+
+  /** The last few exchanges, trimmed. */
+  describe(last = 2): string {
+    // A stream's end (finish reason, usage) matters as much as its start.
+    const trim = (s: string) => (s.length > 1600 ? `${s.slice(0, 600)} … ${s.slice(-1000)}` : s);
+    return this.exchanges
+      .slice(-last)
+      .map((e) => `>> ${trim(e.request)}\n<< ${trim(e.response)}`)
+      .join("\n");
+  }
+
+  /** Runs a client call; if it throws, the error also says what went over the wire. */
+  async explain<T>(what: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (e) {
+      const err = e as Error & { responseBody?: string };
+      throw new Error(`${what}: ${err?.message ?? String(e)}${err?.responseBody ? `\nresponse body: ${err.responseBody}` : ""}\n${this.describe()}`, { cause: e });
+    }
+  }
+}
