@@ -70,7 +70,9 @@ describe("the context a prompt runs in", () => {
     const { url } = await startRouterProcess(["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
     await eventually(async () => (await getJson(`${url}/api/ps`)).models.length === 1, 3000, "the loaded model");
 
-    const routed = await chat(url, longPrompt);
+    const res = await fetch(`${url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "llama3.2:3b", stream: false, messages: [{ role: "user", content: longPrompt }] }) });
+    expect(res.headers.get("x-fleet-context-overflow")).toBeNull(); // it no longer overflows
+    const routed = (await res.json()) as any;
     expect(routed.prompt_eval_count).toBeGreaterThan(10_000);
     expect(await loadedContext(sim.url)).toBe(16384);
     const trace = await eventually(async () => (await getJson(`${url}/dashboard/api/traces?limit=1`)).traces[0], 3000, "the trace");

@@ -21,6 +21,8 @@ export interface Adjusted {
   thinkingBudget: { requested: number; sent: number } | null;
   /** What was changed, for the trace. */
   notes: string[];
+  /** num_ctx was raised so the prompt fits: it no longer overflows the node's context. */
+  contextRaised: boolean;
 }
 
 export function thinks(model: string, body: Record<string, unknown>): boolean {
@@ -58,7 +60,7 @@ export function adjustBody(body: Record<string, unknown>, model: string, { loade
     if (size.note) notes.push(size.note);
   }
   const hasOptions = Object.keys(options).length > 0 || body.options !== undefined;
-  return { body: { ...body, model, ...(hasOptions ? { options } : {}) }, thinkingBudget, notes };
+  return { body: { ...body, model, ...(hasOptions ? { options } : {}) }, thinkingBudget, notes, contextRaised: Boolean(size?.note) };
 }
 
 /** The seed's reasoning-budget diagnostics for a finished non-streaming answer. */

@@ -160,7 +160,7 @@ async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
       }
       try {
         const loadedContext = nodes.find((n) => n.id === candidate.nodeId)?.loadedByKey.get(modelKey(model))?.contextLength;
-        const { body, thinkingBudget, notes } = adjustBody(req.body, model, { loadedContext, promptTokens: req.kind === "embed" ? null : req.promptTokens }, config.features.contextProtection);
+        const { body, thinkingBudget, notes, contextRaised } = adjustBody(req.body, model, { loadedContext, promptTokens: req.kind === "embed" ? null : req.promptTokens }, config.features.contextProtection);
         const call = await callOllama(url, req.path, JSON.stringify(body), {
           firstByteMs: Math.max(1, Math.round(config.timeouts.firstByteMs - slot.waitedMs)),
           idleMs: config.timeouts.idleMs,
@@ -177,7 +177,7 @@ async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
           fallback: model !== requested,
           excluded,
           slot,
-          contextOverflow: candidate.contextOverflow,
+          contextOverflow: contextRaised ? null : candidate.contextOverflow,
           thinkingBudget,
           adjustments: notes,
         };
