@@ -32,8 +32,13 @@ export function takeHerdFields(body: Record<string, unknown>, headers: Headers):
 }
 
 /** A rough token count (4 characters a token) for context-fit decisions; not for billing. */
-export function estimateTokens(value: unknown): number {
+function estimateTokens(value: unknown): number {
   return Math.ceil(textLength(value) / 4);
+}
+
+/** The rough size of the prompt an Ollama body makes: its messages (or prompt, or input), and the system text and tools its template renders in. */
+export function estimatePrompt(body: Record<string, unknown>): number {
+  return estimateTokens([body.messages ?? body.prompt ?? body.input, body.system, body.tools]);
 }
 
 function textLength(value: unknown): number {

@@ -11,7 +11,7 @@ import { modelsOnDisk, reachableNodes } from "../fleet/catalog.ts";
 import { GB, type TagEntry } from "../fleet/node-models.ts";
 import { onDisk } from "../fleet/registry.ts";
 import type { RouteRequest } from "../router/dispatch.ts";
-import { estimateTokens, takeHerdFields } from "../router/herd-fields.ts";
+import { estimatePrompt, takeHerdFields } from "../router/herd-fields.ts";
 import { type Encoder, headerValue, route } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
 import { lowestVersion } from "../version.ts";
@@ -57,7 +57,7 @@ async function handle(rt: Runtime, request: Request, kind: RouteRequest["kind"],
     fallbackModels: herd.fallbackModels,
     strict: herd.strict,
     body,
-    promptTokens: estimateTokens(body.messages ?? body.prompt ?? body.input),
+    promptTokens: estimatePrompt(body),
     signal: request.signal,
   };
   return route(rt, req, ndjson(stream), { tags: herd.tags, stream, clientIp, caller: callerOf(request) });

@@ -7,7 +7,7 @@ import { nativeEmbed } from "../backends/embedding.ts";
 import { fleetImageModels } from "../backends/image.ts";
 import type { OllamaLine } from "../backends/ollama.ts";
 import { modelsOnDisk } from "../fleet/catalog.ts";
-import { estimateTokens, takeHerdFields } from "../router/herd-fields.ts";
+import { estimatePrompt, takeHerdFields } from "../router/herd-fields.ts";
 import { type Encoder, route } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
 import { modelOf, readJsonObject } from "./body.ts";
@@ -36,7 +36,7 @@ async function chat(rt: Runtime, request: Request, clientIp: string | null): Pro
   const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
   return route(
     rt,
-    { surface: "openai", kind: "chat", path: "/api/chat", model, fallbackModels: herd.fallbackModels, strict: herd.strict, body: ollamaBody, promptTokens: estimateTokens(body.messages), signal: request.signal },
+    { surface: "openai", kind: "chat", path: "/api/chat", model, fallbackModels: herd.fallbackModels, strict: herd.strict, body: ollamaBody, promptTokens: estimatePrompt(ollamaBody), signal: request.signal },
     chatEncoder(stream, includeUsage),
     { tags: herd.tags, stream, clientIp, caller: callerOf(request) },
   );
@@ -60,7 +60,7 @@ async function embeddings(rt: Runtime, request: Request, clientIp: string | null
   if (embedded) return embedded;
   return route(
     rt,
-    { surface: "openai", kind: "embed", path: "/api/embed", model, fallbackModels: herd.fallbackModels, strict: herd.strict, body: ollamaBody, promptTokens: estimateTokens(input), signal: request.signal },
+    { surface: "openai", kind: "embed", path: "/api/embed", model, fallbackModels: herd.fallbackModels, strict: herd.strict, body: ollamaBody, promptTokens: estimatePrompt(ollamaBody), signal: request.signal },
     encoder,
     { tags: herd.tags, stream: false, clientIp, caller: callerOf(request) },
   );

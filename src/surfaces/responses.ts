@@ -6,7 +6,7 @@
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { log } from "../log.ts";
-import { estimateTokens, takeHerdFields } from "../router/herd-fields.ts";
+import { estimatePrompt, takeHerdFields } from "../router/herd-fields.ts";
 import { resolveModel } from "../router/model-resolution.ts";
 import { fleetHeaders, route } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
@@ -60,7 +60,7 @@ async function create(rt: Runtime, request: Request, clientIp: string | null): P
       fallbackModels: herd.fallbackModels,
       strict: herd.strict,
       body: ollamaBody,
-      promptTokens: estimateTokens(ollamaBody.messages),
+      promptTokens: estimatePrompt(ollamaBody),
       signal: request.signal,
     },
     responsesEncoder(stream, translated, log.warn),
