@@ -8,7 +8,7 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BIN, type ClientResult, type Exchange, clientScene, sseData, startClientFleet } from "./clients.ts";
+import { BIN, type ClientResult, type Exchange, clientScene, jsonLines, sseData, startClientFleet } from "./clients.ts";
 
 const CODEX = join(BIN, "codex");
 const SHELL_STEP = `sim: call exec_command {"cmd":"echo herd-ok > out.txt && cat out.txt"}`;
@@ -59,24 +59,11 @@ const messageText = (response: any): string | undefined =>
     .flatMap((o: any) => o.content.map((c: any) => c.text))
     .join("");
 
-/** `codex exec --json` output: one event a line; a line that is not JSON fails the test, naming it. */
-function jsonEvents(r: ClientResult): any[] {
-  return r.stdout
-    .split("\n")
-    .filter((line) => line.trim())
-    .map((line) => {
-      try {
-        return JSON.parse(line);
-      } catch {
-        expect.unreachable(r.why(`stdout: a --json line is not JSON: ${line}`));
-      }
-    });
-}
 
 /** Checks a shell tool loop: the command ran in the working dir, its output went back to herd, Codex ended on herd's last answer. */
 function checkShellLoop(r: ClientResult & { work: string }, model: string) {
   expect(r.code, r.why("exit code")).toBe(0);
-  const events = jsonEvents(r);
+  const events = jsonLines(r, "--json");
   const command = events.find((e) => e.type === "item.completed" && e.item?.type === "command_execution")?.item;
   expect(command, r.why("event item.completed (command_execution)")).toMatchObject({ status: "completed", exit_code: 0, aggregated_output: "herd-ok\n" });
   expect(existsSync(join(r.work, "out.txt")) && readFileSync(join(r.work, "out.txt"), "utf8"), r.why("out.txt in the working dir")).toBe("herd-ok\n");

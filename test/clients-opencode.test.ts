@@ -10,7 +10,7 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BIN, type ClientResult, type Exchange, clientScene, sseData, startClientFleet } from "./clients.ts";
+import { BIN, type ClientResult, type Exchange, clientScene, jsonLines, sseData, startClientFleet } from "./clients.ts";
 
 const OPENCODE = join(BIN, "opencode");
 
@@ -64,19 +64,6 @@ function turns(r: ClientResult): (Exchange & { chunks: any[]; text: string; reas
     });
 }
 
-/** `opencode run --format json` output: one event a line; a line that is not JSON fails the test, naming it. */
-function jsonEvents(r: ClientResult): any[] {
-  return r.stdout
-    .split("\n")
-    .filter((line) => line.trim())
-    .map((line) => {
-      try {
-        return JSON.parse(line);
-      } catch {
-        expect.unreachable(r.why(`stdout: a --format json line is not JSON: ${line}`));
-      }
-    });
-}
 
 describe("opencode run with herd as an OpenAI-compatible provider", () => {
   test("a text turn: exit 0, and stdout is the message herd answered", async () => {
@@ -94,7 +81,7 @@ describe("opencode run with herd as an OpenAI-compatible provider", () => {
   test("a bash tool loop: the command runs in the working dir and its output goes back", async () => {
     const r = await opencode(["--format", "json"], `sim: call bash {"command":"echo herd-ok > out.txt && cat out.txt","description":"Write out.txt"}`);
     expect(r.code, r.why("exit code")).toBe(0);
-    const events = jsonEvents(r);
+    const events = jsonLines(r, "--format json");
     const tool = events.find((e) => e.type === "tool_use")?.part;
     expect(tool, r.why("event tool_use")).toMatchObject({ tool: "bash", state: { status: "completed", output: "herd-ok\n", metadata: { exit: 0 } } });
     expect(existsSync(join(r.work, "out.txt")) && readFileSync(join(r.work, "out.txt"), "utf8"), r.why("out.txt in the working dir")).toBe("herd-ok\n");
@@ -119,7 +106,7 @@ describe("opencode run with herd as an OpenAI-compatible provider", () => {
     const [turn, ...more] = turns(r);
     expect(turn !== undefined && more.length === 0, r.why("POST /v1/chat/completions with tools: one turn")).toBe(true);
     expect(turn!.reasoning.length, r.why("turn: the streamed delta.reasoning")).toBeGreaterThan(10);
-    const events = jsonEvents(r);
+    const events = jsonLines(r, "--format json");
     expect(events.find((e) => e.type === "reasoning")?.part.text, r.why("event reasoning: herd's delta.reasoning")).toBe(turn!.reasoning);
     expect(events.filter((e) => e.type === "text").at(-1)?.part.text, r.why("event text: herd's answer")).toBe(turn!.text);
     expect(r.outside, r.why("reached outside loopback")).toEqual([]);

@@ -7,6 +7,7 @@
 // - a run of the client's own binary in a fresh home with a scrubbed
 //   environment, bounded in time, its whole process group killed at the end.
 // Everything started here is stopped after the test (or the file) that started it.
+import { expect } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -270,4 +271,18 @@ export class Wire {
       throw new Error(`${what}: ${err?.message ?? String(e)}${err?.responseBody ? `\nresponse body: ${err.responseBody}` : ""}\n${this.describe()}`, { cause: e });
     }
   }
+}
+
+/** A client's stdout as JSON lines (`--json`, `--format json`, `stream-json`); a line that is not JSON fails the test, naming it. */
+export function jsonLines(r: ClientResult, flag: string): any[] {
+  return r.stdout
+    .split("\n")
+    .filter((line) => line.trim())
+    .map((line) => {
+      try {
+        return JSON.parse(line);
+      } catch {
+        expect.unreachable(r.why(`stdout: a ${flag} line is not JSON: ${line}`));
+      }
+    });
 }
