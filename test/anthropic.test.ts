@@ -33,7 +33,7 @@ let sim: SimNode;
 let client: Anthropic;
 beforeAll(async () => {
   // Pings every 400 ms (a quarter of idleMs), so a slow node shows them quickly.
-  ({ url, sim } = await fleet({ id: "studio", models: MODELS, loaded: MODELS }, "timeouts: { idleMs: 1600 }"));
+  ({ url, sim } = await fleet({ id: "studio", models: MODELS, loaded: MODELS }, `timeouts: { idleMs: 1600 }, modelMap: { "house-model": "llama3.2:3b" }`));
   client = new Anthropic({ baseURL: url, apiKey: "unused", maxRetries: 0 });
 });
 
@@ -256,6 +256,38 @@ describe("tools and thinking", () => {
     // thinking disabled: the model is told not to think.
     const plain = await client.messages.create({ ...params, thinking: { type: "disabled" } });
     expect(plain.content.map((b) => b.type)).toEqual(["text"]);
+  });
+});
+
+async function refusal(body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; type: string; message: string }> {
+  const res = await post("/v1/messages", body, headers);
+  const error = (await res.json()) as any;
+  expect(error.type).toBe("error");
+  return { status: res.status, type: error.error.type, message: error.error.message };
+}
+
+describe("strict mode", () => {
+  test("strict (X-Fleet-No-Fallback, fallback: false): the exact model or an operator's modelMap entry, else 404 not_found_error", async () => {
+    const strict = { "X-Fleet-No-Fallback": "true" };
+    const hi = (model: string, extra = {}) => ({ model, max_tokens: 20, messages: [{ role: "user", content: "hi" }], ...extra });
+    for (const [body, headers] of [
+      [hi("does-not-exist:1b"), strict],
+      [hi("claude-sonnet-4-5"), strict],
+      [hi("does-not-exist:1b", { fallback: false }), {}],
+      [hi("does-not-exist:1b", { fallback_models: ["llama3.2:3b"] }), strict],
+    ] as const) {
+      const error = await refusal(body, headers);
+      expect(error).toMatchObject({ status: 404, type: "not_found_error" });
+      expect(error.message).toContain(body.model);
+    }
+    // Not strict, the same ids are auto-routed.
+    expect((await post("/v1/messages", hi("does-not-exist:1b"))).headers.get("x-fleet-served-model")).toBe("qwen2.5-coder:7b");
+    for (const [model, served] of [["llama3.2:3b", "llama3.2:3b"], ["house-model", "llama3.2:3b"]]) {
+      const res = await post("/v1/messages", hi(model!), strict);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-fleet-served-model")).toBe(served!);
+      await res.json();
+    }
   });
 });
 

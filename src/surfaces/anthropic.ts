@@ -54,7 +54,7 @@ async function messages(rt: Runtime, request: Request, clientIp: string | null):
   const translated = messagesToOllama(body, anthropic.defaultMaxTokens);
   if (typeof translated === "string") return refuse(400, translated);
 
-  const resolution = resolveModel(rt.registry, rt.live.config, requested, needsOf(translated.body));
+  const resolution = resolveModel(rt.registry, rt.live.config, requested, needsOf(translated.body), herd.strict);
   if (!resolution) {
     const why = anthropic.autoRoute ? "no online node has a chat model to auto-route it to" : "anthropic.autoRoute is off";
     return refuse(404, `model "${requested}" not found: no modelMap entry, no local model of that name, and ${why}`);
