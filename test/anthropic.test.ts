@@ -259,12 +259,66 @@ describe("tools and thinking", () => {
   });
 });
 
+/** What the node itself answers for these Ollama messages: a simulated model's answer depends on nothing else. */
+async function nodeAnswer(model: string, messages: { role: string; content: string }[]): Promise<string> {
+  const res = await fetch(`${sim.url}/api/chat`, { method: "POST", body: JSON.stringify({ model, messages, stream: false, options: { num_predict: 200 } }) });
+  return ((await res.json()) as any).message.content;
+}
+
 async function refusal(body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; type: string; message: string }> {
   const res = await post("/v1/messages", body, headers);
   const error = (await res.json()) as any;
   expect(error.type).toBe("error");
   return { status: res.status, type: error.error.type, message: error.error.message };
 }
+
+describe("mid-conversation system messages", () => {
+  test("accepted where Anthropic places them, and seen by the model as system messages at their place", async () => {
+    const res = await post("/v1/messages", {
+      model: "llama3.2:3b",
+      max_tokens: 200,
+      messages: [
+        { role: "user", content: "Tell me about queues" },
+        { role: "system", content: [{ type: "text", text: "Answer in one line.", cache_control: { type: "ephemeral" } }], output_config: { effort: "low" } },
+        { role: "assistant", content: "Queues hold work." },
+        { role: "user", content: "And batching?" },
+        { role: "system", content: "Be brief." },
+      ],
+    });
+    expect(res.status).toBe(200);
+    const text = ((await res.json()) as any).content[0].text;
+    const turns = [
+      { role: "user", content: "Tell me about queues" },
+      { role: "assistant", content: "Queues hold work." },
+      { role: "user", content: "And batching?" },
+    ];
+    expect(text).toBe(await nodeAnswer("llama3.2:3b", [turns[0]!, { role: "system", content: "Answer in one line." }, turns[1]!, turns[2]!, { role: "system", content: "Be brief." }]));
+    expect(text).not.toBe(await nodeAnswer("llama3.2:3b", turns));
+
+    // One with no text only sets options (an effort-only message, as the AI SDK sends it), and may come first.
+    const effortOnly = await post("/v1/messages", { model: "llama3.2:3b", max_tokens: 20, messages: [{ role: "system", content: [], output_config: { effort: "low" } }, { role: "user", content: "hi" }] });
+    expect(effortOnly.status).toBe(200);
+    await effortOnly.json();
+  });
+
+  test("refused where Anthropic refuses them: first, after an assistant or another system message, content not text", async () => {
+    const hi = { role: "user", content: "hi" };
+    for (const [messages, field, why] of [
+      [[{ role: "system", content: "x" }, hi], "messages[0].role:", "cannot be the first message"],
+      [[hi, { role: "assistant", content: "hello" }, { role: "system", content: "x" }], "messages[2].role:", 'must directly follow a user message, not a message with role "assistant"'],
+      [[hi, { role: "system", content: "x" }, { role: "system", content: "y" }], "messages[2].role:", "not another system message"],
+      [[hi, { role: "system", content: [{ type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } }] }], "messages[1].content:", "a list of text blocks"],
+      [[hi, { role: "system", content: 5 }], "messages[1].content:", "a list of text blocks"],
+      [[hi, { role: "system" }], "messages[1].content:", "a list of text blocks"],
+      [[hi, { role: "developer", content: "x" }], "messages[1].role:", '"user", "assistant" or "system"'],
+    ] as const) {
+      const error = await refusal({ model: "llama3.2:3b", max_tokens: 20, messages });
+      expect(error).toMatchObject({ status: 400, type: "invalid_request_error" });
+      expect(error.message).toStartWith(field);
+      expect(error.message).toContain(why);
+    }
+  });
+});
 
 describe("strict mode", () => {
   test("strict (X-Fleet-No-Fallback, fallback: false): the exact model or an operator's modelMap entry, else 404 not_found_error", async () => {

@@ -1,7 +1,9 @@
 // Anthropic Messages ⇄ Ollama /api/chat. The request keeps everything Ollama
-// has a home for (system, content blocks, images, tools, tool_use/tool_result,
-// stop_sequences, sampling, thinking); Ollama's lines come back as content
-// blocks: one Message object, or the exact SSE event sequence that builds it.
+// has a home for (system, also mid-conversation; content blocks, images, tools,
+// tool_use/tool_result, stop_sequences, sampling, thinking); fields with no
+// local meaning (cache_control, context_management, effort, betas) are
+// accepted and ignored. Ollama's lines come back as content blocks: one
+// Message object, or the exact SSE event sequence that builds it.
 import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
 import type { Encoder } from "../router/route.ts";
 
@@ -89,6 +91,15 @@ function thinkOf(thinking: unknown): boolean | string | undefined {
   return `thinking.type: expected "enabled", "adaptive" or "disabled"`;
 }
 
+// A system message in `messages` adds instructions at that point, as Anthropic
+// places them: never first, right after a user message (so never two in a row).
+// One with no text only sets options (output_config.effort) and may stand anywhere.
+function systemPlacement(list: Json[], i: number): string | null {
+  if (i === 0) return `"system" cannot be the first message: opening instructions go in the top-level system field`;
+  const before = list[i - 1]?.role;
+  return before === "user" ? null : `a "system" message must directly follow a user message, not ${before === "system" ? "another system message" : `a message with role ${JSON.stringify(before)}`}`;
+}
+
 // Anthropic keeps a turn's tool results inside a user message; Ollama wants a
 // "tool" message per result, named after the tool_use it answers.
 function chatMessages(list: unknown[]): Json[] | string {
@@ -96,7 +107,15 @@ function chatMessages(list: unknown[]): Json[] | string {
   const toolNames = new Map<string, string>();
   for (const [i, m] of (list as Json[]).entries()) {
     const at = `messages[${i}]`;
-    if (m?.role !== "user" && m?.role !== "assistant") return `${at}.role: expected "user" or "assistant"`;
+    if (m?.role === "system") {
+      const text = m.content === undefined ? null : systemText(m.content);
+      if (text === null) return `${at}.content: expected a string or a list of text blocks`;
+      const misplaced = text ? systemPlacement(list as Json[], i) : null;
+      if (misplaced) return `${at}.role: ${misplaced}`;
+      if (text) out.push({ role: "system", content: text });
+      continue;
+    }
+    if (m?.role !== "user" && m?.role !== "assistant") return `${at}.role: expected "user", "assistant" or "system"`;
     if (typeof m.content === "string") {
       out.push({ role: m.role, content: m.content });
       continue;
