@@ -320,6 +320,45 @@ describe("mid-conversation system messages", () => {
   });
 });
 
+describe("tool search: deferred tools and tool_reference", () => {
+  const SEARCH: Anthropic.Tool = { name: "ToolSearch", description: "Load deferred tools", input_schema: { type: "object", properties: { query: { type: "string" } }, required: ["query"] } };
+  const LOOKUP: Anthropic.Tool = { name: "lookup_order", description: "Look an order up", input_schema: { type: "object", properties: { id: { type: "string" } }, required: ["id"] }, defer_loading: true };
+  const PLACEHOLDER: Anthropic.Tool = { name: "DeferredToolPlaceholder", description: "Never call this tool.", input_schema: { type: "object", properties: {} }, defer_loading: true };
+  const tools = [SEARCH, WEATHER, LOOKUP, PLACEHOLDER];
+  const ask = (tools: Anthropic.Tool[], messages: Anthropic.MessageParam[]) => client.messages.create({ model: "qwen2.5-coder:7b", max_tokens: 300, tools, messages });
+
+  test("a deferred tool reaches the model only once a tool_result's tool_reference loads it; the placeholder never does", async () => {
+    expect(textOf(await ask(tools, [user("sim: call lookup_order")]))).toBe("The tool lookup_order is not among the tools offered (ToolSearch, get_weather).");
+
+    const loadThen = async (next: string) => {
+      const prompt = user(`sim: call ToolSearch {"query":"select:lookup_order"}\nsim: call ${next}`);
+      const search = await ask(tools, [prompt]);
+      const call = search.content.find((b) => b.type === "tool_use");
+      if (call?.type !== "tool_use") throw new Error(`no ToolSearch call: ${JSON.stringify(search.content)}`);
+      const result: Anthropic.ToolResultBlockParam = { type: "tool_result", tool_use_id: call.id, content: [{ type: "tool_reference", tool_name: "lookup_order", cache_control: { type: "ephemeral" } }] };
+      return ask(tools, [prompt, { role: "assistant", content: search.content }, user([result, { type: "text", text: "Tool loaded." }])]);
+    };
+    const called = await loadThen('lookup_order {"id":"A-1"}');
+    expect(called.stop_reason).toBe("tool_use");
+    expect(called.content.find((b) => b.type === "tool_use")).toMatchObject({ name: "lookup_order", input: { id: "A-1" } });
+    expect(textOf(await loadThen("DeferredToolPlaceholder"))).toBe("The tool DeferredToolPlaceholder is not among the tools offered (ToolSearch, get_weather, lookup_order).");
+  });
+
+  test("a tool_reference needs a tool_name", async () => {
+    const error = await refusal({
+      model: "qwen2.5-coder:7b",
+      max_tokens: 20,
+      tools,
+      messages: [
+        { role: "user", content: "hi" },
+        { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "ToolSearch", input: {} }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: [{ type: "tool_reference" }] }] },
+      ],
+    });
+    expect(error).toMatchObject({ status: 400, message: expect.stringMatching(/^messages\[2\]\.content\[0\]\.content\[0\]\.tool_name:/) });
+  });
+});
+
 describe("strict mode", () => {
   test("strict (X-Fleet-No-Fallback, fallback: false): the exact model or an operator's modelMap entry, else 404 not_found_error", async () => {
     const strict = { "X-Fleet-No-Fallback": "true" };

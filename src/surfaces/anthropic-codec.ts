@@ -6,6 +6,7 @@
 // Message object, or the exact SSE event sequence that builds it.
 import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
 import type { Encoder } from "../router/route.ts";
+import { loadedToolsText, toolsOf } from "./anthropic-tools.ts";
 
 type Json = Record<string, unknown>;
 
@@ -21,10 +22,11 @@ export function messagesToOllama(req: Json, defaultMaxTokens: number): Translate
   if (!Array.isArray(req.messages) || req.messages.length === 0) return "messages: expected a non-empty list of messages";
   const system = systemText(req.system);
   if (system === null) return "system: expected a string or a list of text blocks";
-  const tools = toolsOf(req.tools, req.tool_choice);
-  if (typeof tools === "string") return tools;
-  const messages = chatMessages(req.messages as unknown[]);
+  const loaded = new Set<string>();
+  const messages = chatMessages(req.messages as unknown[], loaded);
   if (typeof messages === "string") return messages;
+  const tools = toolsOf(req.tools, req.tool_choice, loaded);
+  if (typeof tools === "string") return tools;
   const instruction = [system, tools.instruction].filter(Boolean).join("\n\n");
   if (instruction) messages.unshift({ role: "system", content: instruction });
 
@@ -55,34 +57,6 @@ function systemText(system: unknown): string | null {
   return system.map((b) => b.text as string).join("\n");
 }
 
-// Ollama has no tool_choice: "none" sends no tools, "tool" only the named one,
-// and "any"/"tool" add a system instruction to call it.
-function toolsOf(tools: unknown, choice: unknown): { list: Json[]; instruction: string } | string {
-  if (tools === undefined || tools === null) return { list: [], instruction: "" };
-  if (!Array.isArray(tools)) return "tools: expected a list of tools";
-  const list: Json[] = [];
-  for (const [i, t] of (tools as Json[]).entries()) {
-    if (typeof t?.name !== "string" || !t.name) return `tools[${i}].name: expected a string`;
-    const schema = t.input_schema;
-    if (!schema || typeof schema !== "object") {
-      return `tools[${i}].input_schema: expected a JSON schema object (herd serves custom tools only${typeof t.type === "string" ? `, not "${t.type}"` : ""})`;
-    }
-    list.push({ type: "function", function: { name: t.name, description: typeof t.description === "string" ? t.description : "", parameters: schema } });
-  }
-  if (choice === undefined || choice === null) return { list, instruction: "" };
-  const type = (choice as Json).type;
-  if (type === "auto") return { list, instruction: "" };
-  if (type === "none") return { list: [], instruction: "" };
-  if (type === "any") return { list, instruction: list.length ? "You must answer by calling one of the provided tools." : "" };
-  if (type === "tool") {
-    const name = (choice as Json).name;
-    const named = list.filter((t) => (t.function as Json).name === name);
-    if (!named.length) return `tool_choice.name: expected the name of one of the tools, got ${JSON.stringify(name)}`;
-    return { list: named, instruction: `You must answer by calling the tool "${name}".` };
-  }
-  return `tool_choice.type: expected "auto", "any", "tool" or "none"`;
-}
-
 function thinkOf(thinking: unknown): boolean | string | undefined {
   if (thinking === undefined || thinking === null) return undefined;
   const type = (thinking as Json).type;
@@ -101,8 +75,9 @@ function systemPlacement(list: Json[], i: number): string | null {
 }
 
 // Anthropic keeps a turn's tool results inside a user message; Ollama wants a
-// "tool" message per result, named after the tool_use it answers.
-function chatMessages(list: unknown[]): Json[] | string {
+// "tool" message per result, named after the tool_use it answers. The tools
+// tool_reference blocks load are added to `loaded`.
+function chatMessages(list: unknown[], loaded: Set<string>): Json[] | string {
   const out: Json[] = [];
   const toolNames = new Map<string, string>();
   for (const [i, m] of (list as Json[]).entries()) {
@@ -149,7 +124,7 @@ function chatMessages(list: unknown[]): Json[] | string {
           calls.push({ id: block.id, function: { name: block.name, arguments: block.input ?? {} } });
           break;
         case "tool_result": {
-          const result = toolResult(block, where, toolNames);
+          const result = toolResult(block, where, toolNames, loaded);
           if (typeof result === "string") return result;
           out.push(result);
           break;
@@ -175,9 +150,10 @@ function imageOf(block: Json, where: string): { base64: string } | string {
 }
 
 // Ollama has no error flag on a tool result: the model reads it in the text.
-function toolResult(block: Json, where: string, toolNames: Map<string, string>): Json | string {
+function toolResult(block: Json, where: string, toolNames: Map<string, string>, loaded: Set<string>): Json | string {
   const texts: string[] = [];
   const images: string[] = [];
+  const references: string[] = [];
   if (typeof block.content === "string") texts.push(block.content);
   else if (Array.isArray(block.content)) {
     for (const [k, part] of (block.content as Json[]).entries()) {
@@ -186,9 +162,14 @@ function toolResult(block: Json, where: string, toolNames: Map<string, string>):
         const image = imageOf(part, `${where}.content[${k}]`);
         if (typeof image === "string") return image;
         images.push(image.base64);
-      } else return `${where}.content[${k}].type: expected "text" or "image"`;
+      } else if (part?.type === "tool_reference") {
+        if (typeof part.tool_name !== "string" || !part.tool_name) return `${where}.content[${k}].tool_name: expected a string`;
+        references.push(part.tool_name);
+        loaded.add(part.tool_name);
+      } else return `${where}.content[${k}].type: expected "text", "image" or "tool_reference"`;
     }
-  } else if (block.content !== undefined) return `${where}.content: expected a string or a list of text and image blocks`;
+  } else if (block.content !== undefined) return `${where}.content: expected a string or a list of text, image and tool_reference blocks`;
+  if (references.length) texts.push(loadedToolsText(references));
   const text = texts.join("\n");
   const message: Json = { role: "tool", content: block.is_error === true ? `Error: ${text}` : text };
   const name = typeof block.tool_use_id === "string" ? toolNames.get(block.tool_use_id) : undefined;
