@@ -249,9 +249,14 @@ describe("tools and thinking", () => {
     const kinds = events.filter((e) => e.event === "content_block_start").map((e) => e.data.content_block);
     expect(kinds).toEqual([{ type: "thinking", thinking: "", signature: "" }, { type: "text", text: "" }]);
     const deltas = events.filter((e) => e.event === "content_block_delta");
-    expect(deltas.filter((e) => e.data.index === 0).every((e) => e.data.delta.type === "thinking_delta")).toBe(true);
+    const reasoning = deltas.filter((e) => e.data.index === 0).map((e) => e.data.delta);
+    // As Anthropic streams a thinking block: thinking_delta events, then its signature just before content_block_stop.
+    expect(reasoning.map((d) => d.type)).toEqual([...Array(reasoning.length - 1).fill("thinking_delta"), "signature_delta"]);
+    expect(events[events.findIndex((e) => e.data.delta?.type === "signature_delta") + 1]!.data).toEqual({ type: "content_block_stop", index: 0 });
+    expect(reasoning.at(-1).signature).toBe(thinking.signature);
+    expect(thinking.signature.length).toBeGreaterThan(10);
     expect(deltas.filter((e) => e.data.index === 1).every((e) => e.data.delta.type === "text_delta")).toBe(true);
-    expect(deltas.filter((e) => e.data.index === 0).map((e) => e.data.delta.thinking).join("")).toBe(thinking.thinking);
+    expect(reasoning.slice(0, -1).map((d) => d.thinking).join("")).toBe(thinking.thinking);
 
     // thinking disabled: the model is told not to think.
     const plain = await client.messages.create({ ...params, thinking: { type: "disabled" } });
@@ -317,6 +322,45 @@ describe("mid-conversation system messages", () => {
       expect(error.message).toStartWith(field);
       expect(error.message).toContain(why);
     }
+  });
+});
+
+describe("thinking by the model's capabilities", () => {
+  const blocks = async (model: string, thinking: unknown) => {
+    const res = await post("/v1/messages", { model, max_tokens: 500, thinking, messages: [{ role: "user", content: "Tell me about routing" }] });
+    const body = (await res.json()) as any;
+    if (res.status !== 200) throw new Error(`${model} with thinking ${JSON.stringify(thinking)}: HTTP ${res.status} ${JSON.stringify(body)}`);
+    return body.content.map((b: any) => b.type);
+  };
+
+  test("adaptive sends no think; enabled and disabled set it only where /api/show lists the thinking capability", async () => {
+    // llama3.2:3b cannot think: Ollama refuses think:true there, so it is never sent.
+    for (const thinking of [{ type: "adaptive" }, { type: "enabled", budget_tokens: 1024 }, { type: "disabled" }]) expect(await blocks("llama3.2:3b", thinking)).toEqual(["text"]);
+    // qwen3:8b can: adaptive leaves it to the model (which thinks by default), enabled asks, disabled tells it not to.
+    expect(await blocks("qwen3:8b", { type: "adaptive" })).toEqual(["thinking", "text"]);
+    expect(await blocks("qwen3:8b", { type: "enabled", budget_tokens: 1024 })).toEqual(["thinking", "text"]);
+    expect(await blocks("qwen3:8b", { type: "disabled" })).toEqual(["text"]);
+    // A display mode herd does not know shows the thinking; a bad type is refused.
+    expect(await blocks("qwen3:8b", { type: "adaptive", display: "some-future-mode" })).toEqual(["thinking", "text"]);
+    expect((await refusal({ model: "qwen3:8b", max_tokens: 20, thinking: { type: "sometimes" }, messages: [{ role: "user", content: "hi" }] })).message).toStartWith("thinking.type:");
+  });
+
+  test("display omitted: thinking blocks without their text but with a signature, which carries the reasoning into the next turn", async () => {
+    const params = { model: "qwen3:8b", max_tokens: 500, thinking: { type: "adaptive", display: "omitted" }, messages: [{ role: "user", content: "Tell me about routing" }] };
+    const events = parseSse(await (await post("/v1/messages", { ...params, stream: true })).text());
+    const thinkingBlock = events.filter((e) => e.data.index === 0).map((e) => e.data);
+    expect(thinkingBlock.map((e) => e.delta?.type ?? e.type)).toEqual(["content_block_start", "signature_delta", "content_block_stop"]);
+    expect(thinkingBlock[0].content_block).toEqual({ type: "thinking", thinking: "", signature: "" });
+    const message = (await (await post("/v1/messages", params)).json()) as any;
+    expect(message.content[0]).toEqual({ type: "thinking", thinking: "", signature: thinkingBlock[1].delta.signature });
+
+    // Passed back without its text, the block still gives the model its reasoning: the prompt is longer for it.
+    const nextTurn = (signature: string) =>
+      client.messages.countTokens({
+        model: "qwen3:8b",
+        messages: [user("Tell me about routing"), { role: "assistant", content: [{ type: "thinking", thinking: "", signature }, { type: "text", text: "Routes." }] }, user("More")],
+      });
+    expect((await nextTurn(message.content[0].signature)).input_tokens).toBeGreaterThan((await nextTurn("EqQBCkgIARABGAIiQL")).input_tokens + 5);
   });
 });
 

@@ -6,15 +6,17 @@
 // Message object, or the exact SSE event sequence that builds it.
 import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
 import type { Encoder } from "../router/route.ts";
+import { type ThinkingRequest, signatureOf, thinkingOf, thinkingText } from "./anthropic-thinking.ts";
 import { loadedToolsText, toolsOf } from "./anthropic-tools.ts";
 
 type Json = Record<string, unknown>;
 
 export interface Translated {
-  /** Ollama's /api/chat body. */
+  /** Ollama's /api/chat body, without `think`: that depends on the model (see thinkFor). */
   body: Json;
   /** The client's stop_sequences, which the answer is scanned for (see StopScanner). */
   stops: string[];
+  thinking: ThinkingRequest;
 }
 
 /** Ollama's /api/chat body for a Messages request, or a message naming the field that is wrong. */
@@ -44,10 +46,9 @@ export function messagesToOllama(req: Json, defaultMaxTokens: number): Translate
 
   const body: Json = { messages, stream: req.stream === true, options };
   if (tools.list.length) body.tools = tools.list;
-  const think = thinkOf(req.thinking);
-  if (typeof think === "string") return think;
-  if (think !== undefined) body.think = think;
-  return { body, stops: stops as string[] };
+  const thinking = thinkingOf(req.thinking);
+  if (typeof thinking === "string") return thinking;
+  return { body, stops: stops as string[], thinking };
 }
 
 function systemText(system: unknown): string | null {
@@ -55,14 +56,6 @@ function systemText(system: unknown): string | null {
   if (typeof system === "string") return system;
   if (!Array.isArray(system) || system.some((b) => b?.type !== "text" || typeof b.text !== "string")) return null;
   return system.map((b) => b.text as string).join("\n");
-}
-
-function thinkOf(thinking: unknown): boolean | string | undefined {
-  if (thinking === undefined || thinking === null) return undefined;
-  const type = (thinking as Json).type;
-  if (type === "enabled" || type === "adaptive") return true;
-  if (type === "disabled") return false;
-  return `thinking.type: expected "enabled", "adaptive" or "disabled"`;
 }
 
 // A system message in `messages` adds instructions at that point, as Anthropic
@@ -113,9 +106,11 @@ function chatMessages(list: unknown[], loaded: Set<string>): Json[] | string {
           images.push(image.base64);
           break;
         }
-        case "thinking":
-          if (typeof block.thinking === "string") thinking.push(block.thinking);
+        case "thinking": {
+          const text = thinkingText(block);
+          if (text) thinking.push(text);
           break;
+        }
         case "redacted_thinking":
           break; // encrypted by Anthropic: nothing a local model can read
         case "tool_use":
@@ -209,6 +204,8 @@ export interface TurnOptions {
   /** herd's count of the prompt, for message_start (the node counts only at the end). */
   inputTokens: number;
   stops: string[];
+  /** thinking.display "omitted": thinking blocks without their text (it is in the signature). */
+  omitThinking: boolean;
 }
 
 /** Writes Ollama's chat lines as an Anthropic Message: SSE events, or one object. */
@@ -240,6 +237,8 @@ export function messagesEncoder(stream: boolean, opts: TurnOptions & { pingEvery
 class Turn {
   readonly message: Json & { content: Json[]; usage: Json };
   private open: "text" | "thinking" | null = null;
+  /** The open thinking block's text, for its signature (the block itself has none when thinking is omitted). */
+  private reasoning = "";
   private toolUses = 0;
   private readonly scanner: StopScanner;
   private started = false;
@@ -282,6 +281,10 @@ class Turn {
       this.start(kind === "text" ? { type: "text", text: "" } : { type: "thinking", thinking: "", signature: "" });
       this.open = kind;
     }
+    if (kind === "thinking") {
+      this.reasoning += piece;
+      if (this.opts.omitThinking) return;
+    }
     const index = this.message.content.length - 1;
     const block = this.message.content[index]!;
     block[kind] = (block[kind] as string) + piece;
@@ -306,9 +309,17 @@ class Turn {
     return index;
   }
 
+  // A thinking block ends with its signature, as Anthropic's do: a signature_delta just before content_block_stop.
   private close(): void {
     if (!this.open) return;
-    this.events.push({ type: "content_block_stop", index: this.message.content.length - 1 });
+    const index = this.message.content.length - 1;
+    if (this.open === "thinking") {
+      const signature = signatureOf(this.reasoning);
+      this.message.content[index]!.signature = signature;
+      this.events.push({ type: "content_block_delta", index, delta: { type: "signature_delta", signature } });
+      this.reasoning = "";
+    }
+    this.events.push({ type: "content_block_stop", index });
     this.open = null;
   }
 

@@ -1,7 +1,8 @@
 // The Anthropic Messages API over the fleet, for Claude Code and the Anthropic
 // SDKs: POST /v1/messages (SSE or one Message), count_tokens, and the GET probe
 // Claude Code may send. The model id (claude-*, or a local name) is resolved
-// to a local model first; the translation lives in anthropic-codec.ts.
+// to a local model first, whose capabilities decide Ollama's `think`; the
+// translation lives in anthropic-codec.ts.
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { presentedKey, sameSecret } from "../auth/tokens.ts";
@@ -14,6 +15,7 @@ import { promptTokens } from "../router/tokens.ts";
 import { loadedContext } from "../fleet/registry.ts";
 import type { Runtime } from "../runtime.ts";
 import { anthropicError, messagesEncoder, messagesToOllama } from "./anthropic-codec.ts";
+import { setsThink, thinkFor } from "./anthropic-thinking.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
@@ -68,6 +70,11 @@ async function messages(rt: Runtime, request: Request, clientIp: string | null):
     return refuse(413, `prompt is too long: about ${tokens} tokens, over this router's limit of ${anthropic.maxPromptTokens} (anthropic.maxPromptTokens). Run /compact in Claude Code (or shorten the conversation) and resubmit.`);
   }
 
+  // Only "enabled" and "disabled" set think, and only on a model that can think: a lookup, remembered per model.
+  const canThink = setsThink(translated.thinking) && Boolean((await rt.capabilities.of(resolution.model))?.includes("thinking"));
+  const think = thinkFor(translated.thinking, canThink);
+  if (think !== undefined) translated.body.think = think;
+
   const stream = body.stream === true;
   return route(
     rt,
@@ -86,7 +93,7 @@ async function messages(rt: Runtime, request: Request, clientIp: string | null):
       signal: request.signal,
     },
     // Pings well inside the window in which herd itself waits on a silent node.
-    messagesEncoder(stream, { model: requested, inputTokens: tokens, stops: translated.stops, pingEveryMs: Math.min(10_000, timeouts.idleMs / 4) }),
+    messagesEncoder(stream, { model: requested, inputTokens: tokens, stops: translated.stops, omitThinking: translated.thinking.omitted, pingEveryMs: Math.min(10_000, timeouts.idleMs / 4) }),
     { tags: userId ? [...herd.tags, `user:${userId}`] : herd.tags, stream, clientIp, caller: callerOf(request) },
   );
 }
