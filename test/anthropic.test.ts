@@ -403,6 +403,27 @@ describe("tool search: deferred tools and tool_reference", () => {
   });
 });
 
+describe("structured output", () => {
+  const schema = { type: "object", properties: { city: { type: "string" }, temperature: { type: "number" } }, required: ["city", "temperature"], additionalProperties: false };
+
+  test("output_config.format and the older output_format reach the node as Ollama's format: the answer is JSON of that schema", async () => {
+    for (const field of [{ output_config: { effort: "low", format: { type: "json_schema", schema } } }, { output_format: { type: "json_schema", schema } }]) {
+      const res = await post("/v1/messages", { model: "llama3.2:3b", max_tokens: 200, messages: [{ role: "user", content: "The weather in Paris" }], ...field });
+      const answer = JSON.parse(((await res.json()) as any).content[0].text);
+      expect(Object.keys(answer).sort()).toEqual(["city", "temperature"]);
+      expect(typeof answer.temperature).toBe("number");
+    }
+    for (const [field, name] of [
+      [{ output_config: { format: { type: "json", schema } } }, "output_config.format:"],
+      [{ output_config: { format: { type: "json_schema" } } }, "output_config.format:"],
+      [{ output_format: { type: "json_schema", schema: "{}" } }, "output_format:"],
+      [{ output_config: "high" }, "output_config:"],
+    ] as const) {
+      expect((await refusal({ model: "llama3.2:3b", max_tokens: 20, messages: [{ role: "user", content: "x" }], ...field })).message).toStartWith(name);
+    }
+  });
+});
+
 describe("strict mode", () => {
   test("strict (X-Fleet-No-Fallback, fallback: false): the exact model or an operator's modelMap entry, else 404 not_found_error", async () => {
     const strict = { "X-Fleet-No-Fallback": "true" };

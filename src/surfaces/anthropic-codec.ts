@@ -1,7 +1,7 @@
 // Anthropic Messages ⇄ Ollama /api/chat. The request keeps everything Ollama
 // has a home for (system, also mid-conversation; content blocks, images, tools,
-// tool_use/tool_result, stop_sequences, sampling, thinking); fields with no
-// local meaning (cache_control, context_management, effort, betas) are
+// tool_use/tool_result, stop_sequences, sampling, structured output); fields
+// with no local meaning (cache_control, context_management, effort, betas) are
 // accepted and ignored. Ollama's lines come back as content blocks: one
 // Message object, or the exact SSE event sequence that builds it.
 import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
@@ -46,6 +46,9 @@ export function messagesToOllama(req: Json, defaultMaxTokens: number): Translate
 
   const body: Json = { messages, stream: req.stream === true, options };
   if (tools.list.length) body.tools = tools.list;
+  const format = formatOf(req);
+  if (typeof format === "string") return format;
+  if (format) body.format = format;
   const thinking = thinkingOf(req.thinking);
   if (typeof thinking === "string") return thinking;
   return { body, stops: stops as string[], thinking };
@@ -56,6 +59,19 @@ function systemText(system: unknown): string | null {
   if (typeof system === "string") return system;
   if (!Array.isArray(system) || system.some((b) => b?.type !== "text" || typeof b.text !== "string")) return null;
   return system.map((b) => b.text as string).join("\n");
+}
+
+// Structured output: output_config.format (or the older output_format) is a JSON schema, which Ollama's `format` takes as it is.
+// The rest of output_config (effort) has no local meaning.
+function formatOf(req: Json): Json | undefined | string {
+  const config = req.output_config;
+  if (config !== undefined && config !== null && (typeof config !== "object" || Array.isArray(config))) return "output_config: expected an object";
+  const given = (config as Json | null | undefined)?.format;
+  const [field, format] = given !== undefined && given !== null ? ["output_config.format", given] : ["output_format", req.output_format];
+  if (format === undefined || format === null) return undefined;
+  const { type, schema } = format as Json;
+  if (type !== "json_schema" || !schema || typeof schema !== "object" || Array.isArray(schema)) return `${field}: expected {"type": "json_schema", "schema": {…}}`;
+  return schema as Json;
 }
 
 // A system message in `messages` adds instructions at that point, as Anthropic
