@@ -424,7 +424,17 @@ describe("structured output", () => {
   });
 });
 
-describe("strict mode", () => {
+describe("usage and strict mode", () => {
+  test("input_tokens: one count in message_start, message_delta, the whole Message and count_tokens", async () => {
+    const params = { model: "qwen3:8b", max_tokens: 300, system: "Be brief.", tools: [WEATHER], messages: [user("Tell me about caching")] };
+    const { max_tokens: _, ...countable } = params;
+    const counted = (await client.messages.countTokens(countable)).input_tokens;
+    const events = parseSse(await (await post("/v1/messages", { ...params, stream: true })).text());
+    expect(events[0]!.data.message.usage.input_tokens).toBe(counted);
+    expect(events.find((e) => e.event === "message_delta")!.data.usage).toMatchObject({ input_tokens: counted, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 });
+    expect((await client.messages.create(params)).usage.input_tokens).toBe(counted);
+  });
+
   test("strict (X-Fleet-No-Fallback, fallback: false): the exact model or an operator's modelMap entry, else 404 not_found_error", async () => {
     const strict = { "X-Fleet-No-Fallback": "true" };
     const hi = (model: string, extra = {}) => ({ model, max_tokens: 20, messages: [{ role: "user", content: "hi" }], ...extra });

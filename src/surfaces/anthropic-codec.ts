@@ -217,7 +217,10 @@ const sse = (event: Event) => `event: ${event.type}\ndata: ${JSON.stringify(even
 export interface TurnOptions {
   /** The model id as the client sent it: Anthropic answers with the id it was asked for. */
   model: string;
-  /** herd's count of the prompt, for message_start (the node counts only at the end). */
+  /**
+   * herd's count of the prompt: input_tokens in message_start, message_delta and the Message alike, as
+   * count_tokens reports it (the node's own count comes only at the end; it goes in the trace).
+   */
   inputTokens: number;
   stops: string[];
   /** thinking.display "omitted": thinking blocks without their text (it is in the signature). */
@@ -344,10 +347,7 @@ class Turn {
     this.append("text", this.scanner.flush());
     this.close();
     const stopReason = this.scanner.matched !== null ? "stop_sequence" : this.toolUses ? "tool_use" : done.done_reason === "length" ? "max_tokens" : "end_turn";
-    // Ollama's prompt_eval_count is the whole prompt, cached part included; Anthropic counts cache reads apart.
-    const cached = typeof done.prompt_eval_cached_count === "number" ? done.prompt_eval_cached_count : 0;
-    const prompt = done.prompt_eval_count ?? this.opts.inputTokens;
-    const usage = { input_tokens: Math.max(0, prompt - cached), cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: done.eval_count ?? 0 };
+    const usage = { ...this.message.usage, output_tokens: done.eval_count ?? 0 };
     Object.assign(this.message, { stop_reason: stopReason, stop_sequence: this.scanner.matched, usage });
     this.events.push({ type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: this.scanner.matched }, usage });
     this.events.push({ type: "message_stop" });
