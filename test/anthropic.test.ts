@@ -551,35 +551,63 @@ describe("limits and resolution off", () => {
 describe("a Claude Code turn (fixture)", () => {
   const fixture = JSON.parse(readFileSync(join(import.meta.dir, "fixtures/claude-code-turn.json"), "utf8"));
 
-  test("long cached system blocks, 16 tools, streamed tool_use, then the tool_result follow-up, event by event", async () => {
-    expect(fixture.body.tools.length).toBeGreaterThanOrEqual(15);
+  test("Claude Code's first request as captured (mid-conversation system message, deferred tools, adaptive thinking, context_management), streamed thinking and tool_use, then the tool_result follow-up, event by event", async () => {
+    expect(fixture.body.messages.map((m: any) => m.role)).toEqual(["user", "system"]);
+    expect(fixture.body.tools.some((t: any) => t.defer_loading)).toBe(true);
     const first = await post(fixture.path, fixture.body, fixture.headers);
     expect(first.status).toBe(200);
     expect(first.headers.get("anthropic-version")).toBe("2023-06-01");
-    expect(first.headers.get("x-fleet-served-model")).toBe("qwen2.5-coder:7b");
+    expect(first.headers.get("x-fleet-served-model")).toBe("qwen3:8b"); // opus: the large tier, a reasoning model first
     const events = parseSse(await first.text());
-    expect(events.map((e) => e.event)).toEqual(["message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]);
-    const [start, blockStart, delta, blockStop, messageDelta] = events.map((e) => e.data);
+    expect(events.map((e) => e.event)).toEqual([
+      "message_start",
+      ...["content_block_start", "content_block_delta", "content_block_stop"], // thinking, its text omitted: only the signature
+      ...["content_block_start", "content_block_delta", "content_block_stop"], // tool_use
+      "message_delta",
+      "message_stop",
+    ]);
+    const [start, thinkingStart, signature, , blockStart, delta, blockStop, messageDelta] = events.map((e) => e.data);
     expect(start.message).toMatchObject({ model: fixture.body.model, content: [], stop_reason: null });
-    expect(start.message.usage.input_tokens).toBeGreaterThan(1500);
-    expect(blockStart).toEqual({ type: "content_block_start", index: 0, content_block: { type: "tool_use", id: expect.stringMatching(/^toolu_/), name: "Read", input: {} } });
-    expect(delta).toEqual({ type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: JSON.stringify({ file_path: "example file path" }) } });
-    expect(blockStop).toEqual({ type: "content_block_stop", index: 0 });
+    expect(start.message.usage.input_tokens).toBeGreaterThan(5000);
+    expect(messageDelta.usage.input_tokens).toBe(start.message.usage.input_tokens);
+    expect(thinkingStart.content_block).toEqual({ type: "thinking", thinking: "", signature: "" });
+    expect(signature.delta).toEqual({ type: "signature_delta", signature: expect.any(String) });
+    expect(blockStart).toEqual({ type: "content_block_start", index: 1, content_block: { type: "tool_use", id: expect.stringMatching(/^toolu_/), name: "Read", input: {} } });
+    expect(delta).toEqual({ type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json: JSON.stringify({ file_path: "example file path" }) } });
+    expect(blockStop).toEqual({ type: "content_block_stop", index: 1 });
     expect(messageDelta.delta).toEqual({ stop_reason: "tool_use", stop_sequence: null });
     expect(messageDelta.usage.output_tokens).toBeGreaterThan(0);
 
     const toolUse = { type: "tool_use", id: blockStart.content_block.id, name: "Read", input: JSON.parse(delta.delta.partial_json) };
     const followUp = {
       ...fixture.body,
-      messages: [...fixture.body.messages, { role: "assistant", content: [toolUse] }, { role: "user", content: [{ type: "tool_result", tool_use_id: toolUse.id, content: fixture.tool_result }] }],
+      messages: [
+        ...fixture.body.messages,
+        { role: "assistant", content: [{ type: "thinking", thinking: "", signature: signature.delta.signature }, toolUse] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: toolUse.id, content: fixture.tool_result, cache_control: { type: "ephemeral" } }] },
+      ],
     };
     const second = parseSse(await (await post(fixture.path, followUp, fixture.headers)).text());
     const names = second.map((e) => e.event);
-    const deltas = names.filter((n) => n === "content_block_delta").length;
-    expect(names).toEqual(["message_start", "content_block_start", ...Array(deltas).fill("content_block_delta"), "content_block_stop", "message_delta", "message_stop"]);
-    expect(second[1]!.data.content_block).toEqual({ type: "text", text: "" });
+    const deltas = names.filter((n) => n === "content_block_delta").length - 1;
+    expect(names).toEqual([
+      "message_start",
+      ...["content_block_start", "content_block_delta", "content_block_stop"],
+      ...["content_block_start", ...Array(deltas).fill("content_block_delta"), "content_block_stop"],
+      "message_delta",
+      "message_stop",
+    ]);
+    expect(second[4]!.data.content_block).toEqual({ type: "text", text: "" });
     expect(second.at(-2)!.data.delta.stop_reason).toBe("end_turn");
     expect(second[0]!.data.message.usage.input_tokens).toBeGreaterThan(start.message.usage.input_tokens);
+
+    // metadata.user_id is JSON text with a per-session id: the trace is tagged with the device, not the session.
+    const traces = await eventually(async () => {
+      const all = (await getJson(`${url}/dashboard/api/traces?limit=50`)).traces as any[];
+      const mine = all.filter((t) => t.original_model === fixture.body.model);
+      return mine.length >= 2 && mine;
+    }, 3000, "the fixture's traces");
+    for (const t of traces) expect(t.tags).toEqual([`user:${"0".repeat(64)}`]);
   });
 });
 

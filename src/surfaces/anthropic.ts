@@ -94,8 +94,18 @@ async function messages(rt: Runtime, request: Request, clientIp: string | null):
     },
     // Pings well inside the window in which herd itself waits on a silent node.
     messagesEncoder(stream, { model: requested, inputTokens: tokens, stops: translated.stops, omitThinking: translated.thinking.omitted, pingEveryMs: Math.min(10_000, timeouts.idleMs / 4) }),
-    { tags: userId ? [...herd.tags, `user:${userId}`] : herd.tags, stream, clientIp, caller: callerOf(request) },
+    { tags: userId ? [...herd.tags, `user:${userOf(userId)}`] : herd.tags, stream, clientIp, caller: callerOf(request) },
   );
+}
+
+// Claude Code sends user_id as JSON text whose session_id changes every session: the user is its account, else its device.
+function userOf(userId: string): string {
+  try {
+    const { account_uuid, device_id } = JSON.parse(userId) ?? {};
+    const who = account_uuid || device_id;
+    if (typeof who === "string") return who;
+  } catch {}
+  return userId;
 }
 
 async function countTokens(rt: Runtime, request: Request): Promise<Response> {
