@@ -3,7 +3,7 @@
 // remembered. A lookup is bounded by LOOKUP_MS, so no request waits longer on
 // it; one that failed (no node had the model, or none answered) is forgotten
 // after RETRY_MS, so the model is asked about again.
-import { reachableNodes } from "./catalog.ts";
+import { mlxModelOf, reachableNodes } from "./catalog.ts";
 import { modelKey } from "./model-name.ts";
 import { onDisk, type Registry } from "./registry.ts";
 
@@ -29,6 +29,15 @@ export class ModelCapabilities {
       if (!capabilities) setTimeout(() => this.known.get(key) === asked && this.known.delete(key), RETRY_MS).unref();
     });
     return asked;
+  }
+
+  /**
+   * Whether Ollama's `think` may go to the model: Ollama refuses think:true unless /api/show lists
+   * "thinking"; an MLX server takes it as a chat-template switch (enable_thinking) for any model.
+   */
+  async canThink(model: string): Promise<boolean> {
+    if (mlxModelOf(this.registry, model)) return true;
+    return (await this.of(model))?.includes("thinking") ?? false;
   }
 
   private async ask(model: string): Promise<string[] | null> {

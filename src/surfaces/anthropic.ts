@@ -70,8 +70,8 @@ async function messages(rt: Runtime, request: Request, clientIp: string | null):
     return refuse(413, `prompt is too long: about ${tokens} tokens, over this router's limit of ${anthropic.maxPromptTokens} (anthropic.maxPromptTokens). Run /compact in Claude Code (or shorten the conversation) and resubmit.`);
   }
 
-  // Only "enabled" and "disabled" set think, and only on a model that can think: a lookup, remembered per model.
-  const canThink = setsThink(translated.thinking) && Boolean((await rt.capabilities.of(resolution.model))?.includes("thinking"));
+  // Only "enabled" and "disabled" set think, and only on a model that can take it: a lookup, remembered per model.
+  const canThink = setsThink(translated.thinking) && (await rt.capabilities.canThink(resolution.model));
   const think = thinkFor(translated.thinking, canThink);
   if (think !== undefined) translated.body.think = think;
 
