@@ -548,6 +548,27 @@ describe("limits and resolution off", () => {
   });
 });
 
+describe("capability lookups", () => {
+  test("a node slow to answer /api/show holds a thinking request up for the lookup's bound at most; thinking is then left to the model", async () => {
+    const slow = await fleet({ id: "slow", models: ["qwen3:8b"], loaded: ["qwen3:8b"] });
+    slow.sim.setFaults({ firstByteDelayMs: 2500 }); // every answer, /api/show's included
+    try {
+      const started = Date.now();
+      const res = await fetch(`${slow.url}/v1/messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "qwen3:8b", max_tokens: 300, thinking: { type: "disabled" }, messages: [{ role: "user", content: "hi" }] }),
+      });
+      const message = (await res.json()) as any;
+      // Had herd waited for /api/show, it would have told the model not to think.
+      expect(message.content.map((b: any) => b.type)).toEqual(["thinking", "text"]);
+      expect(Date.now() - started).toBeLessThan(2500 + 2000 + 1500);
+    } finally {
+      slow.sim.setFaults({});
+    }
+  }, 15_000);
+});
+
 describe("a Claude Code turn (fixture)", () => {
   const fixture = JSON.parse(readFileSync(join(import.meta.dir, "fixtures/claude-code-turn.json"), "utf8"));
 
