@@ -33,7 +33,7 @@ let sim: SimNode;
 let client: Anthropic;
 beforeAll(async () => {
   // Pings every 400 ms (a quarter of idleMs), so a slow node shows them quickly.
-  ({ url, sim } = await fleet({ id: "studio", models: MODELS, loaded: MODELS }, "timeouts: { idleMs: 1600 }"));
+  ({ url, sim } = await fleet({ id: "studio", models: MODELS, loaded: MODELS }, `timeouts: { idleMs: 1600 }, modelMap: { "house-model": "llama3.2:3b" }`));
   client = new Anthropic({ baseURL: url, apiKey: "unused", maxRetries: 0 });
 });
 
@@ -249,13 +249,213 @@ describe("tools and thinking", () => {
     const kinds = events.filter((e) => e.event === "content_block_start").map((e) => e.data.content_block);
     expect(kinds).toEqual([{ type: "thinking", thinking: "", signature: "" }, { type: "text", text: "" }]);
     const deltas = events.filter((e) => e.event === "content_block_delta");
-    expect(deltas.filter((e) => e.data.index === 0).every((e) => e.data.delta.type === "thinking_delta")).toBe(true);
+    const reasoning = deltas.filter((e) => e.data.index === 0).map((e) => e.data.delta);
+    // As Anthropic streams a thinking block: thinking_delta events, then its signature just before content_block_stop.
+    expect(reasoning.map((d) => d.type)).toEqual([...Array(reasoning.length - 1).fill("thinking_delta"), "signature_delta"]);
+    expect(events[events.findIndex((e) => e.data.delta?.type === "signature_delta") + 1]!.data).toEqual({ type: "content_block_stop", index: 0 });
+    expect(reasoning.at(-1).signature).toBe(thinking.signature);
+    expect(thinking.signature.length).toBeGreaterThan(10);
     expect(deltas.filter((e) => e.data.index === 1).every((e) => e.data.delta.type === "text_delta")).toBe(true);
-    expect(deltas.filter((e) => e.data.index === 0).map((e) => e.data.delta.thinking).join("")).toBe(thinking.thinking);
+    expect(reasoning.slice(0, -1).map((d) => d.thinking).join("")).toBe(thinking.thinking);
 
     // thinking disabled: the model is told not to think.
     const plain = await client.messages.create({ ...params, thinking: { type: "disabled" } });
     expect(plain.content.map((b) => b.type)).toEqual(["text"]);
+  });
+});
+
+/** What the node itself answers for these Ollama messages: a simulated model's answer depends on nothing else. */
+async function nodeAnswer(model: string, messages: { role: string; content: string }[]): Promise<string> {
+  const res = await fetch(`${sim.url}/api/chat`, { method: "POST", body: JSON.stringify({ model, messages, stream: false, options: { num_predict: 200 } }) });
+  return ((await res.json()) as any).message.content;
+}
+
+async function refusal(body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; type: string; message: string }> {
+  const res = await post("/v1/messages", body, headers);
+  const error = (await res.json()) as any;
+  expect(error.type).toBe("error");
+  return { status: res.status, type: error.error.type, message: error.error.message };
+}
+
+describe("mid-conversation system messages", () => {
+  test("accepted where Anthropic places them, and seen by the model as system messages at their place", async () => {
+    const res = await post("/v1/messages", {
+      model: "llama3.2:3b",
+      max_tokens: 200,
+      messages: [
+        { role: "user", content: "Tell me about queues" },
+        { role: "system", content: [{ type: "text", text: "Answer in one line.", cache_control: { type: "ephemeral" } }], output_config: { effort: "low" } },
+        { role: "assistant", content: "Queues hold work." },
+        { role: "user", content: "And batching?" },
+        { role: "system", content: "Be brief." },
+      ],
+    });
+    expect(res.status).toBe(200);
+    const text = ((await res.json()) as any).content[0].text;
+    const turns = [
+      { role: "user", content: "Tell me about queues" },
+      { role: "assistant", content: "Queues hold work." },
+      { role: "user", content: "And batching?" },
+    ];
+    expect(text).toBe(await nodeAnswer("llama3.2:3b", [turns[0]!, { role: "system", content: "Answer in one line." }, turns[1]!, turns[2]!, { role: "system", content: "Be brief." }]));
+    expect(text).not.toBe(await nodeAnswer("llama3.2:3b", turns));
+
+    // One with no text only sets options (an effort-only message, as the AI SDK sends it), and may come first.
+    const effortOnly = await post("/v1/messages", { model: "llama3.2:3b", max_tokens: 20, messages: [{ role: "system", content: [], output_config: { effort: "low" } }, { role: "user", content: "hi" }] });
+    expect(effortOnly.status).toBe(200);
+    await effortOnly.json();
+  });
+
+  test("refused where Anthropic refuses them: first, after an assistant or another system message, content not text", async () => {
+    const hi = { role: "user", content: "hi" };
+    for (const [messages, field, why] of [
+      [[{ role: "system", content: "x" }, hi], "messages[0].role:", "cannot be the first message"],
+      [[hi, { role: "assistant", content: "hello" }, { role: "system", content: "x" }], "messages[2].role:", 'must directly follow a user message, not a message with role "assistant"'],
+      [[hi, { role: "system", content: "x" }, { role: "system", content: "y" }], "messages[2].role:", "not another system message"],
+      [[hi, { role: "system", content: [{ type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } }] }], "messages[1].content:", "a list of text blocks"],
+      [[hi, { role: "system", content: 5 }], "messages[1].content:", "a list of text blocks"],
+      [[hi, { role: "system" }], "messages[1].content:", "a list of text blocks"],
+      [[hi, { role: "developer", content: "x" }], "messages[1].role:", '"user", "assistant" or "system"'],
+    ] as const) {
+      const error = await refusal({ model: "llama3.2:3b", max_tokens: 20, messages });
+      expect(error).toMatchObject({ status: 400, type: "invalid_request_error" });
+      expect(error.message).toStartWith(field);
+      expect(error.message).toContain(why);
+    }
+  });
+});
+
+describe("thinking by the model's capabilities", () => {
+  const blocks = async (model: string, thinking: unknown) => {
+    const res = await post("/v1/messages", { model, max_tokens: 500, thinking, messages: [{ role: "user", content: "Tell me about routing" }] });
+    const body = (await res.json()) as any;
+    if (res.status !== 200) throw new Error(`${model} with thinking ${JSON.stringify(thinking)}: HTTP ${res.status} ${JSON.stringify(body)}`);
+    return body.content.map((b: any) => b.type);
+  };
+
+  test("adaptive sends no think; enabled and disabled set it only where /api/show lists the thinking capability", async () => {
+    // llama3.2:3b cannot think: Ollama refuses think:true there, so it is never sent.
+    for (const thinking of [{ type: "adaptive" }, { type: "enabled", budget_tokens: 1024 }, { type: "disabled" }]) expect(await blocks("llama3.2:3b", thinking)).toEqual(["text"]);
+    // qwen3:8b can: adaptive leaves it to the model (which thinks by default), enabled asks, disabled tells it not to.
+    expect(await blocks("qwen3:8b", { type: "adaptive" })).toEqual(["thinking", "text"]);
+    expect(await blocks("qwen3:8b", { type: "enabled", budget_tokens: 1024 })).toEqual(["thinking", "text"]);
+    expect(await blocks("qwen3:8b", { type: "disabled" })).toEqual(["text"]);
+    // A display mode herd does not know shows the thinking; a bad type is refused.
+    expect(await blocks("qwen3:8b", { type: "adaptive", display: "some-future-mode" })).toEqual(["thinking", "text"]);
+    expect((await refusal({ model: "qwen3:8b", max_tokens: 20, thinking: { type: "sometimes" }, messages: [{ role: "user", content: "hi" }] })).message).toStartWith("thinking.type:");
+  });
+
+  test("display omitted: thinking blocks without their text but with a signature, which carries the reasoning into the next turn", async () => {
+    const params = { model: "qwen3:8b", max_tokens: 500, thinking: { type: "adaptive", display: "omitted" }, messages: [{ role: "user", content: "Tell me about routing" }] };
+    const events = parseSse(await (await post("/v1/messages", { ...params, stream: true })).text());
+    const thinkingBlock = events.filter((e) => e.data.index === 0).map((e) => e.data);
+    expect(thinkingBlock.map((e) => e.delta?.type ?? e.type)).toEqual(["content_block_start", "signature_delta", "content_block_stop"]);
+    expect(thinkingBlock[0].content_block).toEqual({ type: "thinking", thinking: "", signature: "" });
+    const message = (await (await post("/v1/messages", params)).json()) as any;
+    expect(message.content[0]).toEqual({ type: "thinking", thinking: "", signature: thinkingBlock[1].delta.signature });
+
+    // Passed back without its text, the block still gives the model its reasoning: the prompt is longer for it.
+    const nextTurn = (signature: string) =>
+      client.messages.countTokens({
+        model: "qwen3:8b",
+        messages: [user("Tell me about routing"), { role: "assistant", content: [{ type: "thinking", thinking: "", signature }, { type: "text", text: "Routes." }] }, user("More")],
+      });
+    expect((await nextTurn(message.content[0].signature)).input_tokens).toBeGreaterThan((await nextTurn("EqQBCkgIARABGAIiQL")).input_tokens + 5);
+  });
+});
+
+describe("tool search: deferred tools and tool_reference", () => {
+  const SEARCH: Anthropic.Tool = { name: "ToolSearch", description: "Load deferred tools", input_schema: { type: "object", properties: { query: { type: "string" } }, required: ["query"] } };
+  const LOOKUP: Anthropic.Tool = { name: "lookup_order", description: "Look an order up", input_schema: { type: "object", properties: { id: { type: "string" } }, required: ["id"] }, defer_loading: true };
+  const PLACEHOLDER: Anthropic.Tool = { name: "DeferredToolPlaceholder", description: "Never call this tool.", input_schema: { type: "object", properties: {} }, defer_loading: true };
+  const tools = [SEARCH, WEATHER, LOOKUP, PLACEHOLDER];
+  const ask = (tools: Anthropic.Tool[], messages: Anthropic.MessageParam[]) => client.messages.create({ model: "qwen2.5-coder:7b", max_tokens: 300, tools, messages });
+
+  test("a deferred tool reaches the model only once a tool_result's tool_reference loads it; the placeholder never does", async () => {
+    expect(textOf(await ask(tools, [user("sim: call lookup_order")]))).toBe("The tool lookup_order is not among the tools offered (ToolSearch, get_weather).");
+
+    const loadThen = async (next: string) => {
+      const prompt = user(`sim: call ToolSearch {"query":"select:lookup_order"}\nsim: call ${next}`);
+      const search = await ask(tools, [prompt]);
+      const call = search.content.find((b) => b.type === "tool_use");
+      if (call?.type !== "tool_use") throw new Error(`no ToolSearch call: ${JSON.stringify(search.content)}`);
+      const result: Anthropic.ToolResultBlockParam = { type: "tool_result", tool_use_id: call.id, content: [{ type: "tool_reference", tool_name: "lookup_order", cache_control: { type: "ephemeral" } }] };
+      return ask(tools, [prompt, { role: "assistant", content: search.content }, user([result, { type: "text", text: "Tool loaded." }])]);
+    };
+    const called = await loadThen('lookup_order {"id":"A-1"}');
+    expect(called.stop_reason).toBe("tool_use");
+    expect(called.content.find((b) => b.type === "tool_use")).toMatchObject({ name: "lookup_order", input: { id: "A-1" } });
+    expect(textOf(await loadThen("DeferredToolPlaceholder"))).toBe("The tool DeferredToolPlaceholder is not among the tools offered (ToolSearch, get_weather, lookup_order).");
+  });
+
+  test("a tool_reference needs a tool_name", async () => {
+    const error = await refusal({
+      model: "qwen2.5-coder:7b",
+      max_tokens: 20,
+      tools,
+      messages: [
+        { role: "user", content: "hi" },
+        { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "ToolSearch", input: {} }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: [{ type: "tool_reference" }] }] },
+      ],
+    });
+    expect(error).toMatchObject({ status: 400, message: expect.stringMatching(/^messages\[2\]\.content\[0\]\.content\[0\]\.tool_name:/) });
+  });
+});
+
+describe("structured output", () => {
+  const schema = { type: "object", properties: { city: { type: "string" }, temperature: { type: "number" } }, required: ["city", "temperature"], additionalProperties: false };
+
+  test("output_config.format and the older output_format reach the node as Ollama's format: the answer is JSON of that schema", async () => {
+    for (const field of [{ output_config: { effort: "low", format: { type: "json_schema", schema } } }, { output_format: { type: "json_schema", schema } }]) {
+      const res = await post("/v1/messages", { model: "llama3.2:3b", max_tokens: 200, messages: [{ role: "user", content: "The weather in Paris" }], ...field });
+      const answer = JSON.parse(((await res.json()) as any).content[0].text);
+      expect(Object.keys(answer).sort()).toEqual(["city", "temperature"]);
+      expect(typeof answer.temperature).toBe("number");
+    }
+    for (const [field, name] of [
+      [{ output_config: { format: { type: "json", schema } } }, "output_config.format:"],
+      [{ output_config: { format: { type: "json_schema" } } }, "output_config.format:"],
+      [{ output_format: { type: "json_schema", schema: "{}" } }, "output_format:"],
+      [{ output_config: "high" }, "output_config:"],
+    ] as const) {
+      expect((await refusal({ model: "llama3.2:3b", max_tokens: 20, messages: [{ role: "user", content: "x" }], ...field })).message).toStartWith(name);
+    }
+  });
+});
+
+describe("usage and strict mode", () => {
+  test("input_tokens: one count in message_start, message_delta, the whole Message and count_tokens", async () => {
+    const params = { model: "qwen3:8b", max_tokens: 300, system: "Be brief.", tools: [WEATHER], messages: [user("Tell me about caching")] };
+    const { max_tokens: _, ...countable } = params;
+    const counted = (await client.messages.countTokens(countable)).input_tokens;
+    const events = parseSse(await (await post("/v1/messages", { ...params, stream: true })).text());
+    expect(events[0]!.data.message.usage.input_tokens).toBe(counted);
+    expect(events.find((e) => e.event === "message_delta")!.data.usage).toMatchObject({ input_tokens: counted, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 });
+    expect((await client.messages.create(params)).usage.input_tokens).toBe(counted);
+  });
+
+  test("strict (X-Fleet-No-Fallback, fallback: false): the exact model or an operator's modelMap entry, else 404 not_found_error", async () => {
+    const strict = { "X-Fleet-No-Fallback": "true" };
+    const hi = (model: string, extra = {}) => ({ model, max_tokens: 20, messages: [{ role: "user", content: "hi" }], ...extra });
+    for (const [body, headers] of [
+      [hi("does-not-exist:1b"), strict],
+      [hi("claude-sonnet-4-5"), strict],
+      [hi("does-not-exist:1b", { fallback: false }), {}],
+      [hi("does-not-exist:1b", { fallback_models: ["llama3.2:3b"] }), strict],
+    ] as const) {
+      const error = await refusal(body, headers);
+      expect(error).toMatchObject({ status: 404, type: "not_found_error" });
+      expect(error.message).toContain(body.model);
+    }
+    // Not strict, the same ids are auto-routed.
+    expect((await post("/v1/messages", hi("does-not-exist:1b"))).headers.get("x-fleet-served-model")).toBe("qwen2.5-coder:7b");
+    for (const [model, served] of [["llama3.2:3b", "llama3.2:3b"], ["house-model", "llama3.2:3b"]]) {
+      const res = await post("/v1/messages", hi(model!), strict);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-fleet-served-model")).toBe(served!);
+      await res.json();
+    }
   });
 });
 
@@ -348,38 +548,87 @@ describe("limits and resolution off", () => {
   });
 });
 
+describe("capability lookups", () => {
+  test("a node slow to answer /api/show holds a thinking request up for the lookup's bound at most; thinking is then left to the model", async () => {
+    const slow = await fleet({ id: "slow", models: ["qwen3:8b"], loaded: ["qwen3:8b"] });
+    slow.sim.setFaults({ firstByteDelayMs: 2500 }); // every answer, /api/show's included
+    try {
+      const started = Date.now();
+      const res = await fetch(`${slow.url}/v1/messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "qwen3:8b", max_tokens: 300, thinking: { type: "disabled" }, messages: [{ role: "user", content: "hi" }] }),
+      });
+      const message = (await res.json()) as any;
+      // Had herd waited for /api/show, it would have told the model not to think.
+      expect(message.content.map((b: any) => b.type)).toEqual(["thinking", "text"]);
+      expect(Date.now() - started).toBeLessThan(2500 + 2000 + 1500);
+    } finally {
+      slow.sim.setFaults({});
+    }
+  }, 15_000);
+});
+
 describe("a Claude Code turn (fixture)", () => {
   const fixture = JSON.parse(readFileSync(join(import.meta.dir, "fixtures/claude-code-turn.json"), "utf8"));
 
-  test("long cached system blocks, 16 tools, streamed tool_use, then the tool_result follow-up, event by event", async () => {
-    expect(fixture.body.tools.length).toBeGreaterThanOrEqual(15);
+  test("Claude Code's first request as captured (mid-conversation system message, deferred tools, adaptive thinking, context_management), streamed thinking and tool_use, then the tool_result follow-up, event by event", async () => {
+    expect(fixture.body.messages.map((m: any) => m.role)).toEqual(["user", "system"]);
+    expect(fixture.body.tools.some((t: any) => t.defer_loading)).toBe(true);
     const first = await post(fixture.path, fixture.body, fixture.headers);
     expect(first.status).toBe(200);
     expect(first.headers.get("anthropic-version")).toBe("2023-06-01");
-    expect(first.headers.get("x-fleet-served-model")).toBe("qwen2.5-coder:7b");
+    expect(first.headers.get("x-fleet-served-model")).toBe("qwen3:8b"); // opus: the large tier, a reasoning model first
     const events = parseSse(await first.text());
-    expect(events.map((e) => e.event)).toEqual(["message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]);
-    const [start, blockStart, delta, blockStop, messageDelta] = events.map((e) => e.data);
+    expect(events.map((e) => e.event)).toEqual([
+      "message_start",
+      ...["content_block_start", "content_block_delta", "content_block_stop"], // thinking, its text omitted: only the signature
+      ...["content_block_start", "content_block_delta", "content_block_stop"], // tool_use
+      "message_delta",
+      "message_stop",
+    ]);
+    const [start, thinkingStart, signature, , blockStart, delta, blockStop, messageDelta] = events.map((e) => e.data);
     expect(start.message).toMatchObject({ model: fixture.body.model, content: [], stop_reason: null });
-    expect(start.message.usage.input_tokens).toBeGreaterThan(1500);
-    expect(blockStart).toEqual({ type: "content_block_start", index: 0, content_block: { type: "tool_use", id: expect.stringMatching(/^toolu_/), name: "Read", input: {} } });
-    expect(delta).toEqual({ type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: JSON.stringify({ file_path: "example file path" }) } });
-    expect(blockStop).toEqual({ type: "content_block_stop", index: 0 });
+    expect(start.message.usage.input_tokens).toBeGreaterThan(5000);
+    expect(messageDelta.usage.input_tokens).toBe(start.message.usage.input_tokens);
+    expect(thinkingStart.content_block).toEqual({ type: "thinking", thinking: "", signature: "" });
+    expect(signature.delta).toEqual({ type: "signature_delta", signature: expect.any(String) });
+    expect(blockStart).toEqual({ type: "content_block_start", index: 1, content_block: { type: "tool_use", id: expect.stringMatching(/^toolu_/), name: "Read", input: {} } });
+    expect(delta).toEqual({ type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json: JSON.stringify({ file_path: "example file path" }) } });
+    expect(blockStop).toEqual({ type: "content_block_stop", index: 1 });
     expect(messageDelta.delta).toEqual({ stop_reason: "tool_use", stop_sequence: null });
     expect(messageDelta.usage.output_tokens).toBeGreaterThan(0);
 
     const toolUse = { type: "tool_use", id: blockStart.content_block.id, name: "Read", input: JSON.parse(delta.delta.partial_json) };
     const followUp = {
       ...fixture.body,
-      messages: [...fixture.body.messages, { role: "assistant", content: [toolUse] }, { role: "user", content: [{ type: "tool_result", tool_use_id: toolUse.id, content: fixture.tool_result }] }],
+      messages: [
+        ...fixture.body.messages,
+        { role: "assistant", content: [{ type: "thinking", thinking: "", signature: signature.delta.signature }, toolUse] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: toolUse.id, content: fixture.tool_result, cache_control: { type: "ephemeral" } }] },
+      ],
     };
     const second = parseSse(await (await post(fixture.path, followUp, fixture.headers)).text());
     const names = second.map((e) => e.event);
-    const deltas = names.filter((n) => n === "content_block_delta").length;
-    expect(names).toEqual(["message_start", "content_block_start", ...Array(deltas).fill("content_block_delta"), "content_block_stop", "message_delta", "message_stop"]);
-    expect(second[1]!.data.content_block).toEqual({ type: "text", text: "" });
+    const deltas = names.filter((n) => n === "content_block_delta").length - 1;
+    expect(names).toEqual([
+      "message_start",
+      ...["content_block_start", "content_block_delta", "content_block_stop"],
+      ...["content_block_start", ...Array(deltas).fill("content_block_delta"), "content_block_stop"],
+      "message_delta",
+      "message_stop",
+    ]);
+    expect(second[4]!.data.content_block).toEqual({ type: "text", text: "" });
     expect(second.at(-2)!.data.delta.stop_reason).toBe("end_turn");
     expect(second[0]!.data.message.usage.input_tokens).toBeGreaterThan(start.message.usage.input_tokens);
+
+    // metadata.user_id is JSON text with a per-session id: the trace is tagged with the device, not the session.
+    const traces = await eventually(async () => {
+      const all = (await getJson(`${url}/dashboard/api/traces?limit=50`)).traces as any[];
+      const mine = all.filter((t) => t.original_model === fixture.body.model);
+      return mine.length >= 2 && mine;
+    }, 3000, "the fixture's traces");
+    for (const t of traces) expect(t.tags).toEqual([`user:${"0".repeat(64)}`]);
   });
 });
 

@@ -16,6 +16,7 @@ import { ROOT, cleanupFile, eventually, getJson, spawnHerd, startRouterProcess, 
 const FAKE = join(ROOT, "test/fixtures/fake-mlx-lm-server.ts");
 const CHAT = "mlx-community/Llama-3.2-3B-Instruct-4bit";
 const SLOW = "mlx-community/Mistral-7B-Instruct-v0.3-4bit";
+const THINKER = "mlx-community/Qwen3-4B-4bit";
 const QUEUE = `n1:mlx:${SLOW}`;
 
 let ollamaNode: SimNode;
@@ -31,7 +32,7 @@ afterAll(cleanupFile);
 
 beforeAll(async () => {
   ollamaNode = await startSimOllama({ id: "o", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] });
-  const [chatPort, port] = await Promise.all([freePort(), freePort()]);
+  const [chatPort, port, thinkerPort] = await Promise.all([freePort(), freePort(), freePort()]);
   slowPort = port!;
   const dir = tmpDir();
   const file = join(dir, "herd.config.ts");
@@ -40,7 +41,7 @@ beforeAll(async () => {
     `export default {
       nodes: [
         { id: "o", ollama: "${ollamaNode.url}" },
-        { id: "n1", mlxCommand: ${JSON.stringify([process.execPath, FAKE])}, mlx: [{ model: "${CHAT}", port: ${chatPort} }, { model: "${SLOW}", port: ${slowPort} }] },
+        { id: "n1", mlxCommand: ${JSON.stringify([process.execPath, FAKE])}, mlx: [{ model: "${CHAT}", port: ${chatPort} }, { model: "${SLOW}", port: ${slowPort} }, { model: "${THINKER}", port: ${thinkerPort} }] },
       ],
       heartbeat: { intervalMs: 200, timeoutMs: 1000, offlineMs: 3000 },
       mlx: { maxQueueDepth: 1, maxInFlightPerModel: 1, wallClockTimeoutMs: 4000, retryAfterSeconds: 7 },
@@ -51,8 +52,8 @@ beforeAll(async () => {
   await eventually(async () => {
     const nodes = (await getJson(`${url}/fleet/status`)).nodes;
     const n1 = nodes.find((n: any) => n.node_id === "n1");
-    return nodes.every((n: any) => n.status === "online") && n1?.mlx_servers.length === 2 && n1.mlx_servers.every((s: any) => s.status === "healthy");
-  }, 20000, "both MLX servers healthy");
+    return nodes.every((n: any) => n.status === "online") && n1?.mlx_servers.length === 3 && n1.mlx_servers.every((s: any) => s.status === "healthy");
+  }, 20000, "the MLX servers healthy");
   openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0 });
   anthropic = new Anthropic({ baseURL: url, apiKey: "unused", maxRetries: 0 });
 });
@@ -144,6 +145,13 @@ describe("every surface answers from an MLX server", () => {
     const use = call.content.find((b) => b.type === "tool_use");
     expect(use).toMatchObject({ type: "tool_use", name: "get_weather" });
     expect(typeof (use as Anthropic.ToolUseBlock).input).toBe("object");
+  });
+
+  test("Anthropic thinking on an MLX model: disabled switches a thinking model's reasoning off (enable_thinking), adaptive leaves it to the model", async () => {
+    const ask = (thinking: Anthropic.ThinkingConfigParam) =>
+      anthropic.messages.create({ model: `mlx:${THINKER}`, max_tokens: 300, thinking, messages: [{ role: "user", content: "Tell me about latency" }] });
+    expect((await ask({ type: "disabled" })).content.map((b) => b.type)).toEqual(["text"]);
+    expect((await ask({ type: "adaptive" })).content.map((b) => b.type)).toEqual(["thinking", "text"]);
   });
 
   test("Responses: an mlx: model answers Codex's API too", async () => {

@@ -32,7 +32,7 @@ export interface RouteRequest {
   /** What the surface changed about the request (e.g. old tool results cleared), for the trace. */
   adjustments?: string[];
   fallbackModels: string[];
-  /** The client asked for exactly this model (X-Fleet-No-Fallback, "fallback": false): no VRAM fallback. */
+  /** The client asked for exactly this model (X-Fleet-No-Fallback, "fallback": false): no fallback models, no VRAM fallback. */
   strict: boolean;
   /** Body for Ollama, herd's own fields already removed; `model` is set per attempt. */
   body: Record<string, unknown>;
@@ -118,7 +118,7 @@ async function autoPull(deps: RouterDeps, model: string, signal: AbortSignal): P
 async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
   const { config, registry, queues, ordering } = deps;
   const nodes = registry.all().map((n) => nodeView(registry, n));
-  const models = [req.model, ...req.fallbackModels].map((m) => normalizeModelName(resolveAlias(m, config.modelMap)));
+  const models = [req.model, ...(req.strict ? [] : req.fallbackModels)].map((m) => normalizeModelName(resolveAlias(m, config.modelMap)));
   const requested = models[0]!;
   // Each model is scored once per attempt: the VRAM-fallback check and the loop below share the ranking.
   const rankings = new Map<string, Scored[]>();

@@ -2,6 +2,8 @@
 // gpt-5-codex, …). In order: the config's modelMap, a real local model of that
 // name, then auto-routing to the best model the fleet has loaded for the id's
 // tier; else nothing (the surface answers 404). The reason goes in the trace.
+// A strict request (X-Fleet-No-Fallback, "fallback": false) gets the modelMap
+// entry the operator wrote or the very name it sent, never a substitute.
 import type { Config } from "../config/schema.ts";
 import { mlxModelOf } from "../fleet/catalog.ts";
 import { type Category, modelTraits } from "../fleet/model-traits.ts";
@@ -25,10 +27,12 @@ function tierOf(id: string): Tier {
   return "coding";
 }
 
-export function resolveModel(registry: Registry, config: Config, requested: string, needs: { vision: boolean; tools?: boolean }): Resolution | null {
+export function resolveModel(registry: Registry, config: Config, requested: string, needs: { vision: boolean; tools?: boolean }, strict: boolean): Resolution | null {
   const mapped = resolveAlias(requested, config.modelMap);
   if (mapped !== requested) return { model: mapped, reason: `modelMap maps "${requested}" to "${mapped}"` };
   if (mlxModelOf(registry, requested)) return { model: requested, reason: "an MLX server's model" };
+  // Dispatch answers 404 (or 503) when no node can serve the name itself.
+  if (strict) return { model: normalizeModelName(requested), reason: "exactly as named (strict: no substitution)" };
   if (needs.vision && config.anthropic.visionModel) return { model: config.anthropic.visionModel, reason: "the request carries images: anthropic.visionModel" };
   const online = registry.all().filter((n) => n.status === "online" && n.ollama?.reachable && !registry.isDraining(n));
   if (online.some((n) => onDisk(n, requested))) return { model: normalizeModelName(requested), reason: "a local model of that name" };

@@ -1,17 +1,22 @@
 // Anthropic Messages ⇄ Ollama /api/chat. The request keeps everything Ollama
-// has a home for (system, content blocks, images, tools, tool_use/tool_result,
-// stop_sequences, sampling, thinking); Ollama's lines come back as content
-// blocks: one Message object, or the exact SSE event sequence that builds it.
+// has a home for (system, also mid-conversation; content blocks, images, tools,
+// tool_use/tool_result, stop_sequences, sampling, structured output); fields
+// with no local meaning (cache_control, context_management, effort, betas) are
+// accepted and ignored. Ollama's lines come back as content blocks: one
+// Message object, or the exact SSE event sequence that builds it.
 import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
 import type { Encoder } from "../router/route.ts";
+import { type ThinkingRequest, signatureOf, thinkingOf, thinkingText } from "./anthropic-thinking.ts";
+import { loadedToolsText, toolsOf } from "./anthropic-tools.ts";
 
 type Json = Record<string, unknown>;
 
 export interface Translated {
-  /** Ollama's /api/chat body. */
+  /** Ollama's /api/chat body, without `think`: that depends on the model (see thinkFor). */
   body: Json;
   /** The client's stop_sequences, which the answer is scanned for (see StopScanner). */
   stops: string[];
+  thinking: ThinkingRequest;
 }
 
 /** Ollama's /api/chat body for a Messages request, or a message naming the field that is wrong. */
@@ -19,10 +24,11 @@ export function messagesToOllama(req: Json, defaultMaxTokens: number): Translate
   if (!Array.isArray(req.messages) || req.messages.length === 0) return "messages: expected a non-empty list of messages";
   const system = systemText(req.system);
   if (system === null) return "system: expected a string or a list of text blocks";
-  const tools = toolsOf(req.tools, req.tool_choice);
-  if (typeof tools === "string") return tools;
-  const messages = chatMessages(req.messages as unknown[]);
+  const loaded = new Set<string>();
+  const messages = chatMessages(req.messages as unknown[], loaded);
   if (typeof messages === "string") return messages;
+  const tools = toolsOf(req.tools, req.tool_choice, loaded);
+  if (typeof tools === "string") return tools;
   const instruction = [system, tools.instruction].filter(Boolean).join("\n\n");
   if (instruction) messages.unshift({ role: "system", content: instruction });
 
@@ -40,10 +46,12 @@ export function messagesToOllama(req: Json, defaultMaxTokens: number): Translate
 
   const body: Json = { messages, stream: req.stream === true, options };
   if (tools.list.length) body.tools = tools.list;
-  const think = thinkOf(req.thinking);
-  if (typeof think === "string") return think;
-  if (think !== undefined) body.think = think;
-  return { body, stops: stops as string[] };
+  const format = formatOf(req);
+  if (typeof format === "string") return format;
+  if (format) body.format = format;
+  const thinking = thinkingOf(req.thinking);
+  if (typeof thinking === "string") return thinking;
+  return { body, stops: stops as string[], thinking };
 }
 
 function systemText(system: unknown): string | null {
@@ -53,50 +61,45 @@ function systemText(system: unknown): string | null {
   return system.map((b) => b.text as string).join("\n");
 }
 
-// Ollama has no tool_choice: "none" sends no tools, "tool" only the named one,
-// and "any"/"tool" add a system instruction to call it.
-function toolsOf(tools: unknown, choice: unknown): { list: Json[]; instruction: string } | string {
-  if (tools === undefined || tools === null) return { list: [], instruction: "" };
-  if (!Array.isArray(tools)) return "tools: expected a list of tools";
-  const list: Json[] = [];
-  for (const [i, t] of (tools as Json[]).entries()) {
-    if (typeof t?.name !== "string" || !t.name) return `tools[${i}].name: expected a string`;
-    const schema = t.input_schema;
-    if (!schema || typeof schema !== "object") {
-      return `tools[${i}].input_schema: expected a JSON schema object (herd serves custom tools only${typeof t.type === "string" ? `, not "${t.type}"` : ""})`;
-    }
-    list.push({ type: "function", function: { name: t.name, description: typeof t.description === "string" ? t.description : "", parameters: schema } });
-  }
-  if (choice === undefined || choice === null) return { list, instruction: "" };
-  const type = (choice as Json).type;
-  if (type === "auto") return { list, instruction: "" };
-  if (type === "none") return { list: [], instruction: "" };
-  if (type === "any") return { list, instruction: list.length ? "You must answer by calling one of the provided tools." : "" };
-  if (type === "tool") {
-    const name = (choice as Json).name;
-    const named = list.filter((t) => (t.function as Json).name === name);
-    if (!named.length) return `tool_choice.name: expected the name of one of the tools, got ${JSON.stringify(name)}`;
-    return { list: named, instruction: `You must answer by calling the tool "${name}".` };
-  }
-  return `tool_choice.type: expected "auto", "any", "tool" or "none"`;
+// Structured output: output_config.format (or the older output_format) is a JSON schema, which Ollama's `format` takes as it is.
+// The rest of output_config (effort) has no local meaning.
+function formatOf(req: Json): Json | undefined | string {
+  const config = req.output_config;
+  if (config !== undefined && config !== null && (typeof config !== "object" || Array.isArray(config))) return "output_config: expected an object";
+  const given = (config as Json | null | undefined)?.format;
+  const [field, format] = given !== undefined && given !== null ? ["output_config.format", given] : ["output_format", req.output_format];
+  if (format === undefined || format === null) return undefined;
+  const { type, schema } = format as Json;
+  if (type !== "json_schema" || !schema || typeof schema !== "object" || Array.isArray(schema)) return `${field}: expected {"type": "json_schema", "schema": {…}}`;
+  return schema as Json;
 }
 
-function thinkOf(thinking: unknown): boolean | string | undefined {
-  if (thinking === undefined || thinking === null) return undefined;
-  const type = (thinking as Json).type;
-  if (type === "enabled" || type === "adaptive") return true;
-  if (type === "disabled") return false;
-  return `thinking.type: expected "enabled", "adaptive" or "disabled"`;
+// A system message in `messages` adds instructions at that point, as Anthropic
+// places them: never first, right after a user message (so never two in a row).
+// One with no text only sets options (output_config.effort) and may stand anywhere.
+function systemPlacement(list: Json[], i: number): string | null {
+  if (i === 0) return `"system" cannot be the first message: opening instructions go in the top-level system field`;
+  const before = list[i - 1]?.role;
+  return before === "user" ? null : `a "system" message must directly follow a user message, not ${before === "system" ? "another system message" : `a message with role ${JSON.stringify(before)}`}`;
 }
 
 // Anthropic keeps a turn's tool results inside a user message; Ollama wants a
-// "tool" message per result, named after the tool_use it answers.
-function chatMessages(list: unknown[]): Json[] | string {
+// "tool" message per result, named after the tool_use it answers. The tools
+// tool_reference blocks load are added to `loaded`.
+function chatMessages(list: unknown[], loaded: Set<string>): Json[] | string {
   const out: Json[] = [];
   const toolNames = new Map<string, string>();
   for (const [i, m] of (list as Json[]).entries()) {
     const at = `messages[${i}]`;
-    if (m?.role !== "user" && m?.role !== "assistant") return `${at}.role: expected "user" or "assistant"`;
+    if (m?.role === "system") {
+      const text = m.content === undefined ? null : systemText(m.content);
+      if (text === null) return `${at}.content: expected a string or a list of text blocks`;
+      const misplaced = text ? systemPlacement(list as Json[], i) : null;
+      if (misplaced) return `${at}.role: ${misplaced}`;
+      if (text) out.push({ role: "system", content: text });
+      continue;
+    }
+    if (m?.role !== "user" && m?.role !== "assistant") return `${at}.role: expected "user", "assistant" or "system"`;
     if (typeof m.content === "string") {
       out.push({ role: m.role, content: m.content });
       continue;
@@ -119,9 +122,11 @@ function chatMessages(list: unknown[]): Json[] | string {
           images.push(image.base64);
           break;
         }
-        case "thinking":
-          if (typeof block.thinking === "string") thinking.push(block.thinking);
+        case "thinking": {
+          const text = thinkingText(block);
+          if (text) thinking.push(text);
           break;
+        }
         case "redacted_thinking":
           break; // encrypted by Anthropic: nothing a local model can read
         case "tool_use":
@@ -130,7 +135,7 @@ function chatMessages(list: unknown[]): Json[] | string {
           calls.push({ id: block.id, function: { name: block.name, arguments: block.input ?? {} } });
           break;
         case "tool_result": {
-          const result = toolResult(block, where, toolNames);
+          const result = toolResult(block, where, toolNames, loaded);
           if (typeof result === "string") return result;
           out.push(result);
           break;
@@ -156,9 +161,10 @@ function imageOf(block: Json, where: string): { base64: string } | string {
 }
 
 // Ollama has no error flag on a tool result: the model reads it in the text.
-function toolResult(block: Json, where: string, toolNames: Map<string, string>): Json | string {
+function toolResult(block: Json, where: string, toolNames: Map<string, string>, loaded: Set<string>): Json | string {
   const texts: string[] = [];
   const images: string[] = [];
+  const references: string[] = [];
   if (typeof block.content === "string") texts.push(block.content);
   else if (Array.isArray(block.content)) {
     for (const [k, part] of (block.content as Json[]).entries()) {
@@ -167,9 +173,14 @@ function toolResult(block: Json, where: string, toolNames: Map<string, string>):
         const image = imageOf(part, `${where}.content[${k}]`);
         if (typeof image === "string") return image;
         images.push(image.base64);
-      } else return `${where}.content[${k}].type: expected "text" or "image"`;
+      } else if (part?.type === "tool_reference") {
+        if (typeof part.tool_name !== "string" || !part.tool_name) return `${where}.content[${k}].tool_name: expected a string`;
+        references.push(part.tool_name);
+        loaded.add(part.tool_name);
+      } else return `${where}.content[${k}].type: expected "text", "image" or "tool_reference"`;
     }
-  } else if (block.content !== undefined) return `${where}.content: expected a string or a list of text and image blocks`;
+  } else if (block.content !== undefined) return `${where}.content: expected a string or a list of text, image and tool_reference blocks`;
+  if (references.length) texts.push(loadedToolsText(references));
   const text = texts.join("\n");
   const message: Json = { role: "tool", content: block.is_error === true ? `Error: ${text}` : text };
   const name = typeof block.tool_use_id === "string" ? toolNames.get(block.tool_use_id) : undefined;
@@ -206,9 +217,14 @@ const sse = (event: Event) => `event: ${event.type}\ndata: ${JSON.stringify(even
 export interface TurnOptions {
   /** The model id as the client sent it: Anthropic answers with the id it was asked for. */
   model: string;
-  /** herd's count of the prompt, for message_start (the node counts only at the end). */
+  /**
+   * herd's count of the prompt: input_tokens in message_start, message_delta and the Message alike, as
+   * count_tokens reports it (the node's own count comes only at the end; it goes in the trace).
+   */
   inputTokens: number;
   stops: string[];
+  /** thinking.display "omitted": thinking blocks without their text (it is in the signature). */
+  omitThinking: boolean;
 }
 
 /** Writes Ollama's chat lines as an Anthropic Message: SSE events, or one object. */
@@ -240,6 +256,8 @@ export function messagesEncoder(stream: boolean, opts: TurnOptions & { pingEvery
 class Turn {
   readonly message: Json & { content: Json[]; usage: Json };
   private open: "text" | "thinking" | null = null;
+  /** The open thinking block's text, for its signature (the block itself has none when thinking is omitted). */
+  private reasoning = "";
   private toolUses = 0;
   private readonly scanner: StopScanner;
   private started = false;
@@ -282,6 +300,10 @@ class Turn {
       this.start(kind === "text" ? { type: "text", text: "" } : { type: "thinking", thinking: "", signature: "" });
       this.open = kind;
     }
+    if (kind === "thinking") {
+      this.reasoning += piece;
+      if (this.opts.omitThinking) return;
+    }
     const index = this.message.content.length - 1;
     const block = this.message.content[index]!;
     block[kind] = (block[kind] as string) + piece;
@@ -306,9 +328,17 @@ class Turn {
     return index;
   }
 
+  // A thinking block ends with its signature, as Anthropic's do: a signature_delta just before content_block_stop.
   private close(): void {
     if (!this.open) return;
-    this.events.push({ type: "content_block_stop", index: this.message.content.length - 1 });
+    const index = this.message.content.length - 1;
+    if (this.open === "thinking") {
+      const signature = signatureOf(this.reasoning);
+      this.message.content[index]!.signature = signature;
+      this.events.push({ type: "content_block_delta", index, delta: { type: "signature_delta", signature } });
+      this.reasoning = "";
+    }
+    this.events.push({ type: "content_block_stop", index });
     this.open = null;
   }
 
@@ -317,10 +347,7 @@ class Turn {
     this.append("text", this.scanner.flush());
     this.close();
     const stopReason = this.scanner.matched !== null ? "stop_sequence" : this.toolUses ? "tool_use" : done.done_reason === "length" ? "max_tokens" : "end_turn";
-    // Ollama's prompt_eval_count is the whole prompt, cached part included; Anthropic counts cache reads apart.
-    const cached = typeof done.prompt_eval_cached_count === "number" ? done.prompt_eval_cached_count : 0;
-    const prompt = done.prompt_eval_count ?? this.opts.inputTokens;
-    const usage = { input_tokens: Math.max(0, prompt - cached), cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: done.eval_count ?? 0 };
+    const usage = { ...this.message.usage, output_tokens: done.eval_count ?? 0 };
     Object.assign(this.message, { stop_reason: stopReason, stop_sequence: this.scanner.matched, usage });
     this.events.push({ type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: this.scanner.matched }, usage });
     this.events.push({ type: "message_stop" });

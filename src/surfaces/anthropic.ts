@@ -1,7 +1,8 @@
 // The Anthropic Messages API over the fleet, for Claude Code and the Anthropic
 // SDKs: POST /v1/messages (SSE or one Message), count_tokens, and the GET probe
 // Claude Code may send. The model id (claude-*, or a local name) is resolved
-// to a local model first; the translation lives in anthropic-codec.ts.
+// to a local model first, whose capabilities decide Ollama's `think`; the
+// translation lives in anthropic-codec.ts.
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { presentedKey, sameSecret } from "../auth/tokens.ts";
@@ -14,6 +15,7 @@ import { promptTokens } from "../router/tokens.ts";
 import { loadedContext } from "../fleet/registry.ts";
 import type { Runtime } from "../runtime.ts";
 import { anthropicError, messagesEncoder, messagesToOllama } from "./anthropic-codec.ts";
+import { setsThink, thinkFor } from "./anthropic-thinking.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
@@ -54,7 +56,7 @@ async function messages(rt: Runtime, request: Request, clientIp: string | null):
   const translated = messagesToOllama(body, anthropic.defaultMaxTokens);
   if (typeof translated === "string") return refuse(400, translated);
 
-  const resolution = resolveModel(rt.registry, rt.live.config, requested, needsOf(translated.body));
+  const resolution = resolveModel(rt.registry, rt.live.config, requested, needsOf(translated.body), herd.strict);
   if (!resolution) {
     const why = anthropic.autoRoute ? "no online node has a chat model to auto-route it to" : "anthropic.autoRoute is off";
     return refuse(404, `model "${requested}" not found: no modelMap entry, no local model of that name, and ${why}`);
@@ -67,6 +69,11 @@ async function messages(rt: Runtime, request: Request, clientIp: string | null):
   if (tokens > anthropic.maxPromptTokens) {
     return refuse(413, `prompt is too long: about ${tokens} tokens, over this router's limit of ${anthropic.maxPromptTokens} (anthropic.maxPromptTokens). Run /compact in Claude Code (or shorten the conversation) and resubmit.`);
   }
+
+  // Only "enabled" and "disabled" set think, and only on a model that can take it: a lookup, remembered per model.
+  const canThink = setsThink(translated.thinking) && (await rt.capabilities.canThink(resolution.model));
+  const think = thinkFor(translated.thinking, canThink);
+  if (think !== undefined) translated.body.think = think;
 
   const stream = body.stream === true;
   return route(
@@ -86,9 +93,19 @@ async function messages(rt: Runtime, request: Request, clientIp: string | null):
       signal: request.signal,
     },
     // Pings well inside the window in which herd itself waits on a silent node.
-    messagesEncoder(stream, { model: requested, inputTokens: tokens, stops: translated.stops, pingEveryMs: Math.min(10_000, timeouts.idleMs / 4) }),
-    { tags: userId ? [...herd.tags, `user:${userId}`] : herd.tags, stream, clientIp, caller: callerOf(request) },
+    messagesEncoder(stream, { model: requested, inputTokens: tokens, stops: translated.stops, omitThinking: translated.thinking.omitted, pingEveryMs: Math.min(10_000, timeouts.idleMs / 4) }),
+    { tags: userId ? [...herd.tags, `user:${userOf(userId)}`] : herd.tags, stream, clientIp, caller: callerOf(request) },
   );
+}
+
+// Claude Code sends user_id as JSON text whose session_id changes every session: the user is its account, else its device.
+function userOf(userId: string): string {
+  try {
+    const { account_uuid, device_id } = JSON.parse(userId) ?? {};
+    const who = account_uuid || device_id;
+    if (typeof who === "string") return who;
+  } catch {}
+  return userId;
 }
 
 async function countTokens(rt: Runtime, request: Request): Promise<Response> {

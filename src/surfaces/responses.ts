@@ -42,7 +42,7 @@ async function create(rt: Runtime, request: Request, clientIp: string | null): P
     warned.add(what);
     log.warn(`/v1/responses: dropped ${what}: herd does not translate them (said once per type)`);
   }
-  const resolved = resolveModel(rt.registry, rt.live.config, requested, { vision: translated.images, tools: translated.tools.length > 0 });
+  const resolved = resolveModel(rt.registry, rt.live.config, requested, { vision: translated.images, tools: translated.tools.length > 0 }, herd.strict);
   if (!resolved) {
     return openaiError(404, `model "${requested}" is neither mapped (modelMap) nor on any online node, and nothing could be auto-routed to it`, fleetHeaders(requested, null, 0));
   }
