@@ -8,7 +8,7 @@ import { buildApp } from "./app.ts";
 import { serverBodyCap } from "./auth/limits.ts";
 import type { LiveConfig } from "./config/live.ts";
 import { BenchmarkRunner } from "./fleet/benchmark.ts";
-import { ModelCapabilities } from "./fleet/capabilities.ts";
+import { ModelFacts } from "./fleet/model-facts.ts";
 import { startPoller } from "./fleet/poller.ts";
 import { startPreloader } from "./fleet/preloader.ts";
 import { startRebalancer } from "./fleet/rebalancer.ts";
@@ -38,8 +38,8 @@ export interface Runtime {
   pulls: Pulls;
   pins: Pins;
   toolRepairs: RepairStats;
-  /** Each model's capabilities as a node's /api/show reports them (thinking, tools, vision, …). */
-  capabilities: ModelCapabilities;
+  /** What a node's /api/show says of each model: capabilities (thinking, tools, vision, …) and trained context. */
+  modelFacts: ModelFacts;
   /** Runtime flips of features.autoPull / vramFallback (POST /dashboard/api/settings). */
   toggles: Toggles;
   benchmarks: BenchmarkRunner;
@@ -86,7 +86,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     pulls: new Pulls(),
     pins: new Pins(store, live, registry),
     toolRepairs: new RepairStats(),
-    capabilities: new ModelCapabilities(registry),
+    modelFacts: new ModelFacts(registry),
     toggles: new Toggles(),
     benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => rt.url }),
     agents: new AgentFleet(live, () => rt.url),

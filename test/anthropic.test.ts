@@ -338,6 +338,7 @@ describe("thinking by the model's capabilities", () => {
     for (const thinking of [{ type: "adaptive" }, { type: "enabled", budget_tokens: 1024 }, { type: "disabled" }]) expect(await blocks("llama3.2:3b", thinking)).toEqual(["text"]);
     // qwen3:8b can: adaptive leaves it to the model (which thinks by default), enabled asks, disabled tells it not to.
     expect(await blocks("qwen3:8b", { type: "adaptive" })).toEqual(["thinking", "text"]);
+    expect(await blocks("qwen3:8b", undefined)).toEqual(["text"]); // no thinking asked for: none, as the API does
     expect(await blocks("qwen3:8b", { type: "enabled", budget_tokens: 1024 })).toEqual(["thinking", "text"]);
     expect(await blocks("qwen3:8b", { type: "disabled" })).toEqual(["text"]);
     // A display mode herd does not know shows the thinking; a bad type is refused.

@@ -20,12 +20,12 @@ async function router(extra = "") {
   return { url: r.url, client: new Anthropic({ baseURL: r.url, apiKey: "unused", maxRetries: 0 }), stop: () => sim.stop() };
 }
 
-/** A session of `turns` tool calls, each returning a file of about 1500 tokens. */
-function longSession(turns: number): Anthropic.MessageParam[] {
+/** A session of `turns` tool calls, each returning a file of `lines` lines (300: about 2,700 tokens). */
+function longSession(turns: number, lines = 300): Anthropic.MessageParam[] {
   const messages: Anthropic.MessageParam[] = [{ role: "user", content: "read the files and summarise them" }];
   for (let i = 0; i < turns; i++) {
     messages.push({ role: "assistant", content: [{ type: "tool_use", id: `toolu_${i}`, name: "Read", input: { path: `src/file${i}.ts` } }] });
-    const file = Array.from({ length: 300 }, (_, line) => `export const value${i}_${line} = ${line};`).join("\n");
+    const file = Array.from({ length: lines }, (_, line) => `export const value${i}_${line} = ${line};`).join("\n");
     messages.push({ role: "user", content: [{ type: "tool_result", tool_use_id: `toolu_${i}`, content: file }] });
   }
   return messages;
@@ -34,13 +34,38 @@ function longSession(turns: number): Anthropic.MessageParam[] {
 const tools: Anthropic.Tool[] = [{ name: "Read", description: "read a file", input_schema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] } }];
 
 describe("context management", () => {
-  test("the oldest tool results are cleared to fit the loaded context, the newest kept, and the trace says what was cleared", async () => {
-    const { url, client, stop } = await router();
+  test("the oldest tool results are cleared to fit the router's cap, the newest kept, and the trace says what was cleared (then num_ctx is sized)", async () => {
+    const { url, client, stop } = await router("anthropic: { maxPromptTokens: 12000 }");
     const reply = await client.messages.create({ model: "llama3.2:3b", max_tokens: 256, tools, messages: longSession(8) });
     expect(reply.stop_reason).toBe("end_turn");
     const trace = await eventually(async () => (await getJson(`${url}/dashboard/api/traces?limit=1`)).traces[0], 3000, "the trace");
-    expect(trace.adjustments[0]).toMatch(/^cleared the 5 oldest tool result\(s\) \(\d+ → \d+ tokens\) to fit 3840$/);
+    expect(trace.adjustments).toEqual([
+      expect.stringMatching(/^cleared the \d oldest tool result\(s\) \(\d+ → \d+ tokens\) to fit 12000$/),
+      expect.stringMatching(/^num_ctx 16384: the prompt \(~\d+ tokens\)/),
+    ]);
     await stop();
+  });
+
+  test("a model trained for less than the conversation: old tool results cleared to fit it, and a 413 naming its context when that is not enough", async () => {
+    // Not a catalog model: the sim gives it an 8192-token trained context (/api/show model_info), and loads it at 4096.
+    const sim = await startSimOllama({ id: "n", models: ["smallctx:3b"], loaded: ["smallctx:3b"], tokensPerSecond: 5000 });
+    const dir = tmpDir();
+    writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [{ id: "n", ollama: "${sim.url}" }] };\n`);
+    const r = await startRouterProcess(["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+    await eventually(async () => (await getJson(`${r.url}/api/ps`)).models.length === 1, 3000, "the loaded model");
+    const client = new Anthropic({ baseURL: r.url, apiKey: "unused", maxRetries: 0 });
+
+    expect((await client.messages.create({ model: "smallctx:3b", max_tokens: 256, tools, messages: longSession(8, 150) })).stop_reason).toBe("end_turn");
+    const trace = await eventually(async () => (await getJson(`${r.url}/dashboard/api/traces?limit=1`)).traces[0], 3000, "the trace");
+    expect(trace.adjustments[0]).toMatch(/^cleared the \d oldest tool result\(s\) \(\d+ → \d+ tokens\) to fit 7936$/);
+
+    const big = Array.from({ length: 2000 }, (_, i) => `line ${i} of a very long question`).join("\n");
+    const error = await client.messages.create({ model: "smallctx:3b", max_tokens: 256, messages: [{ role: "user", content: big }] }).catch((e) => e);
+    expect(error).toBeInstanceOf(Anthropic.APIError);
+    expect(error.status).toBe(413);
+    expect(error.error.error.type).toBe("prompt_too_large");
+    expect(error.message).toContain("over what smallctx:3b can take (8192-token context, less room for the reply)");
+    await sim.stop();
   });
 
   test("a prompt still over anthropic.maxPromptTokens after clearing is refused with 413 and the /compact hint", async () => {

@@ -10,9 +10,10 @@ import type { Config } from "../config/schema.ts";
 import { log } from "../log.ts";
 import { contextSize } from "./context-size.ts";
 
-/** Raise a thinking model's num_predict by this factor, to at least THINKING_MIN_PREDICT. */
+/** Raise a thinking model's num_predict by this factor, to at least THINKING_MIN_PREDICT and at most THINKING_MAX_PREDICT. */
 const THINKING_OVERHEAD = 4;
 const THINKING_MIN_PREDICT = 1024;
+const THINKING_MAX_PREDICT = 32768;
 const THINKING_FAMILIES = /^(qwen3(?!-coder)|gpt-oss|deepseek-r1|qwq|magistral|phi4-reasoning|cogito)/i;
 
 export interface Adjusted {
@@ -47,8 +48,9 @@ export function adjustBody(body: Record<string, unknown>, model: string, { loade
   }
   let thinkingBudget: Adjusted["thinkingBudget"] = null;
   const requested = options.num_predict;
-  if (typeof requested === "number" && requested > 0 && thinks(model, body)) {
-    const sent = Math.max(requested * THINKING_OVERHEAD, THINKING_MIN_PREDICT);
+  // A cap that is already generous (agents ask for 32k–128k) is left alone: ×4 would only let a runaway run on.
+  const sent = typeof requested === "number" ? Math.max(requested, Math.min(requested * THINKING_OVERHEAD, THINKING_MAX_PREDICT), THINKING_MIN_PREDICT) : 0;
+  if (typeof requested === "number" && requested > 0 && sent > requested && thinks(model, body)) {
     options.num_predict = sent;
     thinkingBudget = { requested, sent };
     notes.push(`num_predict raised ${requested} → ${sent} for a thinking model`);

@@ -6,15 +6,15 @@
 // Claude Code does) still gives the model its earlier reasoning.
 
 export interface ThinkingRequest {
-  /** null when the request has no `thinking`. */
-  type: "adaptive" | "enabled" | "disabled" | null;
+  type: "adaptive" | "enabled" | "disabled";
   /** display "omitted" (or "updates"): blocks come back with empty text, the reasoning only in their signature. */
   omitted: boolean;
 }
 
 /** The request's `thinking`, or a message naming the field that is wrong. */
 export function thinkingOf(thinking: unknown): ThinkingRequest | string {
-  if (thinking === undefined || thinking === null) return { type: null, omitted: false };
+  // Without `thinking` the API does not think: a thinking model (which Ollama lets think by default) is told not to.
+  if (thinking === undefined || thinking === null) return { type: "disabled", omitted: false };
   const { type, display } = thinking as { type?: unknown; display?: unknown };
   if (type !== "enabled" && type !== "adaptive" && type !== "disabled") return `thinking.type: expected "enabled", "adaptive" or "disabled"`;
   if (display !== undefined && display !== null && typeof display !== "string") return `thinking.display: expected "summarized", "omitted" or "updates"`;

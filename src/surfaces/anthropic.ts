@@ -12,7 +12,6 @@ import { resolveModel } from "../router/model-resolution.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import { fleetHeaders, route } from "../router/route.ts";
 import { promptTokens } from "../router/tokens.ts";
-import { loadedContext } from "../fleet/registry.ts";
 import type { Runtime } from "../runtime.ts";
 import { anthropicError, messagesEncoder, messagesToOllama } from "./anthropic-codec.ts";
 import { setsThink, thinkFor } from "./anthropic-thinking.ts";
@@ -61,17 +60,20 @@ async function messages(rt: Runtime, request: Request, clientIp: string | null):
     const why = anthropic.autoRoute ? "no online node has a chat model to auto-route it to" : "anthropic.autoRoute is off";
     return refuse(404, `model "${requested}" not found: no modelMap entry, no local model of that name, and ${why}`);
   }
-  // Old tool results go first when the conversation outgrows the model's context; the cap applies after.
+  // Old tool results go first when the conversation outgrows what the model was trained for (herd sizes
+  // num_ctx up to that per node) or the router's cap; what still does not fit is refused, not cut by Ollama.
   const replyTokens = Number((translated.body.options as { num_predict?: number } | undefined)?.num_predict ?? anthropic.defaultMaxTokens);
-  const limit = promptLimit(loadedContext(rt.registry, resolution.model), replyTokens, anthropic.maxPromptTokens);
+  const trained = await rt.modelFacts.contextLength(resolution.model);
+  const limit = promptLimit(trained ?? undefined, replyTokens, anthropic.maxPromptTokens);
   const fitted = await fitToContext(translated.body, await promptTokens(translated.body), limit);
   const tokens = fitted.tokens;
-  if (tokens > anthropic.maxPromptTokens) {
-    return refuse(413, `prompt is too long: about ${tokens} tokens, over this router's limit of ${anthropic.maxPromptTokens} (anthropic.maxPromptTokens). Run /compact in Claude Code (or shorten the conversation) and resubmit.`);
+  if (tokens > limit) {
+    const over = limit < anthropic.maxPromptTokens ? `over what ${resolution.model} can take (${trained}-token context, less room for the reply)` : `over this router's limit of ${anthropic.maxPromptTokens} (anthropic.maxPromptTokens)`;
+    return refuse(413, `prompt is too long: about ${tokens} tokens, ${over}. Run /compact in Claude Code (or shorten the conversation) and resubmit.`);
   }
 
   // Only "enabled" and "disabled" set think, and only on a model that can take it: a lookup, remembered per model.
-  const canThink = setsThink(translated.thinking) && (await rt.capabilities.canThink(resolution.model));
+  const canThink = setsThink(translated.thinking) && (await rt.modelFacts.canThink(resolution.model));
   const think = thinkFor(translated.thinking, canThink);
   if (think !== undefined) translated.body.think = think;
 

@@ -1,0 +1,78 @@
+// What a model is, as Ollama's /api/show says: what it can do (completion,
+// tools, thinking, vision, …) and the context it was trained for (model_info's
+// <arch>.context_length: a larger num_ctx buys nothing, the prompt is cut to
+// it). Asked of one node that has the model, once per model, and remembered. A lookup is bounded by LOOKUP_MS, so no request waits longer on
+// it; one that failed (no node had the model, or none answered) is forgotten
+// after RETRY_MS, so the model is asked about again.
+import { mlxModelOf, reachableNodes } from "./catalog.ts";
+import { modelKey } from "./model-name.ts";
+import { onDisk, type Registry } from "./registry.ts";
+
+const LOOKUP_MS = 2000;
+const RETRY_MS = 30_000;
+/** A bound on what is remembered, whatever names clients send. */
+const MAX_MODELS = 1000;
+
+export interface ModelFact {
+  capabilities: string[];
+  /** The trained context length; null when /api/show does not say. */
+  contextLength: number | null;
+}
+
+export class ModelFacts {
+  private readonly known = new Map<string, Promise<ModelFact | null>>();
+
+  constructor(private readonly registry: Registry) {}
+
+  /** What /api/show says of the model, or null when no node could say. */
+  of(model: string): Promise<ModelFact | null> {
+    const key = modelKey(model);
+    const known = this.known.get(key);
+    if (known) return known;
+    if (this.known.size >= MAX_MODELS) this.known.delete(this.known.keys().next().value!);
+    const asked = this.ask(model);
+    this.known.set(key, asked);
+    void asked.then((fact) => {
+      if (!fact) setTimeout(() => this.known.get(key) === asked && this.known.delete(key), RETRY_MS).unref();
+    });
+    return asked;
+  }
+
+  /**
+   * Whether Ollama's `think` may go to the model: Ollama refuses think:true unless /api/show lists
+   * "thinking"; an MLX server takes it as a chat-template switch (enable_thinking) for any model.
+   */
+  async canThink(model: string): Promise<boolean> {
+    if (mlxModelOf(this.registry, model)) return true;
+    return (await this.of(model))?.capabilities.includes("thinking") ?? false;
+  }
+
+  /** The context the model was trained for; null for an MLX model or when no node could say. */
+  async contextLength(model: string): Promise<number | null> {
+    if (mlxModelOf(this.registry, model)) return null;
+    return (await this.of(model))?.contextLength ?? null;
+  }
+
+  private async ask(model: string): Promise<ModelFact | null> {
+    const node = reachableNodes(this.registry).find((n) => onDisk(n, model));
+    const url = node && this.registry.ollamaUrl(node);
+    if (!url) return null;
+    try {
+      const res = await fetch(new URL("/api/show", url), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model }),
+        signal: AbortSignal.timeout(LOOKUP_MS),
+      });
+      const body = (await res.json()) as { capabilities?: unknown; model_info?: Record<string, unknown> };
+      if (!res.ok || !Array.isArray(body.capabilities)) return null;
+      const trained = Object.entries(body.model_info ?? {}).find(([key]) => key.endsWith(".context_length"))?.[1];
+      return {
+        capabilities: body.capabilities.filter((c): c is string => typeof c === "string"),
+        contextLength: typeof trained === "number" && trained > 0 ? trained : null,
+      };
+    } catch {
+      return null;
+    }
+  }
+}
