@@ -2,128 +2,57 @@
 // a simulated node, as a user runs it non-interactively: `claude -p` with JSON
 // and stream-json output, a Bash tool loop, and an MCP tool it defers behind
 // tool search (its default) and loads with ToolSearch. Each run has a fresh
-// HOME and working directory, an environment built from nothing (no inherited
-// ANTHROPIC_* or CLAUDE* variable), telemetry, updates, error reports and
-// nonessential traffic off, a proxy that goes nowhere for anything not on
-// loopback, and a deadline. A recording proxy in front of the router keeps
-// every request Claude Code sends, so a test can say what it sent and what
-// herd answered.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+// HOME and working directory, an environment built from nothing (test/clients.ts:
+// no inherited ANTHROPIC_* or CLAUDE* variable, a proxy trap for anything not on
+// loopback), telemetry, updates, error reports and nonessential traffic off, and
+// a deadline; a recorder in front of the router keeps every request it sends.
+import { beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type SimNode, startSimOllama } from "../src/sim/index.ts";
-import { ROOT, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+import { ROOT } from "./helpers.ts";
+import { BIN, type ClientResult, type Exchange, clientScene, jsonLines, startClientFleet } from "./clients.ts";
 
-const CLAUDE = join(ROOT, "node_modules/.bin/claude");
 const RUN_MS = 45_000;
 const TEST_MS = 60_000;
-// Nothing listens on the discard port: a request that is not for loopback fails at once.
-const NOWHERE = "http://127.0.0.1:9";
 
-interface Exchange {
-  path: string;
-  body: any;
-  status: number;
-}
-
-let sim: SimNode;
-let router: Awaited<ReturnType<typeof startRouterProcess>>;
-let recorder: ReturnType<typeof recordingProxy>;
-
+let url: string;
 beforeAll(async () => {
   // Claude Code asks for claude-opus-*: the large tier, where a reasoning model that calls tools (qwen3:8b) comes first.
   const models = ["qwen3:8b", "llama3.2:3b"];
-  sim = await startSimOllama({ id: "mac", models, loaded: models });
-  const dir = tmpDir();
-  const config = join(dir, "herd.config.ts");
-  writeFileSync(config, `export default { nodes: [{ id: "mac", ollama: "${sim.url}" }] };\n`);
-  router = await startRouterProcess(["serve", "--config", config, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
-  await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.every((n: any) => n.status === "online"), 5000, "the node online");
-  recorder = recordingProxy(router.url);
+  ({ url } = await startClientFleet([{ id: "mac", models, loaded: models }]));
 });
 
-afterAll(async () => {
-  await recorder?.server.stop(true);
-  await sim?.stop();
-});
-
-/** Forwards to the router and keeps each request's body and the status herd answered it with. */
-function recordingProxy(target: string) {
-  const exchanges: Exchange[] = [];
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    idleTimeout: 0,
-    async fetch(request) {
-      const url = new URL(request.url);
-      const text = request.method === "GET" ? undefined : await request.text();
-      const res = await fetch(`${target}${url.pathname}${url.search}`, { method: request.method, headers: request.headers, body: text });
-      exchanges.push({ path: url.pathname, body: text ? JSON.parse(text) : null, status: res.status });
-      const headers = new Headers(res.headers);
-      headers.delete("content-length");
-      headers.delete("content-encoding");
-      return new Response(res.body, { status: res.status, headers });
-    },
-  });
-  return { server, url: `http://127.0.0.1:${server.port}`, exchanges };
-}
-
-interface Run {
-  args: string[];
-  code: number | null;
-  timedOut: boolean;
-  stdout: string;
-  stderr: string;
+interface Run extends ClientResult {
   /** What this run sent to /v1/messages, in order. */
   requests: Exchange[];
+  /** The run's working directory. */
+  work: string;
 }
 
-async function claude(args: string[], cwd = tmpDir()): Promise<Run> {
+/** Runs `claude ARGS` in a fresh scene; ARGS may be made from the run's working directory (and put files there). */
+async function claude(argsFor: string[] | ((work: string) => string[])): Promise<Run> {
+  const scene = await clientScene(url);
+  const args = typeof argsFor === "function" ? argsFor(scene.work) : argsFor;
   const env = {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    HOME: tmpDir(),
-    ANTHROPIC_BASE_URL: recorder.url,
+    ANTHROPIC_BASE_URL: scene.url,
     ANTHROPIC_API_KEY: "sk-test",
     DISABLE_TELEMETRY: "1",
     DISABLE_AUTOUPDATER: "1",
     DISABLE_ERROR_REPORTING: "1",
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-    HTTP_PROXY: NOWHERE,
-    HTTPS_PROXY: NOWHERE,
-    NO_PROXY: "127.0.0.1,localhost",
   };
-  const from = recorder.exchanges.length;
-  const proc = Bun.spawn([CLAUDE, ...args], { cwd, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    proc.kill("SIGKILL");
-  }, RUN_MS);
-  try {
-    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-    return { args, code: timedOut ? null : code, timedOut, stdout, stderr, requests: recorder.exchanges.slice(from).filter((e) => e.path === "/v1/messages") };
-  } finally {
-    clearTimeout(timer);
-    proc.kill("SIGKILL");
-  }
+  const run = await scene.run([join(BIN, "claude"), ...args], { env, timeoutMs: RUN_MS });
+  return { ...run, requests: run.exchanges.filter((e) => e.path.startsWith("/v1/messages")), work: scene.work };
 }
 
-const tail = (text: string, n = 4000) => (text.length > n ? `…${text.slice(-n)}` : text);
-
-/** Everything needed to see what broke: Claude Code's output, what it sent and got, and herd's log. */
-function report(run: Run): string {
-  const requests = run.requests.map((r, i) => `  #${i + 1} → HTTP ${r.status}: roles ${r.body?.messages?.map((m: any) => m.role).join(",")}; tools ${r.body?.tools?.map((t: any) => t.name + (t.defer_loading ? " (deferred)" : "")).join(", ")}`);
-  return [
-    `claude ${run.args.map((a) => JSON.stringify(a)).join(" ")}: ${run.timedOut ? `killed after ${RUN_MS} ms` : `exit ${run.code}`}`,
-    `stdout:\n${tail(run.stdout)}`,
-    `stderr:\n${tail(run.stderr)}`,
-    `requests to /v1/messages:\n${requests.join("\n") || "  none"}`,
-    `herd's output:\n${tail(router.output(), 3000)}`,
-  ].join("\n\n");
+/** The requests Claude Code sent, with the roles and tools of each: what a failure most often needs. */
+function sent(run: Run): string {
+  const lines = run.requests.map((r, i) => `  #${i + 1} → HTTP ${r.status}: roles ${r.body?.messages?.map((m: any) => m.role).join(",")}; tools ${r.body?.tools?.map((t: any) => t.name + (t.defer_loading ? " (deferred)" : "")).join(", ")}`);
+  return `requests to /v1/messages:\n${lines.join("\n") || "  none"}`;
 }
 
 function check(ok: unknown, what: string, run: Run): void {
-  if (!ok) throw new Error(`${what}\n\n${report(run)}`);
+  if (!ok) throw new Error(run.why(`${what}\n${sent(run)}`));
 }
 
 /** The run succeeded and herd answered every request Claude Code sent with 200 (a refusal makes it retry with fewer betas). */
@@ -132,6 +61,7 @@ function succeeded(run: Run): void {
   check(run.requests.length > 0, "Claude Code sent no request to /v1/messages", run);
   const refused = run.requests.find((r) => r.status !== 200);
   check(!refused, `herd answered a request with HTTP ${refused?.status}`, run);
+  check(run.outside.length === 0, "Claude Code reached for something outside loopback", run);
 }
 
 function resultOf(run: Run): any {
@@ -167,16 +97,7 @@ describe("Claude Code", () => {
     async () => {
       const run = await claude(["-p", "Tell me about queues", "--output-format", "stream-json", "--verbose"]);
       succeeded(run);
-      const events = run.stdout
-        .trim()
-        .split("\n")
-        .map((line) => {
-          try {
-            return JSON.parse(line);
-          } catch {
-            check(false, `not a JSON event: ${line}`, run);
-          }
-        });
+      const events = jsonLines(run, "stream-json");
       check(events[0]?.type === "system" && events[0].subtype === "init", "the first event is not system/init", run);
       const texts = events.filter((e) => e.type === "assistant").flatMap((e) => e.message.content.filter((b: any) => b.type === "text").map((b: any) => b.text));
       const last = events.at(-1);
@@ -189,10 +110,9 @@ describe("Claude Code", () => {
   test(
     "a Bash tool loop: the command runs, its tool_result goes back to herd, and the model's final answer ends the run",
     async () => {
-      const cwd = tmpDir();
-      const run = await claude(["-p", 'sim: call Bash {"command":"echo herd-tool-ok > out.txt"}', "--allowedTools", "Bash", "--output-format", "json"], cwd);
+      const run = await claude(["-p", 'sim: call Bash {"command":"echo herd-tool-ok > out.txt"}', "--allowedTools", "Bash", "--output-format", "json"]);
       succeeded(run);
-      const out = join(cwd, "out.txt");
+      const out = join(run.work, "out.txt");
       check(existsSync(out) && readFileSync(out, "utf8") === "herd-tool-ok\n", "Bash did not write out.txt", run);
       const answered = run.requests.flatMap(toolResults);
       check(answered.length === 1 && answered[0].is_error === false, "Claude Code did not send the Bash tool_result back", run);
@@ -205,13 +125,14 @@ describe("Claude Code", () => {
   test(
     "tool search (the default) with an MCP tool: deferred, loaded by ToolSearch's tool_reference, then called",
     async () => {
-      const cwd = tmpDir();
-      const marker = join(cwd, "marker.txt");
-      const config = join(cwd, "mcp.json");
-      writeFileSync(config, JSON.stringify({ mcpServers: { marker: { type: "stdio", command: process.execPath, args: [join(ROOT, "test/fixtures/mcp-marker-server.ts")] } } }));
       const tool = "mcp__marker__write_marker";
-      const prompt = `sim: call ToolSearch {"query":"select:${tool}"}\nsim: call ${tool} ${JSON.stringify({ path: marker, text: "herd-mcp-ok" })}`;
-      const run = await claude(["-p", prompt, "--mcp-config", config, "--strict-mcp-config", "--allowedTools", tool, "--output-format", "json"], cwd);
+      const run = await claude((work) => {
+        const config = join(work, "mcp.json");
+        writeFileSync(config, JSON.stringify({ mcpServers: { marker: { type: "stdio", command: process.execPath, args: [join(ROOT, "test/fixtures/mcp-marker-server.ts")] } } }));
+        const prompt = `sim: call ToolSearch {"query":"select:${tool}"}\nsim: call ${tool} ${JSON.stringify({ path: join(work, "marker.txt"), text: "herd-mcp-ok" })}`;
+        return ["-p", prompt, "--mcp-config", config, "--strict-mcp-config", "--allowedTools", tool, "--output-format", "json"];
+      });
+      const marker = join(run.work, "marker.txt");
       succeeded(run);
       const [first, ...later] = run.requests;
       // Deferred: named in the first request (its system message lists the deferred tools) but not defined there.
