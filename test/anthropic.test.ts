@@ -136,6 +136,28 @@ describe("messages.create", () => {
   });
 });
 
+describe("documents", () => {
+  test("a text document (plain or content blocks) reaches the model as text, also inside a tool_result; a PDF is refused by name", async () => {
+    const plain: Anthropic.DocumentBlockParam = { type: "document", title: "Quarterly numbers", source: { type: "text", media_type: "text/plain", data: "Revenue grew" } };
+    const blocks: Anthropic.DocumentBlockParam = { type: "document", source: { type: "content", content: [{ type: "text", text: "Harbour schedule" }] } };
+    for (const [doc, words] of [[plain, "Quarterly numbers Revenue grew"], [blocks, "Harbour schedule"]] as const) {
+      const m = await client.messages.create({ model: "llama3.2:3b", max_tokens: 100, messages: [user([doc, { type: "text", text: "summarise" }])] });
+      expect(textOf(m)).toContain(words); // the sim's answer names the start of the user's text
+    }
+    const asResult = await post("/v1/messages", {
+      model: "llama3.2:3b",
+      max_tokens: 50,
+      messages: [user("read it"), { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "Read", input: {} }] }, user([{ type: "tool_result", tool_use_id: "toolu_1", content: [plain] }])],
+    });
+    expect(asResult.status).toBe(200);
+    const pdf = await client.messages
+      .create({ model: "llama3.2:3b", max_tokens: 50, messages: [user([{ type: "document", source: { type: "base64", media_type: "application/pdf", data: "JVBERi0=" } }])] })
+      .catch((e) => e);
+    expect(pdf).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(pdf.error.error.message).toBe('messages[0].content[0].source: herd\'s local models read text documents only (source type "text" or "content"), not "base64" (application/pdf)');
+  });
+});
+
 describe("messages.stream", () => {
   test("the exact SSE sequence, byte for byte, and the SDK's view of it", async () => {
     const res = await post("/v1/messages", { model: "llama3.2:1b", max_tokens: 100, stream: true, messages: [{ role: "user", content: "Tell me about memory" }] });

@@ -122,6 +122,12 @@ function chatMessages(list: unknown[], loaded: Set<string>): Json[] | string {
           images.push(image.base64);
           break;
         }
+        case "document": {
+          const document = documentOf(block, where);
+          if (typeof document === "string") return document;
+          texts.push(document.text);
+          break;
+        }
         case "thinking": {
           const text = thinkingText(block);
           if (text) thinking.push(text);
@@ -141,7 +147,7 @@ function chatMessages(list: unknown[], loaded: Set<string>): Json[] | string {
           break;
         }
         default:
-          return `${where}.type: expected "text", "image", "thinking", "tool_use" or "tool_result", got ${JSON.stringify(block?.type)}`;
+          return `${where}.type: expected "text", "image", "document", "thinking", "tool_use" or "tool_result", got ${JSON.stringify(block?.type)}`;
       }
     }
     if (!texts.length && !images.length && !thinking.length && !calls.length) continue;
@@ -152,6 +158,20 @@ function chatMessages(list: unknown[], loaded: Set<string>): Json[] | string {
     out.push(message);
   }
   return out;
+}
+
+// A text document (Claude Code's Read of a text file, a citation source) is text to a local model; a PDF is
+// not: no Ollama model reads one, so it is refused by name rather than dropped unseen.
+function documentOf(block: Json, where: string): { text: string } | string {
+  const source = block.source as Json | undefined;
+  const title = typeof block.title === "string" && block.title ? `${block.title}\n` : "";
+  if (source?.type === "text" && typeof source.data === "string") return { text: title + source.data };
+  if (source?.type === "content" && Array.isArray(source.content)) {
+    const texts = (source.content as Json[]).map((b) => (b?.type === "text" && typeof b.text === "string" ? b.text : null));
+    if (texts.every((t) => t !== null)) return { text: title + texts.join("\n") };
+    return `${where}.source.content: expected a list of text blocks`;
+  }
+  return `${where}.source: herd's local models read text documents only (source type "text" or "content"), not ${JSON.stringify(source?.type ?? null)}${source?.media_type ? ` (${source.media_type})` : ""}`;
 }
 
 function imageOf(block: Json, where: string): { base64: string } | string {
@@ -173,13 +193,17 @@ function toolResult(block: Json, where: string, toolNames: Map<string, string>, 
         const image = imageOf(part, `${where}.content[${k}]`);
         if (typeof image === "string") return image;
         images.push(image.base64);
+      } else if (part?.type === "document") {
+        const document = documentOf(part, `${where}.content[${k}]`);
+        if (typeof document === "string") return document;
+        texts.push(document.text);
       } else if (part?.type === "tool_reference") {
         if (typeof part.tool_name !== "string" || !part.tool_name) return `${where}.content[${k}].tool_name: expected a string`;
         references.push(part.tool_name);
         loaded.add(part.tool_name);
-      } else return `${where}.content[${k}].type: expected "text", "image" or "tool_reference"`;
+      } else return `${where}.content[${k}].type: expected "text", "image", "document" or "tool_reference"`;
     }
-  } else if (block.content !== undefined) return `${where}.content: expected a string or a list of text, image and tool_reference blocks`;
+  } else if (block.content !== undefined) return `${where}.content: expected a string or a list of text, image, document and tool_reference blocks`;
   if (references.length) texts.push(loadedToolsText(references));
   const text = texts.join("\n");
   const message: Json = { role: "tool", content: block.is_error === true ? `Error: ${text}` : text };
