@@ -8,6 +8,8 @@ import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
 import type { Encoder } from "../router/route.ts";
 import { type ThinkingRequest, signatureOf, thinkingOf, thinkingText } from "./anthropic-thinking.ts";
 import { loadedToolsText, toolsOf } from "./anthropic-tools.ts";
+import { randomId } from "./ids.ts";
+import { EVENT_STREAM, sse } from "./sse.ts";
 
 type Json = Record<string, unknown>;
 
@@ -232,11 +234,8 @@ function errorType(status: number): string {
   return types[status] ?? (status >= 500 ? "api_error" : "invalid_request_error");
 }
 
-const id = (prefix: string) => `${prefix}${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
-
+/** A stream event, named after its type on the wire. */
 type Event = Json & { type: string };
-
-const sse = (event: Event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
 
 export interface TurnOptions {
   /** The model id as the client sent it: Anthropic answers with the id it was asked for. */
@@ -255,20 +254,20 @@ export interface TurnOptions {
 export function messagesEncoder(stream: boolean, opts: TurnOptions & { pingEveryMs: number }): Encoder {
   const turn = new Turn(opts);
   return {
-    contentType: stream ? "text/event-stream; charset=utf-8" : "application/json",
+    contentType: stream ? EVENT_STREAM : "application/json",
     line({ json }: OllamaLine) {
       if (json.error) return "";
       const events = turn.feed(json);
-      if (stream) return events.map(sse).join("");
+      if (stream) return events.map((e) => sse(e, e.type)).join("");
       return json.done ? JSON.stringify(turn.message) : "";
     },
     end: () => "",
     fail: (message) => {
       const error: Event = { type: "error", error: { type: "api_error", message } };
-      return stream ? sse(error) : JSON.stringify(error);
+      return stream ? sse(error, error.type) : JSON.stringify(error);
     },
     error: anthropicError,
-    keepAlive: stream ? { everyMs: opts.pingEveryMs, bytes: sse({ type: "ping" }) } : undefined,
+    keepAlive: stream ? { everyMs: opts.pingEveryMs, bytes: sse({ type: "ping" }, "ping") } : undefined,
   };
 }
 
@@ -290,7 +289,7 @@ class Turn {
   constructor(private readonly opts: TurnOptions) {
     this.scanner = new StopScanner(opts.stops);
     this.message = {
-      id: id("msg_"),
+      id: randomId("msg_"),
       type: "message",
       role: "assistant",
       model: opts.model,
@@ -338,7 +337,7 @@ class Turn {
     this.append("text", this.scanner.flush()); // held-back text comes before the call
     this.close();
     const input = toolInput(args);
-    const index = this.start({ type: "tool_use", id: id("toolu_"), name, input: {} });
+    const index = this.start({ type: "tool_use", id: randomId("toolu_"), name, input: {} });
     this.message.content[index]!.input = input;
     this.events.push({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(input) } });
     this.events.push({ type: "content_block_stop", index });

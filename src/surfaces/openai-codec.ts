@@ -5,6 +5,8 @@
 import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
 import { thinks } from "../router/body-rules.ts";
 import type { Encoder } from "../router/route.ts";
+import { randomId } from "./ids.ts";
+import { EVENT_STREAM, sse } from "./sse.ts";
 
 type Json = Record<string, unknown>;
 
@@ -135,11 +137,6 @@ export function argumentsText(args: unknown): string {
   return typeof args === "string" ? args : JSON.stringify(args ?? {});
 }
 
-/** An id in OpenAI's style: a prefix and 24 hex digits. */
-export function randomId(prefix: string): string {
-  return `${prefix}${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
-}
-
 // OpenAI's own type and code for each status herd answers with.
 const OPENAI_ERRORS: Record<number, [type: string, code: string | null]> = {
   401: ["invalid_request_error", "invalid_api_key"],
@@ -162,10 +159,9 @@ export function chatEncoder(stream: boolean, includeUsage: boolean): Encoder {
   let toolCalls = 0;
   let started = false;
   const base = (model: unknown) => ({ id, object: stream ? "chat.completion.chunk" : "chat.completion", created, model, system_fingerprint: "fp_herd" });
-  const sse = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`;
 
   return {
-    contentType: stream ? "text/event-stream; charset=utf-8" : "application/json",
+    contentType: stream ? EVENT_STREAM : "application/json",
     line({ json }: OllamaLine) {
       if (json.error) return "";
       const calls = (json.message?.tool_calls ?? []).map((c, i) => ({

@@ -7,7 +7,9 @@
 import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
 import type { Encoder } from "../router/route.ts";
 import { codexRewrite, type Offered } from "./codex-rewrites.ts";
-import { argumentsText, dataUrlBase64, numericOptions, ollamaFormat, openaiError, randomId, thinkFor, toolArguments } from "./openai-codec.ts";
+import { randomId } from "./ids.ts";
+import { argumentsText, dataUrlBase64, numericOptions, ollamaFormat, openaiError, thinkFor, toolArguments } from "./openai-codec.ts";
+import { EVENT_STREAM, sse } from "./sse.ts";
 
 type Json = Record<string, unknown>;
 
@@ -236,7 +238,7 @@ export function responsesEncoder(stream: boolean, t: Pick<Translated, "offered" 
   let open: { item: Json; index: number; text: string } | null = null;
 
   const emit = (type: string, fields: Json) => {
-    if (stream) pending += `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...fields })}\n\n`;
+    if (stream) pending += sse({ type, sequence_number: sequence++, ...fields }, type);
   };
   const flush = () => {
     const out = pending;
@@ -314,7 +316,7 @@ export function responsesEncoder(stream: boolean, t: Pick<Translated, "offered" 
   };
 
   return {
-    contentType: stream ? "text/event-stream; charset=utf-8" : "application/json",
+    contentType: stream ? EVENT_STREAM : "application/json",
     line({ json }: OllamaLine) {
       if (json.error) return "";
       model = json.model ?? model;
