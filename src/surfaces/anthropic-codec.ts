@@ -5,6 +5,7 @@
 // accepted and ignored. Ollama's lines come back as content blocks: one
 // Message object, or the exact SSE event sequence that builds it.
 import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
+import { argumentsObject } from "../core/tool-arguments.ts";
 import type { Encoder } from "../router/route.ts";
 import { type ThinkingRequest, signatureOf, thinkingOf, thinkingText } from "./anthropic-thinking.ts";
 import { loadedToolsText, toolsOf } from "./anthropic-tools.ts";
@@ -336,7 +337,7 @@ class Turn {
   private toolUse(name: string, args: unknown): void {
     this.append("text", this.scanner.flush()); // held-back text comes before the call
     this.close();
-    const input = toolInput(args);
+    const input = argumentsObject(args) ?? {}; // Anthropic's input is always an object
     const index = this.start({ type: "tool_use", id: randomId("toolu_"), name, input: {} });
     this.message.content[index]!.input = input;
     this.events.push({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(input) } });
@@ -375,18 +376,6 @@ class Turn {
     this.events.push({ type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: this.scanner.matched }, usage });
     this.events.push({ type: "message_stop" });
   }
-}
-
-// Tool-call repair (a model's malformed arguments) is a later step; until then a string is parsed if it can be.
-function toolInput(args: unknown): Json {
-  if (args && typeof args === "object" && !Array.isArray(args)) return args as Json;
-  if (typeof args === "string") {
-    try {
-      const parsed = JSON.parse(args);
-      if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) return parsed;
-    } catch {}
-  }
-  return {};
 }
 
 /**

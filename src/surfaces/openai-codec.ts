@@ -3,6 +3,7 @@
 // images); the answer keeps one id for the whole stream, maps finish reasons
 // (stop / length / tool_calls) and reports usage.
 import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
+import { argumentsObject, argumentsText } from "../core/tool-arguments.ts";
 import { thinks } from "../router/body-rules.ts";
 import type { Encoder } from "../router/route.ts";
 import { randomId } from "./ids.ts";
@@ -87,7 +88,7 @@ function message(m: Json, i: number): Json | string {
     for (const [j, call] of (m.tool_calls as Json[]).entries()) {
       const fn = call?.function as Json | undefined;
       if (!fn || typeof fn.name !== "string") return `${at}.tool_calls[${j}].function.name: expected a string`;
-      const args = toolArguments(fn.arguments);
+      const args = argumentsObject(fn.arguments);
       if (args === null) return `${at}.tool_calls[${j}].function.arguments: expected a JSON object in a string`;
       calls.push({ ...(call.id ? { id: call.id } : {}), function: { name: fn.name, arguments: args } });
     }
@@ -120,21 +121,6 @@ export function ollamaFormat(at: string, type: unknown, schema: unknown, schemaA
 /** The base64 payload of a data: URL, which Ollama's `images` take bare; anything else is undefined (herd fetches no remote images). */
 export function dataUrlBase64(url: unknown): string | undefined {
   return typeof url === "string" ? /^data:[^;,]+;base64,(.*)$/s.exec(url)?.[1] : undefined;
-}
-
-/** Tool-call arguments as Ollama takes them (an object), from JSON text or an object; null when the text is not JSON. */
-export function toolArguments(args: unknown): unknown {
-  if (typeof args !== "string") return args ?? {};
-  try {
-    return args.trim() ? JSON.parse(args) : {};
-  } catch {
-    return null;
-  }
-}
-
-/** Tool-call arguments as OpenAI's APIs carry them: JSON text. */
-export function argumentsText(args: unknown): string {
-  return typeof args === "string" ? args : JSON.stringify(args ?? {});
 }
 
 // OpenAI's own type and code for each status herd answers with.

@@ -5,10 +5,11 @@
 // tools. The answer is the Responses event sequence, or one Response object,
 // with each tool call as the kind of item the client declared its tool as.
 import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
+import { argumentsObject, argumentsText } from "../core/tool-arguments.ts";
 import type { Encoder } from "../router/route.ts";
 import { codexRewrite, type Offered } from "./codex-rewrites.ts";
 import { randomId } from "./ids.ts";
-import { argumentsText, dataUrlBase64, numericOptions, ollamaFormat, openaiError, thinkFor, toolArguments } from "./openai-codec.ts";
+import { dataUrlBase64, numericOptions, ollamaFormat, openaiError, thinkFor } from "./openai-codec.ts";
 import { EVENT_STREAM, sse } from "./sse.ts";
 
 type Json = Record<string, unknown>;
@@ -114,7 +115,7 @@ function addItem(t: Translated, dropped: Set<string>, names: Map<string, string>
       return null;
     }
     case "function_call": {
-      const args = toolArguments(item.arguments);
+      const args = argumentsObject(item.arguments);
       if (args === null) return `${at}.arguments: expected a JSON object in a string`;
       return addCall(t, names, item, args, at);
     }
