@@ -4,7 +4,7 @@
 // (stop / length / tool_calls) and reports usage.
 import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
 import { argumentsObject, argumentsText } from "../core/tool-arguments.ts";
-import { thinks } from "../router/body-rules.ts";
+import { takesThink, takesThinkLevel } from "../fleet/thinking-models.ts";
 import type { Encoder } from "../router/route.ts";
 import { randomId } from "./ids.ts";
 import { EVENT_STREAM, sse } from "./sse.ts";
@@ -59,8 +59,8 @@ export function chatToOllama(body: Json): Json | string {
 export function thinkFor(effort: string | undefined, model: string): boolean | string | undefined {
   if (effort === undefined) return undefined;
   if (effort === "none" || effort === "minimal") return false;
-  if (!thinks(model, {})) return undefined;
-  if (!/^gpt-oss/.test(model.replace(/^.*\//, ""))) return true;
+  if (!takesThink(model)) return undefined;
+  if (!takesThinkLevel(model)) return true;
   return effort === "low" || effort === "high" ? effort : effort === "xhigh" ? "high" : "medium";
 }
 
