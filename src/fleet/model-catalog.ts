@@ -3,9 +3,14 @@
 // The figures are approximate (model cards and papers, rounded): good enough to
 // rank models within a category, not to settle arguments between them.
 import { sameModel, withoutNamespace } from "./model-name.ts";
-import { modelTraits } from "./model-traits.ts";
+import { type Category, modelTraits } from "./model-traits.ts";
 
-export type ModelCategory = "general" | "coding" | "reasoning" | "creative" | "fast-chat" | "vision" | "embedding";
+/**
+ * What the catalog recommends a model for: the kinds a name tells (model-traits.ts), with two purposes among
+ * general models, "creative" (writing, conversation) and "fast-chat" (small enough to answer at once). Those are
+ * a ranking, not a capability, and no name tells them apart, so a stand-in for a model is picked by its kind alone.
+ */
+export type ModelCategory = Category | "creative" | "fast-chat";
 
 /** Every category, in the order a fleet should cover them when nothing says otherwise. */
 export const CATEGORIES: readonly ModelCategory[] = ["general", "coding", "reasoning", "vision", "creative", "fast-chat", "embedding"];
