@@ -10,6 +10,7 @@ import type { Config } from "../config/schema.ts";
 import { reasons } from "../fleet/thinking-models.ts";
 import { log } from "../log.ts";
 import { contextSize } from "./context-size.ts";
+import { thinkingTokens } from "./tokens.ts";
 
 /** Raise a thinking model's num_predict by this factor, to at least THINKING_MIN_PREDICT and at most THINKING_MAX_PREDICT. */
 const THINKING_OVERHEAD = 4;
@@ -65,10 +66,10 @@ export function adjustBody(body: Record<string, unknown>, model: string, { loade
 export function budgetHeaders(budget: NonNullable<Adjusted["thinkingBudget"]>, done: { eval_count?: number; done_reason?: string; message?: { thinking?: string }; thinking?: unknown }): Record<string, string> {
   const thinkingText = done.message?.thinking ?? (typeof done.thinking === "string" ? done.thinking : "");
   const total = done.eval_count ?? 0;
-  const thinkingTokens = Math.min(total, Math.ceil(thinkingText.length / 4));
+  const thinking = thinkingTokens(thinkingText.length, total);
   return {
-    "X-Thinking-Tokens": String(thinkingTokens),
-    "X-Output-Tokens": String(total - thinkingTokens),
+    "X-Thinking-Tokens": String(thinking),
+    "X-Output-Tokens": String(total - thinking),
     "X-Budget-Used": `${total}/${budget.sent}`,
     "X-Done-Reason": done.done_reason ?? "stop",
   };

@@ -7,6 +7,7 @@
 import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
 import { argumentsObject, argumentsText } from "../core/tool-arguments.ts";
 import type { Encoder } from "../router/route.ts";
+import { thinkingTokens } from "../router/tokens.ts";
 import { codexRewrite, type Offered } from "./codex-rewrites.ts";
 import { randomId } from "./ids.ts";
 import { dataUrlBase64, numericOptions, ollamaFormat, openaiError, thinkFor } from "./openai-codec.ts";
@@ -355,7 +356,7 @@ export function responsesEncoder(stream: boolean, t: Pick<Translated, "offered" 
   };
 }
 
-// Ollama does not count thinking tokens apart from the answer's: about 4 characters a token.
+// Ollama does not count thinking tokens apart from the answer's: they are estimated from the text.
 function usage(done: OllamaChunk, reasoningChars: number) {
   const input = done.prompt_eval_count ?? 0;
   const output = done.eval_count ?? 0;
@@ -363,7 +364,7 @@ function usage(done: OllamaChunk, reasoningChars: number) {
     input_tokens: input,
     input_tokens_details: { cached_tokens: 0 },
     output_tokens: output,
-    output_tokens_details: { reasoning_tokens: Math.min(output, Math.ceil(reasoningChars / 4)) },
+    output_tokens_details: { reasoning_tokens: thinkingTokens(reasoningChars, output) },
     total_tokens: input + output,
   };
 }

@@ -6,7 +6,8 @@
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { log } from "../log.ts";
-import { estimatePrompt, takeHerdFields } from "../router/herd-fields.ts";
+import { takeHerdFields } from "../router/herd-fields.ts";
+import { estimatePrompt } from "../router/tokens.ts";
 import { resolveModel } from "../router/model-resolution.ts";
 import { fleetHeaders, route } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
