@@ -10,6 +10,7 @@ import type { Encoder } from "../router/route.ts";
 import { type ThinkingRequest, signatureOf, thinkingOf, thinkingText } from "./anthropic-thinking.ts";
 import { loadedToolsText, toolsOf } from "./anthropic-tools.ts";
 import { randomId } from "./ids.ts";
+import { numericOptions } from "./numeric-options.ts";
 import { EVENT_STREAM, sse } from "./sse.ts";
 
 type Json = Record<string, unknown>;
@@ -35,14 +36,15 @@ export function messagesToOllama(req: Json, defaultMaxTokens: number): Translate
   const instruction = [system, tools.instruction].filter(Boolean).join("\n\n");
   if (instruction) messages.unshift({ role: "system", content: instruction });
 
-  const options: Json = { num_predict: req.max_tokens ?? defaultMaxTokens };
-  if (!Number.isInteger(options.num_predict) || (options.num_predict as number) < 1) return "max_tokens: expected a whole number of at least 1";
-  for (const [from, to] of [["temperature", "temperature"], ["top_p", "top_p"], ["top_k", "top_k"]] as const) {
-    const value = req[from];
-    if (value === undefined || value === null) continue;
-    if (typeof value !== "number") return `${from}: expected a number`;
-    options[to] = value;
-  }
+  const numPredict = req.max_tokens ?? defaultMaxTokens;
+  if (!Number.isInteger(numPredict) || (numPredict as number) < 1) return "max_tokens: expected a whole number of at least 1";
+  const sampling = numericOptions([
+    ["temperature", "temperature", req.temperature],
+    ["top_p", "top_p", req.top_p],
+    ["top_k", "top_k", req.top_k],
+  ]);
+  if (typeof sampling === "string") return sampling;
+  const options: Json = { num_predict: numPredict, ...sampling };
   const stops = req.stop_sequences ?? [];
   if (!Array.isArray(stops) || stops.some((s) => typeof s !== "string" || s === "")) return "stop_sequences: expected a list of non-empty strings";
   if (stops.length) options.stop = stops;

@@ -7,6 +7,7 @@ import { argumentsObject, argumentsText } from "../core/tool-arguments.ts";
 import { takesThink, takesThinkLevel } from "../fleet/thinking-models.ts";
 import type { Encoder } from "../router/route.ts";
 import { randomId } from "./ids.ts";
+import { numericOptions } from "./numeric-options.ts";
 import { EVENT_STREAM, sse } from "./sse.ts";
 
 type Json = Record<string, unknown>;
@@ -97,17 +98,6 @@ function message(m: Json, i: number): Json | string {
   if (m.role === "tool" && typeof m.name === "string") out.tool_name = m.name;
   if (typeof m.tool_call_id === "string") out.tool_call_id = m.tool_call_id;
   return out;
-}
-
-/** Ollama `options` from a client's numeric fields ([its name, Ollama's name, value]), or a message naming one that is not a number. */
-export function numericOptions(fields: [string, string, unknown][]): Json | string {
-  const options: Json = {};
-  for (const [from, to, value] of fields) {
-    if (value === undefined || value === null) continue;
-    if (typeof value !== "number") return `${from}: expected a number`;
-    options[to] = value;
-  }
-  return options;
 }
 
 /** Ollama's `format` for an OpenAI output format ("json", or the JSON schema; none for plain text), or a message naming what is wrong. */

@@ -10,7 +10,8 @@ import type { Encoder } from "../router/route.ts";
 import { thinkingTokens } from "../router/tokens.ts";
 import { codexRewrite, type Offered } from "./codex-rewrites.ts";
 import { randomId } from "./ids.ts";
-import { dataUrlBase64, numericOptions, ollamaFormat, openaiError, thinkFor } from "./openai-codec.ts";
+import { numericOptions } from "./numeric-options.ts";
+import { dataUrlBase64, ollamaFormat, openaiError, thinkFor } from "./openai-codec.ts";
 import { EVENT_STREAM, sse } from "./sse.ts";
 
 type Json = Record<string, unknown>;
