@@ -21,7 +21,6 @@ export interface Translated {
   messages: Json[];
   tools: Json[];
   offered: Offered;
-  images: boolean;
   /** What was dropped because herd does not translate it, by type: `input items of type "web_search_call"`. */
   dropped: string[];
   options: Json;
@@ -33,7 +32,7 @@ export interface Translated {
 
 /** The request read, or a message naming the field that is wrong. */
 export function readResponsesRequest(body: Json): Translated | string {
-  const t: Translated = { messages: [], tools: [], offered: new Map(), images: false, dropped: [], options: {}, echo: echoOf(body) };
+  const t: Translated = { messages: [], tools: [], offered: new Map(), dropped: [], options: {}, echo: echoOf(body) };
   const dropped = new Set<string>();
   if (body.instructions !== undefined && body.instructions !== null) {
     if (typeof body.instructions !== "string") return "instructions: expected a string";
@@ -53,7 +52,6 @@ export function readResponsesRequest(body: Json): Translated | string {
   } else return "input: expected a string or a list of items";
   if (!t.messages.length) return "input: no message to send (give a string, or message items)";
   if (body.tool_choice === "none") t.tools = [];
-  t.images = t.messages.some((m) => Array.isArray(m.images));
   t.dropped = [...dropped];
 
   const options = numericOptions([
