@@ -3,7 +3,7 @@
 // needs: the Ollama body goes out as an OpenAI chat completion, and the answer
 // (SSE chunks, or one object) comes back as Ollama lines. A wall clock bounds
 // each request from its slot to its last byte (seed 000's wedged-request guard).
-import { argumentsText, toolArguments } from "../surfaces/openai-codec.ts";
+import { argumentsText, parseArguments } from "../core/tool-arguments.ts";
 import { readLines } from "./lines.ts";
 import { NodeFailure, type OllamaCall, type OllamaChunk, type OllamaLine, describeFetchError, noMoreLines } from "./ollama.ts";
 
@@ -189,7 +189,7 @@ class Translation {
 
   private line(text: { content: string; thinking?: string; toolCalls?: { id?: string; name: string; arguments: string }[] }, done = false): OllamaLine {
     const json: OllamaChunk = { model: this.opts.servedAs, created_at: new Date().toISOString() };
-    const calls = text.toolCalls?.map((c) => ({ ...(c.id ? { id: c.id } : {}), function: { name: c.name, arguments: toolArguments(c.arguments) ?? c.arguments /* text that is not JSON stays text */ } }));
+    const calls = text.toolCalls?.map((c) => ({ ...(c.id ? { id: c.id } : {}), function: { name: c.name, arguments: parseArguments(c.arguments) ?? c.arguments /* text that is not JSON stays text */ } }));
     if (this.opts.kind === "chat") {
       json.message = { role: "assistant", content: text.content, ...(text.thinking ? { thinking: text.thinking } : {}), ...(calls?.length ? { tool_calls: calls } : {}) };
     } else {

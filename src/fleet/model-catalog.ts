@@ -2,10 +2,15 @@
 // they are for, the memory they need to run, and public benchmark figures.
 // The figures are approximate (model cards and papers, rounded): good enough to
 // rank models within a category, not to settle arguments between them.
-import { sameModel } from "./model-name.ts";
-import { modelTraits } from "./model-traits.ts";
+import { sameModel, withoutNamespace } from "./model-name.ts";
+import { type Category, modelTraits } from "./model-traits.ts";
 
-export type ModelCategory = "general" | "coding" | "reasoning" | "creative" | "fast-chat" | "vision" | "embedding";
+/**
+ * What the catalog recommends a model for: the kinds a name tells (model-traits.ts), with two purposes among
+ * general models, "creative" (writing, conversation) and "fast-chat" (small enough to answer at once). Those are
+ * a ranking, not a capability, and no name tells them apart, so a stand-in for a model is picked by its kind alone.
+ */
+export type ModelCategory = Category | "creative" | "fast-chat";
 
 /** Every category, in the order a fleet should cover them when nothing says otherwise. */
 export const CATEGORIES: readonly ModelCategory[] = ["general", "coding", "reasoning", "vision", "creative", "fast-chat", "embedding"];
@@ -119,7 +124,7 @@ export function qualityScore(c: CatalogModel): number {
 export function describeModel(name: string): { display_name: string; category: ModelCategory } {
   const known = catalogModel(name);
   if (known) return { display_name: known.display_name, category: known.category };
-  const [base = name, tag = "latest"] = name.replace(/^.*\//, "").split(":");
+  const [base = name, tag = "latest"] = withoutNamespace(name).split(":");
   const words = base.split(/[-_]/).map((w) => w.charAt(0).toUpperCase() + w.slice(1));
   return { display_name: [...words, ...(tag === "latest" ? [] : [tag.toUpperCase()])].join(" "), category: modelTraits(name).category };
 }

@@ -14,3 +14,8 @@ export function modelKey(name: string): string {
 export function sameModel(a: string, b: string): boolean {
   return modelKey(a) === modelKey(b);
 }
+
+/** The name without the registry and namespace in front of it ("hf.co/org/qwen3:8b" → "qwen3:8b"): what its family is read from. */
+export function withoutNamespace(name: string): string {
+  return name.replace(/^.*\//, "");
+}

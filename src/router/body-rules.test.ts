@@ -1,7 +1,8 @@
 import { expect, test } from "bun:test";
 import { adjustBody } from "./body-rules.ts";
 
-const budget = (numPredict: number) => adjustBody({ options: { num_predict: numPredict } }, "qwen3:8b", { loadedContext: undefined, promptTokens: null }, "strip");
+const budget = (numPredict: number, model = "qwen3:8b", think?: boolean) =>
+  adjustBody({ options: { num_predict: numPredict }, ...(think === undefined ? {} : { think }) }, model, { loadedContext: undefined, promptTokens: null }, "strip");
 
 test("a thinking model's small cap is raised ×4 (at least 1024), a large one at most to 32768, a generous one left alone", () => {
   expect(budget(100).thinkingBudget).toEqual({ requested: 100, sent: 1024 });
@@ -10,4 +11,11 @@ test("a thinking model's small cap is raised ×4 (at least 1024), a large one at
   const claudeCode = budget(128_000);
   expect(claudeCode.thinkingBudget).toBeNull();
   expect((claudeCode.body.options as { num_predict: number }).num_predict).toBe(128_000);
+});
+
+test("every reasoning family gets the budget, EXAONE Deep (which thinks in its answer text) too; a model told not to think, or that does not, does not", () => {
+  expect(budget(100, "exaone-deep:7.8b").thinkingBudget).toEqual({ requested: 100, sent: 1024 });
+  expect(budget(100, "hf.co/unsloth/Qwen3-8B-GGUF:Q4_K_M").thinkingBudget).toEqual({ requested: 100, sent: 1024 });
+  expect(budget(100, "qwen3:8b", false).thinkingBudget).toBeNull();
+  expect(budget(100, "llama3.2:3b").thinkingBudget).toBeNull();
 });

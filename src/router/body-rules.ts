@@ -7,14 +7,15 @@
 // - thinking budgets: a thinking model spends tokens on its reasoning before it
 //   answers, so a client's num_predict is raised so the answer still fits.
 import type { Config } from "../config/schema.ts";
+import { reasons } from "../fleet/thinking-models.ts";
 import { log } from "../log.ts";
 import { contextSize } from "./context-size.ts";
+import { thinkingTokens } from "./tokens.ts";
 
 /** Raise a thinking model's num_predict by this factor, to at least THINKING_MIN_PREDICT and at most THINKING_MAX_PREDICT. */
 const THINKING_OVERHEAD = 4;
 const THINKING_MIN_PREDICT = 1024;
 const THINKING_MAX_PREDICT = 32768;
-const THINKING_FAMILIES = /^(qwen3(?!-coder)|gpt-oss|deepseek-r1|qwq|magistral|phi4-reasoning|cogito)/i;
 
 export interface Adjusted {
   body: Record<string, unknown>;
@@ -24,10 +25,6 @@ export interface Adjusted {
   notes: string[];
   /** num_ctx was raised so the prompt fits: it no longer overflows the node's context. */
   contextRaised: boolean;
-}
-
-export function thinks(model: string, body: Record<string, unknown>): boolean {
-  return body.think !== false && THINKING_FAMILIES.test(model.replace(/^.*\//, ""));
 }
 
 /** What herd knows about the request's fit on the chosen node; promptTokens null for requests that run no chat (embeddings). */
@@ -50,7 +47,7 @@ export function adjustBody(body: Record<string, unknown>, model: string, { loade
   const requested = options.num_predict;
   // A cap that is already generous (agents ask for 32k–128k) is left alone: ×4 would only let a runaway run on.
   const sent = typeof requested === "number" ? Math.max(requested, Math.min(requested * THINKING_OVERHEAD, THINKING_MAX_PREDICT), THINKING_MIN_PREDICT) : 0;
-  if (typeof requested === "number" && requested > 0 && sent > requested && thinks(model, body)) {
+  if (typeof requested === "number" && requested > 0 && sent > requested && body.think !== false && reasons(model)) {
     options.num_predict = sent;
     thinkingBudget = { requested, sent };
     notes.push(`num_predict raised ${requested} → ${sent} for a thinking model`);
@@ -69,10 +66,10 @@ export function adjustBody(body: Record<string, unknown>, model: string, { loade
 export function budgetHeaders(budget: NonNullable<Adjusted["thinkingBudget"]>, done: { eval_count?: number; done_reason?: string; message?: { thinking?: string }; thinking?: unknown }): Record<string, string> {
   const thinkingText = done.message?.thinking ?? (typeof done.thinking === "string" ? done.thinking : "");
   const total = done.eval_count ?? 0;
-  const thinkingTokens = Math.min(total, Math.ceil(thinkingText.length / 4));
+  const thinking = thinkingTokens(thinkingText.length, total);
   return {
-    "X-Thinking-Tokens": String(thinkingTokens),
-    "X-Output-Tokens": String(total - thinkingTokens),
+    "X-Thinking-Tokens": String(thinking),
+    "X-Output-Tokens": String(total - thinking),
     "X-Budget-Used": `${total}/${budget.sent}`,
     "X-Done-Reason": done.done_reason ?? "stop",
   };

@@ -30,20 +30,3 @@ export function takeHerdFields(body: Record<string, unknown>, headers: Headers):
   for (const key of ["metadata", "user", "fallback_models", "fallback"]) delete body[key];
   return { tags: [...new Set(tags.map((t) => t.trim()).filter(Boolean))], fallbackModels: fallbacks as string[], strict };
 }
-
-/** A rough token count (4 characters a token) for context-fit decisions; not for billing. */
-function estimateTokens(value: unknown): number {
-  return Math.ceil(textLength(value) / 4);
-}
-
-/** The rough size of the prompt an Ollama body makes: its messages (or prompt, or input), and the system text and tools its template renders in. */
-export function estimatePrompt(body: Record<string, unknown>): number {
-  return estimateTokens([body.messages ?? body.prompt ?? body.input, body.system, body.tools]);
-}
-
-function textLength(value: unknown): number {
-  if (typeof value === "string") return value.length;
-  if (Array.isArray(value)) return value.reduce((n: number, v) => n + textLength(v), 0);
-  if (value && typeof value === "object") return Object.entries(value).reduce((n, [k, v]) => (k === "images" ? n : n + textLength(v)), 0);
-  return 0;
-}

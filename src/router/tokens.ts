@@ -1,9 +1,42 @@
-// How many tokens an Ollama /api/chat prompt is, counted with a real BPE
-// tokenizer: cl100k_base from gpt-tokenizer (pure JS, its vocabulary bundled
-// into the compiled binary, nothing fetched at run time). Local models'
-// vocabularies differ (Llama 3 extends cl100k; Qwen's is of the same kind), so
-// this is an estimate for budgets and the prompt cap, never a bill.
+// How many tokens a prompt or a text is, two ways:
+// - the estimate, 4 characters a token: how the Ollama, Chat Completions and
+//   Responses surfaces size every prompt for routing (the scorer's overflow
+//   check, num_ctx sizing). A size is all routing needs, and tokenizing each
+//   prompt on the hot path would cost the router milliseconds a request. Also
+//   the thinking share of an answer, which Ollama's eval_count does not split.
+// - the count, with a real BPE tokenizer: cl100k_base from gpt-tokenizer (pure
+//   JS, its vocabulary bundled into the compiled binary, nothing fetched at run
+//   time), loaded on first use. Only the Anthropic surface pays for it, where
+//   the number is told to the client or refuses the request: input_tokens,
+//   count_tokens, clearing old tool results, and the 413 over the limit.
+// Local models' vocabularies differ (Llama 3 extends cl100k; Qwen's is of the
+// same kind), so both are estimates for budgets and caps, never a bill.
 import { log } from "../log.ts";
+
+const CHARS_PER_TOKEN = 4;
+
+/** The estimate for this many characters. */
+function estimateTokens(chars: number): number {
+  return Math.ceil(chars / CHARS_PER_TOKEN);
+}
+
+/** The estimated size of the prompt an Ollama body makes: its messages (or prompt, or input), and the system text and tools its template renders in. */
+export function estimatePrompt(body: Record<string, unknown>): number {
+  return estimateTokens(textLength([body.messages ?? body.prompt ?? body.input, body.system, body.tools]));
+}
+
+// Images are left out: their base64 is no measure of their tokens.
+function textLength(value: unknown): number {
+  if (typeof value === "string") return value.length;
+  if (Array.isArray(value)) return value.reduce((n: number, v) => n + textLength(v), 0);
+  if (value && typeof value === "object") return Object.entries(value).reduce((n, [k, v]) => (k === "images" ? n : n + textLength(v)), 0);
+  return 0;
+}
+
+/** The estimated part of an answer's `evalCount` tokens that its thinking text took. */
+export function thinkingTokens(thinkingChars: number, evalCount: number): number {
+  return Math.min(evalCount, estimateTokens(thinkingChars));
+}
 
 type Count = (text: string) => number;
 
@@ -21,8 +54,8 @@ function counter(): Promise<Count> {
     // Text that spells a special token (<|endoftext|>) is counted as text, not refused.
     (bpe): Count => (text) => bpe.countTokens(text, { disallowedSpecial: new Set() }),
     (e: Error): Count => {
-      log.warn(`the BPE tokenizer did not load (${e.message}); counting tokens as characters / 4`);
-      return (text) => Math.ceil(text.length / 4);
+      log.warn(`the BPE tokenizer did not load (${e.message}); estimating tokens as characters / ${CHARS_PER_TOKEN}`);
+      return (text) => estimateTokens(text.length);
     },
   );
   return loading;

@@ -6,8 +6,8 @@ import { canSubstitute } from "../fleet/model-traits.ts";
 import { sameModel } from "../fleet/model-name.ts";
 import type { NodeView, Scored } from "../fleet/scorer.ts";
 
-/** What a request needs from any model that serves it, read from its Ollama body. */
-export function needsOf(body: Record<string, unknown>): { vision: boolean; tools: boolean } {
+/** What a request needs from any model that serves it, read from its Ollama body (or the messages and tools it will have). */
+export function needsOf(body: { messages?: unknown; images?: unknown; tools?: unknown }): { vision: boolean; tools: boolean } {
   const messages = Array.isArray(body.messages) ? (body.messages as { images?: unknown[] }[]) : [];
   const images = messages.some((m) => Array.isArray(m?.images) && m.images.length > 0) || (Array.isArray(body.images) && body.images.length > 0);
   return { vision: images, tools: Array.isArray(body.tools) && body.tools.length > 0 };

@@ -5,9 +5,13 @@
 // accepted and ignored. Ollama's lines come back as content blocks: one
 // Message object, or the exact SSE event sequence that builds it.
 import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
+import { argumentsObject } from "../core/tool-arguments.ts";
 import type { Encoder } from "../router/route.ts";
 import { type ThinkingRequest, signatureOf, thinkingOf, thinkingText } from "./anthropic-thinking.ts";
 import { loadedToolsText, toolsOf } from "./anthropic-tools.ts";
+import { randomId } from "./ids.ts";
+import { numericOptions } from "./numeric-options.ts";
+import { EVENT_STREAM, sse } from "./sse.ts";
 
 type Json = Record<string, unknown>;
 
@@ -32,14 +36,15 @@ export function messagesToOllama(req: Json, defaultMaxTokens: number): Translate
   const instruction = [system, tools.instruction].filter(Boolean).join("\n\n");
   if (instruction) messages.unshift({ role: "system", content: instruction });
 
-  const options: Json = { num_predict: req.max_tokens ?? defaultMaxTokens };
-  if (!Number.isInteger(options.num_predict) || (options.num_predict as number) < 1) return "max_tokens: expected a whole number of at least 1";
-  for (const [from, to] of [["temperature", "temperature"], ["top_p", "top_p"], ["top_k", "top_k"]] as const) {
-    const value = req[from];
-    if (value === undefined || value === null) continue;
-    if (typeof value !== "number") return `${from}: expected a number`;
-    options[to] = value;
-  }
+  const numPredict = req.max_tokens ?? defaultMaxTokens;
+  if (!Number.isInteger(numPredict) || (numPredict as number) < 1) return "max_tokens: expected a whole number of at least 1";
+  const sampling = numericOptions([
+    ["temperature", "temperature", req.temperature],
+    ["top_p", "top_p", req.top_p],
+    ["top_k", "top_k", req.top_k],
+  ]);
+  if (typeof sampling === "string") return sampling;
+  const options: Json = { num_predict: numPredict, ...sampling };
   const stops = req.stop_sequences ?? [];
   if (!Array.isArray(stops) || stops.some((s) => typeof s !== "string" || s === "")) return "stop_sequences: expected a list of non-empty strings";
   if (stops.length) options.stop = stops;
@@ -232,11 +237,8 @@ function errorType(status: number): string {
   return types[status] ?? (status >= 500 ? "api_error" : "invalid_request_error");
 }
 
-const id = (prefix: string) => `${prefix}${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
-
+/** A stream event, named after its type on the wire. */
 type Event = Json & { type: string };
-
-const sse = (event: Event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
 
 export interface TurnOptions {
   /** The model id as the client sent it: Anthropic answers with the id it was asked for. */
@@ -255,20 +257,20 @@ export interface TurnOptions {
 export function messagesEncoder(stream: boolean, opts: TurnOptions & { pingEveryMs: number }): Encoder {
   const turn = new Turn(opts);
   return {
-    contentType: stream ? "text/event-stream; charset=utf-8" : "application/json",
+    contentType: stream ? EVENT_STREAM : "application/json",
     line({ json }: OllamaLine) {
       if (json.error) return "";
       const events = turn.feed(json);
-      if (stream) return events.map(sse).join("");
+      if (stream) return events.map((e) => sse(e, e.type)).join("");
       return json.done ? JSON.stringify(turn.message) : "";
     },
     end: () => "",
     fail: (message) => {
       const error: Event = { type: "error", error: { type: "api_error", message } };
-      return stream ? sse(error) : JSON.stringify(error);
+      return stream ? sse(error, error.type) : JSON.stringify(error);
     },
     error: anthropicError,
-    keepAlive: stream ? { everyMs: opts.pingEveryMs, bytes: sse({ type: "ping" }) } : undefined,
+    keepAlive: stream ? { everyMs: opts.pingEveryMs, bytes: sse({ type: "ping" }, "ping") } : undefined,
   };
 }
 
@@ -290,7 +292,7 @@ class Turn {
   constructor(private readonly opts: TurnOptions) {
     this.scanner = new StopScanner(opts.stops);
     this.message = {
-      id: id("msg_"),
+      id: randomId("msg_"),
       type: "message",
       role: "assistant",
       model: opts.model,
@@ -337,8 +339,8 @@ class Turn {
   private toolUse(name: string, args: unknown): void {
     this.append("text", this.scanner.flush()); // held-back text comes before the call
     this.close();
-    const input = toolInput(args);
-    const index = this.start({ type: "tool_use", id: id("toolu_"), name, input: {} });
+    const input = argumentsObject(args) ?? {}; // Anthropic's input is always an object
+    const index = this.start({ type: "tool_use", id: randomId("toolu_"), name, input: {} });
     this.message.content[index]!.input = input;
     this.events.push({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(input) } });
     this.events.push({ type: "content_block_stop", index });
@@ -376,18 +378,6 @@ class Turn {
     this.events.push({ type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: this.scanner.matched }, usage });
     this.events.push({ type: "message_stop" });
   }
-}
-
-// Tool-call repair (a model's malformed arguments) is a later step; until then a string is parsed if it can be.
-function toolInput(args: unknown): Json {
-  if (args && typeof args === "object" && !Array.isArray(args)) return args as Json;
-  if (typeof args === "string") {
-    try {
-      const parsed = JSON.parse(args);
-      if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) return parsed;
-    } catch {}
-  }
-  return {};
 }
 
 /**

@@ -13,7 +13,7 @@
 //   exec_command is reachable only through exec, the first rewrite follows.
 // Both apply even when the request also offers the tool by that name: what
 // runs is the same tool, and Codex builds differ in which ones they expose.
-import { toolArguments } from "./openai-codec.ts";
+import { parseArguments } from "../core/tool-arguments.ts";
 
 export interface OfferedTool {
   kind: "function" | "custom";
@@ -43,13 +43,13 @@ export function codexRewrite(call: Call, offered: Offered, warn: (message: strin
   }
   if (out.name === "exec_command" && exec) {
     warn("codex rewrite: a top-level exec_command call became a custom_tool_call on exec (Codex runs its nested tools inside exec)");
-    out = { name: "exec", args: { input: `text(await tools.exec_command(${JSON.stringify(toolArguments(out.args) ?? out.args)}));` } };
+    out = { name: "exec", args: { input: `text(await tools.exec_command(${JSON.stringify(parseArguments(out.args) ?? out.args)}));` } };
   }
   return out;
 }
 
 function patchCommand(args: unknown): Record<string, unknown> | null {
-  const parsed = toolArguments(args) ?? args; // text that is not JSON is the patch itself
+  const parsed = parseArguments(args) ?? args; // text that is not JSON is the patch itself
   const fields = parsed && typeof parsed === "object" ? Object.values(parsed).flat() : [parsed];
   const patch = fields.find((v) => typeof v === "string" && v.includes("*** Begin Patch")) ?? (parsed as { input?: unknown }).input;
   if (typeof patch !== "string" || !patch.trim()) return null;

@@ -7,6 +7,7 @@ import { fleetStatus } from "../fleet/status.ts";
 import { log } from "../log.ts";
 import type { Runtime } from "../runtime.ts";
 import { jsonError } from "./errors.ts";
+import { sse } from "./sse.ts";
 
 const SNAPSHOT_EVERY_MS = 2000;
 
@@ -65,7 +66,7 @@ class LiveFeed {
 
   private snapshot(): Uint8Array {
     const { nodes, queues, timestamp } = fleetStatus(this.rt.registry, this.rt.queues, this.rt.pins, this.rt.live.status());
-    return utf8.encode(`data: ${JSON.stringify({ nodes, queues, timestamp })}\n\n`);
+    return utf8.encode(sse({ nodes, queues, timestamp }));
   }
 }
 

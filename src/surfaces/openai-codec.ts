@@ -3,8 +3,12 @@
 // images); the answer keeps one id for the whole stream, maps finish reasons
 // (stop / length / tool_calls) and reports usage.
 import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
-import { thinks } from "../router/body-rules.ts";
+import { argumentsObject, argumentsText } from "../core/tool-arguments.ts";
+import { takesThink, takesThinkLevel } from "../fleet/thinking-models.ts";
 import type { Encoder } from "../router/route.ts";
+import { randomId } from "./ids.ts";
+import { numericOptions } from "./numeric-options.ts";
+import { EVENT_STREAM, sse } from "./sse.ts";
 
 type Json = Record<string, unknown>;
 
@@ -56,8 +60,8 @@ export function chatToOllama(body: Json): Json | string {
 export function thinkFor(effort: string | undefined, model: string): boolean | string | undefined {
   if (effort === undefined) return undefined;
   if (effort === "none" || effort === "minimal") return false;
-  if (!thinks(model, {})) return undefined;
-  if (!/^gpt-oss/.test(model.replace(/^.*\//, ""))) return true;
+  if (!takesThink(model)) return undefined;
+  if (!takesThinkLevel(model)) return true;
   return effort === "low" || effort === "high" ? effort : effort === "xhigh" ? "high" : "medium";
 }
 
@@ -85,7 +89,7 @@ function message(m: Json, i: number): Json | string {
     for (const [j, call] of (m.tool_calls as Json[]).entries()) {
       const fn = call?.function as Json | undefined;
       if (!fn || typeof fn.name !== "string") return `${at}.tool_calls[${j}].function.name: expected a string`;
-      const args = toolArguments(fn.arguments);
+      const args = argumentsObject(fn.arguments);
       if (args === null) return `${at}.tool_calls[${j}].function.arguments: expected a JSON object in a string`;
       calls.push({ ...(call.id ? { id: call.id } : {}), function: { name: fn.name, arguments: args } });
     }
@@ -94,17 +98,6 @@ function message(m: Json, i: number): Json | string {
   if (m.role === "tool" && typeof m.name === "string") out.tool_name = m.name;
   if (typeof m.tool_call_id === "string") out.tool_call_id = m.tool_call_id;
   return out;
-}
-
-/** Ollama `options` from a client's numeric fields ([its name, Ollama's name, value]), or a message naming one that is not a number. */
-export function numericOptions(fields: [string, string, unknown][]): Json | string {
-  const options: Json = {};
-  for (const [from, to, value] of fields) {
-    if (value === undefined || value === null) continue;
-    if (typeof value !== "number") return `${from}: expected a number`;
-    options[to] = value;
-  }
-  return options;
 }
 
 /** Ollama's `format` for an OpenAI output format ("json", or the JSON schema; none for plain text), or a message naming what is wrong. */
@@ -118,26 +111,6 @@ export function ollamaFormat(at: string, type: unknown, schema: unknown, schemaA
 /** The base64 payload of a data: URL, which Ollama's `images` take bare; anything else is undefined (herd fetches no remote images). */
 export function dataUrlBase64(url: unknown): string | undefined {
   return typeof url === "string" ? /^data:[^;,]+;base64,(.*)$/s.exec(url)?.[1] : undefined;
-}
-
-/** Tool-call arguments as Ollama takes them (an object), from JSON text or an object; null when the text is not JSON. */
-export function toolArguments(args: unknown): unknown {
-  if (typeof args !== "string") return args ?? {};
-  try {
-    return args.trim() ? JSON.parse(args) : {};
-  } catch {
-    return null;
-  }
-}
-
-/** Tool-call arguments as OpenAI's APIs carry them: JSON text. */
-export function argumentsText(args: unknown): string {
-  return typeof args === "string" ? args : JSON.stringify(args ?? {});
-}
-
-/** An id in OpenAI's style: a prefix and 24 hex digits. */
-export function randomId(prefix: string): string {
-  return `${prefix}${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
 }
 
 // OpenAI's own type and code for each status herd answers with.
@@ -162,10 +135,9 @@ export function chatEncoder(stream: boolean, includeUsage: boolean): Encoder {
   let toolCalls = 0;
   let started = false;
   const base = (model: unknown) => ({ id, object: stream ? "chat.completion.chunk" : "chat.completion", created, model, system_fingerprint: "fp_herd" });
-  const sse = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`;
 
   return {
-    contentType: stream ? "text/event-stream; charset=utf-8" : "application/json",
+    contentType: stream ? EVENT_STREAM : "application/json",
     line({ json }: OllamaLine) {
       if (json.error) return "";
       const calls = (json.message?.tool_calls ?? []).map((c, i) => ({

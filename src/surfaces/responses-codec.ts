@@ -5,9 +5,14 @@
 // tools. The answer is the Responses event sequence, or one Response object,
 // with each tool call as the kind of item the client declared its tool as.
 import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
+import { argumentsObject, argumentsText } from "../core/tool-arguments.ts";
 import type { Encoder } from "../router/route.ts";
+import { thinkingTokens } from "../router/tokens.ts";
 import { codexRewrite, type Offered } from "./codex-rewrites.ts";
-import { argumentsText, dataUrlBase64, numericOptions, ollamaFormat, openaiError, randomId, thinkFor, toolArguments } from "./openai-codec.ts";
+import { randomId } from "./ids.ts";
+import { numericOptions } from "./numeric-options.ts";
+import { dataUrlBase64, ollamaFormat, openaiError, thinkFor } from "./openai-codec.ts";
+import { EVENT_STREAM, sse } from "./sse.ts";
 
 type Json = Record<string, unknown>;
 
@@ -16,7 +21,6 @@ export interface Translated {
   messages: Json[];
   tools: Json[];
   offered: Offered;
-  images: boolean;
   /** What was dropped because herd does not translate it, by type: `input items of type "web_search_call"`. */
   dropped: string[];
   options: Json;
@@ -28,7 +32,7 @@ export interface Translated {
 
 /** The request read, or a message naming the field that is wrong. */
 export function readResponsesRequest(body: Json): Translated | string {
-  const t: Translated = { messages: [], tools: [], offered: new Map(), images: false, dropped: [], options: {}, echo: echoOf(body) };
+  const t: Translated = { messages: [], tools: [], offered: new Map(), dropped: [], options: {}, echo: echoOf(body) };
   const dropped = new Set<string>();
   if (body.instructions !== undefined && body.instructions !== null) {
     if (typeof body.instructions !== "string") return "instructions: expected a string";
@@ -48,7 +52,6 @@ export function readResponsesRequest(body: Json): Translated | string {
   } else return "input: expected a string or a list of items";
   if (!t.messages.length) return "input: no message to send (give a string, or message items)";
   if (body.tool_choice === "none") t.tools = [];
-  t.images = t.messages.some((m) => Array.isArray(m.images));
   t.dropped = [...dropped];
 
   const options = numericOptions([
@@ -112,7 +115,7 @@ function addItem(t: Translated, dropped: Set<string>, names: Map<string, string>
       return null;
     }
     case "function_call": {
-      const args = toolArguments(item.arguments);
+      const args = argumentsObject(item.arguments);
       if (args === null) return `${at}.arguments: expected a JSON object in a string`;
       return addCall(t, names, item, args, at);
     }
@@ -236,7 +239,7 @@ export function responsesEncoder(stream: boolean, t: Pick<Translated, "offered" 
   let open: { item: Json; index: number; text: string } | null = null;
 
   const emit = (type: string, fields: Json) => {
-    if (stream) pending += `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...fields })}\n\n`;
+    if (stream) pending += sse({ type, sequence_number: sequence++, ...fields }, type);
   };
   const flush = () => {
     const out = pending;
@@ -314,7 +317,7 @@ export function responsesEncoder(stream: boolean, t: Pick<Translated, "offered" 
   };
 
   return {
-    contentType: stream ? "text/event-stream; charset=utf-8" : "application/json",
+    contentType: stream ? EVENT_STREAM : "application/json",
     line({ json }: OllamaLine) {
       if (json.error) return "";
       model = json.model ?? model;
@@ -352,7 +355,7 @@ export function responsesEncoder(stream: boolean, t: Pick<Translated, "offered" 
   };
 }
 
-// Ollama does not count thinking tokens apart from the answer's: about 4 characters a token.
+// Ollama does not count thinking tokens apart from the answer's: they are estimated from the text.
 function usage(done: OllamaChunk, reasoningChars: number) {
   const input = done.prompt_eval_count ?? 0;
   const output = done.eval_count ?? 0;
@@ -360,7 +363,7 @@ function usage(done: OllamaChunk, reasoningChars: number) {
     input_tokens: input,
     input_tokens_details: { cached_tokens: 0 },
     output_tokens: output,
-    output_tokens_details: { reasoning_tokens: Math.min(output, Math.ceil(reasoningChars / 4)) },
+    output_tokens_details: { reasoning_tokens: thinkingTokens(reasoningChars, output) },
     total_tokens: input + output,
   };
 }

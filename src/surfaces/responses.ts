@@ -6,9 +6,11 @@
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { log } from "../log.ts";
-import { estimatePrompt, takeHerdFields } from "../router/herd-fields.ts";
+import { takeHerdFields } from "../router/herd-fields.ts";
+import { estimatePrompt } from "../router/tokens.ts";
 import { resolveModel } from "../router/model-resolution.ts";
 import { fleetHeaders, route } from "../router/route.ts";
+import { needsOf } from "../router/vram-fallback.ts";
 import type { Runtime } from "../runtime.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 import { openaiError } from "./openai-codec.ts";
@@ -42,7 +44,7 @@ async function create(rt: Runtime, request: Request, clientIp: string | null): P
     warned.add(what);
     log.warn(`/v1/responses: dropped ${what}: herd does not translate them (said once per type)`);
   }
-  const resolved = resolveModel(rt.registry, rt.live.config, requested, { vision: translated.images, tools: translated.tools.length > 0 }, herd.strict);
+  const resolved = resolveModel(rt.registry, rt.live.config, requested, needsOf(translated), herd.strict);
   if (!resolved) {
     return openaiError(404, `model "${requested}" is neither mapped (modelMap) nor on any online node, and nothing could be auto-routed to it`, fleetHeaders(requested, null, 0));
   }
