@@ -6,6 +6,7 @@ import { buildApp } from "./app.ts";
 import { accessOf } from "./auth/access.ts";
 import { admitBody } from "./auth/limits.ts";
 import { refusal } from "./auth/refusal.ts";
+import { RouteTable } from "./auth/route-facts.ts";
 import type { Runtime } from "./runtime.ts";
 
 const EXPECTED = `
@@ -110,4 +111,15 @@ async function factsOf(method: string, path: string): Promise<string> {
 test("every route's access level, body limit and error format, as registered", async () => {
   const seen = await Promise.all(appRoutes().map((r) => factsOf(r.method, r.path)));
   expect(seen).toEqual(EXPECTED.trim().split("\n"));
+});
+
+test("every route declares, where it is registered, the facts the tables above give it", () => {
+  const routes = appRoutes();
+  const table = new RouteTable();
+  table.read(routes);
+  const declared = routes.map((r) => {
+    const facts = table.of(r.method, r.path)!;
+    return `${r.method} ${r.path} ${facts.access} ${facts.body} ${facts.errors}`;
+  });
+  expect(declared).toEqual(EXPECTED.trim().split("\n"));
 });

@@ -2,18 +2,7 @@
 // registered (Elysia's route pattern), so a trailing slash or a query string
 // cannot slip a request past its rule.
 import { PAGES } from "../dashboard/pages.ts";
-
-export type Access =
-  /** Anyone: monitoring and the dashboard's static pages. */
-  | "open"
-  /** Node agents: the heartbeat checks its node credential itself, as it needs the node id. */
-  | "node"
-  /** A client key when auth.clients is set; anyone otherwise. The default for every other route. */
-  | "client"
-  /** Changes to the fleet: auth.adminToken, or loopback when none is set. */
-  | "admin"
-  /** Routes that check credentials of their own: the agent fleet's (seed 004: lead and worker credentials). */
-  | "own";
+import type { Access } from "./route-facts.ts";
 
 // The dashboard's pages are static shells: the data they show comes from routes that need a key.
 const OPEN = new Set(["GET /healthz", "GET /", "GET /favicon.svg", "GET /favicon.ico", "GET /dashboard/assets/:name", ...PAGES.map((p) => `GET ${p.path}`)]);
