@@ -1,12 +1,13 @@
-// Every route of the app and what it declares: who may call it, the body limit it
-// takes, the wire format of its refusals. The table below is the contract: a route
-// added, removed or changed in any of these shows up here, in review.
+// Every route of the app and what it declares (auth/route-facts.ts): who may call
+// it, the body limit it takes, the wire format of its refusals. The table below is
+// the contract: a route added, removed or changed in any of these shows up here,
+// in review. A route that declares nothing is refused, never opened.
 import { expect, test } from "bun:test";
 import { buildApp } from "./app.ts";
-import { accessOf } from "./auth/access.ts";
 import { admitBody } from "./auth/limits.ts";
 import { refusal } from "./auth/refusal.ts";
 import { RouteTable } from "./auth/route-facts.ts";
+import { parseConfig } from "./config/load.ts";
 import type { Runtime } from "./runtime.ts";
 
 const EXPECTED = `
@@ -91,35 +92,38 @@ GET /mcp own json herd
 DELETE /mcp own json herd
 `;
 
-/** The app's routes, built over a runtime that does nothing: only registration runs. */
-function appRoutes() {
-  const inert: any = new Proxy(() => inert, { get: (_, key) => (key === "then" ? undefined : inert), apply: () => inert });
-  return buildApp(inert as Runtime).routes;
+/** The app, built over a runtime that does nothing but hold the default config (open mode): only registration runs. */
+function inertApp() {
+  const live = { config: parseConfig({}) };
+  const inert: any = new Proxy(() => inert, { get: (_, key) => (key === "then" ? undefined : key === "live" ? live : inert), apply: () => inert });
+  return buildApp(inert as Runtime);
 }
 
-// What the guard, the body limits and the refusals decide for a route, read through them.
-async function factsOf(method: string, path: string): Promise<string> {
+// What a route declares, and what the body limits and the refusals make of it, read through them.
+async function factsOf(table: RouteTable, method: string, path: string): Promise<string> {
+  const facts = table.of(method, path)!; // read() has checked that every route declares them
   const huge = new Request("http://herd/", { method: "POST", headers: { "content-length": String(1e12) } });
-  const limit = admitBody(huge, path, { maxBodyMb: 1, maxMediaBodyMb: 2 } as never)!;
+  const limit = admitBody(huge, facts.body, { maxBodyMb: 1, maxMediaBodyMb: 2 } as never)!;
   const body = limit.includes("heartbeats") ? "heartbeat" : limit.includes("maxMediaBodyMb") ? "media" : "json";
-  const refused = refusal(path, 401, "no");
+  const refused = refusal(facts.errors, 401, "no");
   const shape: any = await refused.json();
   const errors = shape.type === "error" ? "anthropic" : typeof shape.error === "object" ? "openai" : refused.headers.has("x-fleet-node") ? "ollama" : "herd";
-  return `${method} ${path} ${accessOf(method, path)} ${body} ${errors}`;
+  return `${method} ${path} ${facts.access} ${body} ${errors}`;
 }
 
-test("every route's access level, body limit and error format, as registered", async () => {
-  const seen = await Promise.all(appRoutes().map((r) => factsOf(r.method, r.path)));
+test("every route declares its access level, body limit and error format, and they are the contract's", async () => {
+  const { routes } = inertApp();
+  const table = new RouteTable();
+  table.read(routes);
+  const seen = await Promise.all(routes.map((r) => factsOf(table, r.method, r.path)));
   expect(seen).toEqual(EXPECTED.trim().split("\n"));
 });
 
-test("every route declares, where it is registered, the facts the tables above give it", () => {
-  const routes = appRoutes();
-  const table = new RouteTable();
-  table.read(routes);
-  const declared = routes.map((r) => {
-    const facts = table.of(r.method, r.path)!;
-    return `${r.method} ${r.path} ${facts.access} ${facts.body} ${facts.errors}`;
-  });
-  expect(declared).toEqual(EXPECTED.trim().split("\n"));
+test("a route the app's table does not know is refused with a 403 in JSON, not opened to anyone", async () => {
+  // Registered after the app read its routes' facts, so it has none. An unlisted route used to be a client route:
+  // open to anyone on a herd without client keys, as this one is.
+  const app = inertApp().get("/late", () => "opened");
+  const res = await app.handle(new Request("http://localhost/late"));
+  expect(res.status).toBe(403);
+  expect(await res.json()).toEqual({ error: "GET /late declares no access level, so herd refuses it" });
 });

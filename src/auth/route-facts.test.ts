@@ -14,7 +14,7 @@ test("a table is read from the routes' own declarations: by method and pattern, 
   expect(table.of("POST", "/p/a/:id")).toBeUndefined();
 });
 
-test("a route that declares nothing is an error naming every such route", () => {
+test("a route that declares nothing is an error naming every such route, so the router does not start", () => {
   const app = new Elysia().use(routeFacts).get("/said", () => "", { facts }).get("/silent", () => "").post("/mute", () => "", { parse: "none" });
   expect(() => new RouteTable().read(app.routes)).toThrow("routes without facts (access, body, errors: src/auth/route-facts.ts): GET /silent, POST /mute");
 });

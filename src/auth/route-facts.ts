@@ -5,8 +5,9 @@
 //   new Elysia({ name: "pins" }).use(routeFacts)
 //     .post("/fleet/pin", handler, { parse: "none", facts: { access: "admin", body: "json", errors: "herd" } })
 //
-// A RouteTable holds them by route; a route that declares nothing is an error
-// when the table is read.
+// The guard, the body limits and the error handler read them from a RouteTable.
+// A route that declares nothing stops the router from starting, and is refused
+// were it ever asked for: never opened.
 import { type DocumentDecoration, Elysia, type InternalRoute } from "elysia";
 
 export type Access =
@@ -45,8 +46,8 @@ export interface RouteFacts {
   errors: ErrorFormat;
 }
 
-// An OpenAPI specification extension ("x-" field) of the route's detail: where Elysia keeps what a route
-// declares, and app.routes shows it.
+// Kept in the route's OpenAPI detail, as a specification extension ("x-" field): app.routes shows a route's
+// detail (the cast: Elysia's type lists only OpenAPI's own fields).
 const FIELD = "x-herd-facts";
 
 /** Every surface uses it: it makes `facts` a typed option of the surface's routes. */
