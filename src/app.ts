@@ -2,7 +2,8 @@
 import { Elysia } from "elysia";
 import { authGuard } from "./auth/guard.ts";
 import { BodyTooLarge } from "./auth/limits.ts";
-import { refusal } from "./auth/refusal.ts";
+import { refusal, unroutedFormat } from "./auth/refusal.ts";
+import { RouteTable } from "./auth/route-facts.ts";
 import { log } from "./log.ts";
 import type { Runtime } from "./runtime.ts";
 import { agentsSurface } from "./surfaces/agents.ts";
@@ -26,24 +27,26 @@ import { transcriptionSurface } from "./surfaces/transcription.ts";
 import { VERSION } from "./version.ts";
 
 export function buildApp(rt: Runtime) {
-  return new Elysia()
+  const routes = new RouteTable();
+  const app = new Elysia()
     // On every answer, errors and streams included: /api/version answers the fleet's Ollama version, not herd's.
     .onRequest(({ set }) => {
       set.headers["X-Herd-Version"] = VERSION;
     })
-    .onError(({ code, error, request }) => {
-      // In the wire format of the path asked for, so each SDK raises its own kind of error.
+    .onError(({ code, error, request, route }) => {
+      // In the wire format the route declares (a path no route matches: its API's), so each SDK raises its own kind of error.
       const path = new URL(request.url).pathname;
-      if (code === "NOT_FOUND") return refusal(path, 404, `no route for ${request.method} ${path}`);
-      if (code === "PARSE") return refusal(path, 400, "invalid JSON body: send a JSON object with content-type application/json");
-      if (code === "VALIDATION") return refusal(path, 400, (error as Error).message);
+      if (code === "NOT_FOUND") return refusal(unroutedFormat(path), 404, `no route for ${request.method} ${path}`);
+      const format = routes.of(request.method, route)?.errors ?? "herd";
+      if (code === "PARSE") return refusal(format, 400, "invalid JSON body: send a JSON object with content-type application/json");
+      if (code === "VALIDATION") return refusal(format, 400, (error as Error).message);
       // A chunked body past the route's limit (herd's), or past the server-wide cap (Bun's).
-      if (error instanceof BodyTooLarge) return refusal(path, 413, error.message);
-      if (/exceeded maxRequestBodySize/.test((error as Error).message)) return refusal(path, 413, "request body too large");
+      if (error instanceof BodyTooLarge) return refusal(format, 413, error.message);
+      if (/exceeded maxRequestBodySize/.test((error as Error).message)) return refusal(format, 413, "request body too large");
       log.error(`${request.method} ${path} failed: ${(error as Error).message}`);
-      return refusal(path, 500, "internal error; see the router's log");
+      return refusal(format, 500, "internal error; see the router's log");
     })
-    .use(authGuard(rt))
+    .use(authGuard(rt, routes))
     .use(healthSurface(rt))
     .use(fleetSurface(rt))
     .use(pinsSurface(rt))
@@ -62,4 +65,7 @@ export function buildApp(rt: Runtime) {
     .use(modelManagementSurface(rt))
     .use(agentsSurface(rt))
     .use(mcpSurface(rt));
+  // Every surface is in: the guard, the body limits and the error writer look each route up here.
+  routes.read(app.routes);
+  return app;
 }

@@ -1,15 +1,16 @@
-// The guard in front of every route: the body's declared size, then who is
-// asking, by the access table. Client keys become a Caller that the router
-// core charges (rate, in flight, models) and names in the trace.
+// The guard in front of every route: by the facts the route declares
+// (route-facts.ts), the body's declared size, then who is asking. Client keys
+// become a Caller that the router core charges (rate, in flight, models) and
+// names in the trace.
 import { Elysia } from "elysia";
 import type { Config } from "../config/schema.ts";
 import { log } from "../log.ts";
 import type { Runtime } from "../runtime.ts";
-import { accessOf } from "./access.ts";
 import { Caller, KeyUsage } from "./caller.ts";
 import { clientOf, isAdmin } from "./credentials.ts";
 import { admitBody } from "./limits.ts";
 import { refusal } from "./refusal.ts";
+import type { ErrorFormat, RouteTable } from "./route-facts.ts";
 import { Presented, presentedKey } from "./tokens.ts";
 
 type Server = { requestIP(r: Request): { address: string } | null; port?: number } | null;
@@ -21,18 +22,21 @@ export function callerOf(request: Request): Caller | null {
   return callers.get(request) ?? null;
 }
 
-export function authGuard(rt: Runtime) {
+/** `routes`: the app's routes and their facts, read once every surface is in. */
+export function authGuard(rt: Runtime, routes: RouteTable) {
   const usage = new KeyUsage();
   return new Elysia({ name: "auth" })
     .onStart(({ server }) => announce(rt.live.config, server?.port))
-    .onBeforeHandle({ as: "global" }, ({ request, route, server }) => guard(rt.live.config, usage, request, route, server as Server));
+    .onBeforeHandle({ as: "global" }, ({ request, route, server }) => guard(rt.live.config, usage, routes, request, route, server as Server));
 }
 
-function guard(config: Config, usage: KeyUsage, request: Request, route: string, server: Server): Response | undefined {
-  const tooLarge = admitBody(request, route, config.server);
-  const path = route; // the route as registered: it picks the refusal's wire format as the path would
-  if (tooLarge) return refusal(path, 413, tooLarge);
-  const access = accessOf(request.method, route);
+function guard(config: Config, usage: KeyUsage, routes: RouteTable, request: Request, route: string, server: Server): Response | undefined {
+  const facts = routes.of(request.method, route);
+  // A route that does not say who may call it is closed, never open.
+  if (!facts) return refusal("herd", 403, `${request.method} ${route} declares no access level, so herd refuses it`);
+  const { access, errors } = facts;
+  const tooLarge = admitBody(request, facts.body, config.server);
+  if (tooLarge) return refusal(errors, 413, tooLarge);
   if (access === "open" || access === "node" || access === "own") return;
   const token = presentedKey(request);
   // Hashed once, however many secrets it is compared with.
@@ -40,19 +44,19 @@ function guard(config: Config, usage: KeyUsage, request: Request, route: string,
   // The admin, and herd's own requests (benchmarks), may read and run anything, uncounted.
   if (isAdmin(config, presented)) return;
   if (access === "admin") {
-    if (config.auth.adminToken) return unauthorized(path, token ? "invalid admin token" : "this changes the fleet: send the admin token (auth.adminToken) as Authorization: Bearer");
+    if (config.auth.adminToken) return unauthorized(route, errors, token ? "invalid admin token" : "this changes the fleet: send the admin token (auth.adminToken) as Authorization: Bearer");
     if (isLoopback(server?.requestIP(request)?.address)) return;
-    return refusal(path, 403, "this changes the fleet, which without auth.adminToken only the router's own machine may do; set auth.adminToken in herd.config.ts to allow it from elsewhere");
+    return refusal(errors, 403, "this changes the fleet, which without auth.adminToken only the router's own machine may do; set auth.adminToken in herd.config.ts to allow it from elsewhere");
   }
   if (!config.auth.clients.length) return;
   const client = clientOf(config, presented);
-  if (!client) return unauthorized(path, token ? "invalid API key" : "API key required: send it as Authorization: Bearer <key> (or x-api-key)");
+  if (!client) return unauthorized(route, errors, token ? "invalid API key" : "API key required: send it as Authorization: Bearer <key> (or x-api-key)");
   callers.set(request, new Caller(client, usage));
 }
 
-function unauthorized(path: string, message: string): Response {
-  log.debug(`refused ${path}: ${message}`);
-  return refusal(path, 401, message, { "WWW-Authenticate": 'Bearer realm="herd"' });
+function unauthorized(route: string, format: ErrorFormat, message: string): Response {
+  log.debug(`refused ${route}: ${message}`);
+  return refusal(format, 401, message, { "WWW-Authenticate": 'Bearer realm="herd"' });
 }
 
 function isLoopback(address: string | undefined): boolean {

@@ -1,14 +1,12 @@
-// Request body limits per route: the JSON routes server.maxBodyMb, the routes
-// that take audio uploads server.maxMediaBodyMb, heartbeats 256 KiB. A body is
+// Request body limits by the body class a route declares (route-facts.ts): JSON
+// server.maxBodyMb, uploads server.maxMediaBodyMb, heartbeats 256 KiB. A body is
 // refused from its Content-Length before any of it is read, and a body sent
 // without one (chunked) is cut off as soon as it passes the limit.
 import type { Config } from "../config/schema.ts";
+import type { BodyClass } from "./route-facts.ts";
 
 const MB = 1024 * 1024;
 const HEARTBEAT_MAX_BYTES = 256 * 1024;
-
-/** Routes whose body is an upload (audio for transcription), not a JSON request. */
-const MEDIA_ROUTES = new Set(["/api/transcribe"]);
 
 export class BodyTooLarge extends Error {}
 
@@ -24,15 +22,13 @@ export function serverBodyCap(server: Config["server"]): number {
 const limits = new WeakMap<Request, { bytes: number; message: string }>();
 
 /**
- * Remembers the limit of `route` (as registered) for readBody, and checks the declared size:
+ * Remembers the limit of a route's body class for readBody, and checks the declared size:
  * the 413 message when the body is declared too large, else null.
  */
-export function admitBody(request: Request, route: string, server: Config["server"]): string | null {
-  const heartbeat = route === "/heartbeat";
-  const media = MEDIA_ROUTES.has(route);
-  const bytes = heartbeat ? HEARTBEAT_MAX_BYTES : Math.round((media ? server.maxMediaBodyMb : server.maxBodyMb) * MB);
+export function admitBody(request: Request, body: BodyClass, server: Config["server"]): string | null {
+  const bytes = body === "heartbeat" ? HEARTBEAT_MAX_BYTES : Math.round((body === "media" ? server.maxMediaBodyMb : server.maxBodyMb) * MB);
   // The refusal's words are built only for a body that may need them (most requests declare a length that fits).
-  const message = () => `request body too large: this route takes at most ${describe(bytes)} (${heartbeat ? "fixed for heartbeats" : media ? "server.maxMediaBodyMb" : "server.maxBodyMb"})`;
+  const message = () => `request body too large: this route takes at most ${describe(bytes)} (${SETTING[body]})`;
   const declared = request.headers.get("content-length");
   if (declared !== null) return Number(declared) > bytes ? message() : null;
   limits.set(request, { bytes, message: message() }); // sent chunked: readBody counts it
@@ -55,6 +51,9 @@ export async function readBody(request: Request): Promise<string> {
   }
   return Buffer.concat(chunks).toString("utf8");
 }
+
+/** Where each limit comes from, as a refusal names it. */
+const SETTING: Record<BodyClass, string> = { json: "server.maxBodyMb", media: "server.maxMediaBodyMb", heartbeat: "fixed for heartbeats" };
 
 function describe(bytes: number): string {
   return bytes >= MB ? `${+(bytes / MB).toFixed(2)} MiB` : `${Math.round(bytes / 1024)} KiB`;

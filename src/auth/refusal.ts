@@ -1,15 +1,27 @@
-// herd's refusals (401, 403, 413, 429) in the wire format of the route refused,
-// so each SDK raises its own kind of error: Anthropic's on /v1/messages,
-// OpenAI's on the rest of /v1, {"error": "..."} (Ollama's and herd's own) elsewhere.
+// herd's refusals (401, 403, 413, 429, and the errors Elysia raises) in the wire
+// format a route declares (route-facts.ts), so each SDK raises its own kind of error.
 import { fleetHeaders } from "../router/route.ts";
 import { anthropicError } from "../surfaces/anthropic-codec.ts";
 import { jsonError } from "../surfaces/errors.ts";
 import { openaiError } from "../surfaces/openai-codec.ts";
+import type { ErrorFormat } from "./route-facts.ts";
 
-export function refusal(path: string, status: number, message: string, headers: Record<string, string> = {}): Response {
+export function refusal(format: ErrorFormat, status: number, message: string, headers: Record<string, string> = {}): Response {
+  if (format === "herd") return jsonError(status, message, headers);
   // The model APIs carry the canonical X-Fleet-* headers on every answer, refusals included.
-  const all = path.startsWith("/api/") || path.startsWith("/v1/") ? { ...fleetHeaders("none", null, 0), ...headers } : headers;
-  if (path === "/v1/messages" || path.startsWith("/v1/messages/")) return anthropicError(status, message, all);
-  if (path.startsWith("/v1/")) return openaiError(status, message, all);
+  const all = { ...fleetHeaders("none", null, 0), ...headers };
+  if (format === "anthropic") return anthropicError(status, message, all);
+  if (format === "openai") return openaiError(status, message, all);
   return jsonError(status, message, all);
+}
+
+/**
+ * The format for a path no route matches (a 404), so none declares it: the API its prefix
+ * names, as a client of that API expects: Anthropic's on /v1/messages, OpenAI's on the rest of
+ * /v1, Ollama's on /api, herd's elsewhere.
+ */
+export function unroutedFormat(path: string): ErrorFormat {
+  if (path === "/v1/messages" || path.startsWith("/v1/messages/")) return "anthropic";
+  if (path.startsWith("/v1/")) return "openai";
+  return path.startsWith("/api/") ? "ollama" : "herd";
 }

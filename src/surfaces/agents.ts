@@ -7,6 +7,7 @@ import { Answer, badRequest, refuse } from "../agents/answers.ts";
 import type { Principal } from "../agents/authz.ts";
 import { askFields, check, replyFields, sendFields, spawnFields } from "../agents/inputs.ts";
 import { renderMetrics } from "../agents/metrics.ts";
+import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { bearerToken } from "../auth/tokens.ts";
 import type { Runtime } from "../runtime.ts";
 import { readJsonObject } from "./body.ts";
@@ -16,6 +17,8 @@ const replyBody = v.object(replyFields);
 const askBody = v.object(askFields);
 const spawnBody = v.object(spawnFields);
 const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
+/** Every caller here is a lead or a worker with its own credential, which each handler checks (`as`). */
+const OWN: RouteFacts = { access: "own", body: "json", errors: "herd" };
 
 export function agentsSurface(rt: Runtime) {
   const fleet = rt.agents;
@@ -28,21 +31,22 @@ export function agentsSurface(rt: Runtime) {
       return input instanceof Answer ? input : run(caller, input);
     });
   return new Elysia({ name: "agents" })
-    .get("/metrics", ({ request }) => as(request, (c) => fleet.metricsRefusal(c) ?? new Response(renderMetrics(rt), { headers: { "content-type": PROMETHEUS_TEXT } })))
-    .get("/sessions", ({ request }) => as(request, (c) => fleet.workspaces(c)))
-    .get("/agents", ({ request }) => as(request, (c) => fleet.agents(c)))
-    .get("/members", ({ request }) => as(request, (c) => fleet.members(c)))
-    .get("/profiles", ({ request }) => as(request, (c) => fleet.profiles(c)))
-    .get("/member-credentials", ({ request }) => as(request, (c) => fleet.memberCredentials(c)))
+    .use(routeFacts)
+    .get("/metrics", ({ request }) => as(request, (c) => fleet.metricsRefusal(c) ?? new Response(renderMetrics(rt), { headers: { "content-type": PROMETHEUS_TEXT } })), { facts: OWN })
+    .get("/sessions", ({ request }) => as(request, (c) => fleet.workspaces(c)), { facts: OWN })
+    .get("/agents", ({ request }) => as(request, (c) => fleet.agents(c)), { facts: OWN })
+    .get("/members", ({ request }) => as(request, (c) => fleet.members(c)), { facts: OWN })
+    .get("/profiles", ({ request }) => as(request, (c) => fleet.profiles(c)), { facts: OWN })
+    .get("/member-credentials", ({ request }) => as(request, (c) => fleet.memberCredentials(c)), { facts: OWN })
     // role, profile, cwd, worktree and ticket come as query parameters or in a JSON body; the query wins.
-    .post("/members", ({ request, query }) => withBody(request, spawnBody, (c, input) => fleet.spawn(c, input), query), { parse: "none" })
-    .delete("/members/:paneId", ({ request, params }) => as(request, (c) => fleet.stop(c, params.paneId)))
-    .post("/sessions/:id/message", ({ request, params }) => withBody(request, sendBody, (c, input) => fleet.send(c, params.id, input)), { parse: "none" })
-    .post("/sessions/:id/reply", ({ request, params }) => withBody(request, replyBody, (c, input) => fleet.reply(c, params.id, input)), { parse: "none" })
-    .get("/sessions/:id/replies", ({ request, params }) => as(request, (c) => fleet.drain(c, params.id)))
-    .post("/sessions/:id/ask", ({ request, params }) => withBody(request, askBody, (c, input) => fleet.ask(c, params.id, input)), { parse: "none" })
-    .get("/sessions/:id/status", ({ request, params }) => as(request, (c) => fleet.status(c, params.id)))
-    .get("/tasks/:ticket", ({ request, params }) => as(request, (c) => fleet.task(c, params.ticket)));
+    .post("/members", ({ request, query }) => withBody(request, spawnBody, (c, input) => fleet.spawn(c, input), query), { parse: "none", facts: OWN })
+    .delete("/members/:paneId", ({ request, params }) => as(request, (c) => fleet.stop(c, params.paneId)), { facts: OWN })
+    .post("/sessions/:id/message", ({ request, params }) => withBody(request, sendBody, (c, input) => fleet.send(c, params.id, input)), { parse: "none", facts: OWN })
+    .post("/sessions/:id/reply", ({ request, params }) => withBody(request, replyBody, (c, input) => fleet.reply(c, params.id, input)), { parse: "none", facts: OWN })
+    .get("/sessions/:id/replies", ({ request, params }) => as(request, (c) => fleet.drain(c, params.id)), { facts: OWN })
+    .post("/sessions/:id/ask", ({ request, params }) => withBody(request, askBody, (c, input) => fleet.ask(c, params.id, input)), { parse: "none", facts: OWN })
+    .get("/sessions/:id/status", ({ request, params }) => as(request, (c) => fleet.status(c, params.id)), { facts: OWN })
+    .get("/tasks/:ticket", ({ request, params }) => as(request, (c) => fleet.task(c, params.ticket)), { facts: OWN });
 }
 
 type Reply = Answer | Response | Promise<Answer | Response>;

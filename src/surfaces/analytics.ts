@@ -1,25 +1,29 @@
 // The dashboard's trace analytics as JSON: recent traces, usage, models, hourly
 // trends and per-tag (app) stats, read from the store.
 import { Elysia } from "elysia";
+import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import type { Runtime } from "../runtime.ts";
 import * as analytics from "../store/analytics.ts";
 import { jsonError } from "./errors.ts";
 
 const HOUR_S = 3600;
 const DAY_S = 24 * HOUR_S;
+/** The dashboard's data: for any client. */
+const DATA: RouteFacts = { access: "client", body: "json", errors: "herd" };
 
 export function analyticsSurface(rt: Runtime) {
   const db = rt.store;
   const since = (seconds: number) => Date.now() / 1000 - seconds;
   const days = <T>(answer: (days: number, since: number) => T) => intParam("days", 7, 365, (d) => answer(d, since(d * DAY_S)));
   return new Elysia({ name: "analytics", prefix: "/dashboard/api" })
-    .get("/traces", intParam("limit", 50, 1000, (limit) => ({ traces: analytics.recentTraces(db, limit) })))
-    .get("/usage", days((days, from) => ({ days, data: analytics.usageByNodeModelDay(db, from) })))
-    .get("/overview", () => analytics.overview(db))
-    .get("/models", days((days, from) => ({ days, daily: analytics.modelsDaily(db, from), summary: analytics.modelsSummary(db, from) })))
-    .get("/trends", intParam("hours", 72, 365 * 24, (hours) => ({ hours, data: analytics.hourlyTrends(db, since(hours * HOUR_S)) })))
-    .get("/apps", days((days, from) => ({ days, by_tag: analytics.appsByTag(db, from) })))
-    .get("/apps/daily", days((days, from) => ({ days, daily: analytics.appsDaily(db, from) })));
+    .use(routeFacts)
+    .get("/traces", intParam("limit", 50, 1000, (limit) => ({ traces: analytics.recentTraces(db, limit) })), { facts: DATA })
+    .get("/usage", days((days, from) => ({ days, data: analytics.usageByNodeModelDay(db, from) })), { facts: DATA })
+    .get("/overview", () => analytics.overview(db), { facts: DATA })
+    .get("/models", days((days, from) => ({ days, daily: analytics.modelsDaily(db, from), summary: analytics.modelsSummary(db, from) })), { facts: DATA })
+    .get("/trends", intParam("hours", 72, 365 * 24, (hours) => ({ hours, data: analytics.hourlyTrends(db, since(hours * HOUR_S)) })), { facts: DATA })
+    .get("/apps", days((days, from) => ({ days, by_tag: analytics.appsByTag(db, from) })), { facts: DATA })
+    .get("/apps/daily", days((days, from) => ({ days, daily: analytics.appsDaily(db, from) })), { facts: DATA });
 }
 
 // A limit or a window: a whole number from 1 to max, its default when absent. Anything else

@@ -5,6 +5,7 @@
 // translation lives in anthropic-codec.ts.
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
+import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { presentedKey, sameSecret } from "../auth/tokens.ts";
 import { needsOf } from "../router/vram-fallback.ts";
 import { fitToContext, promptLimit } from "../router/context-management.ts";
@@ -19,11 +20,15 @@ import { modelOf, readJsonObject } from "./body.ts";
 
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
 
+/** Anthropic's API: for any client, in Anthropic's error format. */
+const API: RouteFacts = { access: "client", body: "json", errors: "anthropic" };
+
 export function anthropicSurface(rt: Runtime) {
   return new Elysia({ name: "anthropic" })
-    .post("/v1/messages", async ({ request, server }: Ctx) => echoVersion(request, await messages(rt, request, server?.requestIP(request)?.address ?? null)), { parse: "none" })
-    .post("/v1/messages/count_tokens", async ({ request }: Ctx) => echoVersion(request, await countTokens(rt, request)), { parse: "none" })
-    .get("/v1/messages", ({ request }: Ctx) => echoVersion(request, Response.json({ ok: true, service: "herd", endpoint: "/v1/messages", ts: Math.floor(Date.now() / 1000) })));
+    .use(routeFacts)
+    .post("/v1/messages", async ({ request, server }: Ctx) => echoVersion(request, await messages(rt, request, server?.requestIP(request)?.address ?? null)), { parse: "none", facts: API })
+    .post("/v1/messages/count_tokens", async ({ request }: Ctx) => echoVersion(request, await countTokens(rt, request)), { parse: "none", facts: API })
+    .get("/v1/messages", ({ request }: Ctx) => echoVersion(request, Response.json({ ok: true, service: "herd", endpoint: "/v1/messages", ts: Math.floor(Date.now() / 1000) })), { facts: API });
 }
 
 // x-api-key as Anthropic's SDKs send it, or a bearer token; compared in constant time.

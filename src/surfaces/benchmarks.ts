@@ -3,6 +3,7 @@
 // a run from the dashboard (src/fleet/benchmark.ts does the work).
 import { Elysia } from "elysia";
 import * as v from "valibot";
+import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { isJson } from "../backends/lines.ts";
 import { MODEL_TYPES } from "../fleet/benchmark.ts";
 import type { Runtime } from "../runtime.ts";
@@ -66,16 +67,22 @@ const startBody = v.object({
   ),
 });
 
+/** Runs stored and started: any client may read them; saving, starting and cancelling are the admin's. */
+const READ: RouteFacts = { access: "client", body: "json", errors: "herd" };
+const CHANGE: RouteFacts = { access: "admin", body: "json", errors: "herd" };
+
 export function benchmarksSurface(rt: Runtime) {
   return new Elysia({ name: "benchmarks" })
-    .get("/dashboard/api/benchmarks", intParam("limit", 50, MAX_LIMIT, (limit) => ({ data: listRuns(rt.store, limit) })))
-    .get("/dashboard/api/benchmarks/progress", () => rt.benchmarks.progress())
+    .use(routeFacts)
+    .get("/dashboard/api/benchmarks", intParam("limit", 50, MAX_LIMIT, (limit) => ({ data: listRuns(rt.store, limit) })), { facts: READ })
+    .get("/dashboard/api/benchmarks/progress", () => rt.benchmarks.progress(), { facts: READ })
     .use(benchmarkActions(rt));
 }
 
 /** Saving, starting and cancelling: they write the store or load the fleet, so they are their own plugin, easy to guard. */
 export function benchmarkActions(rt: Runtime) {
   return new Elysia({ name: "benchmark-actions" })
+    .use(routeFacts)
     .post(
       "/dashboard/api/benchmarks",
       async ({ request }) => {
@@ -84,7 +91,7 @@ export function benchmarkActions(rt: Runtime) {
         if (!saveRun(rt.store, run)) return jsonError(409, `run_id: a run "${run.run_id}" is already stored; runs are never overwritten, use a new run_id`);
         return { status: "saved", run_id: run.run_id };
       },
-      { parse: "none" },
+      { parse: "none", facts: CHANGE },
     )
     .post(
       "/dashboard/api/benchmarks/start",
@@ -99,7 +106,7 @@ export function benchmarkActions(rt: Runtime) {
         }
         return { status: "started", run_id: runId, ...opts };
       },
-      { parse: "none" },
+      { parse: "none", facts: CHANGE },
     )
-    .post("/dashboard/api/benchmarks/cancel", async () => ({ status: (await rt.benchmarks.cancel()) ? "cancelled" : "not_running" }));
+    .post("/dashboard/api/benchmarks/cancel", async () => ({ status: (await rt.benchmarks.cancel()) ? "cancelled" : "not_running" }), { facts: CHANGE });
 }

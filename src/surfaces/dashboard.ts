@@ -1,6 +1,7 @@
 // The dashboard: its pages and their assets (embedded in the binary), the live
 // fleet stream the overview draws from, the favicons, and / leading to it all.
 import { Elysia } from "elysia";
+import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { ASSETS, type Asset, FAVICON } from "../dashboard/assets.ts";
 import { PAGES, pageHtml } from "../dashboard/pages.ts";
 import { fleetStatus } from "../fleet/status.ts";
@@ -10,22 +11,25 @@ import { jsonError } from "./errors.ts";
 import { sse } from "./sse.ts";
 
 const SNAPSHOT_EVERY_MS = 2000;
+/** The pages and their assets are static shells, open to anyone: the data they show comes from routes that need a key. */
+const PAGE: RouteFacts = { access: "open", body: "json", errors: "herd" };
 
 export function dashboardSurface(rt: Runtime) {
   const feed = new LiveFeed(rt);
   const app = new Elysia({ name: "dashboard" })
-    .get("/", () => new Response(null, { status: 302, headers: { location: "/dashboard" } }))
-    .get("/favicon.svg", ({ request }) => serve(FAVICON, request))
+    .use(routeFacts)
+    .get("/", () => new Response(null, { status: 302, headers: { location: "/dashboard" } }), { facts: PAGE })
+    .get("/favicon.svg", ({ request }) => serve(FAVICON, request), { facts: PAGE })
     // Browsers that ask for /favicon.ico take the SVG when it says what it is.
-    .get("/favicon.ico", ({ request }) => serve(FAVICON, request))
+    .get("/favicon.ico", ({ request }) => serve(FAVICON, request), { facts: PAGE })
     .get("/dashboard/assets/:name", ({ params, request }) => {
       const asset = ASSETS[params.name];
       return asset ? serve(asset, request) : jsonError(404, `no dashboard asset "${params.name}"; one of: ${Object.keys(ASSETS).join(", ")}`);
-    })
-    .get("/dashboard/events", ({ request }) => liveStream(feed, request));
+    }, { facts: PAGE })
+    .get("/dashboard/events", ({ request }) => liveStream(feed, request), { facts: { access: "client", body: "json", errors: "herd" } });
   for (const page of PAGES) {
     const html = pageHtml(page);
-    app.get(page.path, () => new Response(html, { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache" } }));
+    app.get(page.path, () => new Response(html, { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache" } }), { facts: PAGE });
   }
   return app;
 }

@@ -2,6 +2,7 @@
 import { Elysia } from "elysia";
 import * as v from "valibot";
 import { enrollment } from "../auth/credentials.ts";
+import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { bearerToken } from "../auth/tokens.ts";
 import { formatIssues } from "../config/problems.ts";
 import { heartbeatSchema } from "../fleet/heartbeat.ts";
@@ -11,12 +12,17 @@ import type { Runtime } from "../runtime.ts";
 import { readJsonObject } from "./body.ts";
 import { jsonError } from "./errors.ts";
 
+/** The fleet's state: for any client. */
+const READ: RouteFacts = { access: "client", body: "json", errors: "herd" };
+
 export function fleetSurface(rt: Runtime) {
   const refusals = new QuietLog(60_000);
   return new Elysia({ name: "fleet" })
-    .get("/fleet/status", () => fleetStatus(rt.registry, rt.queues, rt.pins, rt.live.status()))
-    .get("/fleet/queue", () => fleetQueue(rt.registry, rt.queues, rt.toolRepairs))
-    .get("/fleet/limits", () => fleetLimits(rt.registry, rt.queues, rt.live.config))
+    .use(routeFacts)
+    .get("/fleet/status", () => fleetStatus(rt.registry, rt.queues, rt.pins, rt.live.status()), { facts: READ })
+    .get("/fleet/queue", () => fleetQueue(rt.registry, rt.queues, rt.toolRepairs), { facts: READ })
+    .get("/fleet/limits", () => fleetLimits(rt.registry, rt.queues, rt.live.config), { facts: READ })
+    // node: the heartbeat checks its node credential itself, as it needs the node id from the body.
     .post("/heartbeat", async ({ request, server }) => {
       const body = await readJsonObject(request);
       if (typeof body === "string") return jsonError(400, `invalid heartbeat: ${body}`);
@@ -31,7 +37,7 @@ export function fleetSurface(rt: Runtime) {
       }
       const node = rt.registry.heartbeat(parsed.output, from);
       return { status: "ok", node_status: node.status };
-    }, { parse: "none" });
+    }, { parse: "none", facts: { access: "node", body: "heartbeat", errors: "herd" } });
 }
 
 /** A refused agent retries every interval: each line is logged at most once per `everyMs` (and the memory of them is bounded). */

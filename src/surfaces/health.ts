@@ -2,11 +2,13 @@
 // load balancer wants to know at a glance; 503 while starting or stopping, or
 // when the agent fleet's pane backend is unreachable (docs/agents.md).
 import { Elysia } from "elysia";
+import { routeFacts } from "../auth/route-facts.ts";
 import type { Runtime } from "../runtime.ts";
 import { VERSION } from "../version.ts";
 
 export function healthSurface(rt: Runtime) {
   return new Elysia({ name: "health" })
+    .use(routeFacts)
     .get("/healthz", async () => {
       const nodes = rt.registry.all();
       // With agent profiles configured, an unreachable pane backend (tmux) degrades the router (seed 004).
@@ -23,5 +25,5 @@ export function healthSurface(rt: Runtime) {
         ...agents?.fields,
       };
       return Response.json(body, { status: healthy ? 200 : 503 });
-    });
+    }, { facts: { access: "open", body: "json", errors: "herd" } });
 }

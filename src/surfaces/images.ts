@@ -5,6 +5,7 @@ import { Elysia } from "elysia";
 import * as v from "valibot";
 import { fleetImageModels, generateImage, type GeneratedImage, type ImageJob, type ImageMeta, imageJobSchema, imageModelField, imageOptions, promptField } from "../backends/image.ts";
 import { callerOf } from "../auth/guard.ts";
+import { routeFacts } from "../auth/route-facts.ts";
 import { Busy, errorHeaders, ServiceError, serviceHeaders } from "../backends/node-service.ts";
 import { formatIssues } from "../config/problems.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
@@ -38,9 +39,10 @@ export function imagesSurface(rt: Runtime) {
   const busy = new Busy();
   const ip = (ctx: Ctx) => ctx.server?.requestIP(ctx.request)?.address ?? null;
   return new Elysia({ name: "images" })
-    .post("/api/generate-image", (ctx: Ctx) => generateRaw(rt, busy, ctx.request, ip(ctx)), { parse: "none" })
-    .post("/v1/images/generations", (ctx: Ctx) => generateOpenai(rt, busy, ctx.request, ip(ctx)), { parse: "none" })
-    .get("/api/image-models", () => ({ models: fleetImageModels(rt.registry) }));
+    .use(routeFacts)
+    .post("/api/generate-image", (ctx: Ctx) => generateRaw(rt, busy, ctx.request, ip(ctx)), { parse: "none", facts: { access: "client", body: "json", errors: "ollama" } })
+    .post("/v1/images/generations", (ctx: Ctx) => generateOpenai(rt, busy, ctx.request, ip(ctx)), { parse: "none", facts: { access: "client", body: "json", errors: "openai" } })
+    .get("/api/image-models", () => ({ models: fleetImageModels(rt.registry) }), { facts: { access: "client", body: "json", errors: "ollama" } });
 }
 
 type ErrorReply = (status: number, message: string, headers?: Record<string, string>) => Response;

@@ -15,6 +15,7 @@ import { Answer, badRequest } from "../agents/answers.ts";
 import type { Principal } from "../agents/authz.ts";
 import type { AgentFleet } from "../agents/fleet.ts";
 import { askFields, check, replyFields, sendFields, spawnFields } from "../agents/inputs.ts";
+import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import type { Runtime } from "../runtime.ts";
 import { VERSION } from "../version.ts";
 import { authenticated } from "./agents.ts";
@@ -91,10 +92,14 @@ function serverFor(fleet: AgentFleet, caller: Principal): Server {
   return server;
 }
 
+/** A lead or a worker with its own credential, which the handler checks (`authenticated`). */
+const OWN: RouteFacts = { access: "own", body: "json", errors: "herd" };
+
 export function mcpSurface(rt: Runtime) {
   // Stateless: nothing for a GET stream or a session DELETE to do.
   const noSessions = () => jsonError(405, "this MCP endpoint is stateless: POST JSON-RPC messages to /mcp", { allow: "POST" });
   return new Elysia({ name: "mcp" })
+    .use(routeFacts)
     .post(
       "/mcp",
       ({ request }) =>
@@ -108,8 +113,8 @@ export function mcpSurface(rt: Runtime) {
             await server.close();
           }
         }),
-      { parse: "none" },
+      { parse: "none", facts: OWN },
     )
-    .get("/mcp", noSessions)
-    .delete("/mcp", noSessions);
+    .get("/mcp", noSessions, { facts: OWN })
+    .delete("/mcp", noSessions, { facts: OWN });
 }

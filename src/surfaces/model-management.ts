@@ -3,6 +3,7 @@
 // a node's disk through its Ollama. The two that change things are their own
 // plugin, modelActions, so a guard can be put in front of them alone.
 import { Elysia } from "elysia";
+import { routeFacts } from "../auth/route-facts.ts";
 import { probeOllama, pullModel } from "../backends/ollama.ts";
 import { readLines } from "../backends/lines.ts";
 import { reachableNodes } from "../fleet/catalog.ts";
@@ -24,21 +25,23 @@ const PULL_IDLE_MS = 600_000;
 export function modelManagementSurface(rt: Runtime) {
   let cached: { at: number; answer: RecommendationsAnswer } | null = null;
   return new Elysia({ name: "model-management" })
+    .use(routeFacts)
     .get("/dashboard/api/recommendations", ({ query }) => {
       const refresh = query.refresh ?? "0";
       if (refresh !== "0" && refresh !== "1") return jsonError(400, `refresh: expected 0 or 1, got ${JSON.stringify(refresh)}`);
       if (refresh === "1" || !cached || Date.now() - cached.at > RECOMMENDATIONS_TTL_MS) cached = { at: Date.now(), answer: recommendations(rt) };
       return cached.answer;
-    })
-    .get("/dashboard/api/model-management", () => inventory(rt))
+    }, { facts: { access: "client", body: "json", errors: "herd" } })
+    .get("/dashboard/api/model-management", () => inventory(rt), { facts: { access: "client", body: "json", errors: "herd" } })
     .use(modelActions(rt));
 }
 
 /** POST pull and delete: they change what is on a node's disk. */
 export function modelActions(rt: Runtime) {
   return new Elysia({ name: "model-actions" })
-    .post("/dashboard/api/pull", ({ request }) => act(rt, request, pullOnto), { parse: "none" })
-    .post("/dashboard/api/delete", ({ request }) => act(rt, request, deleteFrom), { parse: "none" });
+    .use(routeFacts)
+    .post("/dashboard/api/pull", ({ request }) => act(rt, request, pullOnto), { parse: "none", facts: { access: "admin", body: "json", errors: "herd" } })
+    .post("/dashboard/api/delete", ({ request }) => act(rt, request, deleteFrom), { parse: "none", facts: { access: "admin", body: "json", errors: "herd" } });
 }
 
 function recommendations(rt: Runtime): RecommendationsAnswer {

@@ -4,6 +4,7 @@
 // and its NDJSON lines come back byte for byte.
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
+import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { nativeEmbed } from "../backends/embedding.ts";
 import { fleetImageModels, isOllamaImageModel } from "../backends/image.ts";
 import { normalizeModelName } from "../fleet/model-name.ts";
@@ -20,18 +21,22 @@ import { modelOf, readJsonObject } from "./body.ts";
 import { embedBody } from "./embed-input.ts";
 import { jsonError } from "./errors.ts";
 
+/** Ollama's API: for any client, in Ollama's error format. */
+const API: RouteFacts = { access: "client", body: "json", errors: "ollama" };
+
 export function ollamaSurface(rt: Runtime) {
   const proxy = (kind: RouteRequest["kind"], path: string) => ({ request, server }: { request: Request; server: any }) =>
     handle(rt, request, kind, path, server?.requestIP(request)?.address ?? null);
   return new Elysia({ name: "ollama" })
-    .post("/api/chat", proxy("chat", "/api/chat"), { parse: "none" })
-    .post("/api/generate", proxy("generate", "/api/generate"), { parse: "none" })
-    .post("/api/embed", proxy("embed", "/api/embed"), { parse: "none" })
-    .post("/api/embeddings", proxy("embed", "/api/embeddings"), { parse: "none" })
-    .post("/api/show", ({ request }) => show(rt, request), { parse: "none" })
-    .get("/api/version", () => fleetVersion(rt))
-    .get("/api/tags", () => ({ models: fleetTags(rt) }))
-    .get("/api/ps", () => ({ models: fleetLoaded(rt) }));
+    .use(routeFacts)
+    .post("/api/chat", proxy("chat", "/api/chat"), { parse: "none", facts: API })
+    .post("/api/generate", proxy("generate", "/api/generate"), { parse: "none", facts: API })
+    .post("/api/embed", proxy("embed", "/api/embed"), { parse: "none", facts: API })
+    .post("/api/embeddings", proxy("embed", "/api/embeddings"), { parse: "none", facts: API })
+    .post("/api/show", ({ request }) => show(rt, request), { parse: "none", facts: API })
+    .get("/api/version", () => fleetVersion(rt), { facts: API })
+    .get("/api/tags", () => ({ models: fleetTags(rt) }), { facts: API })
+    .get("/api/ps", () => ({ models: fleetLoaded(rt) }), { facts: API });
 }
 
 async function handle(rt: Runtime, request: Request, kind: RouteRequest["kind"], path: string, clientIp: string | null): Promise<Response> {

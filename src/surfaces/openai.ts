@@ -3,6 +3,7 @@
 // native API, which every node speaks; see openai-codec.ts.
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
+import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { nativeEmbed } from "../backends/embedding.ts";
 import { fleetImageModels } from "../backends/image.ts";
 import type { OllamaLine } from "../backends/ollama.ts";
@@ -17,11 +18,15 @@ import { chatEncoder, chatToOllama, openaiError } from "./openai-codec.ts";
 
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
 
+/** OpenAI's API: for any client, in OpenAI's error format. */
+const API: RouteFacts = { access: "client", body: "json", errors: "openai" };
+
 export function openaiSurface(rt: Runtime) {
   return new Elysia({ name: "openai" })
-    .post("/v1/chat/completions", ({ request, server }: Ctx) => chat(rt, request, server?.requestIP(request)?.address ?? null), { parse: "none" })
-    .post("/v1/embeddings", ({ request, server }: Ctx) => embeddings(rt, request, server?.requestIP(request)?.address ?? null), { parse: "none" })
-    .get("/v1/models", () => ({ object: "list", data: models(rt) }));
+    .use(routeFacts)
+    .post("/v1/chat/completions", ({ request, server }: Ctx) => chat(rt, request, server?.requestIP(request)?.address ?? null), { parse: "none", facts: API })
+    .post("/v1/embeddings", ({ request, server }: Ctx) => embeddings(rt, request, server?.requestIP(request)?.address ?? null), { parse: "none", facts: API })
+    .get("/v1/models", () => ({ object: "list", data: models(rt) }), { facts: API });
 }
 
 async function chat(rt: Runtime, request: Request, clientIp: string | null): Promise<Response> {

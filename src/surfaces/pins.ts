@@ -3,6 +3,7 @@
 // reads and toggles pins (without warming: the preloader loads them).
 import { Elysia } from "elysia";
 import * as v from "valibot";
+import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { MLX_PREFIX, mlxServers } from "../fleet/catalog.ts";
 import { type CoResidence, loadableUrl, type Pins } from "../fleet/pins.ts";
 import { loadedOn, onDisk } from "../fleet/registry.ts";
@@ -30,13 +31,19 @@ const toggleBody = v.object({ node_id: name, model: name, pinned: flag });
 // DINOv2, SigLIP and CLIP run on the embedding service, not Ollama: a preloader pin would do nothing.
 const VISION_EMBEDDING = /dinov2|siglip|clip/i;
 
+/** Which models stay loaded: the admin's to change. */
+const CHANGE: RouteFacts = { access: "admin", body: "json", errors: "herd" };
+
 export function pinsSurface(rt: Runtime) {
   const pins = rt.pins;
   return new Elysia({ name: "pins" })
-    .post("/fleet/pin", ({ request }) => pin(rt, pins, request), { parse: "none" })
-    .delete("/fleet/pin/*", ({ params, query }) => unpin(rt, pins, params["*"], query.node_id))
-    .get("/dashboard/api/pinned-models", () => ({ env_pins: pins.fleetWide(), per_node: pins.perNode(), max_count: rt.live.config.preloader.maxCount }))
-    .post("/dashboard/api/pinned-models", ({ request }) => toggle(pins, request), { parse: "none" });
+    .use(routeFacts)
+    .post("/fleet/pin", ({ request }) => pin(rt, pins, request), { parse: "none", facts: CHANGE })
+    .delete("/fleet/pin/*", ({ params, query }) => unpin(rt, pins, params["*"], query.node_id), { facts: CHANGE })
+    .get("/dashboard/api/pinned-models", () => ({ env_pins: pins.fleetWide(), per_node: pins.perNode(), max_count: rt.live.config.preloader.maxCount }), {
+      facts: { access: "client", body: "json", errors: "herd" },
+    })
+    .post("/dashboard/api/pinned-models", ({ request }) => toggle(pins, request), { parse: "none", facts: CHANGE });
 }
 
 async function pin(rt: Runtime, pins: Pins, request: Request): Promise<Response> {

@@ -1,6 +1,7 @@
 // POST /api/pull: Ollama's pull, onto the node with the most free memory or the
 // one named by node_id, its NDJSON progress streamed back as Ollama sends it.
 import { Elysia } from "elysia";
+import { routeFacts } from "../auth/route-facts.ts";
 import { embeddingKind } from "../backends/embedding.ts";
 import { serviceImageModel } from "../backends/image.ts";
 import { pullModel } from "../backends/ollama.ts";
@@ -11,7 +12,8 @@ import { readJsonObject } from "./body.ts";
 import { jsonError } from "./errors.ts";
 
 export function pullSurface(rt: Runtime) {
-  return new Elysia({ name: "pull" }).post("/api/pull", ({ request }) => pull(rt, request), { parse: "none" });
+  // What is on a node's disk is the admin's to change.
+  return new Elysia({ name: "pull" }).use(routeFacts).post("/api/pull", ({ request }) => pull(rt, request), { parse: "none", facts: { access: "admin", body: "json", errors: "ollama" } });
 }
 
 async function pull(rt: Runtime, request: Request): Promise<Response> {

@@ -5,6 +5,7 @@
 // API and routed like any other; see responses-codec.ts and docs/responses.md.
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
+import { routeFacts } from "../auth/route-facts.ts";
 import { log } from "../log.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import { estimatePrompt } from "../router/tokens.ts";
@@ -22,8 +23,9 @@ type Ctx = { request: Request; server: { requestIP(r: Request): { address: strin
 const warned = new Set<string>();
 
 export function responsesSurface(rt: Runtime) {
-  return new Elysia({ name: "responses" }).post("/v1/responses", ({ request, server }: Ctx) => create(rt, request, server?.requestIP(request)?.address ?? null), {
+  return new Elysia({ name: "responses" }).use(routeFacts).post("/v1/responses", ({ request, server }: Ctx) => create(rt, request, server?.requestIP(request)?.address ?? null), {
     parse: "none",
+    facts: { access: "client", body: "json", errors: "openai" },
   });
 }
 

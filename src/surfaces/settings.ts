@@ -5,6 +5,7 @@
 import { hostname } from "node:os";
 import { Elysia } from "elysia";
 import * as v from "valibot";
+import { routeFacts } from "../auth/route-facts.ts";
 import { type Config, herdConfigSchema } from "../config/schema.ts";
 import { TOGGLE_NAMES, type ToggleValues } from "../router/toggles.ts";
 import type { Runtime } from "../runtime.ts";
@@ -45,6 +46,7 @@ const toggleBody = v.object({ auto_pull: v.optional(flag), vram_fallback: v.opti
 
 export function settingsSurface(rt: Runtime) {
   return new Elysia({ name: "settings" })
+    .use(routeFacts)
     .get("/dashboard/api/settings", () => {
       const { path, hash, loaded_at, last_error } = rt.live.status();
       return {
@@ -54,13 +56,13 @@ export function settingsSurface(rt: Runtime) {
         config_source: { path, hash, loaded_at, last_error },
         nodes: nodes(rt),
       };
-    })
+    }, { facts: { access: "client", body: "json", errors: "herd" } })
     .use(settingsActions(rt));
 }
 
 /** POST /dashboard/api/settings: it changes how the router behaves, so it is its own plugin, easy to guard. */
 export function settingsActions(rt: Runtime) {
-  return new Elysia({ name: "settings-actions" }).post(
+  return new Elysia({ name: "settings-actions" }).use(routeFacts).post(
     "/dashboard/api/settings",
     async ({ request }) => {
       const body = await validBody(request, toggleBody);
@@ -71,7 +73,7 @@ export function settingsActions(rt: Runtime) {
       rt.toggles.set(updated);
       return { status: "updated", updated };
     },
-    { parse: "none" },
+    { parse: "none", facts: { access: "admin", body: "json", errors: "herd" } },
   );
 }
 

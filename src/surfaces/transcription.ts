@@ -3,6 +3,7 @@
 // 000's statuses: 400 no audio, 404 no STT model on any node, 502 failed, 503 disabled.
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
+import { routeFacts } from "../auth/route-facts.ts";
 import { Busy, errorHeaders, ServiceError, serviceHeaders } from "../backends/node-service.ts";
 import { transcribe } from "../backends/transcription.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
@@ -13,10 +14,11 @@ type Ctx = { request: Request; server: { requestIP(r: Request): { address: strin
 
 export function transcriptionSurface(rt: Runtime) {
   const busy = new Busy();
-  return new Elysia({ name: "transcription" }).post(
+  return new Elysia({ name: "transcription" }).use(routeFacts).post(
     "/api/transcribe",
     ({ request, server }: Ctx) => transcribeRequest(rt, busy, request, server?.requestIP(request)?.address ?? null),
-    { parse: "none" },
+    // media: the audio is an upload, held to server.maxMediaBodyMb rather than the JSON limit.
+    { parse: "none", facts: { access: "client", body: "media", errors: "ollama" } },
   );
 }
 
