@@ -1,7 +1,8 @@
 // `npm run bench [section …]`: what a user of herd feels, on this machine.
 // Sections (default: all of them, in this order):
 //   binary    size of the compiled binary, time to ready, memory at idle
-//   overhead  latency and throughput herd adds in front of one node
+//   overhead  latency, throughput and CPU herd adds in front of one node (HERD_BENCH_BEFORE=<an older herd
+//             binary>: measured in the same rounds, so a change is compared with what came before it)
 //   client    Bun's fetch, undici's Pool and herd's own HTTP/1.1 client as herd's upstream client
 //   routing   one seeded mixed workload through each routing.strategy, on a fleet of unlike Macs
 //   load      1,000 concurrent streaming clients for 60 s through herd: errors, added latency, memory, CPU
@@ -35,11 +36,13 @@ try {
   if (runs("binary")) out.push(binaryMarkdown(HOST_TARGET, await measureBinary(bin, oneNode)));
   if (runs("overhead")) {
     const herd = await startHerd(bin, oneNode);
+    const before = process.env.HERD_BENCH_BEFORE ? await startHerd(process.env.HERD_BENCH_BEFORE, oneNode) : undefined;
     try {
-      while (!(await fetch(`${herd.url}/api/tags`).then(async (r) => ((await r.json()) as { models: unknown[] }).models.length > 0))) await Bun.sleep(50);
-      out.push(overheadMarkdown(await measureOverhead(sim.url, herd.url)));
+      for (const h of [herd, before]) while (h && !(await fetch(`${h.url}/api/tags`).then(async (r) => ((await r.json()) as { models: unknown[] }).models.length > 0))) await Bun.sleep(50);
+      out.push(overheadMarkdown(await measureOverhead(sim.url, herd, before)));
     } finally {
       await herd.stop();
+      await before?.stop();
     }
   }
   if (runs("client")) out.push(clientsMarkdown(await compareClients(sim.url)));

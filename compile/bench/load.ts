@@ -4,7 +4,7 @@
 // the CPU it spends.
 import { readFileSync } from "node:fs";
 import { type SimNode, startSimOllama } from "../../src/sim/index.ts";
-import { rssMb, startHerd } from "./herd-process.ts";
+import { cpuSeconds, rssMb, startHerd } from "./herd-process.ts";
 import { type LoadResult, type LoadSpec, runLoad } from "./loadgen.ts";
 import { MODEL } from "./matrix.ts";
 import { ms, percentile, sorted } from "./stats.ts";
@@ -47,15 +47,6 @@ function openFileLimits(): { soft: number; hard: number } {
   const n = (s: string) => (s === "unlimited" ? Number.POSITIVE_INFINITY : Number(s));
   return { soft: n(line[1]!), hard: n(line[2]!) };
 }
-
-/** CPU seconds (user + system) a process has used. */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" "); // fields from the 3rd (state) on
-  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
-}
-
-const clockTicks = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
 
 function side(r: LoadResult): Side {
   const latency = sorted(r.latencyMs);

@@ -3,6 +3,7 @@
 // each target in turn (never two at once, so they do not share the CPU), in
 // rounds: a burst of other work on a shared machine then skews one round of
 // one target, not the comparison.
+import { cpuSeconds } from "./herd-process.ts";
 import { type LoadResult, type LoadSpec, runLoad } from "./loadgen.ts";
 import { percentile, sorted } from "./stats.ts";
 
@@ -24,6 +25,8 @@ export const WARM_UP = 15_000;
 export interface Target {
   url: string;
   client: LoadSpec["client"];
+  /** The process that serves it, when the bench started it: its CPU time per request is then counted. */
+  pid?: number;
 }
 
 export interface Summary {
@@ -32,6 +35,8 @@ export interface Summary {
   firstByteP50: number;
   rps: number;
   errors: number;
+  /** CPU time (user + system, all threads) the target's process spent per answered request, in µs; null when it is not ours. */
+  cpuUsPerRequest: number | null;
 }
 
 export interface Cell<K extends string> {
@@ -52,7 +57,10 @@ export async function loadMatrix<K extends string>(targets: Record<K, Target>): 
       for (let round = 0; round < ROUNDS; round++) {
         for (const [name, t] of Object.entries(targets) as [K, Target][]) {
           const spec = { url: t.url, client: t.client, path: "/api/generate", body, clients, requests: Math.ceil(REQUESTS[clients]! / ROUNDS), warmup: Math.max(100, clients * 2), maxMs: MAX_MS / ROUNDS };
-          rounds.set(name, [...(rounds.get(name) ?? []), summarize(await runLoad(spec))]);
+          const cpu = t.pid === undefined ? null : cpuSeconds(t.pid);
+          const result = await runLoad(spec);
+          const cpuUs = cpu === null ? null : ((cpuSeconds(t.pid!) - cpu) * 1e6) / Math.max(1, result.latencyMs.length);
+          rounds.set(name, [...(rounds.get(name) ?? []), { ...summarize(result), cpuUsPerRequest: cpuUs }]);
         }
       }
       const by = {} as Record<K, Summary>;
@@ -70,7 +78,7 @@ function bodyOf(stream: boolean): string {
   return JSON.stringify({ model: MODEL, prompt: "hi", stream, options: { num_predict: TOKENS } });
 }
 
-function summarize(r: LoadResult): Summary {
+function summarize(r: LoadResult): Omit<Summary, "cpuUsPerRequest"> {
   const latency = sorted(r.latencyMs);
   return { p50: percentile(latency, 0.5), p99: percentile(latency, 0.99), firstByteP50: percentile(sorted(r.firstByteMs), 0.5), rps: latency.length / r.seconds, errors: r.errors };
 }

@@ -1,18 +1,31 @@
 // What herd costs in front of a node: the same load straight to a simulated
 // node, through a pass-through proxy with no logic (the floor for any Bun
 // router) and through herd, compared cell by cell against issue #3's targets.
-import { type Cell, loadMatrix, ROUNDS, requestLabel, WARM_UP } from "./matrix.ts";
+import { type Cell, loadMatrix, ROUNDS, requestLabel, type Target, WARM_UP } from "./matrix.ts";
 import { startPassthrough } from "./passthrough.ts";
 import { ms, pct } from "./stats.ts";
 
 const TARGET = { addedP50: 0.3, addedP99: 2, throughput: 0.6 };
 
-type Targets = "direct" | "proxy" | "herd";
+type Targets = "direct" | "proxy" | "herd" | "before";
 
-export async function measureOverhead(simUrl: string, herdUrl: string): Promise<Cell<Targets>[]> {
+/** A herd process the bench started: where it listens, and its pid (its CPU time is counted). */
+export interface Served {
+  url: string;
+  pid: number;
+}
+
+/** Direct, through the pass-through floor, through herd, and through `before` (an older herd binary) when given, in one matrix. */
+export async function measureOverhead(simUrl: string, herd: Served, before?: Served): Promise<Cell<Targets>[]> {
   const proxy = await startPassthrough(simUrl);
   try {
-    return await loadMatrix({ direct: { url: simUrl, client: "fetch" }, proxy: { url: proxy.url, client: "fetch" }, herd: { url: herdUrl, client: "fetch" } });
+    const targets = {
+      direct: { url: simUrl, client: "fetch" },
+      proxy: { url: proxy.url, client: "fetch", pid: proxy.pid },
+      herd: { url: herd.url, client: "fetch", pid: herd.pid },
+      ...(before ? { before: { url: before.url, client: "fetch", pid: before.pid } } : {}),
+    } as Record<Targets, Target>;
+    return await loadMatrix(targets);
   } finally {
     await proxy.stop();
   }
@@ -44,9 +57,29 @@ tens of thousands).
 |---|---|---|---|---|---|---|---|
 ${rows.join("\n")}
 
+CPU per request (user + system time of the serving process, all its threads, over each measured round ÷ answers, µs${cells[0]?.by.before ? "; \"before\" is the older herd binary given in HERD_BENCH_BEFORE, measured in the same rounds" : ""}):
+
+| body | clients | pass-through | herd |${cells[0]?.by.before ? " before | herd ÷ before |" : ""} herd ÷ pass-through |
+|---|---|---|---|${cells[0]?.by.before ? "---|---|" : ""}---|
+${cpuRows(cells).join("\n")}
+${cells[0]?.by.before ? `\nAdded latency against direct, herd then before (ms, p50 / p99):\n\n| body | clients | herd | before |\n|---|---|---|---|\n${beforeRows(cells).join("\n")}\n` : ""}
 Time to first token (streaming: request sent → first body byte), p50 in ms:
 
 | clients | direct | pass-through | herd | added by herd |
 |---|---|---|---|---|
 ${ttft.join("\n")}`;
+}
+
+const us = (n: number | null) => (n === null ? "—" : n.toFixed(0));
+const ratio = (a: number | null, b: number | null) => (a === null || b === null || b === 0 ? "—" : `${(a / b).toFixed(2)}×`);
+
+function cpuRows(cells: Cell<Targets>[]): string[] {
+  return cells.map(({ stream, clients, by: { proxy, herd, before } }) => {
+    const old = before ? ` ${us(before.cpuUsPerRequest)} | ${ratio(herd.cpuUsPerRequest, before.cpuUsPerRequest)} |` : "";
+    return `| ${stream ? "stream" : "whole"} | ${clients} | ${us(proxy.cpuUsPerRequest)} | ${us(herd.cpuUsPerRequest)} |${old} ${ratio(herd.cpuUsPerRequest, proxy.cpuUsPerRequest)} |`;
+  });
+}
+
+function beforeRows(cells: Cell<Targets>[]): string[] {
+  return cells.map(({ stream, clients, by: { direct, herd, before } }) => `| ${stream ? "stream" : "whole"} | ${clients} | ${ms(herd.p50 - direct.p50)} / ${ms(herd.p99 - direct.p99)} | ${ms(before!.p50 - direct.p50)} / ${ms(before!.p99 - direct.p99)} |`);
 }

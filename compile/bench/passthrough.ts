@@ -5,6 +5,7 @@ import { postJson } from "../../src/backends/http1.ts";
 
 export interface Passthrough {
   url: string;
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -16,6 +17,7 @@ export async function startPassthrough(upstream: string): Promise<Passthrough> {
   reader.releaseLock();
   return {
     url: new TextDecoder().decode(value).trim(),
+    pid: proc.pid,
     stop: async () => {
       proc.kill();
       await proc.exited;
