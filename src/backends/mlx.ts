@@ -3,9 +3,10 @@
 // needs: the Ollama body goes out as an OpenAI chat completion, and the answer
 // (SSE chunks, or one object) comes back as Ollama lines. A wall clock bounds
 // each request from its slot to its last byte (seed 000's wedged-request guard).
+import { NodeFailure } from "../errors.ts";
 import { argumentsText, toolArguments } from "../surfaces/openai-codec.ts";
 import { readLines } from "./lines.ts";
-import { NodeFailure, type OllamaCall, type OllamaChunk, type OllamaLine, describeFetchError, noMoreLines } from "./ollama.ts";
+import { type OllamaCall, type OllamaChunk, type OllamaLine, describeFetchError, noMoreLines } from "./ollama.ts";
 
 type Json = Record<string, unknown>;
 

@@ -4,10 +4,11 @@
 import { type Caller, traceTags } from "../auth/caller.ts";
 import { eitherSignal } from "../abort.ts";
 import type { OllamaLine } from "../backends/ollama.ts";
+import { RouteError } from "../errors.ts";
 import type { Runtime } from "../runtime.ts";
 import { newRequestId, type Trace, type TraceStatus } from "../store/traces.ts";
 import { budgetHeaders } from "./body-rules.ts";
-import { type RouteRequest, RouteError, type Routed, dispatch } from "./dispatch.ts";
+import { type RouteRequest, type Routed, dispatch } from "./dispatch.ts";
 import { relay } from "./relay.ts";
 import { ToolCallRepair, offeredTools } from "./tool-repair.ts";
 
@@ -91,7 +92,7 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
   // A stop that runs out of grace ends the wait for a node too (with its RouteError, a 503).
   const dispatching = eitherSignal(req.signal, rt.shutdown.signal);
   try {
-    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, config: rt.toggles.apply(rt.live.config) }, { ...req, signal: dispatching.signal });
+    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, config: rt.toggles.apply(rt.live.config) }, req, dispatching.signal);
   } catch (e) {
     leave();
     const error = e instanceof RouteError ? e : new RouteError(502, (e as Error).message);
