@@ -1,7 +1,7 @@
 // herd's refusals (401, 403, 413, 429) in the wire format of the route refused,
 // so each SDK raises its own kind of error: Anthropic's on /v1/messages,
 // OpenAI's on the rest of /v1, {"error": "..."} (Ollama's and herd's own) elsewhere.
-import { fleetHeaders } from "../router/route.ts";
+import { fleetHeaders } from "../pipeline/headers.ts";
 import { anthropicError } from "../surfaces/anthropic-codec.ts";
 import { jsonError } from "../surfaces/errors.ts";
 import { openaiError } from "../surfaces/openai-codec.ts";

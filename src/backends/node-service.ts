@@ -4,7 +4,7 @@
 import { type Caller, traceTags } from "../auth/caller.ts";
 import type { Config } from "../config/schema.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
-import { fleetHeaders } from "../router/route.ts";
+import { fleetHeaders } from "../pipeline/headers.ts";
 import type { Runtime } from "../runtime.ts";
 import { newRequestId } from "../store/traces.ts";
 import { describeFetchError } from "./ollama.ts";
@@ -131,9 +131,7 @@ export function errorHeaders(requested: string, error: ServiceError): Record<str
 
 /** The canonical X-Fleet-* headers of a service request: of the node that served it, or of none. */
 export function serviceHeaders(requested: string, served: Served | null, retries = served?.retries ?? 0): Record<string, string> {
-  const headers = fleetHeaders(requested, null, retries);
-  if (!served) return headers;
-  return { ...headers, "X-Fleet-Node": served.nodeId, "X-Fleet-Served-Model": served.model, "X-Fleet-Backend": served.backend };
+  return fleetHeaders(requested, served && { nodeId: served.nodeId, servedModel: served.model, backend: served.backend, fallback: false, score: null, contextOverflow: null }, retries);
 }
 
 export interface ServiceTrace {

@@ -11,10 +11,11 @@ import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
 import { diskGb } from "../fleet/node-models.ts";
 import type { NodeOrdering } from "../fleet/ordering.ts";
 import { markPulled, notPullable, type Pulls, pullTarget } from "../fleet/pulls.ts";
-import type { Queues, Slot } from "../fleet/queues.ts";
+import type { Queues } from "../fleet/queues.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
-import { type Breakdown, type DiskModel, type LoadedModel, type NodeView, type Scored, scoreNodes } from "../fleet/scorer.ts";
+import { type DiskModel, type LoadedModel, type NodeView, type Scored, scoreNodes } from "../fleet/scorer.ts";
 import { attempt } from "../pipeline/attempt.ts";
+import type { Answered } from "../pipeline/trace.ts";
 import { resolveAlias } from "./aliases.ts";
 import { type Adjusted, adjustBody } from "./body-rules.ts";
 import { dispatchMlx } from "./mlx-dispatch.ts";
@@ -42,19 +43,11 @@ export interface RouteRequest {
   signal: AbortSignal;
 }
 
-export interface Routed {
+/** The node that answered, its first line already read; it holds its queue slot until the answer ends. */
+export interface Routed extends Answered {
   call: OllamaCall;
   /** What served it: the node's Ollama, or one of its MLX servers (whose answer is translated to Ollama lines). */
   backend: "ollama" | "mlx";
-  nodeId: string;
-  servedModel: string;
-  /** The scorer's verdict; null for MLX servers, which are picked by their queues alone. */
-  score: number | null;
-  breakdown: Breakdown | null;
-  retries: number;
-  fallback: boolean;
-  excluded: string[];
-  slot: Slot;
   contextOverflow: Scored["contextOverflow"];
   thinkingBudget: Adjusted["thinkingBudget"];
   adjustments: string[];
