@@ -38,6 +38,9 @@ export interface Attempt<C extends Candidate, T> {
   exhausted(tried: Tried): RouteError;
 }
 
+/** For the node services, which take their jobs in their own order (one image, one transcription at a time). */
+export const UNCAPPED = { parallel: () => Infinity };
+
 /** The first answer a candidate gives; it holds its slot, for the caller to release. */
 export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a: Attempt<C, T>): Promise<T> {
   // Made at the first failure: most requests are answered by their first candidate.

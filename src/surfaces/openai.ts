@@ -3,11 +3,11 @@
 // native API, which every node speaks; see openai-codec.ts.
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
-import { nativeEmbed } from "../backends/embedding.ts";
 import { fleetImageModels } from "../backends/image.ts";
 import type { OllamaLine } from "../backends/ollama.ts";
 import { modelsOnDisk } from "../fleet/catalog.ts";
 import { estimatePrompt, takeHerdFields } from "../router/herd-fields.ts";
+import { nativeEmbed } from "../router/native-embed.ts";
 import { type Encoder, route } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
 import { modelOf, readJsonObject } from "./body.ts";
@@ -56,13 +56,14 @@ async function embeddings(rt: Runtime, request: Request, clientIp: string | null
   if (typeof herd === "string") return openaiError(400, herd);
   const ollamaBody: Record<string, unknown> = { input, ...(typeof body.dimensions === "number" ? { dimensions: body.dimensions } : {}) };
   const encoder = embeddingEncoder(body.encoding_format === "base64");
-  const embedded = await nativeEmbed(rt, { model, body: ollamaBody, legacy: false, format: "openai", clientIp, tags: herd.tags, caller: callerOf(request), signal: request.signal }, encoder);
+  const meta = { tags: herd.tags, stream: false, clientIp, caller: callerOf(request) };
+  const embedded = nativeEmbed(rt, { model, body: ollamaBody, legacy: false }, "openai", meta, request.signal, encoder);
   if (embedded) return embedded;
   return route(
     rt,
     { surface: "openai", kind: "embed", path: "/api/embed", model, fallbackModels: herd.fallbackModels, strict: herd.strict, body: ollamaBody, promptTokens: estimatePrompt(ollamaBody), signal: request.signal },
     encoder,
-    { tags: herd.tags, stream: false, clientIp, caller: callerOf(request) },
+    meta,
   );
 }
 

@@ -3,8 +3,8 @@
 // 000's statuses: 400 no audio, 404 no STT model on any node, 502 failed, 503 disabled.
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
-import { Busy, errorHeaders, ServiceError, serviceHeaders } from "../backends/node-service.ts";
-import { transcribe } from "../backends/transcription.ts";
+import { transcriptionJob } from "../backends/transcription.ts";
+import { runService } from "../pipeline/service.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import type { Runtime } from "../runtime.ts";
 import { jsonError } from "./errors.ts";
@@ -12,15 +12,14 @@ import { jsonError } from "./errors.ts";
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
 
 export function transcriptionSurface(rt: Runtime) {
-  const busy = new Busy();
   return new Elysia({ name: "transcription" }).post(
     "/api/transcribe",
-    ({ request, server }: Ctx) => transcribeRequest(rt, busy, request, server?.requestIP(request)?.address ?? null),
+    ({ request, server }: Ctx) => transcribeRequest(rt, request, server?.requestIP(request)?.address ?? null),
     { parse: "none" },
   );
 }
 
-async function transcribeRequest(rt: Runtime, busy: Busy, request: Request, clientIp: string | null): Promise<Response> {
+async function transcribeRequest(rt: Runtime, request: Request, clientIp: string | null): Promise<Response> {
   if (!request.headers.get("content-type")?.startsWith("multipart/form-data")) {
     return jsonError(400, 'send multipart/form-data with the audio file in the field "audio" (curl -F "audio=@recording.wav")');
   }
@@ -37,14 +36,10 @@ async function transcribeRequest(rt: Runtime, busy: Busy, request: Request, clie
   }
   const herd = takeHerdFields({}, request.headers);
   const tags = typeof herd === "string" ? [] : herd.tags;
-  const requested = text.model ?? "any";
-  try {
-    const done = await transcribe(rt, busy, { audio, ...text }, { clientIp, tags, caller: callerOf(request), signal: request.signal });
-    return Response.json(done.transcript, {
-      headers: { ...serviceHeaders(requested, done.served), "X-Fleet-Model": done.served.model, "X-Transcription-Time": String(done.transcriptionMs) },
-    });
-  } catch (e) {
-    if (!(e instanceof ServiceError)) throw e;
-    return jsonError(e.status, e.message, errorHeaders(requested, e));
-  }
+  const meta = { tags, stream: false, clientIp, caller: callerOf(request) };
+  return runService(rt, { kind: "transcription", surface: "ollama", requested: text.model ?? "any", meta, signal: request.signal }, () => transcriptionJob(rt.registry, rt.queues, rt.live.config, { audio, ...text }), {
+    answer: (done, headers, served) =>
+      Response.json(done.transcript, { headers: { ...headers, "X-Fleet-Model": served.servedModel, "X-Transcription-Time": String(done.transcriptionMs) } }),
+    error: jsonError,
+  });
 }
