@@ -317,6 +317,33 @@ describe("an image job is a request like any other", () => {
       fleet.writeConfig();
     }
   });
+
+  test("it counts against its client key's auth.clients maxInFlight: a chat or an image with that key meanwhile is a 429 with Retry-After", async () => {
+    const key = "sk-one-at-a-time-0123456789";
+    const withKey = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+    fleet.writeConfig(`auth: { clients: [{ name: "one", key: "${key}", maxInFlight: 1 }] }, routing: { clientRetryAfterSeconds: 4 },`);
+    await eventually(async () => (await post("/api/generate-image", { model: "z-image-turbo", prompt: "x", width: 64, height: 64 })).status === 401, 5000, "keys in force");
+    imagerDelayMs = 1000;
+    try {
+      const asked = imagerRequests.length;
+      const image = fetch(`${fleet.url}/api/generate-image`, { method: "POST", headers: withKey, body: JSON.stringify({ model: "x/z-image-turbo:latest", prompt: "slow", width: 64, height: 64 }) });
+      await eventually(async () => imagerRequests.length > asked, 3000, "the job running on the imager");
+      const chat = await fetch(`${fleet.url}/api/chat`, { method: "POST", headers: withKey, body: JSON.stringify({ model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], stream: false }) });
+      expect(chat.status).toBe(429);
+      expect(((await chat.json()) as any).error).toContain('key "one" already has 1 requests in flight (auth.clients[].maxInFlight)');
+      expect(chat.headers.get("retry-after")).toBe("4");
+      // And another image with that key: the same 429, Retry-After included.
+      const second = await fetch(`${fleet.url}/v1/images/generations`, { method: "POST", headers: withKey, body: JSON.stringify({ model: "x/z-image-turbo:latest", prompt: "x", size: "64x64" }) });
+      expect(second.status).toBe(429);
+      expect(second.headers.get("retry-after")).toBe("4");
+      expect((await image).status).toBe(200);
+    } finally {
+      imagerDelayMs = 0;
+      fleet.writeConfig();
+      await eventually(async () => (await post("/api/generate-image", { model: "z-image-turbo", prompt: "x", width: 64, height: 64 })).status === 200, 5000, "open again");
+    }
+  });
+
 });
 
 describe("retries (routing.maxRetries)", () => {
