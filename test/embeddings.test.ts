@@ -4,7 +4,7 @@
 // they run, and to Ollama when they do not; vision models never go to Ollama. Tests share the fleet, in order.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
-import { cleanupFile, eventually } from "./helpers.ts";
+import { cleanupFile, eventually, getJson } from "./helpers.ts";
 import { type MediaFleet, startMediaFleet } from "./fixtures/media/fleet.ts";
 
 /** A native embedding server: each text's vector says which server made it, so a test can tell. */
@@ -77,6 +77,14 @@ describe("text embedding models", () => {
     expect(response.headers.get("x-fleet-backend")).toBe("native");
     expect(data.data.map((d) => d.embedding)).toEqual([vector(1, "abc"), vector(1, "de")]);
     expect(data.usage.prompt_tokens).toBe(6);
+  });
+
+  test("a native embedding takes a slot on its node:model queue like any request: /fleet/queue counts it", async () => {
+    const before = (await getJson(`${fleet.url}/fleet/queue`)).completed;
+    expect((await post("/api/embed", { model: "nomic-embed-text", input: "queued" })).status).toBe(200);
+    const queue = await getJson(`${fleet.url}/fleet/queue`);
+    expect(queue.queues["studio:nomic-embed-text"]).toMatchObject({ node_id: "studio", model: "nomic-embed-text", in_flight: 0, pending: 0 });
+    expect(queue.completed).toBe(before + 1);
   });
 
   test("other embedding models stay on Ollama", async () => {

@@ -11,6 +11,8 @@ import { decodePng, encodePng } from "./fixtures/media/png.ts";
 let fleet: MediaFleet;
 let ollamaImager: ReturnType<typeof Bun.serve>;
 const imagerRequests: any[] = [];
+/** How long the imager takes for an image: long enough, a test sees the job while it runs. */
+let imagerDelayMs = 0;
 
 const post = (path: string, body: unknown) =>
   fetch(`${fleet.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -31,6 +33,7 @@ function startOllamaImager() {
       if (path === "/v1/images/generations" && req.method === "POST") {
         const body = (await req.json()) as { size: string };
         imagerRequests.push(body);
+        if (imagerDelayMs) await Bun.sleep(imagerDelayMs);
         const [w, h] = String(body.size).split("x").map(Number);
         return Response.json({ created: 1, data: [{ b64_json: Buffer.from(encodePng(w!, h!, () => [1, 2, 3])).toString("base64") }] });
       }
@@ -54,7 +57,8 @@ beforeAll(async () => {
       { name: "flux-broken", command: ${JSON.stringify([...standIn("mflux-generate.ts"), "--no-such-flag"])} },
       { name: "flux-uninstalled", command: ["/nonexistent/bin/mflux-generate"] },
     ] }`,
-    nodes: `{ id: "imager", ollama: "http://127.0.0.1:${ollamaImager.port}" }`,
+    // ghost: an agent node this file plays by hand (see "retries"); silent, it stays offline.
+    nodes: `{ id: "imager", ollama: "http://127.0.0.1:${ollamaImager.port}" }, { id: "ghost" }`,
   });
   await eventually(async () => (await getJson(`${fleet.url}/api/image-models`)).models.length === 4, 8000, "image models reported");
 });
@@ -262,6 +266,126 @@ describe("pulls and the feature switch", () => {
     expect((await direct({ authorization: "Bearer guess" })).status).toBe(401);
     expect((await direct({ authorization: "Bearer node-secret-for-images" })).status).toBe(200);
     await eventually(async () => (await post("/api/generate-image", job)).status === 200, 5000, "the router's job, with the credential");
+    fleet.writeConfig();
+  });
+});
+
+describe("an image job is a request like any other", () => {
+  const slowImage = () => post("/api/generate-image", { model: "x/z-image-turbo:latest", prompt: "slow", width: 64, height: 64 });
+  const queueOf = async () => (await getJson(`${fleet.url}/fleet/queue`)).queues["imager:x/z-image-turbo:latest"];
+
+  test("it holds a slot on its node:model queue while it runs: /fleet/queue shows it in flight, then completed", async () => {
+    const before = (await getJson(`${fleet.url}/fleet/queue`)).completed;
+    imagerDelayMs = 1000;
+    try {
+      const image = slowImage();
+      const running = await eventually(async () => {
+        const q = await queueOf();
+        return q?.in_flight === 1 && q;
+      }, 3000, "the job in flight on /fleet/queue");
+      expect(running).toMatchObject({ node_id: "imager", model: "x/z-image-turbo:latest", pending: 0 });
+      expect((await getJson(`${fleet.url}/fleet/queue`)).in_flight).toBeGreaterThanOrEqual(1);
+      expect((await image).status).toBe(200);
+      expect(await queueOf()).toMatchObject({ in_flight: 0 });
+      expect((await getJson(`${fleet.url}/fleet/queue`)).completed).toBe(before + 1);
+    } finally {
+      imagerDelayMs = 0;
+    }
+  });
+
+  test("it counts against routing.clientMaxInFlight: a chat (or another image) from that client meanwhile is a 429", async () => {
+    fleet.writeConfig("routing: { clientMaxInFlight: 1, clientRetryAfterSeconds: 3 },");
+    await eventually(async () => (await getJson(`${fleet.url}/fleet/limits`)).client_max_in_flight === 1, 5000, "the cap in force");
+    imagerDelayMs = 1000;
+    try {
+      const asked = imagerRequests.length;
+      const image = slowImage();
+      await eventually(async () => imagerRequests.length > asked, 3000, "the job running on the imager");
+      const chat = await post("/api/chat", { model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], stream: false });
+      expect(chat.status).toBe(429);
+      expect(chat.headers.get("retry-after")).toBe("3");
+      expect(((await chat.json()) as any).error).toContain("requests in flight (routing.clientMaxInFlight)");
+      const second = await post("/v1/images/generations", { model: "x/z-image-turbo:latest", prompt: "x", size: "64x64" });
+      expect(second.status).toBe(429);
+      expect(second.headers.get("x-fleet-node")).toBe("none");
+      expect(((await second.json()) as any).error.message).toContain("routing.clientMaxInFlight");
+      expect((await image).status).toBe(200);
+      // Its place is given back with its answer.
+      expect((await post("/api/chat", { model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], stream: false })).status).toBe(200);
+    } finally {
+      imagerDelayMs = 0;
+      fleet.writeConfig();
+    }
+  });
+
+  test("it counts against its client key's auth.clients maxInFlight: a chat or an image with that key meanwhile is a 429 with Retry-After", async () => {
+    const key = "sk-one-at-a-time-0123456789";
+    const withKey = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+    fleet.writeConfig(`auth: { clients: [{ name: "one", key: "${key}", maxInFlight: 1 }] }, routing: { clientRetryAfterSeconds: 4 },`);
+    await eventually(async () => (await post("/api/generate-image", { model: "z-image-turbo", prompt: "x", width: 64, height: 64 })).status === 401, 5000, "keys in force");
+    imagerDelayMs = 1000;
+    try {
+      const asked = imagerRequests.length;
+      const image = fetch(`${fleet.url}/api/generate-image`, { method: "POST", headers: withKey, body: JSON.stringify({ model: "x/z-image-turbo:latest", prompt: "slow", width: 64, height: 64 }) });
+      await eventually(async () => imagerRequests.length > asked, 3000, "the job running on the imager");
+      const chat = await fetch(`${fleet.url}/api/chat`, { method: "POST", headers: withKey, body: JSON.stringify({ model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], stream: false }) });
+      expect(chat.status).toBe(429);
+      expect(((await chat.json()) as any).error).toContain('key "one" already has 1 requests in flight (auth.clients[].maxInFlight)');
+      expect(chat.headers.get("retry-after")).toBe("4");
+      // And another image with that key: the same 429, Retry-After included.
+      const second = await fetch(`${fleet.url}/v1/images/generations`, { method: "POST", headers: withKey, body: JSON.stringify({ model: "x/z-image-turbo:latest", prompt: "x", size: "64x64" }) });
+      expect(second.status).toBe(429);
+      expect(second.headers.get("retry-after")).toBe("4");
+      expect((await image).status).toBe(200);
+    } finally {
+      imagerDelayMs = 0;
+      fleet.writeConfig();
+      await eventually(async () => (await post("/api/generate-image", { model: "z-image-turbo", prompt: "x", width: 64, height: 64 })).status === 200, 5000, "open again");
+    }
+  });
+
+});
+
+describe("retries (routing.maxRetries)", () => {
+  let closedPort = 0;
+  // ghost says it offers z-image-turbo and has more memory free than studio, so it is tried first; its image service is not there.
+  const ghostHeartbeat = () =>
+    fetch(`${fleet.url}/heartbeat`, {
+      method: "POST",
+      body: JSON.stringify({
+        node_id: "ghost",
+        ollama_url: `http://127.0.0.1:${closedPort}`,
+        image_port: closedPort,
+        image_models: [{ name: "z-image-turbo", backend: "mflux" }],
+        memory: { total_gb: 4096, used_gb: 0, available_gb: 4096, pressure: "nominal" },
+      }),
+    });
+  const generate = () => post("/api/generate-image", { model: "z-image-turbo", prompt: "x", width: 64, height: 64 });
+
+  beforeAll(async () => {
+    const gone = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
+    closedPort = gone.port!;
+    await gone.stop(true);
+  });
+
+  test("a node that cannot be reached is skipped for the next, and counted; maxRetries: 0 stops after it", async () => {
+    expect((await ghostHeartbeat()).status).toBe(200);
+    const res = await generate();
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-fleet-node")).toBe("studio");
+    expect(res.headers.get("x-fleet-retries")).toBe("1");
+    const traces = async () => (await getJson(`${fleet.url}/dashboard/api/traces?limit=20`)).traces;
+    const trace = await eventually(async () => (await traces()).find((t: any) => t.original_model === "z-image-turbo" && t.retry_count === 1), 3000, "its trace");
+    expect(trace).toMatchObject({ node_id: "studio", status: "completed", excluded_nodes: ["ghost"] });
+
+    fleet.writeConfig("routing: { maxRetries: 0 },");
+    await eventually(async () => (await getJson(`${fleet.url}/fleet/limits`)).max_retries === 0, 5000, "maxRetries 0 in force");
+    await ghostHeartbeat();
+    const stopped = await generate();
+    expect(stopped.status).toBe(503);
+    expect(stopped.headers.get("x-fleet-node")).toBe("none");
+    expect(stopped.headers.get("x-fleet-retries")).toBe("1");
+    expect(((await stopped.json()) as any).error).toContain("no node that offers it could be reached: ghost: ");
     fleet.writeConfig();
   });
 });

@@ -9,14 +9,17 @@ import { join } from "node:path";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
+import { encodePng } from "./fixtures/media/png.ts";
 import { eventually, getJson, herd, startRouterProcess, tmpDir } from "./helpers.ts";
 
 setDefaultTimeout(20_000);
 
 const MODEL = "llama3.2:3b";
 const sims: SimNode[] = [];
+const imagers: ReturnType<typeof Bun.serve>[] = [];
 afterAll(async () => {
   await Promise.all(sims.map((s) => s.stop()));
+  await Promise.all(imagers.map((s) => s.stop(true)));
 });
 
 /** A router over one sim generating `tokensPerSecond`, with `parallel` slots and the given grace. */
@@ -36,6 +39,41 @@ async function setUp(opts: { tokensPerSecond: number; parallel: number; graceMs:
 }
 
 type Router = Awaited<ReturnType<typeof startRouterProcess>>;
+
+const IMAGE_MODEL = "x/z-image-turbo:latest";
+
+/** A router over one Ollama that has an x/ image model and takes `delayMs` to draw each image. */
+async function imageRouter(opts: { delayMs: number; graceMs: number }) {
+  let drawing = 0;
+  const imager = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const path = new URL(req.url).pathname;
+      if (path === "/api/version") return Response.json({ version: "0.14.0" });
+      if (path === "/api/tags") return Response.json({ models: [{ name: IMAGE_MODEL, model: IMAGE_MODEL, size: 12e9, details: {} }] });
+      if (path === "/api/ps") return Response.json({ models: [] });
+      if (path !== "/v1/images/generations") return new Response("404 page not found", { status: 404 });
+      drawing++;
+      await Bun.sleep(opts.delayMs);
+      return Response.json({ created: 1, data: [{ b64_json: Buffer.from(encodePng(64, 64, () => [1, 2, 3])).toString("base64") }] });
+    },
+  });
+  imagers.push(imager);
+  const dir = tmpDir();
+  const file = join(dir, "herd.config.json");
+  writeFileSync(file, JSON.stringify({ server: { shutdownGraceMs: opts.graceMs }, nodes: [{ id: "n1", ollama: `http://127.0.0.1:${imager.port}` }], features: { autoPull: false } }));
+  const args = ["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")];
+  const start = async () => {
+    const router = await startRouterProcess(args);
+    await eventually(async () => (await getJson(`${router.url}/api/image-models`)).models.length === 1, 3000, "the image model");
+    return router;
+  };
+  const generate = (router: Router) =>
+    fetch(`${router.url}/api/generate-image`, { method: "POST", headers: { "x-herd-tags": "image" }, body: JSON.stringify({ model: IMAGE_MODEL, prompt: "x", width: 64, height: 64 }) });
+  const drawn = () => eventually(async () => drawing > 0, 3000, "the imager drawing");
+  return { start, generate, drawn };
+}
 
 /** Sends SIGTERM and returns the exit code and how long after the signal it came. */
 async function sigterm(router: Router): Promise<{ code: number; ms: number }> {
@@ -149,6 +187,45 @@ describe("SIGTERM", () => {
     const traces = await tracesOf(again.url);
     expect(traces.find((t) => t.tags.includes("cut-stream"))).toMatchObject({ status: "incomplete", node_id: "n1", error_message: message });
     expect(traces.find((t) => t.tags.includes("cut-queued"))).toMatchObject({ status: "failed", node_id: null, error_message: message });
+    await sigterm(again);
+  });
+
+  test("an image job in flight is drained like a stream: it finishes within the grace period, and its trace is written", async () => {
+    const { start, generate, drawn } = await imageRouter({ delayMs: 1000, graceMs: 5000 });
+    const router = await start();
+    const image = generate(router);
+    await drawn();
+    const stopped = sigterm(router);
+    await refused(router.url);
+    const res = await image;
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("image/png");
+    expect((await stopped).code).toBe(0);
+    expect(router.output()).toMatch(/letting 1 request\(s\) in flight finish, for up to 5000 ms/);
+
+    const again = await start();
+    expect(await tracesOf(again.url)).toMatchObject([{ tags: ["image"], status: "completed", node_id: "n1" }]);
+    await sigterm(again);
+  });
+
+  test("an image job past the grace period is cut like a queued request: a 503 with Retry-After, and a trace that says so", async () => {
+    const GRACE_MS = 600;
+    const { start, generate, drawn } = await imageRouter({ delayMs: 10_000, graceMs: GRACE_MS });
+    const router = await start();
+    const image = generate(router);
+    await drawn();
+    const stopped = sigterm(router);
+    const res = await image;
+    const message = `herd is shutting down and this request did not finish within server.shutdownGraceMs (${GRACE_MS} ms); retry it`;
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("1");
+    expect(((await res.json()) as any).error).toBe(message);
+    const { code, ms } = await stopped;
+    expect(code).toBe(0);
+    expect(ms).toBeLessThan(GRACE_MS + 3000);
+
+    const again = await start();
+    expect(await tracesOf(again.url)).toMatchObject([{ tags: ["image"], status: "failed", node_id: null, error_message: message }]);
     await sigterm(again);
   });
 

@@ -2,7 +2,7 @@
 // CLI (test/fixtures/media/mlx-qwen3-asr.ts): a WAV made here is uploaded as multipart, and the
 // answer is seed 000's JSON with chunks. Tests share the fleet, in order.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { cleanupFile, eventually } from "./helpers.ts";
+import { cleanupFile, eventually, getJson } from "./helpers.ts";
 import { type MediaFleet, standIn, startMediaFleet } from "./fixtures/media/fleet.ts";
 
 let fleet: MediaFleet;
@@ -116,6 +116,14 @@ describe("POST /api/transcribe", () => {
     const res = await fetch(`${fleet.url}/api/pull`, { method: "POST", body: JSON.stringify({ name: "qwen3-asr" }) });
     expect(res.status).toBe(400);
     expect(((await res.json()) as any).error).toContain("not an Ollama model; install it with:");
+  });
+
+  test("a transcription takes a slot on its node:model queue like any request: /fleet/queue counts it", async () => {
+    const before = (await getJson(`${fleet.url}/fleet/queue`)).completed;
+    expect((await upload({ audio: new Blob([wav(1)]), model: "qwen3-asr" })).status).toBe(200);
+    const queue = await getJson(`${fleet.url}/fleet/queue`);
+    expect(queue.queues["studio:qwen3-asr"]).toMatchObject({ node_id: "studio", model: "qwen3-asr", in_flight: 0, pending: 0 });
+    expect(queue.completed).toBe(before + 1);
   });
 
   test("features.transcription: false is a 503; a node that stops offering it leaves a 404", async () => {

@@ -1,6 +1,6 @@
 // herd's refusals (401, 403, 413, 429, and the errors Elysia raises) in the wire
 // format a route declares (route-facts.ts), so each SDK raises its own kind of error.
-import { fleetHeaders } from "../router/route.ts";
+import { fleetHeaders } from "../pipeline/headers.ts";
 import { anthropicError } from "../surfaces/anthropic-codec.ts";
 import { jsonError } from "../surfaces/errors.ts";
 import { openaiError } from "../surfaces/openai-codec.ts";

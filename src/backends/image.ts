@@ -1,13 +1,14 @@
 // Image generation on the fleet: the request's fields, which nodes offer which image models (the
 // image service a node agent runs over mflux / DiffusionKit, or Ollama's experimental x/ models),
-// and one generation, on the least busy node that offers the model.
+// and one generation on a node, tried on the least busy node that offers the model first.
 import * as v from "valibot";
-import { sameModel } from "../fleet/model-name.ts";
-import { type NodeRecord, onDisk, type Registry } from "../fleet/registry.ts";
-import type { Runtime } from "../runtime.ts";
-import type { Caller } from "../auth/caller.ts";
 import { agentToken } from "../auth/credentials.ts";
-import { asCaller, type Busy, errorOf, firstAnswer, postToNode, type ServiceCall, ServiceError, type Served, serviceNodes, tracedService, Unreachable } from "./node-service.ts";
+import type { Config } from "../config/schema.ts";
+import { NodeFailure, RouteError } from "../errors.ts";
+import { sameModel } from "../fleet/model-name.ts";
+import type { Queues } from "../fleet/queues.ts";
+import { type NodeRecord, onDisk, type Registry } from "../fleet/registry.ts";
+import { errorOf, postToNode, type ServiceCall, type ServiceJob, serviceNodes } from "./node-service.ts";
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 
@@ -74,63 +75,49 @@ function backendOn(node: NodeRecord, model: string): "service" | "ollama" | null
 
 export interface GeneratedImage {
   png: Uint8Array;
-  served: Served;
   /** How long the generation took on the node, in ms. */
   generationMs: number;
 }
 
-export interface ImageMeta {
-  format: "ollama" | "openai";
-  clientIp: string | null;
-  tags: string[];
-  caller: Caller | null;
-  signal: AbortSignal;
-}
-
-/** Generates one image on the least busy node that offers the model; a ServiceError says why not. */
-export async function generateImage(rt: Runtime, busy: Busy, job: ImageJob, meta: ImageMeta): Promise<GeneratedImage> {
-  const trace = { started: performance.now(), requested: job.model, kind: "image" as const, format: meta.format, clientIp: meta.clientIp, tags: meta.tags, caller: meta.caller };
-  return tracedService(rt, trace, meta.signal, () => asCaller(meta.caller, job.model, rt.live.config.modelMap, () => pickAndGenerate(rt, busy, job, meta.signal)));
-}
-
-async function pickAndGenerate(rt: Runtime, busy: Busy, job: ImageJob, signal: AbortSignal): Promise<GeneratedImage> {
-  const { config } = rt.live;
-  const { registry } = rt;
-  if (!config.features.imageGeneration) throw new ServiceError(503, "image generation is disabled on this router (features.imageGeneration); turn it on in the config");
-  const nodes = serviceNodes(registry, busy, (n) => backendOn(n, job.model) !== null);
+/** Where `job` can run: the nodes that offer its model, least busy first; a RouteError when none does or generation is off. */
+export function imageJob(registry: Registry, queues: Queues, config: Config, job: ImageJob): ServiceJob<GeneratedImage> {
+  if (!config.features.imageGeneration) throw new RouteError(503, "image generation is disabled on this router (features.imageGeneration); turn it on in the config");
+  const nodes = serviceNodes(registry, queues, (n) => backendOn(n, job.model) !== null);
   if (!nodes.length) {
     const known = [...new Set(fleetImageModels(registry).map((m) => m.name))].sort();
-    throw new ServiceError(404, `image model "${job.model}" is not available on any node; ${known.length ? `the fleet has: ${known.join(", ")}` : "no node offers image generation (nodes[].images in the config)"}`);
+    throw new RouteError(404, `image model "${job.model}" is not available on any node; ${known.length ? `the fleet has: ${known.join(", ")}` : "no node offers image generation (nodes[].images in the config)"}`);
   }
-  const { value, node, retries } = await firstAnswer(nodes, busy, async (n) =>
-    backendOn(n, job.model) === "service"
-      ? { ...(await onService(registry, n, job, { timeoutMs: config.timeouts.imageMs, credential: agentToken(config, n.id), signal })), backend: "image" }
-      : { ...(await onOllama(registry, n, job, config.timeouts.imageMs, signal)), backend: "ollama" },
-  );
-  return { png: value.png, generationMs: value.generationMs, served: { nodeId: node.id, model: job.model, backend: value.backend, retries } };
+  return {
+    model: job.model,
+    nodes,
+    call: async (n, signal) =>
+      backendOn(n, job.model) === "service"
+        ? { value: await onService(registry, n, job, { timeoutMs: config.timeouts.imageMs, credential: agentToken(config, n.id), signal }), backend: "image" }
+        : { value: await onOllama(registry, n, job, config.timeouts.imageMs, signal), backend: "ollama" },
+  };
 }
 
 /** Through the node agent's image service: it runs the CLI and answers with the PNG. */
-async function onService(registry: Registry, node: NodeRecord, job: ImageJob, call: ServiceCall) {
+async function onService(registry: Registry, node: NodeRecord, job: ImageJob, call: ServiceCall): Promise<GeneratedImage> {
   const url = registry.serviceUrl(node, node.report.image_port!);
-  if (!url) throw new Unreachable("no address for its image service");
+  if (!url) throw new NodeFailure("no address for its image service");
   const started = performance.now();
   const { res, bytes } = await postToNode(`${url}/generate-image`, JSON.stringify(job), { ...call, headers: { "content-type": "application/json" }, timeoutStatus: 502 });
   // The node stopped offering the model since its last heartbeat: another node may still have it.
-  if (res.status === 404) throw new Unreachable(errorOf(res, bytes));
-  if (!res.ok) throw new ServiceError(502, `image generation failed on ${node.id}: ${errorOf(res, bytes)}`);
-  if (!isPng(bytes)) throw new ServiceError(502, `image generation on ${node.id} answered something that is not a PNG`);
+  if (res.status === 404) throw new NodeFailure(errorOf(res, bytes));
+  if (!res.ok) throw new RouteError(502, `image generation failed on ${node.id}: ${errorOf(res, bytes)}`);
+  if (!isPng(bytes)) throw new RouteError(502, `image generation on ${node.id} answered something that is not a PNG`);
   return { png: bytes, generationMs: Number(res.headers.get("x-generation-time")) || Math.round(performance.now() - started) };
 }
 
 /** Through the node's Ollama, for its x/ models: Ollama's OpenAI-compatible image endpoint. */
-async function onOllama(registry: Registry, node: NodeRecord, job: ImageJob, timeoutMs: number, signal: AbortSignal) {
+async function onOllama(registry: Registry, node: NodeRecord, job: ImageJob, timeoutMs: number, signal: AbortSignal): Promise<GeneratedImage> {
   const ollama = registry.ollamaUrl(node);
-  if (!ollama) throw new Unreachable("no Ollama URL");
+  if (!ollama) throw new NodeFailure("no Ollama URL");
   const started = performance.now();
   const body = { model: job.model, prompt: job.prompt, size: `${job.width}x${job.height}`, response_format: "b64_json" };
   const { res, bytes } = await postToNode(new URL("/v1/images/generations", ollama).href, JSON.stringify(body), { headers: { "content-type": "application/json" }, timeoutMs, timeoutStatus: 502, signal });
-  if (!res.ok) throw new ServiceError(502, `image generation failed on ${node.id}'s Ollama: ${errorOf(res, bytes)}`);
+  if (!res.ok) throw new RouteError(502, `image generation failed on ${node.id}'s Ollama: ${errorOf(res, bytes)}`);
   let b64: unknown;
   try {
     b64 = (JSON.parse(new TextDecoder().decode(bytes)) as { data?: { b64_json?: unknown }[] }).data?.[0]?.b64_json;
@@ -138,7 +125,7 @@ async function onOllama(registry: Registry, node: NodeRecord, job: ImageJob, tim
     // handled below
   }
   const png = typeof b64 === "string" ? Uint8Array.from(Buffer.from(b64, "base64")) : new Uint8Array();
-  if (!isPng(png)) throw new ServiceError(502, `${node.id}'s Ollama answered without a PNG image`);
+  if (!isPng(png)) throw new RouteError(502, `${node.id}'s Ollama answered without a PNG image`);
   return { png, generationMs: Math.round(performance.now() - started) };
 }
 

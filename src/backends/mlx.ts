@@ -4,8 +4,9 @@
 // (SSE chunks, or one object) comes back as Ollama lines. A wall clock bounds
 // each request from its slot to its last byte (seed 000's wedged-request guard).
 import { argumentsText, parseArguments } from "../core/tool-arguments.ts";
+import { NodeFailure } from "../errors.ts";
 import { readLines } from "./lines.ts";
-import { NodeFailure, type OllamaCall, type OllamaChunk, type OllamaLine, describeFetchError, noMoreLines } from "./ollama.ts";
+import { type OllamaCall, type OllamaChunk, type OllamaLine, describeFetchError, noMoreLines } from "./ollama.ts";
 
 type Json = Record<string, unknown>;
 

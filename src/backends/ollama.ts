@@ -2,6 +2,7 @@
 // agentless nodes) and calling it for a request, streaming its lines back.
 import * as v from "valibot";
 import { formatIssues } from "../config/problems.ts";
+import { NodeFailure } from "../errors.ts";
 import type { OllamaSection } from "../fleet/heartbeat.ts";
 import { modelList, psEntry, tagEntry, toGb, versionText } from "../fleet/node-models.ts";
 import { type Answer, postJson } from "./http1.ts";
@@ -63,16 +64,6 @@ export interface OllamaChunk {
   prompt_eval_count?: number;
   eval_count?: number;
   [key: string]: unknown;
-}
-
-/** A failure before the first byte: safe to try another node. */
-export class NodeFailure extends Error {
-  constructor(
-    message: string,
-    readonly status: number | null,
-  ) {
-    super(message);
-  }
 }
 
 export interface OllamaCall {

@@ -61,6 +61,8 @@ export type Breakdown = {
 
 export interface Scored {
   nodeId: string;
+  /** The model it was scored for. */
+  model: string;
   score: number;
   breakdown: Breakdown;
   loaded: boolean;
@@ -147,7 +149,7 @@ export function scoreNodes(
       context_fit: round(contextFit),
     };
     const score = round(Object.values(breakdown).reduce((a, b) => a + b, 0));
-    ranked.push({ nodeId: node.id, score, breakdown, loaded: Boolean(loaded), modelSizeGb: sizeGb, estimatedWaitMs, contextOverflow: overflow });
+    ranked.push({ nodeId: node.id, model: req.model, score, breakdown, loaded: Boolean(loaded), modelSizeGb: sizeGb, estimatedWaitMs, contextOverflow: overflow });
     tieBreak.set(node.id, q);
   }
   // Equal scores must not all go to whichever node registered first: the less busy, then the longest idle, wins.

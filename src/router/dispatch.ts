@@ -1,18 +1,21 @@
-// The router core for one request: resolve the model, score the nodes, wait
-// for a queue slot, call the node, and on a failure before its first byte try
-// the next node (then the next fallback model). It returns once a node has
+// The router core for one request: resolve the model, score the nodes that have
+// it (then those of each fallback model), and hand them in that order to the
+// attempt loop, with the call to a node's Ollama. It returns once a node has
 // answered, so the headers it produces name the node that really serves.
 import type { Config } from "../config/schema.ts";
-import { NodeFailure, type OllamaCall, callOllama, pullModel } from "../backends/ollama.ts";
+import { type OllamaCall, callOllama, pullModel } from "../backends/ollama.ts";
+import { RouteError } from "../errors.ts";
 import { mlxModelOf } from "../fleet/catalog.ts";
 import type { OllamaSection } from "../fleet/heartbeat.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
 import { diskGb } from "../fleet/node-models.ts";
 import type { NodeOrdering } from "../fleet/ordering.ts";
 import { markPulled, notPullable, type Pulls, pullTarget } from "../fleet/pulls.ts";
-import { Moved, type Queues, type Slot, SlotTimeout } from "../fleet/queues.ts";
+import type { Queues } from "../fleet/queues.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
-import { type Breakdown, type DiskModel, type LoadedModel, type NodeView, type Scored, scoreNodes } from "../fleet/scorer.ts";
+import { type DiskModel, type LoadedModel, type NodeView, type Scored, scoreNodes } from "../fleet/scorer.ts";
+import { attempt } from "../pipeline/attempt.ts";
+import type { Answered } from "../pipeline/trace.ts";
 import { resolveAlias } from "./aliases.ts";
 import { type Adjusted, adjustBody } from "./body-rules.ts";
 import { dispatchMlx } from "./mlx-dispatch.ts";
@@ -40,35 +43,14 @@ export interface RouteRequest {
   signal: AbortSignal;
 }
 
-export interface Routed {
+/** The node that answered, its first line already read; it holds its queue slot until the answer ends. */
+export interface Routed extends Answered {
   call: OllamaCall;
   /** What served it: the node's Ollama, or one of its MLX servers (whose answer is translated to Ollama lines). */
   backend: "ollama" | "mlx";
-  nodeId: string;
-  servedModel: string;
-  /** The scorer's verdict; null for MLX servers, which are picked by their queues alone. */
-  score: number | null;
-  breakdown: Breakdown | null;
-  retries: number;
-  fallback: boolean;
-  excluded: string[];
-  slot: Slot;
   contextOverflow: Scored["contextOverflow"];
   thinkingBudget: Adjusted["thinkingBudget"];
   adjustments: string[];
-}
-
-/** Why a request could not be routed, with the status and the X-Fleet-* headers it still gets. */
-export class RouteError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly retries = 0,
-    readonly excluded: string[] = [],
-    readonly retryAfterS?: number,
-  ) {
-    super(message);
-  }
 }
 
 export interface RouterDeps {
@@ -80,17 +62,18 @@ export interface RouterDeps {
 }
 
 /** Routes the request; a model no node has is pulled first when features.autoPull is on. MLX models go to MLX servers. */
-export async function dispatch(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
+/** `signal`: the client's, or the stop's once its grace runs out. */
+export async function dispatch(deps: RouterDeps, req: RouteRequest, signal: AbortSignal): Promise<Routed> {
   const model = resolveAlias(req.model, deps.config.modelMap);
   const mlxModel = mlxModelOf(deps.registry, model);
-  if (mlxModel) return dispatchMlx(deps, req, mlxModel);
+  if (mlxModel) return dispatchMlx(deps, req, mlxModel, signal);
   try {
-    return await attempt(deps, req);
+    return await onOllama(deps, req, signal);
   } catch (e) {
     if (!(e instanceof RouteError) || e.status !== 404 || !deps.config.features.autoPull) throw e;
-    const failed = await autoPull(deps, normalizeModelName(model), req.signal);
+    const failed = await autoPull(deps, normalizeModelName(model), signal);
     if (failed) throw new RouteError(404, `${e.message}; auto-pull: ${failed}`);
-    return attempt(deps, req);
+    return onOllama(deps, req, signal);
   }
 }
 
@@ -115,12 +98,13 @@ async function autoPull(deps: RouterDeps, model: string, signal: AbortSignal): P
   }
 }
 
-async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
-  const { config, registry, queues, ordering } = deps;
+/** The request on the nodes' Ollama: the model asked for, then its fallbacks, each on its nodes in the routing order. */
+async function onOllama(deps: RouterDeps, req: RouteRequest, signal: AbortSignal): Promise<Routed> {
+  const { config, registry, queues } = deps;
   const nodes = registry.all().map((n) => nodeView(registry, n));
   const models = [req.model, ...(req.strict ? [] : req.fallbackModels)].map((m) => normalizeModelName(resolveAlias(m, config.modelMap)));
   const requested = models[0]!;
-  // Each model is scored once per attempt: the VRAM-fallback check and the loop below share the ranking.
+  // Each model is scored once: the VRAM-fallback check and the candidates share the ranking.
   const rankings = new Map<string, Scored[]>();
   const score = (model: string): Scored[] => {
     if (!rankings.has(model)) rankings.set(model, scoreNodes(nodes, (id) => queues.view(id, model), { model, promptTokens: req.promptTokens }, config.scoring).ranked);
@@ -130,66 +114,44 @@ async function attempt(deps: RouterDeps, req: RouteRequest): Promise<Routed> {
     const standIn = vramSubstitute(requested, score(requested), nodes, needsOf(req.body));
     if (standIn) models.unshift(standIn);
   }
-  const excluded: string[] = [];
-  const failures: string[] = [];
-  let attempts = 0;
+  return attempt(inOrder(deps, models, score), {
+    queues,
+    maxRetries: config.routing.maxRetries,
+    waitMs: config.timeouts.firstByteMs,
+    signal,
+    slots: registry,
+    async call(candidate, slot, excluded) {
+      const { model } = candidate;
+      const loadedContext = nodes.find((n) => n.id === candidate.nodeId)?.loadedByKey.get(modelKey(model))?.contextLength;
+      const { body, thinkingBudget, notes, contextRaised } = adjustBody(req.body, model, { loadedContext, promptTokens: req.kind === "embed" ? null : req.promptTokens }, config.features.contextProtection);
+      const call = await callOllama(registry.ollamaUrl(registry.get(candidate.nodeId)!)!, req.path, JSON.stringify(body), {
+        firstByteMs: Math.max(1, Math.round(config.timeouts.firstByteMs - slot.waitedMs)),
+        idleMs: config.timeouts.idleMs,
+        signal,
+      });
+      return {
+        call,
+        backend: "ollama",
+        nodeId: candidate.nodeId,
+        servedModel: model,
+        score: candidate.score,
+        breakdown: candidate.breakdown,
+        retries: excluded.length,
+        fallback: model !== requested,
+        excluded,
+        slot,
+        contextOverflow: contextRaised ? null : candidate.contextOverflow,
+        thinkingBudget,
+        adjustments: notes,
+      };
+    },
+    exhausted: ({ failures, excluded }) => unroutable(nodes, models, failures, excluded),
+  });
+}
 
-  for (const model of models) {
-    const ranked = score(model);
-    for (const candidate of ordering.order(config.routing.strategy, model, ranked, (id) => queues.nodeLoad(id).inFlight)) {
-      if (attempts > config.routing.maxRetries) break;
-      if (excluded.includes(candidate.nodeId)) continue;
-      attempts++;
-      const url = registry.ollamaUrl(registry.get(candidate.nodeId)!)!;
-      const concurrency = registry.parallel(candidate.nodeId);
-      // Waiting for a slot counts against firstByteMs.
-      let slot: Slot;
-      try {
-        slot = await queues.acquire(candidate.nodeId, model, concurrency, config.timeouts.firstByteMs, req.signal);
-      } catch (e) {
-        if (req.signal.aborted) throw e;
-        // Moved by the rebalancer: not a failure of the node, so not a retry; the next candidate gets it.
-        if (e instanceof Moved) {
-          attempts--;
-          continue;
-        }
-        if (!(e instanceof SlotTimeout)) throw e;
-        failures.push(`${candidate.nodeId}: ${e.message}`);
-        excluded.push(candidate.nodeId);
-        continue;
-      }
-      try {
-        const loadedContext = nodes.find((n) => n.id === candidate.nodeId)?.loadedByKey.get(modelKey(model))?.contextLength;
-        const { body, thinkingBudget, notes, contextRaised } = adjustBody(req.body, model, { loadedContext, promptTokens: req.kind === "embed" ? null : req.promptTokens }, config.features.contextProtection);
-        const call = await callOllama(url, req.path, JSON.stringify(body), {
-          firstByteMs: Math.max(1, Math.round(config.timeouts.firstByteMs - slot.waitedMs)),
-          idleMs: config.timeouts.idleMs,
-          signal: req.signal,
-        });
-        return {
-          call,
-          backend: "ollama",
-          nodeId: candidate.nodeId,
-          servedModel: model,
-          score: candidate.score,
-          breakdown: candidate.breakdown,
-          retries: excluded.length,
-          fallback: model !== requested,
-          excluded,
-          slot,
-          contextOverflow: contextRaised ? null : candidate.contextOverflow,
-          thinkingBudget,
-          adjustments: notes,
-        };
-      } catch (e) {
-        slot.release("failed");
-        if (!(e instanceof NodeFailure)) throw e;
-        failures.push(`${candidate.nodeId}: ${e.message}`);
-        excluded.push(candidate.nodeId);
-      }
-    }
-  }
-  throw unroutable(nodes, models, failures, excluded);
+/** Each model's nodes in the routing order, lazily: a fallback model is scored (and takes its round-robin turn) only once the ones before it failed. */
+function* inOrder({ ordering, queues, config }: RouterDeps, models: string[], score: (model: string) => Scored[]): Generator<Scored> {
+  for (const model of models) yield* ordering.order(config.routing.strategy, model, score(model), (id) => queues.nodeLoad(id).inFlight);
 }
 
 /** 404 when no node has any of the models, 503 when some node has one but none could serve it now. */

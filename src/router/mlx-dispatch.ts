@@ -1,20 +1,21 @@
 // Routing a request to an MLX server: the healthy servers of the model on
 // online nodes, least busy first; admission control on each server's queue
 // (a full queue answers 503 + Retry-After); and the wall clock, whose expiry
-// before the first byte is a 413 with the /compact hint. A server that fails
-// before answering is skipped for the next one, as with Ollama nodes.
+// before the first byte is a 413 with the /compact hint. The attempt loop
+// skips a server that fails before answering for the next, as with Ollama nodes.
 import { WallClockTimeout, callMlx, openAiBody } from "../backends/mlx.ts";
-import { NodeFailure } from "../backends/ollama.ts";
+import { RouteError } from "../errors.ts";
 import { MLX_PREFIX, type MlxServer, mlxServers } from "../fleet/catalog.ts";
-import { Moved, QueueFull, type Slot, SlotTimeout } from "../fleet/queues.ts";
-import { type RouteRequest, RouteError, type Routed, type RouterDeps } from "./dispatch.ts";
+import { attempt } from "../pipeline/attempt.ts";
+import type { RouteRequest, Routed, RouterDeps } from "./dispatch.ts";
 
-export async function dispatchMlx(deps: RouterDeps, req: RouteRequest, model: string): Promise<Routed> {
+export async function dispatchMlx(deps: RouterDeps, req: RouteRequest, model: string, signal: AbortSignal): Promise<Routed> {
   const { config, registry, queues } = deps;
   const servedAs = MLX_PREFIX + model;
   const retryAfter = config.mlx.retryAfterSeconds;
-  if (req.kind === "embed") throw new RouteError(400, `${servedAs} is a chat model on mlx_lm.server; it does not embed`);
-  const request = openAiBody(req.kind, req.body, model);
+  const { kind } = req;
+  if (kind === "embed") throw new RouteError(400, `${servedAs} is a chat model on mlx_lm.server; it does not embed`);
+  const request = openAiBody(kind, req.body, model);
   if (typeof request === "string") throw new RouteError(400, request);
 
   const servers = mlxServers(registry).filter((s) => s.model === model);
@@ -28,29 +29,25 @@ export async function dispatchMlx(deps: RouterDeps, req: RouteRequest, model: st
     throw new RouteError(503, `${servedAs} has no MLX server ready to serve it: ${states.join("; ")}`, 0, [], retryAfter);
   }
 
-  const excluded: string[] = [];
-  const failures: string[] = [];
-  let full = 0;
-  for (const server of ready.slice(0, config.routing.maxRetries + 1)) {
-    const nodeId = server.node.id;
-    let slot: Slot;
-    try {
-      slot = await queues.acquire(nodeId, servedAs, config.mlx.maxInFlightPerModel, config.timeouts.firstByteMs, req.signal, config.mlx.maxQueueDepth);
-    } catch (e) {
-      if (req.signal.aborted) throw e;
-      if (e instanceof QueueFull) full++;
-      else if (e instanceof SlotTimeout || e instanceof Moved) failures.push(`${nodeId}: ${e.message}`);
-      else throw e;
-      continue;
-    }
-    try {
-      const call = await callMlx(server.url!, request, {
-        kind: req.kind,
+  const candidates = ready.map((s) => ({ nodeId: s.node.id, model: servedAs, url: s.url! }));
+  return attempt(candidates, {
+    queues,
+    maxRetries: config.routing.maxRetries,
+    waitMs: config.timeouts.firstByteMs,
+    signal,
+    slots: { parallel: () => config.mlx.maxInFlightPerModel },
+    maxPending: config.mlx.maxQueueDepth,
+    async call({ nodeId, url }, slot, excluded) {
+      const call = await callMlx(url, request, {
+        kind,
         servedAs,
         wallClockMs: config.mlx.wallClockTimeoutMs,
         idleMs: config.timeouts.idleMs,
-        signal: req.signal,
+        signal,
         onUsage: (usage) => queues.recordUsage(nodeId, servedAs, usage),
+      }).catch((e) => {
+        // Never retried: the client decides whether to resubmit with a shorter context (seed 000).
+        throw e instanceof WallClockTimeout ? new RouteError(413, e.message) : e;
       });
       return {
         call,
@@ -67,18 +64,13 @@ export async function dispatchMlx(deps: RouterDeps, req: RouteRequest, model: st
         thinkingBudget: null,
         adjustments: [],
       };
-    } catch (e) {
-      slot.release("failed");
-      // Never retried: the client decides whether to resubmit with a shorter context (seed 000).
-      if (e instanceof WallClockTimeout) throw new RouteError(413, e.message, excluded.length, excluded);
-      if (!(e instanceof NodeFailure)) throw e;
-      failures.push(`${nodeId}: ${e.message}`);
-      excluded.push(nodeId);
-    }
-  }
-  if (full && !failures.length) {
-    const message = `${servedAs} is busy: its MLX server queue holds ${config.mlx.maxQueueDepth} waiting requests (mlx.maxQueueDepth); retry after ${retryAfter} s`;
-    throw new RouteError(503, message, excluded.length, excluded, retryAfter);
-  }
-  throw new RouteError(503, `${servedAs}: no MLX server could serve it: ${failures.join("; ")}`, excluded.length, excluded, retryAfter);
+    },
+    exhausted({ failures, excluded, full }) {
+      if (full && !failures.length) {
+        const message = `${servedAs} is busy: its MLX server queue holds ${config.mlx.maxQueueDepth} waiting requests (mlx.maxQueueDepth); retry after ${retryAfter} s`;
+        return new RouteError(503, message, excluded.length, excluded, retryAfter);
+      }
+      return new RouteError(503, `${servedAs}: no MLX server could serve it: ${failures.join("; ")}`, excluded.length, excluded, retryAfter);
+    },
+  });
 }

@@ -3,11 +3,12 @@
 // statuses: 400 bad fields, 404 model not on any node, 502 generation failed, 503 disabled.
 import { Elysia } from "elysia";
 import * as v from "valibot";
-import { fleetImageModels, generateImage, type GeneratedImage, type ImageJob, type ImageMeta, imageJobSchema, imageModelField, imageOptions, promptField } from "../backends/image.ts";
 import { callerOf } from "../auth/guard.ts";
 import { routeFacts } from "../auth/route-facts.ts";
-import { Busy, errorHeaders, ServiceError, serviceHeaders } from "../backends/node-service.ts";
+import { fleetImageModels, type GeneratedImage, imageJob, type ImageJob, imageJobSchema, imageModelField, imageOptions, promptField } from "../backends/image.ts";
 import { formatIssues } from "../config/problems.ts";
+import { runService, type ServiceReply } from "../pipeline/service.ts";
+import type { Answered } from "../pipeline/trace.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import type { Runtime } from "../runtime.ts";
 import { readJsonObject } from "./body.ts";
@@ -36,12 +37,11 @@ const openaiImageSchema = v.object({
 });
 
 export function imagesSurface(rt: Runtime) {
-  const busy = new Busy();
   const ip = (ctx: Ctx) => ctx.server?.requestIP(ctx.request)?.address ?? null;
   return new Elysia({ name: "images" })
     .use(routeFacts)
-    .post("/api/generate-image", (ctx: Ctx) => generateRaw(rt, busy, ctx.request, ip(ctx)), { parse: "none", facts: { access: "client", body: "json", errors: "ollama" } })
-    .post("/v1/images/generations", (ctx: Ctx) => generateOpenai(rt, busy, ctx.request, ip(ctx)), { parse: "none", facts: { access: "client", body: "json", errors: "openai" } })
+    .post("/api/generate-image", (ctx: Ctx) => generateRaw(rt, ctx.request, ip(ctx)), { parse: "none", facts: { access: "client", body: "json", errors: "ollama" } })
+    .post("/v1/images/generations", (ctx: Ctx) => generateOpenai(rt, ctx.request, ip(ctx)), { parse: "none", facts: { access: "client", body: "json", errors: "openai" } })
     .get("/api/image-models", () => ({ models: fleetImageModels(rt.registry) }), { facts: { access: "client", body: "json", errors: "ollama" } });
 }
 
@@ -58,43 +58,34 @@ async function parse<S extends v.GenericSchema>(request: Request, schema: S, err
   return { fields: parsed.output, tags: herd.tags };
 }
 
-/** Runs the job; the image, or the error in the surface's format with the X-Fleet-* headers. */
-async function run(rt: Runtime, busy: Busy, job: ImageJob, meta: ImageMeta, error: ErrorReply): Promise<GeneratedImage | Response> {
-  try {
-    return await generateImage(rt, busy, job, meta);
-  } catch (e) {
-    if (!(e instanceof ServiceError)) throw e;
-    return error(e.status, e.message, errorHeaders(job.model, e));
-  }
+/** Generates the image on the fleet; `reply` writes it, or the error, in the route's format. */
+function generate(rt: Runtime, request: Request, clientIp: string | null, tags: string[], job: ImageJob, surface: "ollama" | "openai", reply: ServiceReply<GeneratedImage>): Promise<Response> {
+  const meta = { tags, stream: false, clientIp, caller: callerOf(request) };
+  return runService(rt, { kind: "image", surface, requested: job.model, meta, signal: request.signal }, () => imageJob(rt.registry, rt.queues, rt.live.config, job), reply);
 }
 
-function pngResponse(image: GeneratedImage, requested: string): Response {
+function pngResponse(image: GeneratedImage, headers: Record<string, string>, served: Answered): Response {
   return new Response(image.png, {
-    headers: {
-      "content-type": "image/png",
-      ...serviceHeaders(requested, image.served),
-      "X-Fleet-Model": image.served.model,
-      "X-Generation-Time": String(image.generationMs),
-    },
+    headers: { "content-type": "image/png", ...headers, "X-Fleet-Model": served.servedModel, "X-Generation-Time": String(image.generationMs) },
   });
 }
 
-async function generateRaw(rt: Runtime, busy: Busy, request: Request, clientIp: string | null): Promise<Response> {
+async function generateRaw(rt: Runtime, request: Request, clientIp: string | null): Promise<Response> {
   const input = await parse(request, imageJobSchema, jsonError);
   if (input instanceof Response) return input;
-  const image = await run(rt, busy, input.fields, { format: "ollama", clientIp, tags: input.tags, caller: callerOf(request), signal: request.signal }, jsonError);
-  return image instanceof Response ? image : pngResponse(image, input.fields.model);
+  return generate(rt, request, clientIp, input.tags, input.fields, "ollama", { answer: pngResponse, error: jsonError });
 }
 
-async function generateOpenai(rt: Runtime, busy: Busy, request: Request, clientIp: string | null): Promise<Response> {
+async function generateOpenai(rt: Runtime, request: Request, clientIp: string | null): Promise<Response> {
   const input = await parse(request, openaiImageSchema, openaiError);
   if (input instanceof Response) return input;
   const { size, response_format, n: _, ...rest } = input.fields;
   const [, width, height] = SIDES.exec(size)!;
   const job: ImageJob = { ...rest, width: Number(width), height: Number(height) };
-  const image = await run(rt, busy, job, { format: "openai", clientIp, tags: input.tags, caller: callerOf(request), signal: request.signal }, openaiError);
-  if (image instanceof Response) return image;
-  if (response_format === "url") return pngResponse(image, job.model);
-  const data = [{ b64_json: Buffer.from(image.png).toString("base64"), revised_prompt: job.prompt }];
-  return Response.json({ created: Math.floor(Date.now() / 1000), data }, { headers: { ...serviceHeaders(job.model, image.served), "X-Generation-Time": String(image.generationMs) } });
+  const answer = (image: GeneratedImage, headers: Record<string, string>, served: Answered) => {
+    if (response_format === "url") return pngResponse(image, headers, served);
+    const data = [{ b64_json: Buffer.from(image.png).toString("base64"), revised_prompt: job.prompt }];
+    return Response.json({ created: Math.floor(Date.now() / 1000), data }, { headers: { ...headers, "X-Generation-Time": String(image.generationMs) } });
+  };
+  return generate(rt, request, clientIp, input.tags, job, "openai", { answer, error: openaiError });
 }

@@ -5,7 +5,6 @@
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
-import { nativeEmbed } from "../backends/embedding.ts";
 import { fleetImageModels, isOllamaImageModel } from "../backends/image.ts";
 import { normalizeModelName } from "../fleet/model-name.ts";
 import { modelsOnDisk, reachableNodes } from "../fleet/catalog.ts";
@@ -14,7 +13,9 @@ import { onDisk } from "../fleet/registry.ts";
 import type { RouteRequest } from "../router/dispatch.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import { estimatePrompt } from "../router/tokens.ts";
-import { type Encoder, headerValue, route } from "../router/route.ts";
+import { headerValue } from "../pipeline/headers.ts";
+import { nativeEmbed } from "../router/native-embed.ts";
+import { type Encoder, route } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
 import { lowestVersion } from "../version.ts";
 import { modelOf, readJsonObject } from "./body.ts";
@@ -50,11 +51,12 @@ async function handle(rt: Runtime, request: Request, kind: RouteRequest["kind"],
   if (body.stream !== undefined && typeof body.stream !== "boolean") return jsonError(400, "stream: expected true or false");
   const herd = takeHerdFields(body, request.headers);
   if (typeof herd === "string") return jsonError(400, herd);
+  const stream = kind !== "embed" && body.stream !== false;
+  const meta = { tags: herd.tags, stream, clientIp, caller: callerOf(request) };
   if (kind === "embed") {
-    const embedded = await nativeEmbed(rt, { model, body, legacy: path === "/api/embeddings", format: "ollama", clientIp, tags: herd.tags, caller: callerOf(request), signal: request.signal }, ndjson(false));
+    const embedded = nativeEmbed(rt, { model, body, legacy: path === "/api/embeddings" }, "ollama", meta, request.signal, ndjson(false));
     if (embedded) return embedded;
   }
-  const stream = kind !== "embed" && body.stream !== false;
   const req: RouteRequest = {
     surface: "ollama",
     kind,
@@ -66,7 +68,7 @@ async function handle(rt: Runtime, request: Request, kind: RouteRequest["kind"],
     promptTokens: estimatePrompt(body),
     signal: request.signal,
   };
-  return route(rt, req, ndjson(stream), { tags: herd.tags, stream, clientIp, caller: callerOf(request) });
+  return route(rt, req, ndjson(stream), meta);
 }
 
 /** Model details come from any online node that has the model; nothing runs, so no queue slot is taken. */

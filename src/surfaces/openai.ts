@@ -4,11 +4,11 @@
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
-import { nativeEmbed } from "../backends/embedding.ts";
 import { fleetImageModels } from "../backends/image.ts";
 import type { OllamaLine } from "../backends/ollama.ts";
 import { modelsOnDisk } from "../fleet/catalog.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
+import { nativeEmbed } from "../router/native-embed.ts";
 import { estimatePrompt } from "../router/tokens.ts";
 import { type Encoder, route } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
@@ -62,13 +62,14 @@ async function embeddings(rt: Runtime, request: Request, clientIp: string | null
   if (typeof herd === "string") return openaiError(400, herd);
   const ollamaBody: Record<string, unknown> = { input, ...(typeof body.dimensions === "number" ? { dimensions: body.dimensions } : {}) };
   const encoder = embeddingEncoder(body.encoding_format === "base64");
-  const embedded = await nativeEmbed(rt, { model, body: ollamaBody, legacy: false, format: "openai", clientIp, tags: herd.tags, caller: callerOf(request), signal: request.signal }, encoder);
+  const meta = { tags: herd.tags, stream: false, clientIp, caller: callerOf(request) };
+  const embedded = nativeEmbed(rt, { model, body: ollamaBody, legacy: false }, "openai", meta, request.signal, encoder);
   if (embedded) return embedded;
   return route(
     rt,
     { surface: "openai", kind: "embed", path: "/api/embed", model, fallbackModels: herd.fallbackModels, strict: herd.strict, body: ollamaBody, promptTokens: estimatePrompt(ollamaBody), signal: request.signal },
     encoder,
-    { tags: herd.tags, stream: false, clientIp, caller: callerOf(request) },
+    meta,
   );
 }
 

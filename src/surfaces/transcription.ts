@@ -4,8 +4,8 @@
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { routeFacts } from "../auth/route-facts.ts";
-import { Busy, errorHeaders, ServiceError, serviceHeaders } from "../backends/node-service.ts";
-import { transcribe } from "../backends/transcription.ts";
+import { transcriptionJob } from "../backends/transcription.ts";
+import { runService } from "../pipeline/service.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import type { Runtime } from "../runtime.ts";
 import { jsonError } from "./errors.ts";
@@ -13,16 +13,15 @@ import { jsonError } from "./errors.ts";
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
 
 export function transcriptionSurface(rt: Runtime) {
-  const busy = new Busy();
   return new Elysia({ name: "transcription" }).use(routeFacts).post(
     "/api/transcribe",
-    ({ request, server }: Ctx) => transcribeRequest(rt, busy, request, server?.requestIP(request)?.address ?? null),
+    ({ request, server }: Ctx) => transcribeRequest(rt, request, server?.requestIP(request)?.address ?? null),
     // media: the audio is an upload, held to server.maxMediaBodyMb rather than the JSON limit.
     { parse: "none", facts: { access: "client", body: "media", errors: "ollama" } },
   );
 }
 
-async function transcribeRequest(rt: Runtime, busy: Busy, request: Request, clientIp: string | null): Promise<Response> {
+async function transcribeRequest(rt: Runtime, request: Request, clientIp: string | null): Promise<Response> {
   if (!request.headers.get("content-type")?.startsWith("multipart/form-data")) {
     return jsonError(400, 'send multipart/form-data with the audio file in the field "audio" (curl -F "audio=@recording.wav")');
   }
@@ -39,14 +38,10 @@ async function transcribeRequest(rt: Runtime, busy: Busy, request: Request, clie
   }
   const herd = takeHerdFields({}, request.headers);
   const tags = typeof herd === "string" ? [] : herd.tags;
-  const requested = text.model ?? "any";
-  try {
-    const done = await transcribe(rt, busy, { audio, ...text }, { clientIp, tags, caller: callerOf(request), signal: request.signal });
-    return Response.json(done.transcript, {
-      headers: { ...serviceHeaders(requested, done.served), "X-Fleet-Model": done.served.model, "X-Transcription-Time": String(done.transcriptionMs) },
-    });
-  } catch (e) {
-    if (!(e instanceof ServiceError)) throw e;
-    return jsonError(e.status, e.message, errorHeaders(requested, e));
-  }
+  const meta = { tags, stream: false, clientIp, caller: callerOf(request) };
+  return runService(rt, { kind: "transcription", surface: "ollama", requested: text.model ?? "any", meta, signal: request.signal }, () => transcriptionJob(rt.registry, rt.queues, rt.live.config, { audio, ...text }), {
+    answer: (done, headers, served) =>
+      Response.json(done.transcript, { headers: { ...headers, "X-Fleet-Model": served.servedModel, "X-Transcription-Time": String(done.transcriptionMs) } }),
+    error: jsonError,
+  });
 }

@@ -1,0 +1,89 @@
+// The one attempt loop, for every kind of request (Ollama, MLX, images, transcription, native
+// embeddings): the candidates in order; on each, a slot on its node:model queue (so /fleet/queue,
+// the rebalancer and the drain see every request), then the call. A failure before the first byte
+// (a NodeFailure, no slot in time) moves on to the next candidate, at most routing.maxRetries more;
+// a RouteError from a call is the answer, with the nodes that failed before it.
+import { NodeFailure, RouteError } from "../errors.ts";
+import { Moved, QueueFull, type Queues, type Slot, SlotTimeout } from "../fleet/queues.ts";
+
+/** Where a request can run: a node, and the model whose queue it waits in there. */
+export interface Candidate {
+  nodeId: string;
+  model: string;
+}
+
+/** What was tried when no candidate answered, for the error that says so. */
+export interface Tried {
+  /** "node: why", for each node that failed. */
+  failures: string[];
+  /** The nodes that failed, in order (X-Fleet-Retries counts them). */
+  excluded: string[];
+  /** Candidates whose queue already held its most waiting requests. */
+  full: number;
+}
+
+export interface Attempt<C extends Candidate, T> {
+  queues: Queues;
+  /** routing.maxRetries: how many candidates may be tried after the first. */
+  maxRetries: number;
+  /** How long to wait for a slot; the wait counts against the first byte's deadline. */
+  waitMs: number;
+  signal: AbortSignal;
+  /** How many requests run at once on a node's queue: the registry's nodes[].parallel for Ollama. */
+  slots: { parallel(nodeId: string): number };
+  /** The most requests that may wait on a queue (MLX servers' admission control); none: no cap. */
+  maxPending?: number;
+  /** Calls the candidate once it holds its slot; `excluded` lists the nodes that failed before it. */
+  call(c: C, slot: Slot, excluded: string[]): Promise<T>;
+  exhausted(tried: Tried): RouteError;
+}
+
+/** For the node services, which take their jobs in their own order (one image, one transcription at a time). */
+export const UNCAPPED = { parallel: () => Infinity };
+
+/** The first answer a candidate gives; it holds its slot, for the caller to release. */
+export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a: Attempt<C, T>): Promise<T> {
+  // Made at the first failure: most requests are answered by their first candidate.
+  let tried: Tried | null = null;
+  let attempts = 0;
+  for (const c of candidates) {
+    if (attempts > a.maxRetries) break;
+    if (tried?.excluded.includes(c.nodeId)) continue;
+    attempts++;
+    let slot: Slot;
+    try {
+      slot = await a.queues.acquire(c.nodeId, c.model, a.slots.parallel(c.nodeId), a.waitMs, a.signal, a.maxPending);
+    } catch (e) {
+      if (a.signal.aborted) throw e;
+      // Moved by the rebalancer: not a failure of the node, so not a retry; the next candidate gets it.
+      if (e instanceof Moved) attempts--;
+      else if (e instanceof QueueFull) (tried ??= none()).full++;
+      else if (e instanceof SlotTimeout) tried = failed(tried, c.nodeId, e);
+      else throw e;
+      continue;
+    }
+    try {
+      return await a.call(c, slot, tried?.excluded ?? NO_NODES);
+    } catch (e) {
+      slot.release("failed");
+      if (e instanceof RouteError) throw tried ? e.after(tried.excluded) : e;
+      if (!(e instanceof NodeFailure)) throw e;
+      tried = failed(tried, c.nodeId, e);
+    }
+  }
+  throw a.exhausted(tried ?? none());
+}
+
+function none(): Tried {
+  return { failures: [], excluded: [], full: 0 };
+}
+
+function failed(tried: Tried | null, nodeId: string, e: Error): Tried {
+  const t = tried ?? none();
+  t.failures.push(`${nodeId}: ${e.message}`);
+  t.excluded.push(nodeId);
+  return t;
+}
+
+/** The nodes excluded before a first candidate that answers: shared, never written to. */
+const NO_NODES: string[] = [];

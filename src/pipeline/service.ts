@@ -1,0 +1,79 @@
+// A request a node's own service answers (an image, a transcript, native embeddings) goes through
+// the stages a chat goes through: planned by its backend, admitted (the client's caps), attempted
+// (a slot on its node:model queue, routing.maxRetries), cut by a stop past its grace, answered
+// with the X-Fleet-* headers, traced. Its answer comes whole, so there is nothing to relay.
+import { eitherSignal } from "../abort.ts";
+import type { ServiceJob } from "../backends/node-service.ts";
+import { RouteError } from "../errors.ts";
+import type { Runtime } from "../runtime.ts";
+import type { TraceStatus } from "../store/traces.ts";
+import { admit, leave, type RouteMeta } from "./admit.ts";
+import { attempt, UNCAPPED } from "./attempt.ts";
+import { errorHeaders, fleetHeaders } from "./headers.ts";
+import { type Answered, newTrace, traceEnd, traceRefused, traceServed } from "./trace.ts";
+
+export interface ServiceRequest {
+  kind: "image" | "transcription" | "embed";
+  surface: "ollama" | "openai";
+  /** The model asked for, as the headers and the trace name it ("any" for a transcription that named none). */
+  requested: string;
+  meta: RouteMeta;
+  signal: AbortSignal;
+}
+
+/** How the surface answers, in its own format: the value with the headers given, or an error. */
+export interface ServiceReply<T> {
+  answer(value: T, headers: Record<string, string>, served: Answered): Response;
+  error(status: number, message: string, headers: Record<string, string>): Response;
+}
+
+/** Runs the job `plan` makes (a RouteError when nothing can run it) on the first node that answers. */
+export async function runService<T>(rt: Runtime, req: ServiceRequest, plan: () => ServiceJob<T>, reply: ServiceReply<T>): Promise<Response> {
+  const started = performance.now();
+  const trace = newTrace({ kind: req.kind, surface: req.surface, model: req.requested }, req.meta);
+  const refuse = (error: RouteError, status: TraceStatus) => {
+    rt.traces.record(traceRefused(trace, status, started, error));
+    return reply.error(error.status, error.message, errorHeaders(req.requested, error));
+  };
+  const { config } = rt.live;
+  let job: ServiceJob<T>;
+  try {
+    job = plan();
+  } catch (e) {
+    if (!(e instanceof RouteError)) throw e;
+    return refuse(e, "failed");
+  }
+  // Admitted once planned: a transcription that names no model is checked against the one picked for it.
+  const refused = admit(rt.clients, config, req.meta, job.model, job.model, []);
+  if (refused) return refuse(refused, "rejected");
+  // A stop that runs out of grace ends the job too: nothing has been sent, so the client gets the 503.
+  const running = eitherSignal(req.signal, rt.shutdown.signal);
+  try {
+    const served = await attempt(
+      job.nodes.map((node) => ({ nodeId: node.id, model: job.model, node })),
+      {
+        queues: rt.queues,
+        maxRetries: config.routing.maxRetries,
+        waitMs: config.timeouts.firstByteMs,
+        signal: running.signal,
+        slots: UNCAPPED,
+        async call({ node }, slot, excluded) {
+          const { value, backend } = await job.call(node, running.signal);
+          return { value, nodeId: node.id, servedModel: job.model, backend, fallback: false, score: null, breakdown: null, contextOverflow: null, retries: excluded.length, excluded, slot };
+        },
+        exhausted: ({ failures, excluded }) => new RouteError(503, `no node that offers it could be reached: ${failures.join("; ")}`, excluded.length, excluded),
+      },
+    );
+    traceServed(trace, served, started);
+    const row = traceEnd(trace, "completed", started, null);
+    served.slot.release("completed", row.latency_ms!);
+    rt.traces.record(row);
+    return reply.answer(served.value, fleetHeaders(req.requested, served, served.retries), served);
+  } catch (e) {
+    const error = e instanceof RouteError ? e : new RouteError(502, (e as Error).message);
+    return refuse(error, req.signal.aborted ? "client_disconnected" : "failed");
+  } finally {
+    running.release();
+    leave(rt.clients, req.meta);
+  }
+}

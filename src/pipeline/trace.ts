@@ -1,0 +1,99 @@
+// One trace row per request, whatever its kind: what was asked and by whom, what served it, how it
+// ended. A row is built when the request comes in, filled as it goes, and recorded once, at its end.
+import { traceTags } from "../auth/caller.ts";
+import type { Slot } from "../fleet/queues.ts";
+import type { Breakdown } from "../fleet/scorer.ts";
+import type { RouteError } from "../errors.ts";
+import { newRequestId, type Trace, type TraceStatus } from "../store/traces.ts";
+import type { RouteMeta } from "./admit.ts";
+import type { Served } from "./headers.ts";
+
+/** What a trace reads of the request. */
+export interface Traced {
+  kind: string;
+  /** The surface it came in on (the trace's original_format). */
+  surface: string;
+  /** The model to route. */
+  model: string;
+  /** The client's own id when a surface resolved it to `model`; else `model`. */
+  requested?: string;
+  resolution?: string;
+  adjustments?: string[];
+}
+
+/** What answered, as its trace records it. */
+export interface Answered extends Served {
+  breakdown: Breakdown | null;
+  retries: number;
+  excluded: string[];
+  slot: Slot;
+}
+
+/** The row of a request nothing has served yet. */
+export function newTrace(req: Traced, meta: RouteMeta): Trace {
+  return {
+    request_id: newRequestId(),
+    timestamp: Date.now() / 1000,
+    model: req.model,
+    original_model: req.requested ?? req.model,
+    node_id: null,
+    backend: null,
+    kind: req.kind,
+    original_format: req.surface,
+    stream: meta.stream,
+    status: "failed",
+    score: null,
+    scores_breakdown: null,
+    latency_ms: null,
+    time_to_first_token_ms: null,
+    queue_wait_ms: null,
+    prompt_tokens: null,
+    completion_tokens: null,
+    retry_count: 0,
+    fallback_used: false,
+    excluded_nodes: [],
+    client_ip: meta.clientIp,
+    error_message: null,
+    tags: traceTags(meta.tags, meta.caller),
+    resolution: req.resolution ?? null,
+    adjustments: req.adjustments ?? [],
+  };
+}
+
+/** The node that answered, and when it did (`started`: when the request came in, performance.now()). */
+export function traceServed(trace: Trace, served: Answered, started: number): void {
+  trace.model = served.servedModel;
+  trace.node_id = served.nodeId;
+  trace.backend = served.backend;
+  trace.score = served.score;
+  trace.scores_breakdown = served.breakdown;
+  trace.retry_count = served.retries;
+  trace.fallback_used = served.fallback;
+  trace.excluded_nodes = served.excluded;
+  trace.queue_wait_ms = round(served.slot.waitedMs);
+  trace.time_to_first_token_ms = ms(started);
+}
+
+/** How the request ended: the row to record. */
+export function traceEnd(trace: Trace, status: TraceStatus, started: number, error: string | null): Trace {
+  trace.status = status;
+  trace.latency_ms = ms(started);
+  trace.error_message = error;
+  return trace;
+}
+
+/** A request nothing served: the error it got and the nodes that failed before. */
+export function traceRefused(trace: Trace, status: TraceStatus, started: number, error: RouteError): Trace {
+  trace.retry_count = error.retries;
+  trace.excluded_nodes = error.excluded;
+  return traceEnd(trace, status, started, error.message);
+}
+
+/** Milliseconds since `since` (performance.now()), to a tenth. */
+function ms(since: number): number {
+  return round(performance.now() - since);
+}
+
+function round(n: number): number {
+  return Math.round(n * 10) / 10;
+}
