@@ -1,0 +1,124 @@
+// The structure, read from the code's own imports: herd's modules form layers
+// (docs/architecture.md), each importing only from layers below it, and no
+// circles. Today's exceptions are listed here by name, so they are seen, and
+// each must go as issue 14's stages land: a new one fails this test, and so
+// does one that is gone but still listed (the list only shrinks).
+import { expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+
+const ROOT = join(import.meta.dir, "..");
+
+/** Lowest first. A module may import its own layer and the ones before it. */
+const LAYERS: [name: string, files: RegExp][] = [
+  ["core: the language of the request path, and leaf helpers", /^src\/(core\/|(log|errors|abort|within|percentile|version)\.ts$)/],
+  ["config and store, and the credentials a config holds", /^src\/(config\/|store\/|auth\/(secrets|tokens|internal|credentials)\.ts$)/],
+  ["fleet: what the nodes hold, queues, scoring", /^src\/fleet\//],
+  ["backends: calling nodes", /^src\/backends\//],
+  ["router and pipeline: resolving, planning, attempting, relaying, tracing a request", /^src\/(router|pipeline)\//],
+  ["admission: the guard, client keys, route facts, body limits", /^src\/auth\//],
+  ["surfaces, agents, dashboard: the HTTP faces", /^src\/(surfaces|agents|dashboard)\//],
+  ["composition: the app and the runtime", /^src\/(app|runtime)\.ts$/],
+  ["programs: the CLI, commands, node agent, simulator", /^src\/(cli\.ts$|commands\/|node\/|sim\/)/],
+];
+
+/**
+ * Imports that run against the layers today, each to go as a stage of issue 14 lands, as "from -> to".
+ * The upward ones, then one import of each circle inside a layer (the one that should not be there).
+ */
+const KNOWN_DEBT = new Set<string>([
+  // Runtime, the bag of everything, imported from below: it dissolves into a composition root only the command imports.
+  "src/agents/metrics.ts -> src/runtime.ts",
+  "src/auth/guard.ts -> src/runtime.ts",
+  "src/fleet/health/engine.ts -> src/runtime.ts",
+  "src/fleet/preloader.ts -> src/runtime.ts",
+  "src/pipeline/service.ts -> src/runtime.ts",
+  "src/router/native-embed.ts -> src/runtime.ts",
+  "src/router/route.ts -> src/runtime.ts",
+  "src/surfaces/agents.ts -> src/runtime.ts",
+  "src/surfaces/analytics.ts -> src/runtime.ts",
+  "src/surfaces/anthropic.ts -> src/runtime.ts",
+  "src/surfaces/benchmarks.ts -> src/runtime.ts",
+  "src/surfaces/dashboard.ts -> src/runtime.ts",
+  "src/surfaces/fleet.ts -> src/runtime.ts",
+  "src/surfaces/health-checks.ts -> src/runtime.ts",
+  "src/surfaces/health.ts -> src/runtime.ts",
+  "src/surfaces/images.ts -> src/runtime.ts",
+  "src/surfaces/mcp.ts -> src/runtime.ts",
+  "src/surfaces/model-management.ts -> src/runtime.ts",
+  "src/surfaces/ollama.ts -> src/runtime.ts",
+  "src/surfaces/openai.ts -> src/runtime.ts",
+  "src/surfaces/pins.ts -> src/runtime.ts",
+  "src/surfaces/pull.ts -> src/runtime.ts",
+  "src/surfaces/responses.ts -> src/runtime.ts",
+  "src/surfaces/settings.ts -> src/runtime.ts",
+  "src/surfaces/transcription.ts -> src/runtime.ts",
+  // Below reaching up: refusals written with the surfaces' error writers; fleet code calling a node's Ollama itself;
+  // the status view reading tool-repair counters; the pipeline reading a client key's type from the guard's module.
+  "src/auth/refusal.ts -> src/surfaces/anthropic-codec.ts",
+  "src/auth/refusal.ts -> src/surfaces/errors.ts",
+  "src/auth/refusal.ts -> src/surfaces/openai-codec.ts",
+  "src/fleet/benchmark.ts -> src/backends/lines.ts",
+  "src/fleet/poller.ts -> src/backends/ollama.ts",
+  "src/fleet/preloader.ts -> src/backends/ollama.ts",
+  "src/fleet/status.ts -> src/router/tool-repair.ts",
+  "src/pipeline/admit.ts -> src/auth/caller.ts",
+  "src/pipeline/trace.ts -> src/auth/caller.ts",
+  // Circles inside a layer: the request and answer types live with dispatch and route, which import MLX dispatch and the relay;
+  "src/router/mlx-dispatch.ts -> src/router/dispatch.ts",
+  "src/router/relay.ts -> src/router/route.ts",
+  // The app takes the whole Runtime, which starts the app: the composition root will hand each plugin what it reads.
+  "src/app.ts -> src/runtime.ts",
+]);
+
+function sources(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile() && e.name.endsWith(".ts") && !e.name.endsWith(".test.ts") && !e.name.endsWith(".d.ts"))
+    .map((e) => relative(ROOT, join(e.parentPath, e.name)));
+}
+
+/** Each module's relative imports (and re-exports), resolved to repository paths. */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of sources("src")) {
+    const text = readFileSync(join(ROOT, file), "utf8");
+    const targets = [...text.matchAll(/^\s*(?:import|export)\s[^;]*?\sfrom\s+"(\.{1,2}\/[^"]+\.ts)"/gm)].map((m) => relative(ROOT, resolve(dirname(join(ROOT, file)), m[1]!)));
+    graph.set(file, [...new Set(targets)]);
+  }
+  return graph;
+}
+
+const layerOf = (file: string) => LAYERS.findIndex(([, files]) => files.test(file));
+
+test("every module is in a layer", () => {
+  expect([...importGraph().keys()].filter((f) => layerOf(f) < 0)).toEqual([]);
+});
+
+test("imports run down the layers, but for the listed exceptions", () => {
+  const upward: string[] = [];
+  for (const [from, targets] of importGraph()) for (const to of targets) if (layerOf(to) > layerOf(from)) upward.push(`${from} -> ${to}`);
+  expect(upward.filter((edge) => !KNOWN_DEBT.has(edge)).sort()).toEqual([]);
+});
+
+test("every listed exception still exists: one that is gone leaves the list", () => {
+  const edges = new Set([...importGraph()].flatMap(([from, targets]) => targets.map((to) => `${from} -> ${to}`)));
+  expect([...KNOWN_DEBT].filter((edge) => !edges.has(edge)).sort()).toEqual([]);
+});
+
+test("no circle of imports, once the listed exceptions are set aside", () => {
+  const graph = importGraph();
+  const state = new Map<string, "open" | "done">();
+  const circles: string[] = [];
+  const visit = (file: string, path: string[]) => {
+    if (state.get(file) === "done") return;
+    if (state.get(file) === "open") {
+      circles.push([...path.slice(path.indexOf(file)), file].join(" -> "));
+      return;
+    }
+    state.set(file, "open");
+    for (const to of graph.get(file) ?? []) if (!KNOWN_DEBT.has(`${file} -> ${to}`)) visit(to, [...path, file]);
+    state.set(file, "done");
+  };
+  for (const file of graph.keys()) visit(file, []);
+  expect(circles).toEqual([]);
+});
