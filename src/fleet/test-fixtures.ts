@@ -2,13 +2,17 @@
 // file itself): a scorer's NodeView literal, a validated config with its
 // defaults, and a Registry fed real heartbeats, so a test states only what its
 // behaviour depends on. Nothing here starts a process or opens a socket.
+import { Database } from "bun:sqlite";
 import * as v from "valibot";
+import { LiveConfig } from "../config/live.ts";
 import { parseConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import { log } from "../log.ts";
+import { migrations } from "../store/migrations.ts";
 import { heartbeatSchema } from "./heartbeat.ts";
 import { modelKey } from "./model-name.ts";
 import { GB } from "./node-models.ts";
+import { Pins } from "./pins.ts";
 import { Registry } from "./registry.ts";
 import type { NodeView } from "./scorer.ts";
 
@@ -106,6 +110,17 @@ function heartbeat(n: NodeSpec) {
     },
     ...(n.mlx ? { mlx_servers: n.mlx.map((model, i) => ({ port: 8080 + i, model, status: "healthy" })) } : {}),
   });
+}
+
+/**
+ * The router's pins over `registry`: the config's `pins` as written in herd.config.ts (`config` is the rest
+ * of it), and the API's in an in-memory store with the pins table as its migration creates it.
+ */
+export async function testPins(registry: Registry, pins: Record<string, string[]>, config: Record<string, unknown> = {}): Promise<{ pins: Pins; live: LiveConfig; store: Database }> {
+  const live = await LiveConfig.open(null, () => testConfig({ ...config, pins }));
+  const store = new Database(":memory:");
+  store.run(migrations.find((m) => m.name === "pins")!.sql);
+  return { pins: new Pins(store, live, registry), live, store };
 }
 
 /** Runs `build` with the router's info and warning lines silenced: a test fleet joining is no news. */
