@@ -1,7 +1,8 @@
 // Builders for the unit tests beside the fleet and router modules (not a test
 // file itself): a scorer's NodeView literal, a validated config with its
-// defaults, and a Registry fed real heartbeats, so a test states only what its
-// behaviour depends on. Nothing here starts a process or opens a socket.
+// defaults, a Registry fed real heartbeats, and Pins over an in-memory store,
+// so a test states only what its behaviour depends on. Nothing here starts a
+// process or opens a socket.
 import { Database } from "bun:sqlite";
 import * as v from "valibot";
 import { LiveConfig } from "../config/live.ts";
@@ -72,7 +73,7 @@ export interface NodeSpec {
 }
 
 /** The clock reading a test fleet's online nodes last reported at (ms epoch). */
-export const FLEET_NOW = 1_000_000_000;
+const FLEET_NOW = 1_000_000_000;
 
 /**
  * A Registry holding `nodes`, each declared in the config and heartbeating with what its spec says; `raw` is
