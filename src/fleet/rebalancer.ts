@@ -7,7 +7,7 @@ import type { Queues } from "./queues.ts";
 import { onDisk, type Registry } from "./registry.ts";
 
 /** One pass; returns how many requests were moved. */
-function rebalance(registry: Registry, queues: Queues, config: Config): number {
+export function rebalance(registry: Registry, queues: Queues, config: Config): number {
   const { threshold, maxPerCycle } = config.rebalancer;
   let moved = 0;
   for (const q of queues.entries()) {

@@ -1,0 +1,74 @@
+import { afterEach, beforeEach, expect, test } from "bun:test";
+import { Moved, Queues } from "./queues.ts";
+import { rebalance } from "./rebalancer.ts";
+import { type NodeSpec, quietly, testFleet } from "./test-fixtures.ts";
+
+const MODEL = "qwen3:8b";
+const busy: NodeSpec = { id: "busy", loaded: { [MODEL]: 5 } };
+
+let queues: Queues;
+let testOver: AbortController;
+beforeEach(() => {
+  queues = new Queues();
+  testOver = new AbortController();
+});
+afterEach(() => testOver.abort(new Error("test over")));
+
+/** `running` requests holding every slot of node:MODEL and `waiting` more behind them; resolves to what each waiter came to. */
+async function load(nodeId: string, running: number, waiting = 0): Promise<Promise<unknown>[]> {
+  for (let i = 0; i < running; i++) await queues.acquire(nodeId, MODEL, running, 60_000, testOver.signal);
+  return Array.from({ length: waiting }, () => queues.acquire(nodeId, MODEL, running, 60_000, testOver.signal).then(() => "slot", (e: unknown) => e));
+}
+
+/** One rebalancer pass over a fleet of `nodes`. */
+function pass(nodes: NodeSpec[], rebalancer: Record<string, number> = {}): number {
+  const { registry, config } = testFleet(nodes, { rebalancer });
+  return quietly(() => rebalance(registry, queues, config));
+}
+
+test("waiting requests move to another node with the model and free slots, the newest first, as many as it has free", async () => {
+  const waiters = await load("busy", 1, 5);
+  expect(pass([busy, { id: "spare", onDisk: { [MODEL]: 5 }, parallel: 2 }])).toBe(2);
+  testOver.abort(new Error("test over"));
+  const outcomes = await Promise.all(waiters);
+  expect(outcomes.slice(3)).toEqual([new Moved("busy"), new Moved("busy")]);
+  expect(outcomes.slice(0, 3).every((o) => !(o instanceof Moved))).toBe(true);
+});
+
+test("a queue shorter than rebalancer.threshold is left alone", async () => {
+  await load("busy", 1, 3);
+  expect(pass([busy, { id: "spare", onDisk: { [MODEL]: 5 } }])).toBe(0);
+  expect(pass([busy, { id: "spare", onDisk: { [MODEL]: 5 } }], { threshold: 3 })).toBe(3);
+});
+
+test("one pass moves at most rebalancer.maxPerCycle requests", async () => {
+  await load("busy", 1, 8);
+  expect(pass([busy, { id: "spare", onDisk: { [MODEL]: 5 }, parallel: 8 }])).toBe(3);
+  expect(pass([busy, { id: "spare", onDisk: { [MODEL]: 5 }, parallel: 8 }], { maxPerCycle: 2 })).toBe(2);
+});
+
+test("the per-pass cap holds across every backed-up queue", async () => {
+  await load("busy", 1, 4);
+  await load("also-busy", 1, 4);
+  const spare = { id: "spare", onDisk: { [MODEL]: 5 }, parallel: 8 };
+  expect(pass([busy, { id: "also-busy", loaded: { [MODEL]: 5 } }, spare], { maxPerCycle: 5 })).toBe(5);
+  expect(queues.nodeLoad("busy").pending + queues.nodeLoad("also-busy").pending).toBe(3);
+});
+
+test("only free slots count: not a node that is draining, offline, has its Ollama down, lacks the model, or has its own waiters", async () => {
+  await load("busy", 1, 6);
+  await load("queued", 1, 1);
+  await load("half-used", 1);
+  const has = { onDisk: { [MODEL]: 5 } };
+  const nodes: NodeSpec[] = [
+    busy,
+    { id: "leaving", ...has, draining: true },
+    { id: "gone", ...has, offline: true },
+    { id: "no-ollama", ...has, ollamaDown: true },
+    { id: "other-models", onDisk: { "llama3.2:3b": 2 } },
+    { id: "queued", ...has, parallel: 4 },
+    { id: "half-used", ...has, parallel: 2 },
+  ];
+  expect(pass(nodes)).toBe(1);
+  expect(queues.view("busy", MODEL).pending).toBe(5);
+});

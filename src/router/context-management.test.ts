@@ -1,0 +1,66 @@
+import { expect, test } from "bun:test";
+import { fitToContext, promptLimit } from "./context-management.ts";
+import { textTokens } from "./tokens.ts";
+
+const CLEARED = "[tool result cleared by herd to fit the model's context window]";
+type Message = { role: string; content: unknown; tool_calls?: unknown[] };
+
+/** A coding agent's history: the task, then one tool call and its result per entry of `results`. */
+function conversation(results: unknown[]): { messages: Message[] } {
+  const turns = results.flatMap((content, i): Message[] => [
+    { role: "assistant", content: "", tool_calls: [{ function: { name: "read", arguments: { path: `file${i}.ts` } } }] },
+    { role: "tool", content },
+  ]);
+  return { messages: [{ role: "user", content: "fix the failing test" }, ...turns] };
+}
+
+const toolContents = (body: { messages: Message[] }) => body.messages.filter((m) => m.role === "tool").map((m) => m.content);
+const file = (i: number) => `export const value${i} = ${i};\n`.repeat(200);
+/** What clearing one result of `file(i)` saves. */
+const saving = async (i: number) => (await textTokens(file(i))) - (await textTokens(CLEARED));
+
+test("a prompt that fits is left alone", async () => {
+  const body = conversation([file(0), file(1), file(2), file(3)]);
+  expect(await fitToContext(body, 5000, 5000)).toEqual({ tokens: 5000, note: null });
+  expect(toolContents(body)).toEqual([file(0), file(1), file(2), file(3)]);
+});
+
+test("the oldest tool results are cleared first, only until the prompt fits, and the note says what was done", async () => {
+  const body = conversation([file(0), file(1), file(2), file(3), file(4), file(5)]);
+  const tokens = 20_000;
+  const after = tokens - (await saving(0)) - (await saving(1));
+  const fitted = await fitToContext(body, tokens, after + 1);
+  expect(fitted).toEqual({ tokens: after, note: `cleared the 2 oldest tool result(s) (${tokens} → ${after} tokens) to fit ${after + 1}` });
+  expect(toolContents(body)).toEqual([CLEARED, CLEARED, file(2), file(3), file(4), file(5)]);
+  expect(body.messages[0]).toEqual({ role: "user", content: "fix the failing test" });
+  expect(body.messages.filter((m) => m.role === "assistant")).toHaveLength(6); // the calls stay: the model still sees what ran
+});
+
+test("the newest three tool results are never cleared, even when the prompt still does not fit", async () => {
+  const body = conversation([file(0), file(1), file(2), file(3), file(4)]);
+  const fitted = await fitToContext(body, 20_000, 10);
+  expect(toolContents(body)).toEqual([CLEARED, CLEARED, file(2), file(3), file(4)]);
+  expect(fitted.tokens).toBe(20_000 - (await saving(0)) - (await saving(1)));
+  expect(fitted.tokens).toBeGreaterThan(10); // the caller refuses what still does not fit
+});
+
+test("with three tool results or fewer, or no messages at all, there is nothing to clear", async () => {
+  const body = conversation([file(0), file(1), file(2)]);
+  expect(await fitToContext(body, 20_000, 10)).toEqual({ tokens: 20_000, note: null });
+  expect(await fitToContext({ prompt: "no messages" } as { messages?: unknown }, 20_000, 10)).toEqual({ tokens: 20_000, note: null });
+});
+
+test("only plain-text tool results are cleared, and one already cleared does not count among the newest three", async () => {
+  const parts = [{ type: "text", text: file(9) }];
+  const body = conversation([CLEARED, parts, file(1), file(2), file(3), file(4)]);
+  const fitted = await fitToContext(body, 20_000, 10);
+  expect(toolContents(body)).toEqual([CLEARED, parts, CLEARED, file(2), file(3), file(4)]);
+  expect(fitted.note).toStartWith("cleared the 1 oldest tool result(s)");
+});
+
+test("the prompt budget is the model's context less room for the reply (at most a quarter of it), within the router's cap", () => {
+  expect(promptLimit(undefined, 4096, 180_000)).toBe(180_000);
+  expect(promptLimit(32_768, 4096, 180_000)).toBe(28_672);
+  expect(promptLimit(8192, 32_000, 180_000)).toBe(6144);
+  expect(promptLimit(262_144, 4096, 180_000)).toBe(180_000);
+});
