@@ -6,6 +6,7 @@ import type { Scored } from "./scorer.ts";
 const ranked = (...ids: string[]): Scored[] =>
   ids.map((nodeId, i) => ({
     nodeId,
+    model: "llama3.2:3b",
     score: 100 - i,
     breakdown: { model_thermal: 0, memory_fit: 0, queue_depth: 0, wait_time: 0, role_affinity: 0, availability: 0, context_fit: 0 },
     loaded: true,
