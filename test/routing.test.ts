@@ -231,6 +231,14 @@ describe("models that are not there", () => {
     const notJson = await fetch(`${url}/api/chat`, { method: "POST", body: "{nope" });
     expect(notJson.status).toBe(400);
     expect(((await notJson.json()) as any).error).toContain("invalid JSON body");
+
+    // Names that are properties of every JavaScript object are model names like any other: not found, never a 500.
+    for (const name of ["toString", "constructor", "__proto__", "hasOwnProperty"]) {
+      const ollama = await post(url, "/api/chat", { model: name, messages: [{ role: "user", content: "x" }] });
+      expect({ name, status: ollama.status }).toEqual({ name, status: 404 });
+      const viaOpenai = await post(url, "/v1/chat/completions", { model: name, messages: [{ role: "user", content: "x" }] });
+      expect({ name, status: viaOpenai.status }).toEqual({ name, status: 404 });
+    }
   });
 });
 

@@ -30,3 +30,7 @@ test("every other character of a glob is literal, regex characters included", ()
   expect(globToRegExp("org/(model)+*").test("org/(model)+v2")).toBe(true);
   expect(globToRegExp("org/(model)+*").test("org/modelmodel")).toBe(false);
 });
+
+test("a name that is a property of every object is a model name, not a map entry", () => {
+  for (const name of ["toString", "constructor", "__proto__", "valueOf"]) expect(resolveAlias(name, { "claude-*": "qwen3:8b" })).toBe(name);
+});

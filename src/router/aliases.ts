@@ -3,7 +3,8 @@
 const compiled = new Map<string, RegExp>();
 
 export function resolveAlias(model: string, modelMap: Record<string, string>): string {
-  if (modelMap[model]) return modelMap[model];
+  // Own keys only: a client's "toString" or "constructor" is a model name, not a property of every object.
+  if (Object.hasOwn(modelMap, model)) return modelMap[model]!;
   for (const [pattern, target] of Object.entries(modelMap)) {
     if (pattern.includes("*") && globToRegExp(pattern).test(model)) return target;
   }
