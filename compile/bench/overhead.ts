@@ -44,7 +44,7 @@ export function overheadMarkdown(cells: Cell<Targets>[]): string {
 
 ${requestLabel}, to one simulated node generating 1,000,000 tokens/s (so herd's own cost shows): direct, through a pass-through
 proxy with no logic (compile/bench/passthrough.ts: Bun.serve in, herd's HTTP client out, the body piped back; the floor for a router on Bun) and
-through herd (the node declared with 256 parallel slots, so herd's per-model queue never holds a request back). Each cell runs direct, pass-through and herd in turn, ${ROUNDS} rounds; each target's figures are its median round (by req/s),
+through herd (the node declared with 256 parallel slots, so herd's per-model queue never holds a request back). Each cell runs direct, pass-through and herd${cells[0]?.by.before ? " (and the older herd binary)" : ""} in turn, ${ROUNDS} rounds; each target's figures are its median round (by req/s),
 so a burst of other work on this shared machine skews one round, not the comparison. Latency is request
 sent → last byte, in ms; "added" is herd's percentile minus direct's. Targets (issue #3): added p50 < ${TARGET.addedP50} ms, added p99 <
 ${TARGET.addedP99} ms, herd ≥ ${TARGET.throughput * 100}% of direct throughput. The load generator is a separate Bun process
@@ -57,12 +57,12 @@ tens of thousands).
 |---|---|---|---|---|---|---|---|
 ${rows.join("\n")}
 
-CPU per request (user + system time of the serving process, all its threads, over each measured round ÷ answers, µs${cells[0]?.by.before ? "; \"before\" is the older herd binary given in HERD_BENCH_BEFORE, measured in the same rounds" : ""}):
+CPU per request (user + system time of the serving process, all its threads, over each measured round ÷ answers, µs; the kernel counts it in 10 ms ticks, so a 1-client round of ~1,000 answers reads to ±10 µs${cells[0]?.by.before ? "; \"before\" is the older herd binary given in HERD_BENCH_BEFORE, measured in the same rounds" : ""}):
 
 | body | clients | pass-through | herd |${cells[0]?.by.before ? " before | herd ÷ before |" : ""} herd ÷ pass-through |
 |---|---|---|---|${cells[0]?.by.before ? "---|---|" : ""}---|
 ${cpuRows(cells).join("\n")}
-${cells[0]?.by.before ? `\nAdded latency against direct, herd then before (ms, p50 / p99):\n\n| body | clients | herd | before |\n|---|---|---|---|\n${beforeRows(cells).join("\n")}\n` : ""}
+${cells[0]?.by.before ? `\nHerd against the older binary in the same rounds: added latency against direct (ms, p50 / p99) and throughput:\n\n| body | clients | herd added | before added | req/s herd / before |\n|---|---|---|---|---|\n${beforeRows(cells).join("\n")}\n` : ""}
 Time to first token (streaming: request sent → first body byte), p50 in ms:
 
 | clients | direct | pass-through | herd | added by herd |
@@ -81,5 +81,8 @@ function cpuRows(cells: Cell<Targets>[]): string[] {
 }
 
 function beforeRows(cells: Cell<Targets>[]): string[] {
-  return cells.map(({ stream, clients, by: { direct, herd, before } }) => `| ${stream ? "stream" : "whole"} | ${clients} | ${ms(herd.p50 - direct.p50)} / ${ms(herd.p99 - direct.p99)} | ${ms(before!.p50 - direct.p50)} / ${ms(before!.p99 - direct.p99)} |`);
+  return cells.map(
+    ({ stream, clients, by: { direct, herd, before } }) =>
+      `| ${stream ? "stream" : "whole"} | ${clients} | ${ms(herd.p50 - direct.p50)} / ${ms(herd.p99 - direct.p99)} | ${ms(before!.p50 - direct.p50)} / ${ms(before!.p99 - direct.p99)} | ${herd.rps.toFixed(0)} / ${before!.rps.toFixed(0)} (${pct(herd.rps, before!.rps)}) |`,
+  );
 }
