@@ -1,5 +1,5 @@
 // GET /fleet/status, /fleet/queue and /fleet/limits: the fleet in seed 000's shapes, plus herd's config block.
-import type { ConfigStatus } from "../config/live.ts";
+import type { ConfigStatus, LiveConfig } from "../config/live.ts";
 import type { Config } from "../config/schema.ts";
 import { MLX_PREFIX } from "./catalog.ts";
 import type { OllamaSection } from "./heartbeat.ts";
@@ -46,6 +46,14 @@ function ollamaJson({ models_available, ...ollama }: OllamaSection, requestsActi
 /** Requests the node could start now: its slots per loaded model (at least one model's) less what herd runs there. */
 function freeSlots(registry: Registry, node: NodeRecord, inFlight: number): number {
   return Math.max(0, registry.parallel(node.id) * Math.max(1, node.ollama?.models_loaded.length ?? 0) - inFlight);
+}
+
+/** What the fleet's status views read (GET /fleet/status, the dashboard's live feed). */
+export interface FleetState {
+  registry: Registry;
+  queues: Queues;
+  pins: Pins;
+  live: LiveConfig;
 }
 
 export function fleetStatus(registry: Registry, queues: Queues, pins: Pins, config: ConfigStatus) {

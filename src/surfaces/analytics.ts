@@ -2,7 +2,7 @@
 // trends and per-tag (app) stats, read from the store.
 import { Elysia } from "elysia";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
-import type { Runtime } from "../runtime.ts";
+import type { Database } from "bun:sqlite";
 import * as analytics from "../store/analytics.ts";
 import { jsonError } from "./errors.ts";
 
@@ -11,8 +11,7 @@ const DAY_S = 24 * HOUR_S;
 /** The dashboard's data: for any client. */
 const DATA: RouteFacts = { access: "client", body: "json", errors: "herd" };
 
-export function analyticsSurface(rt: Runtime) {
-  const db = rt.store;
+export function analyticsSurface({ store: db }: { store: Database }) {
   const since = (seconds: number) => Date.now() / 1000 - seconds;
   const days = <T>(answer: (days: number, since: number) => T) => intParam("days", 7, 365, (d) => answer(d, since(d * DAY_S)));
   return new Elysia({ name: "analytics", prefix: "/dashboard/api" })

@@ -5,8 +5,8 @@ import { Elysia } from "elysia";
 import * as v from "valibot";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { isJson } from "../backends/lines.ts";
-import { MODEL_TYPES } from "../fleet/benchmark.ts";
-import type { Runtime } from "../runtime.ts";
+import type { Database } from "bun:sqlite";
+import { type BenchmarkRunner, MODEL_TYPES } from "../fleet/benchmark.ts";
 import { listRuns, saveRun } from "../store/benchmarks.ts";
 import { intParam } from "./analytics.ts";
 import { validBody } from "./body.ts";
@@ -71,7 +71,13 @@ const startBody = v.object({
 const READ: RouteFacts = { access: "client", body: "json", errors: "herd" };
 const CHANGE: RouteFacts = { access: "admin", body: "json", errors: "herd" };
 
-export function benchmarksSurface(rt: Runtime) {
+/** The stored runs and the runner: what these routes read. */
+interface Benchmarks {
+  store: Database;
+  benchmarks: BenchmarkRunner;
+}
+
+export function benchmarksSurface(rt: Benchmarks) {
   return new Elysia({ name: "benchmarks" })
     .use(routeFacts)
     .get("/dashboard/api/benchmarks", intParam("limit", 50, MAX_LIMIT, (limit) => ({ data: listRuns(rt.store, limit) })), { facts: READ })
@@ -80,7 +86,7 @@ export function benchmarksSurface(rt: Runtime) {
 }
 
 /** Saving, starting and cancelling: they write the store or load the fleet, so they are their own plugin, easy to guard. */
-export function benchmarkActions(rt: Runtime) {
+export function benchmarkActions(rt: Benchmarks) {
   return new Elysia({ name: "benchmark-actions" })
     .use(routeFacts)
     .post(

@@ -4,9 +4,8 @@ import { Elysia } from "elysia";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { ASSETS, type Asset, FAVICON } from "../dashboard/assets.ts";
 import { PAGES, pageHtml } from "../dashboard/pages.ts";
-import { fleetStatus } from "../fleet/status.ts";
+import { type FleetState, fleetStatus } from "../fleet/status.ts";
 import { log } from "../log.ts";
-import type { Runtime } from "../runtime.ts";
 import { jsonError } from "./errors.ts";
 import { sse } from "./sse.ts";
 
@@ -14,7 +13,7 @@ const SNAPSHOT_EVERY_MS = 2000;
 /** The pages and their assets are static shells, open to anyone: the data they show comes from routes that need a key. */
 const PAGE: RouteFacts = { access: "open", body: "json", errors: "herd" };
 
-export function dashboardSurface(rt: Runtime) {
+export function dashboardSurface(rt: FleetState) {
   const feed = new LiveFeed(rt);
   const app = new Elysia({ name: "dashboard" })
     .use(routeFacts)
@@ -48,7 +47,7 @@ class LiveFeed {
   private readonly streams = new Set<(bytes: Uint8Array) => void>();
   private timer: Timer | null = null;
 
-  constructor(private readonly rt: Runtime) {}
+  constructor(private readonly rt: FleetState) {}
 
   /** `send` gets a snapshot now and one every tick until the returned function is called. */
   subscribe(send: (bytes: Uint8Array) => void): () => void {

@@ -6,16 +6,16 @@ import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { bearerToken } from "../auth/tokens.ts";
 import { formatIssues } from "../config/problems.ts";
 import { heartbeatSchema } from "../fleet/heartbeat.ts";
-import { fleetLimits, fleetQueue, fleetStatus } from "../fleet/status.ts";
+import { type FleetState, fleetLimits, fleetQueue, fleetStatus } from "../fleet/status.ts";
 import { log } from "../log.ts";
-import type { Runtime } from "../runtime.ts";
+import type { RepairStats } from "../router/tool-repair.ts";
 import { readJsonObject } from "./body.ts";
 import { jsonError } from "./errors.ts";
 
 /** The fleet's state: for any client. */
 const READ: RouteFacts = { access: "client", body: "json", errors: "herd" };
 
-export function fleetSurface(rt: Runtime) {
+export function fleetSurface(rt: FleetState & { toolRepairs: RepairStats }) {
   const refusals = new QuietLog(60_000);
   return new Elysia({ name: "fleet" })
     .use(routeFacts)

@@ -4,15 +4,14 @@
 import { Elysia } from "elysia";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { contextUsageReport } from "../fleet/health/context-usage.ts";
-import { HealthEngine } from "../fleet/health/engine.ts";
-import type { Runtime } from "../runtime.ts";
+import { HealthEngine, type HealthSources } from "../fleet/health/engine.ts";
 import { intParam } from "./analytics.ts";
 import { jsonError } from "./errors.ts";
 
 /** The dashboard's data: for any client. */
 const DATA: RouteFacts = { access: "client", body: "json", errors: "herd" };
 
-export function healthChecksSurface(rt: Runtime) {
+export function healthChecksSurface(rt: HealthSources) {
   const engine = new HealthEngine(rt);
   return new Elysia({ name: "health-checks", prefix: "/dashboard/api" })
     .use(routeFacts)

@@ -6,17 +6,23 @@ import { embeddingKind } from "../backends/embedding.ts";
 import { serviceImageModel } from "../backends/image.ts";
 import { pullModel } from "../backends/ollama.ts";
 import { fleetTranscriptionModels } from "../backends/transcription.ts";
-import { markPulled, notPullable, pullTarget } from "../fleet/pulls.ts";
-import type { Runtime } from "../runtime.ts";
+import { markPulled, notPullable, type Pulls, pullTarget } from "../fleet/pulls.ts";
+import type { Registry } from "../fleet/registry.ts";
 import { readJsonObject } from "./body.ts";
 import { jsonError } from "./errors.ts";
 
-export function pullSurface(rt: Runtime) {
+/** The fleet a pull goes to, and the pulls under way. */
+interface Fleet {
+  registry: Registry;
+  pulls: Pulls;
+}
+
+export function pullSurface(rt: Fleet) {
   // What is on a node's disk is the admin's to change.
   return new Elysia({ name: "pull" }).use(routeFacts).post("/api/pull", ({ request }) => pull(rt, request), { parse: "none", facts: { access: "admin", body: "json", errors: "ollama" } });
 }
 
-async function pull(rt: Runtime, request: Request): Promise<Response> {
+async function pull(rt: Fleet, request: Request): Promise<Response> {
   const body = await readJsonObject(request);
   if (typeof body === "string") return jsonError(400, body);
   const model = [body.model, body.name].find((m): m is string => typeof m === "string" && m.trim() !== "");
@@ -66,7 +72,7 @@ async function pull(rt: Runtime, request: Request): Promise<Response> {
 }
 
 /** A model the fleet serves outside Ollama (an image CLI, Qwen3-ASR, a vision embedding server): how to install it instead. */
-function notOllamas(rt: Runtime, model: string): string | null {
+function notOllamas(rt: Fleet, model: string): string | null {
   const refuse = (what: string, install: string) => `"${model}" is ${what}, not an Ollama model; install it with: ${install}`;
   const image = serviceImageModel(rt.registry, model);
   if (image?.backend === "diffusionkit") return refuse("a DiffusionKit image model", "pip install diffusionkit (then list it under nodes[].images)");

@@ -3,8 +3,13 @@
 // and the answer cached for 30 s, as the dashboard polls it every 15 s and the
 // trace aggregates are the costly part.
 import { log } from "../../log.ts";
-import type { Runtime } from "../../runtime.ts";
+import type { Database } from "bun:sqlite";
+import type { LiveConfig } from "../../config/live.ts";
+import type { TraceWriter } from "../../store/traces.ts";
 import { trafficByModel } from "../../store/health-stats.ts";
+import type { Pins } from "../pins.ts";
+import type { Queues } from "../queues.ts";
+import type { Registry } from "../registry.ts";
 import { CHECKS } from "./checks/index.ts";
 import { contextUsageReport } from "./context-usage.ts";
 import { type CheckResult, type HealthCheck, type HealthInput, SEVERITIES, type Severity, worst } from "./types.ts";
@@ -22,7 +27,17 @@ export interface HealthReport {
   checks: (CheckResult & { id: string; name: string })[];
 }
 
-function snapshot(rt: Runtime, now: number): HealthInput {
+/** What the engine reads of the router: handed in by the composition root, or fakes in a test. */
+export interface HealthSources {
+  live: LiveConfig;
+  registry: Registry;
+  queues: Queues;
+  pins: Pins;
+  store: Database;
+  traces: TraceWriter;
+}
+
+function snapshot(rt: HealthSources, now: number): HealthInput {
   const { registry, queues } = rt;
   return {
     now,
@@ -63,7 +78,7 @@ function runOne(check: HealthCheck, input: HealthInput): CheckResult {
 export class HealthEngine {
   private last: { report: HealthReport; at: number } | null = null;
 
-  constructor(private readonly rt: Runtime) {}
+  constructor(private readonly rt: HealthSources) {}
 
   report(refresh = false): HealthReport {
     const now = Date.now();
