@@ -1,7 +1,10 @@
 // GET /metrics in the Prometheus text format: herd's routing (requests by
 // outcome, model and node since start; what runs and waits on each queue;
 // nodes by status) and the agent fleet (workers, send outcomes, held replies).
-import type { Runtime } from "../runtime.ts";
+import type { Queues } from "../fleet/queues.ts";
+import type { Registry } from "../fleet/registry.ts";
+import type { TraceWriter } from "../store/traces.ts";
+import type { AgentFleet } from "./fleet.ts";
 import { VERSION } from "../version.ts";
 import { stateOf } from "./sessions.ts";
 
@@ -30,7 +33,15 @@ function countBy<T>(items: T[], key: (t: T) => Labels): Sample[] {
   return [...counts.values()];
 }
 
-export function renderMetrics(rt: Runtime): string {
+/** What /metrics counts. */
+export interface MetricsSources {
+  agents: AgentFleet;
+  queues: Queues;
+  registry: Registry;
+  traces: TraceWriter;
+}
+
+export function renderMetrics(rt: MetricsSources): string {
   // Counted as requests are recorded, from zero at each start as Prometheus counters are (rate() takes restarts in
   // its stride): a scrape never queries the store, however many traces it holds.
   const requests = [...rt.traces.outcomes.values()];

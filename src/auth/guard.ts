@@ -3,9 +3,9 @@
 // become a Caller that the router core charges (rate, in flight, models) and
 // names in the trace.
 import { Elysia } from "elysia";
+import type { LiveConfig } from "../config/live.ts";
 import type { Config } from "../config/schema.ts";
 import { log } from "../log.ts";
-import type { Runtime } from "../runtime.ts";
 import { Caller, KeyUsage } from "./caller.ts";
 import { clientOf, isAdmin } from "./credentials.ts";
 import { admitBody } from "./limits.ts";
@@ -17,13 +17,18 @@ type Server = { requestIP(r: Request): { address: string } | null; port?: number
 
 const callers = new WeakMap<Request, Caller>();
 
+/** The guard reads the config live: a reload changes keys without a restart. */
+interface GuardSources {
+  live: LiveConfig;
+}
+
 /** The client key a request came with, once the guard has let it through; null when herd is open or for the admin. */
 export function callerOf(request: Request): Caller | null {
   return callers.get(request) ?? null;
 }
 
 /** `routes`: the app's routes and their facts, read once every surface is in. */
-export function authGuard(rt: Runtime, routes: RouteTable) {
+export function authGuard(rt: GuardSources, routes: RouteTable) {
   const usage = new KeyUsage();
   return new Elysia({ name: "auth" })
     .onStart(({ server }) => announce(rt.live.config, server?.port))

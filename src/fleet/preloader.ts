@@ -3,15 +3,22 @@
 // through the same warm(), so one node:model never loads twice at once.
 import { describeFetchError } from "../backends/ollama.ts";
 import { log } from "../log.ts";
-import type { Runtime } from "../runtime.ts";
+import type { LiveConfig } from "../config/live.ts";
 import { normalizeModelName } from "./model-name.ts";
-import { loadableUrl } from "./pins.ts";
-import { loadedOn, onDisk } from "./registry.ts";
+import { loadableUrl, type Pins } from "./pins.ts";
+import { loadedOn, onDisk, type Registry } from "./registry.ts";
 
 // A cycle every 12 heartbeats: 60 s at the default 5 s, seconds under the fast heartbeats of tests and demos.
 const HEARTBEATS_PER_CYCLE = 12;
 
 const loading = new Map<string, Promise<void>>();
+
+/** What the preloader reads: the config, the pins, the nodes. */
+interface PreloadSources {
+  live: LiveConfig;
+  pins: Pins;
+  registry: Registry;
+}
 
 /** Has Ollama at `url` load `model` and keep it (keep_alive -1); an empty prompt loads without generating. */
 export function warm(url: string, model: string, timeoutMs: number): Promise<void> {
@@ -40,7 +47,7 @@ async function requestLoad(url: string, model: string, timeoutMs: number): Promi
   if (!res.ok) throw new Error(body.error ?? `HTTP ${res.status}`);
 }
 
-export function startPreloader(rt: Runtime, intervalMs = () => HEARTBEATS_PER_CYCLE * rt.live.config.heartbeat.intervalMs): { stop(): void } {
+export function startPreloader(rt: PreloadSources, intervalMs = () => HEARTBEATS_PER_CYCLE * rt.live.config.heartbeat.intervalMs): { stop(): void } {
   const pins = rt.pins;
   const warned = new Set<string>();
   const warnOnce = (key: string, message: string) => {

@@ -9,7 +9,7 @@ import { askFields, check, replyFields, sendFields, spawnFields } from "../agent
 import { renderMetrics } from "../agents/metrics.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { bearerToken } from "../auth/tokens.ts";
-import type { Runtime } from "../runtime.ts";
+import type { MetricsSources } from "../agents/metrics.ts";
 import { readJsonObject } from "./body.ts";
 
 const sendBody = v.object(sendFields);
@@ -20,7 +20,9 @@ const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
 /** Every caller here is a lead or a worker with its own credential, which each handler checks (`as`). */
 const OWN: RouteFacts = { access: "own", body: "json", errors: "herd" };
 
-export function agentsSurface(rt: Runtime) {
+
+
+export function agentsSurface(rt: MetricsSources) {
   const fleet = rt.agents;
   const as = (request: Request, run: (caller: Principal) => Reply) => authenticated(rt, request, run);
   const withBody = <S extends v.GenericSchema>(request: Request, schema: S, run: (caller: Principal, input: v.InferOutput<S>) => Promise<Answer>, extra = {}) =>
@@ -52,7 +54,7 @@ export function agentsSurface(rt: Runtime) {
 type Reply = Answer | Response | Promise<Answer | Response>;
 
 /** Runs `run` for the request's caller; 401 when the request carries no valid credential. */
-export async function authenticated(rt: Runtime, request: Request, run: (caller: Principal) => Reply): Promise<Response> {
+export async function authenticated(rt: Pick<MetricsSources, "agents">, request: Request, run: (caller: Principal) => Reply): Promise<Response> {
   const token = bearerToken(request);
   const caller = rt.agents.authenticate(token);
   if (!caller) return toResponse(unauthorized(token !== null), { "www-authenticate": 'Bearer realm="herd"' });

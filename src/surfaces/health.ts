@@ -2,11 +2,23 @@
 // load balancer wants to know at a glance; 503 while starting or stopping, or
 // when the agent fleet's pane backend is unreachable (docs/agents.md).
 import { Elysia } from "elysia";
+import type { AgentFleet } from "../agents/fleet.ts";
 import { routeFacts } from "../auth/route-facts.ts";
-import type { Runtime } from "../runtime.ts";
+import type { LiveConfig } from "../config/live.ts";
+import type { Registry } from "../fleet/registry.ts";
 import { VERSION } from "../version.ts";
 
-export function healthSurface(rt: Runtime) {
+/** What /healthz reports on. */
+interface Health {
+  agents: AgentFleet;
+  live: LiveConfig;
+  registry: Registry;
+  /** Read at each probe: the router is ready once it serves. */
+  ready: boolean;
+  startedAt: number;
+}
+
+export function healthSurface(rt: Health) {
   return new Elysia({ name: "health" })
     .use(routeFacts)
     .get("/healthz", async () => {

@@ -16,7 +16,6 @@ import type { Principal } from "../agents/authz.ts";
 import type { AgentFleet } from "../agents/fleet.ts";
 import { askFields, check, replyFields, sendFields, spawnFields } from "../agents/inputs.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
-import type { Runtime } from "../runtime.ts";
 import { VERSION } from "../version.ts";
 import { authenticated } from "./agents.ts";
 import { jsonError } from "./errors.ts";
@@ -95,7 +94,7 @@ function serverFor(fleet: AgentFleet, caller: Principal): Server {
 /** A lead or a worker with its own credential, which the handler checks (`authenticated`). */
 const OWN: RouteFacts = { access: "own", body: "json", errors: "herd" };
 
-export function mcpSurface(rt: Runtime) {
+export function mcpSurface(rt: { agents: AgentFleet }) {
   // Stateless: nothing for a GET stream or a session DELETE to do.
   const noSessions = () => jsonError(405, "this MCP endpoint is stateless: POST JSON-RPC messages to /mcp", { allow: "POST" });
   return new Elysia({ name: "mcp" })

@@ -4,13 +4,12 @@
 import { Elysia } from "elysia";
 import * as v from "valibot";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
+import type { LiveConfig } from "../config/live.ts";
 import { MLX_PREFIX, mlxServers } from "../fleet/catalog.ts";
 import { type CoResidence, loadableUrl, type Pins } from "../fleet/pins.ts";
-import { loadedOn, onDisk } from "../fleet/registry.ts";
+import { loadedOn, onDisk, type NodeRecord, type Registry } from "../fleet/registry.ts";
 import { OS_RESERVE_GB } from "../fleet/scorer.ts";
 import { warm } from "../fleet/preloader.ts";
-import type { NodeRecord } from "../fleet/registry.ts";
-import type { Runtime } from "../runtime.ts";
 import { validBody } from "./body.ts";
 import { jsonError } from "./errors.ts";
 
@@ -34,7 +33,14 @@ const VISION_EMBEDDING = /dinov2|siglip|clip/i;
 /** Which models stay loaded: the admin's to change. */
 const CHANGE: RouteFacts = { access: "admin", body: "json", errors: "herd" };
 
-export function pinsSurface(rt: Runtime) {
+/** What pinning reads and changes: the config, the pins, the nodes. */
+interface Fleet {
+  live: LiveConfig;
+  pins: Pins;
+  registry: Registry;
+}
+
+export function pinsSurface(rt: Fleet) {
   const pins = rt.pins;
   return new Elysia({ name: "pins" })
     .use(routeFacts)
@@ -46,7 +52,7 @@ export function pinsSurface(rt: Runtime) {
     .post("/dashboard/api/pinned-models", ({ request }) => toggle(pins, request), { parse: "none", facts: CHANGE });
 }
 
-async function pin(rt: Runtime, pins: Pins, request: Request): Promise<Response> {
+async function pin(rt: Fleet, pins: Pins, request: Request): Promise<Response> {
   const started = performance.now();
   const body = await validBody(request, pinBody);
   if (body instanceof Response) return body;
@@ -78,7 +84,7 @@ async function pin(rt: Runtime, pins: Pins, request: Request): Promise<Response>
 }
 
 // The given node, else the online node with the model on disk and the most free memory (unreported counts as least).
-function pickNode(rt: Runtime, model: string, nodeId?: string): NodeRecord | undefined {
+function pickNode(rt: Fleet, model: string, nodeId?: string): NodeRecord | undefined {
   const scope = nodeId === undefined ? rt.registry.all() : [rt.registry.get(nodeId)!];
   const holders = scope.filter((n) => loadableUrl(rt.registry, n) && onDisk(n, model));
   const free = (n: NodeRecord) => n.report.memory?.available_gb ?? -1;
@@ -97,7 +103,7 @@ function overCommitted(model: string, nodeId: string, fit: CoResidence): Respons
 }
 
 // wait: true waits out the heartbeat lag, until the router's own view shows the model resident.
-async function resident(rt: Runtime, nodeId: string, model: string, timeoutMs: number): Promise<boolean> {
+async function resident(rt: Fleet, nodeId: string, model: string, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const node = rt.registry.get(nodeId);
@@ -107,7 +113,7 @@ async function resident(rt: Runtime, nodeId: string, model: string, timeoutMs: n
   }
 }
 
-function unpin(rt: Runtime, pins: Pins, rawModel: string, nodeId?: string): Response {
+function unpin(rt: Fleet, pins: Pins, rawModel: string, nodeId?: string): Response {
   const model = safeDecode(rawModel);
   if (!model.trim()) return jsonError(400, "name the model: DELETE /fleet/pin/{model}");
   const unpinned = pins.remove(model, nodeId);

@@ -7,8 +7,9 @@ import { Elysia } from "elysia";
 import * as v from "valibot";
 import { routeFacts } from "../auth/route-facts.ts";
 import { type Config, herdConfigSchema } from "../config/schema.ts";
-import { TOGGLE_NAMES, type ToggleValues } from "../router/toggles.ts";
-import type { Runtime } from "../runtime.ts";
+import type { LiveConfig } from "../config/live.ts";
+import type { Registry } from "../fleet/registry.ts";
+import { TOGGLE_NAMES, type Toggles, type ToggleValues } from "../router/toggles.ts";
 import { VERSION } from "../version.ts";
 import { validBody } from "./body.ts";
 
@@ -44,7 +45,14 @@ const SECRET_NAME = /(key|secret|password|passwd|token|credential)s?$/i;
 const flag = v.boolean("expected true or false");
 const toggleBody = v.object({ auto_pull: v.optional(flag), vram_fallback: v.optional(flag) });
 
-export function settingsSurface(rt: Runtime) {
+/** What the settings page shows and changes. */
+interface Settings {
+  live: LiveConfig;
+  registry: Registry;
+  toggles: Toggles;
+}
+
+export function settingsSurface(rt: Settings) {
   return new Elysia({ name: "settings" })
     .use(routeFacts)
     .get("/dashboard/api/settings", () => {
@@ -61,7 +69,7 @@ export function settingsSurface(rt: Runtime) {
 }
 
 /** POST /dashboard/api/settings: it changes how the router behaves, so it is its own plugin, easy to guard. */
-export function settingsActions(rt: Runtime) {
+export function settingsActions(rt: Settings) {
   return new Elysia({ name: "settings-actions" }).use(routeFacts).post(
     "/dashboard/api/settings",
     async ({ request }) => {
@@ -138,7 +146,7 @@ function snake(name: string): string {
   return name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 }
 
-function nodes(rt: Runtime) {
+function nodes(rt: Settings) {
   // The agent inside `herd` reports as this machine's host name (without .local) unless told otherwise.
   const local = hostname().replace(/\.local$/, "");
   return rt.registry.all().map((n) => ({
