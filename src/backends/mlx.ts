@@ -7,7 +7,7 @@ import { argumentsText } from "../core/tool-arguments.ts";
 import { NodeFailure } from "../errors.ts";
 import { readLines } from "./lines.ts";
 import { MlxEvents, type MlxUsage, errorText } from "./mlx-events.ts";
-import { type OllamaCall, describeFetchError, noMoreLines } from "./ollama.ts";
+import { type OllamaCall, describeFetchError, noMoreChunks } from "./ollama.ts";
 
 type Json = Record<string, unknown>;
 
@@ -94,7 +94,7 @@ export async function callMlx(baseUrl: string, request: Json, opts: MlxCallOptio
       const message = errorText(text) ?? `HTTP ${res.status}`;
       if (res.status >= 500 || res.status === 404) throw new NodeFailure(message, res.status);
       cleanup();
-      return { status: res.status, first: { events: [{ type: "error", message }] }, rest: noMoreLines(), cancel: () => {} };
+      return { status: res.status, first: { events: [{ type: "error", message }] }, rest: noMoreChunks(), cancel: () => {} };
     }
     const chunks = request.stream ? parse.stream(readLines(res.body!.getReader(), opts.idleMs)) : wholeAnswer(parse, (await res.json()) as Json);
     const rest = (async function* () {

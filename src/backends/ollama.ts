@@ -119,11 +119,11 @@ async function streamed(res: Answer, idleMs: number): Promise<{ first?: Chunk; r
 /** A whole answer (stream:false, embeddings, errors) is one JSON document: read in one call, nothing after it. */
 async function whole(res: Answer): Promise<{ first?: Chunk; rest: AsyncGenerator<Chunk[]> }> {
   const text = (await res.text()).trim();
-  return { first: text ? ollamaChunk(text) : undefined, rest: noMoreLines() };
+  return { first: text ? ollamaChunk(text) : undefined, rest: noMoreChunks() };
 }
 
-/** The rest of an answer that was whole in its first line. */
-export async function* noMoreLines(): AsyncGenerator<Chunk[]> {}
+/** The rest of an answer that was whole in its first chunk. */
+export async function* noMoreChunks(): AsyncGenerator<Chunk[]> {}
 
 async function* parseLines(batches: AsyncGenerator<string[]>): AsyncGenerator<Chunk[]> {
   for await (const batch of batches) yield batch.map(ollamaChunk);
