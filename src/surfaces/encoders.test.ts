@@ -199,3 +199,15 @@ test("an Ollama node's own bytes go to an Ollama client untouched, unknown field
   const raw = '{"model":"m","created_at":"2020-01-01T00:00:00Z","message":{"role":"assistant","content":"hi"},"done":false,"new_field":[1]}';
   expect(ndjson("chat", true).encode({ raw, model: "m", events: [{ type: "text", text: "hi" }] })).toBe(`${raw}\n`);
 });
+
+test("an answer to /api/generate without the node's bytes is written at the top level, as Ollama's generate answers", () => {
+  const encoder = ndjson("generate", true);
+  const lines = [
+    { model: "m", events: [{ type: "thinking", text: "hm" }, { type: "text", text: "4" }] },
+    { model: "m", events: [usage, { type: "done", reason: "stop" }] },
+  ] satisfies Chunk[];
+  expect(lines.map((c) => encoder.encode(c)).join("")).toBe(
+    '{"model":"m","created_at":"2026-01-02T03:04:05.000Z","response":"4","thinking":"hm","done":false}\n' +
+      '{"model":"m","created_at":"2026-01-02T03:04:05.000Z","response":"","done":true,"done_reason":"stop","prompt_eval_count":3,"eval_count":2}\n',
+  );
+});
