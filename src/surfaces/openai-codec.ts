@@ -164,7 +164,7 @@ export function chatEncoder(stream: boolean, includeUsage: boolean): Encoder {
         const message: Json = { role: "assistant", content: calls.length && !text ? null : text };
         if (reasoning) message.reasoning = reasoning;
         if (calls.length) message.tool_calls = calls;
-        return JSON.stringify({ ...base(model), choices: [{ index: 0, message, finish_reason: finishReason(done, toolCalls), logprobs: null }], usage: usageOf(usage) });
+        return JSON.stringify({ ...base(model), choices: [{ index: 0, message, finish_reason: finishReason(done, toolCalls), logprobs: null }], usage: openaiUsage(usage) });
       }
       let out = "";
       const delta: Json = {};
@@ -178,7 +178,7 @@ export function chatEncoder(stream: boolean, includeUsage: boolean): Encoder {
       if (Object.keys(delta).length) out += sse({ ...base(model), choices: [{ index: 0, delta, finish_reason: null, logprobs: null }] });
       if (done) {
         out += sse({ ...base(model), choices: [{ index: 0, delta: {}, finish_reason: finishReason(done, toolCalls), logprobs: null }] });
-        if (includeUsage) out += sse({ ...base(model), choices: [], usage: usageOf(usage) });
+        if (includeUsage) out += sse({ ...base(model), choices: [], usage: openaiUsage(usage) });
       }
       return out;
     },
@@ -192,7 +192,7 @@ function finishReason(reason: DoneReason, toolCalls: number): string {
   return toolCalls ? "tool_calls" : reason;
 }
 
-function usageOf(usage: Usage | undefined) {
+function openaiUsage(usage: Usage | undefined) {
   const prompt = usage?.promptTokens ?? 0;
   const completion = usage?.completionTokens ?? 0;
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
