@@ -8,7 +8,6 @@ import { sameModel } from "../fleet/model-name.ts";
 import type { Queues } from "../fleet/queues.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import { errorOf, postToNode, type ServiceJob, serviceNodes } from "./node-service.ts";
-import type { OllamaChunk } from "./ollama.ts";
 
 /** Vision embedding models (DINOv2, CLIP, SigLIP): a native vision server or nothing, never Ollama. */
 const VISION_EMBEDDING_MODELS = ["dinov2-vit-s14", "clip", "siglip"];
@@ -44,7 +43,14 @@ export interface EmbedInput {
   legacy: boolean;
 }
 
-export type Embeddings = OllamaChunk & { embeddings: number[][] };
+/** An embedding answer in the shape of Ollama's /api/embed. */
+export interface Embeddings {
+  model: string;
+  embeddings: number[][];
+  total_duration: number;
+  load_duration: number;
+  prompt_eval_count: number;
+}
 
 /** Where `kind`'s server can embed it: the nodes whose server serves the model; a RouteError when none runs or vision embedding is off. */
 export function nativeEmbeddingJob(registry: Registry, queues: Queues, config: Config, kind: EmbeddingKind, req: EmbedInput): ServiceJob<Embeddings> {

@@ -1,12 +1,13 @@
 // mlx_lm.server as a backend. Every surface decodes its request into an Ollama
-// body and encodes Ollama lines back, so this module is the one translator MLX
-// needs: the Ollama body goes out as an OpenAI chat completion, and the answer
-// (SSE chunks, or one object) comes back as Ollama lines. A wall clock bounds
-// each request from its slot to its last byte (seed 000's wedged-request guard).
-import { argumentsText, parseArguments } from "../core/tool-arguments.ts";
+// body, so the body goes out as an OpenAI chat completion; the answer (SSE
+// chunks, or one object) comes back as Events (mlx-events.ts). A wall clock
+// bounds each request from its slot to its last byte (seed 000's wedged-request guard).
+import type { Chunk } from "../core/events.ts";
+import { argumentsText } from "../core/tool-arguments.ts";
 import { NodeFailure } from "../errors.ts";
 import { readLines } from "./lines.ts";
-import { type OllamaCall, type OllamaChunk, type OllamaLine, describeFetchError, noMoreLines } from "./ollama.ts";
+import { MlxEvents, type MlxUsage, errorText } from "./mlx-events.ts";
+import { type OllamaCall, describeFetchError, noMoreChunks } from "./ollama.ts";
 
 type Json = Record<string, unknown>;
 
@@ -20,18 +21,8 @@ export class WallClockTimeout extends Error {
   }
 }
 
-export interface MlxUsage {
-  /** From the call to the last byte. */
-  latencyMs: number;
-  promptTokens: number;
-  completionTokens: number;
-  /** Prompt tokens mlx_lm took from its prompt cache. */
-  cachedTokens: number;
-}
-
 export interface MlxCallOptions {
-  kind: "chat" | "generate";
-  /** The model name the lines carry ("mlx:<repo id>"). */
+  /** The model name the answer carries ("mlx:<repo id>"). */
   servedAs: string;
   wallClockMs: number;
   idleMs: number;
@@ -90,8 +81,7 @@ export async function callMlx(baseUrl: string, request: Json, opts: MlxCallOptio
     clearTimeout(wallClock);
     opts.signal.removeEventListener("abort", onClientGone);
   };
-  const line = (json: OllamaChunk): OllamaLine => ({ raw: JSON.stringify(json), json });
-  const translate = new Translation(opts, started);
+  const parse = new MlxEvents(opts.servedAs, started, opts.onUsage);
   try {
     const res = await fetch(new URL("/v1/chat/completions", baseUrl), {
       method: "POST",
@@ -104,12 +94,12 @@ export async function callMlx(baseUrl: string, request: Json, opts: MlxCallOptio
       const message = errorText(text) ?? `HTTP ${res.status}`;
       if (res.status >= 500 || res.status === 404) throw new NodeFailure(message, res.status);
       cleanup();
-      return { status: res.status, first: line({ error: message }), rest: noMoreLines(), cancel: () => {} };
+      return { status: res.status, first: { events: [{ type: "error", message }] }, rest: noMoreChunks(), cancel: () => {} };
     }
-    const lines = request.stream ? translate.stream(readLines(res.body!.getReader(), opts.idleMs)) : translate.whole((await res.json()) as Json);
+    const chunks = request.stream ? parse.stream(readLines(res.body!.getReader(), opts.idleMs)) : wholeAnswer(parse, (await res.json()) as Json);
     const rest = (async function* () {
       try {
-        for await (const l of lines) yield [l];
+        for await (const chunk of chunks) yield [chunk];
       } catch (e) {
         // The wall clock (or the client) ended the read: say which, not the fetch's generic abort.
         throw abort.signal.reason instanceof WallClockTimeout ? abort.signal.reason : e;
@@ -130,108 +120,7 @@ export async function callMlx(baseUrl: string, request: Json, opts: MlxCallOptio
   }
 }
 
-/** One answer's OpenAI chunks as Ollama lines: text and thinking as they come, tool calls and the totals at the end. */
-class Translation {
-  constructor(
-    private readonly opts: MlxCallOptions,
-    private readonly started: number,
-  ) {}
-
-  async *stream(sse: AsyncGenerator<string>): AsyncGenerator<OllamaLine> {
-    // Tool calls arrive in pieces, by index: the name first, the arguments as text fragments.
-    const calls: { id?: string; name: string; args: string }[] = [];
-    let finish: string | null = null;
-    let usage: Json | undefined;
-    for await (const raw of sse) {
-      if (!raw.startsWith("data:")) continue;
-      const data = raw.slice(5).trim();
-      if (data === "[DONE]") {
-        if (calls.length) yield this.line({ content: "", toolCalls: calls.map((c) => ({ id: c.id, name: c.name, arguments: c.args })) });
-        yield this.done(finish, usage);
-        return;
-      }
-      let chunk: Json;
-      try {
-        chunk = JSON.parse(data);
-      } catch {
-        throw new Error(`the MLX server sent an SSE event that is not JSON: ${data.slice(0, 80)}`);
-      }
-      if (chunk.error) throw new Error(`the MLX server failed mid-answer: ${errorText(JSON.stringify(chunk))}`);
-      if (chunk.usage) usage = chunk.usage as Json;
-      const choice = (chunk.choices as Json[] | undefined)?.[0];
-      if (!choice) continue;
-      if (choice.finish_reason) finish = choice.finish_reason as string;
-      const delta = (choice.delta as Json | undefined) ?? {};
-      for (const piece of (delta.tool_calls as Json[] | undefined) ?? []) {
-        const fn = (piece.function as Json | undefined) ?? {};
-        const at = typeof piece.index === "number" ? piece.index : calls.length;
-        calls[at] ??= { name: "", args: "" };
-        if (typeof piece.id === "string") calls[at].id = piece.id;
-        if (typeof fn.name === "string") calls[at].name += fn.name;
-        if (typeof fn.arguments === "string") calls[at].args += fn.arguments;
-      }
-      const content = typeof delta.content === "string" ? delta.content : "";
-      const thinking = reasoningOf(delta);
-      if (content || thinking) yield this.line({ content, thinking });
-    }
-    // No [DONE]: the answer is incomplete, and the relay says so.
-  }
-
-  async *whole(body: Json): AsyncGenerator<OllamaLine> {
-    const choice = (body.choices as Json[] | undefined)?.[0] ?? {};
-    const message = (choice.message as Json | undefined) ?? {};
-    const toolCalls = ((message.tool_calls as Json[] | undefined) ?? []).map((c) => {
-      const fn = c.function as Json;
-      return { id: c.id as string | undefined, name: fn.name as string, arguments: fn.arguments as string };
-    });
-    const text = { content: typeof message.content === "string" ? message.content : "", thinking: reasoningOf(message), toolCalls };
-    yield this.done((choice.finish_reason as string | null) ?? null, body.usage as Json | undefined, text);
-  }
-
-  private line(text: { content: string; thinking?: string; toolCalls?: { id?: string; name: string; arguments: string }[] }, done = false): OllamaLine {
-    const json: OllamaChunk = { model: this.opts.servedAs, created_at: new Date().toISOString() };
-    const calls = text.toolCalls?.map((c) => ({ ...(c.id ? { id: c.id } : {}), function: { name: c.name, arguments: parseArguments(c.arguments) ?? c.arguments /* text that is not JSON stays text */ } }));
-    if (this.opts.kind === "chat") {
-      json.message = { role: "assistant", content: text.content, ...(text.thinking ? { thinking: text.thinking } : {}), ...(calls?.length ? { tool_calls: calls } : {}) };
-    } else {
-      json.response = text.content;
-      if (text.thinking) json.thinking = text.thinking;
-    }
-    json.done = done;
-    return { raw: JSON.stringify(json), json };
-  }
-
-  private done(finish: string | null, usage: Json | undefined, text: Parameters<Translation["line"]>[0] = { content: "" }): OllamaLine {
-    const prompt = Number(usage?.prompt_tokens ?? 0);
-    const completion = Number(usage?.completion_tokens ?? 0);
-    const cached = Number((usage?.prompt_tokens_details as Json | undefined)?.cached_tokens ?? 0);
-    const latencyMs = performance.now() - this.started;
-    this.opts.onUsage({ latencyMs, promptTokens: prompt, completionTokens: completion, cachedTokens: cached });
-    const line = this.line(text, true);
-    // Ollama's closing fields; mlx_lm reports no timings, so the whole duration is herd's own measure.
-    Object.assign(line.json, {
-      done_reason: finish === "length" ? "length" : "stop",
-      total_duration: Math.round(latencyMs * 1e6),
-      prompt_eval_count: prompt,
-      eval_count: completion,
-    });
-    return { raw: JSON.stringify(line.json), json: line.json };
-  }
-}
-
-function reasoningOf(part: Json): string {
-  const text = part.reasoning ?? part.reasoning_content;
-  return typeof text === "string" ? text : "";
-}
-
-// mlx_lm's errors are {"error": "..."}; some are plain text.
-function errorText(body: string): string | null {
-  try {
-    const error = (JSON.parse(body) as { error?: unknown }).error;
-    if (typeof error === "string") return error;
-    if (error && typeof (error as Json).message === "string") return (error as Json).message as string;
-  } catch {
-    // not JSON
-  }
-  return body.trim().slice(0, 300) || null;
+/** A whole completion as the one chunk of its answer. */
+async function* wholeAnswer(parse: MlxEvents, body: Json): AsyncGenerator<Chunk> {
+  yield parse.whole(body);
 }

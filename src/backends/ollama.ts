@@ -2,11 +2,13 @@
 // agentless nodes) and calling it for a request, streaming its lines back.
 import * as v from "valibot";
 import { formatIssues } from "../config/problems.ts";
+import { type Chunk, errorOf } from "../core/events.ts";
 import { NodeFailure } from "../errors.ts";
 import type { OllamaSection } from "../fleet/heartbeat.ts";
 import { modelList, psEntry, tagEntry, toGb, versionText } from "../fleet/node-models.ts";
 import { type Answer, postJson } from "./http1.ts";
 import { readLineBatches } from "./lines.ts";
+import { ollamaChunk } from "./ollama-events.ts";
 
 const versionAnswer = v.object({ version: v.optional(versionText) });
 const modelsAnswer = <S extends v.GenericSchema>(entry: S) => v.object({ models: v.optional(modelList(entry), []) });
@@ -46,32 +48,13 @@ export function describeFetchError(e: unknown, timeoutMs: number): string {
   return err.message;
 }
 
-/** One line of an Ollama response: the bytes as sent, and what they say. */
-export interface OllamaLine {
-  raw: string;
-  json: OllamaChunk;
-}
-
-/** The fields herd reads from Ollama's chat, generate and embed responses. */
-export interface OllamaChunk {
-  model?: string;
-  done?: boolean;
-  done_reason?: string;
-  error?: string;
-  message?: { role?: string; content?: string; thinking?: string; tool_calls?: { id?: string; function: { name: string; arguments: unknown } }[] };
-  response?: string;
-  thinking?: string;
-  prompt_eval_count?: number;
-  eval_count?: number;
-  [key: string]: unknown;
-}
-
+/** A node's answer under way (an Ollama node's, or an MLX server's). */
 export interface OllamaCall {
   status: number;
-  /** The first line, already read: the node has answered once this exists. */
-  first: OllamaLine;
-  /** The lines after it, in the batches they arrived in. */
-  rest: AsyncGenerator<OllamaLine[]>;
+  /** The first chunk, already read: the node has answered once this exists. */
+  first: Chunk;
+  /** The chunks after it, in the batches they arrived in. */
+  rest: AsyncGenerator<Chunk[]>;
   cancel(): void;
 }
 
@@ -97,7 +80,7 @@ export async function callOllama(
     const res = await postJson(new URL(path, baseUrl), body, abort.signal);
     const { first, rest } = isStream(res) ? await streamed(res, opts.idleMs) : await whole(res);
     if (!first) throw new NodeFailure(`empty response (HTTP ${res.status})`, res.status);
-    if (res.status >= 500 || res.status === 404) throw new NodeFailure(first.json.error ?? `HTTP ${res.status}`, res.status);
+    if (res.status >= 500 || res.status === 404) throw new NodeFailure(errorOf(first) ?? `HTTP ${res.status}`, res.status);
     clearTimeout(timer);
     return {
       status: res.status,
@@ -125,7 +108,7 @@ function isStream(res: Answer): boolean {
 }
 
 /** A streamed answer: its first line, and the lines after it as they come. */
-async function streamed(res: Answer, idleMs: number): Promise<{ first?: OllamaLine; rest: AsyncGenerator<OllamaLine[]> }> {
+async function streamed(res: Answer, idleMs: number): Promise<{ first?: Chunk; rest: AsyncGenerator<Chunk[]> }> {
   const batches = parseLines(readLineBatches(res.body, idleMs));
   const head = await batches.next();
   if (head.done) return { rest: batches };
@@ -134,27 +117,19 @@ async function streamed(res: Answer, idleMs: number): Promise<{ first?: OllamaLi
 }
 
 /** A whole answer (stream:false, embeddings, errors) is one JSON document: read in one call, nothing after it. */
-async function whole(res: Answer): Promise<{ first?: OllamaLine; rest: AsyncGenerator<OllamaLine[]> }> {
+async function whole(res: Answer): Promise<{ first?: Chunk; rest: AsyncGenerator<Chunk[]> }> {
   const text = (await res.text()).trim();
-  return { first: text ? parseLine(text) : undefined, rest: noMoreLines() };
+  return { first: text ? ollamaChunk(text) : undefined, rest: noMoreChunks() };
 }
 
-/** The rest of an answer that was whole in its first line. */
-export async function* noMoreLines(): AsyncGenerator<OllamaLine[]> {}
+/** The rest of an answer that was whole in its first chunk. */
+export async function* noMoreChunks(): AsyncGenerator<Chunk[]> {}
 
-async function* parseLines(batches: AsyncGenerator<string[]>): AsyncGenerator<OllamaLine[]> {
-  for await (const batch of batches) yield batch.map(parseLine);
+async function* parseLines(batches: AsyncGenerator<string[]>): AsyncGenerator<Chunk[]> {
+  for await (const batch of batches) yield batch.map(ollamaChunk);
 }
 
-function parseLine(raw: string): OllamaLine {
-  try {
-    return { raw, json: JSON.parse(raw) };
-  } catch {
-    throw new Error(`the node sent a line that is not JSON: ${raw.slice(0, 80)}`);
-  }
-}
-
-async function* startingWith(batch: OllamaLine[], rest: AsyncGenerator<OllamaLine[]>): AsyncGenerator<OllamaLine[]> {
+async function* startingWith(batch: Chunk[], rest: AsyncGenerator<Chunk[]>): AsyncGenerator<Chunk[]> {
   yield batch;
   yield* rest;
 }

@@ -7,6 +7,7 @@
 // - thinking budgets: a thinking model spends tokens on its reasoning before it
 //   answers, so a client's num_predict is raised so the answer still fits.
 import type { Config } from "../config/schema.ts";
+import type { Chunk } from "../core/events.ts";
 import { reasons } from "../fleet/thinking-models.ts";
 import { log } from "../log.ts";
 import { contextSize } from "./context-size.ts";
@@ -63,14 +64,20 @@ export function adjustBody(body: Record<string, unknown>, model: string, { loade
 }
 
 /** The seed's reasoning-budget diagnostics for a finished non-streaming answer. */
-export function budgetHeaders(budget: NonNullable<Adjusted["thinkingBudget"]>, done: { eval_count?: number; done_reason?: string; message?: { thinking?: string }; thinking?: unknown }): Record<string, string> {
-  const thinkingText = done.message?.thinking ?? (typeof done.thinking === "string" ? done.thinking : "");
-  const total = done.eval_count ?? 0;
-  const thinking = thinkingTokens(thinkingText.length, total);
+export function budgetHeaders(budget: NonNullable<Adjusted["thinkingBudget"]>, answer: Chunk): Record<string, string> {
+  let thinkingChars = 0;
+  let total = 0;
+  let reason = "stop";
+  for (const e of answer.events) {
+    if (e.type === "thinking") thinkingChars += e.text.length;
+    else if (e.type === "usage") total = e.completionTokens ?? 0;
+    else if (e.type === "done") reason = e.reason;
+  }
+  const thinking = thinkingTokens(thinkingChars, total);
   return {
     "X-Thinking-Tokens": String(thinking),
     "X-Output-Tokens": String(total - thinking),
     "X-Budget-Used": `${total}/${budget.sent}`,
-    "X-Done-Reason": done.done_reason ?? "stop",
+    "X-Done-Reason": reason,
   };
 }

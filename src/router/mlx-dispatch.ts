@@ -39,7 +39,6 @@ export async function dispatchMlx(deps: RouterDeps, req: RouteRequest, model: st
     maxPending: config.mlx.maxQueueDepth,
     async call({ nodeId, url }, slot, excluded) {
       const call = await callMlx(url, request, {
-        kind,
         servedAs,
         wallClockMs: config.mlx.wallClockTimeoutMs,
         idleMs: config.timeouts.idleMs,

@@ -1,18 +1,31 @@
 // An embedding request a node's native server answers (seed 000's dispatch table, backends/embedding.ts):
 // through the pipeline of node services, answered in the surface's own encoding as an Ollama node's
 // answer would be. null when the model is Ollama's: the surface routes it as any other request.
-import { type EmbedInput, embeddingKind, nativeEmbeddingJob } from "../backends/embedding.ts";
+import { type EmbedInput, type Embeddings, embeddingKind, nativeEmbeddingJob } from "../backends/embedding.ts";
+import type { Chunk } from "../core/events.ts";
 import type { RouteMeta } from "../pipeline/admit.ts";
 import { runService } from "../pipeline/service.ts";
 import type { Runtime } from "../runtime.ts";
-import type { Encoder } from "./route.ts";
+import type { Encoder } from "../core/encoder.ts";
 
 export function nativeEmbed(rt: Runtime, req: EmbedInput, surface: "ollama" | "openai", meta: RouteMeta, signal: AbortSignal, encoder: Encoder): Promise<Response> | null {
   const kind = embeddingKind(rt.registry, req.model);
   if (!kind) return null;
   return runService(rt, { kind: "embed", surface, requested: req.model, meta, signal }, () => nativeEmbeddingJob(rt.registry, rt.queues, rt.live.config, kind, req), {
     answer: (json, headers) =>
-      new Response(encoder.line({ raw: JSON.stringify(req.legacy ? { embedding: json.embeddings[0] ?? [] } : json), json }), { headers: { "content-type": encoder.contentType, ...headers } }),
+      new Response(encoder.encode(embedded(json, req.legacy)), { headers: { "content-type": encoder.contentType, ...headers } }),
     error: encoder.error,
   });
+}
+
+/** The answer as an Ollama node's would be: its events, and its bytes (one `embedding` for the legacy route). */
+function embedded(json: Embeddings, legacy: boolean): Chunk {
+  return {
+    raw: JSON.stringify(legacy ? { embedding: json.embeddings[0] ?? [] } : json),
+    model: json.model,
+    events: [
+      { type: "embeddings", vectors: json.embeddings },
+      { type: "usage", promptTokens: json.prompt_eval_count, totalNs: json.total_duration, loadNs: json.load_duration },
+    ],
+  };
 }

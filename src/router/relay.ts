@@ -1,28 +1,29 @@
-// Relaying a node's answer to the client in the surface's wire format: lines
-// through tool-call repair, then the encoder; keep-alives while the node is
-// silent; and an answer that always ends well-formed, whatever the node did.
-import type { OllamaLine } from "../backends/ollama.ts";
+// Relaying a node's answer to the client in the surface's wire format: its
+// chunks of Events through tool-call repair, then the encoder; keep-alives
+// while the node is silent; and an answer that always ends well-formed,
+// whatever the node did.
+import type { Encoder } from "../core/encoder.ts";
+import { type Chunk, endOf } from "../core/events.ts";
 import type { TraceStatus } from "../store/traces.ts";
 import type { RouteRequest, Routed } from "./dispatch.ts";
-import type { Encoder } from "./route.ts";
 import type { ToolCallRepair } from "./tool-repair.ts";
 
 /**
- * The node's lines, re-encoded; the answer always ends well-formed, whatever the node did. An answer
- * that is whole in its first line (stream:false, embeddings) comes back as one string: no stream to pump.
+ * The node's answer, re-encoded; it always ends well-formed, whatever the node did. An answer
+ * that is whole in its first chunk (stream:false, embeddings) comes back as one string: no stream to pump.
  */
 export function relay(
   routed: Routed,
   kind: RouteRequest["kind"],
   encoder: Encoder,
   repair: ToolCallRepair | null,
-  finish: (s: TraceStatus, done: OllamaLine["json"] | null, e: string | null) => void,
+  finish: (s: TraceStatus, done: Chunk | null, e: string | null) => void,
   shutdown: AbortSignal,
 ): string | ReadableStream<Uint8Array> {
   let finished = false;
   let controller: ReadableStreamDefaultController<Uint8Array> | null = null;
-  // Text for the client not sent yet: the lines that arrived together go out in one write (and the first
-  // line, encoded before the stream exists, waits here until it starts).
+  // Text for the client not sent yet: the chunks that arrived together go out in one write (and the first
+  // chunk, encoded before the stream exists, waits here until it starts).
   let out = "";
   const send = (text: string) => {
     out += text;
@@ -32,7 +33,7 @@ export function relay(
     controller.enqueue(utf8.encode(out));
     out = "";
   };
-  const end = (status: TraceStatus, done: OllamaLine["json"] | null, error: string | null, tail: string) => {
+  const end = (status: TraceStatus, done: Chunk | null, error: string | null, tail: string) => {
     finished = true;
     shutdown.removeEventListener("abort", cut);
     if (tail) send(tail);
@@ -40,25 +41,26 @@ export function relay(
     controller?.close();
     finish(status, done, error);
   };
-  // A line ends the answer when it carries Ollama's done marker (embeddings come as one line without it).
-  // Says whether the client got anything: a line may encode to nothing (text an encoder holds back).
-  const handle = (line: OllamaLine): boolean => {
-    if (line.json.error) {
-      end("failed", null, line.json.error, encoder.fail(line.json.error));
+  // A chunk ends the answer when it ends in `done` (embeddings come as one chunk without it).
+  // Says whether the client got anything: a chunk may encode to nothing (text an encoder holds back).
+  const handle = (chunk: Chunk): boolean => {
+    const last = endOf(chunk);
+    if (last?.type === "error") {
+      end("failed", null, last.message, encoder.fail(last.message));
       return true;
     }
-    const out = encoder.line(line);
+    const out = encoder.encode(chunk);
     if (out) send(out);
-    if (line.json.done === true || kind === "embed") {
-      end("completed", line.json, null, encoder.end());
+    if (last || kind === "embed") {
+      end("completed", chunk, null, encoder.end());
       return true;
     }
     return out !== "";
   };
-  // Lines pass through tool-call repair first when the request offered tools; it may hold some back.
-  const feed = (line: OllamaLine): boolean => {
+  // Chunks pass through tool-call repair first when the request offered tools; it may hold some back.
+  const feed = (chunk: Chunk): boolean => {
     let sent = false;
-    for (const l of repair ? repair.feed(line) : [line]) if (!finished) sent = handle(l) || sent;
+    for (const c of repair ? repair.feed(chunk) : [chunk]) if (!finished) sent = handle(c) || sent;
     return sent;
   };
   // herd is stopping and the grace period is over: the answer ends here, with an error the client can read.
@@ -86,7 +88,7 @@ export function relay(
       let sent = false;
       while (!finished && !sent) {
         try {
-          const next = await nextLines(routed, encoder, (keepAlive) => {
+          const next = await nextChunks(routed, encoder, (keepAlive) => {
             if (finished) return;
             send(keepAlive);
             flush();
@@ -97,7 +99,7 @@ export function relay(
             const message = `node ${routed.nodeId} closed the stream before it finished`;
             return end("incomplete", null, message, encoder.fail(message));
           }
-          for (const line of next.value) sent = feed(line) || sent;
+          for (const chunk of next.value) sent = feed(chunk) || sent;
           flush();
         } catch (e) {
           if (finished) return;
@@ -119,8 +121,8 @@ export function relay(
 
 const utf8 = new TextEncoder();
 
-/** The node's next lines; while waiting, the encoder's keep-alive bytes go out every interval. */
-async function nextLines(routed: Routed, encoder: Encoder, send: (bytes: string) => void): Promise<IteratorResult<OllamaLine[]>> {
+/** The node's next chunks; while waiting, the encoder's keep-alive bytes go out every interval. */
+async function nextChunks(routed: Routed, encoder: Encoder, send: (bytes: string) => void): Promise<IteratorResult<Chunk[]>> {
   const next = routed.call.rest.next();
   const keepAlive = encoder.keepAlive;
   if (!keepAlive) return next;

@@ -2,7 +2,8 @@
 // the surface's wire format, and leave a trace. Headers go out only once a
 // node has answered, so X-Fleet-Node always names the node that served.
 import { eitherSignal } from "../abort.ts";
-import type { OllamaLine } from "../backends/ollama.ts";
+import type { Encoder } from "../core/encoder.ts";
+import { type Chunk, endOf, errorOf, usageOf } from "../core/events.ts";
 import { RouteError } from "../errors.ts";
 import { admit, leave, type RouteMeta } from "../pipeline/admit.ts";
 import { errorHeaders, fleetHeaders } from "../pipeline/headers.ts";
@@ -13,21 +14,6 @@ import { budgetHeaders } from "./body-rules.ts";
 import { type RouteRequest, type Routed, dispatch } from "./dispatch.ts";
 import { relay } from "./relay.ts";
 import { ToolCallRepair, offeredTools } from "./tool-repair.ts";
-
-/** How a surface writes the node's lines in its own wire format. */
-export interface Encoder {
-  contentType: string;
-  /** Bytes for one line of the node's answer ("" to send nothing). */
-  line(line: OllamaLine): string;
-  /** Bytes after the node's done marker (e.g. SSE's `data: [DONE]`). */
-  end(): string;
-  /** Bytes that end a stream that failed after its first byte. */
-  fail(message: string): string;
-  /** A whole error response before anything was sent. */
-  error(status: number, message: string, headers: Record<string, string>): Response;
-  /** Bytes to send when the node has been silent this long (Anthropic's `ping`), so clients know the stream is alive. */
-  keepAlive?: { everyMs: number; bytes: string };
-}
 
 export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, meta: RouteMeta): Promise<Response> {
   const started = performance.now();
@@ -57,22 +43,24 @@ export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, me
   // The node refused the request itself (a 4xx, e.g. a model that cannot embed): the client gets it in its own format.
   if (routed.call.status >= 400) {
     routed.call.cancel();
-    const message = routed.call.first.json.error ?? `node ${routed.nodeId} answered HTTP ${routed.call.status}`;
+    const message = errorOf(routed.call.first) ?? `node ${routed.nodeId} answered HTTP ${routed.call.status}`;
     routed.slot.release("failed");
     leave(rt.clients, meta);
     rt.traces.record(traceEnd(trace, "failed", started, message));
     return encoder.error(routed.call.status, message, fleetHeaders(requested, routed, routed.retries));
   }
-  const finish = (status: TraceStatus, done: OllamaLine["json"] | null, error: string | null) => {
+  const finish = (status: TraceStatus, done: Chunk | null, error: string | null) => {
     const row = traceEnd(trace, status, started, error);
     routed.slot.release(status === "completed" ? "completed" : "failed", row.latency_ms!);
     leave(rt.clients, meta);
-    row.prompt_tokens = done?.prompt_eval_count ?? null;
-    row.completion_tokens = done?.eval_count ?? null;
+    const usage = done && usageOf(done);
+    row.prompt_tokens = usage?.promptTokens ?? null;
+    row.completion_tokens = usage?.completionTokens ?? null;
     rt.traces.record(row);
   };
   // A non-streaming answer is whole in its first line, so its budget diagnostics can go in the headers.
-  const budget = routed.thinkingBudget && !meta.stream && routed.call.first.json.done ? budgetHeaders(routed.thinkingBudget, routed.call.first.json) : {};
+  const first = routed.call.first;
+  const budget = routed.thinkingBudget && !meta.stream && endOf(first)?.type === "done" ? budgetHeaders(routed.thinkingBudget, first) : {};
   const tools = req.kind === "chat" ? offeredTools(req.body) : [];
   const repair = tools.length ? new ToolCallRepair(tools, rt.toolRepairs.counter(routed.servedModel)) : null;
   return new Response(relay(routed, req.kind, encoder, repair, finish, rt.shutdown.signal), {

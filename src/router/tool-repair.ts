@@ -4,7 +4,7 @@
 // request offered tools, text that looks like a call is held back, repaired,
 // checked against the tool's schema, and sent as a real tool call; when repair
 // fails, the text goes out unchanged. Counted per model (/fleet/queue).
-import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
+import { type Chunk, endOf } from "../core/events.ts";
 
 export interface ToolSpec {
   name: string;
@@ -30,9 +30,9 @@ export function offeredTools(body: Record<string, unknown>): ToolSpec[] {
 const MAY_BE_CALL = /^\s*(<tool_call>|\{|```)/;
 const PREFIXES = ["<tool_call>", "{", "```"];
 
-/** Feeds an answer's lines through; returns the lines to send on. */
+/** Feeds an answer's chunks through; returns the chunks to send on. */
 export class ToolCallRepair {
-  private held: OllamaLine[] = [];
+  private held: Chunk[] = [];
   private text = "";
   private holding = true;
 
@@ -41,24 +41,25 @@ export class ToolCallRepair {
     private readonly count: (outcome: keyof RepairCounts) => void,
   ) {}
 
-  feed(line: OllamaLine): OllamaLine[] {
-    const json = line.json;
-    if (!this.holding || json.message?.tool_calls?.length) return this.release(line);
-    this.text += json.message?.content ?? "";
-    this.held.push(line);
-    if (json.done) return this.finish(json);
+  feed(chunk: Chunk): Chunk[] {
+    if (!this.holding || chunk.events.some((e) => e.type === "tool_call")) return this.release(chunk);
+    for (const e of chunk.events) if (e.type === "text") this.text += e.text;
+    this.held.push(chunk);
+    if (endOf(chunk)?.type === "done") return this.finish(chunk);
     const trimmed = this.text.trimStart();
     if (trimmed && !MAY_BE_CALL.test(trimmed) && !PREFIXES.some((p) => p.startsWith(trimmed))) return this.release();
     return [];
   }
 
-  private release(line?: OllamaLine): OllamaLine[] {
+  private release(chunk?: Chunk): Chunk[] {
     this.holding = false;
-    const out = [...this.held.splice(0), ...(line ? [line] : [])];
+    const out = this.held.splice(0);
+    if (chunk) out.push(chunk);
     return out;
   }
 
-  private finish(done: OllamaChunk): OllamaLine[] {
+  // The call replaces the text it was read from: the answer ends in one chunk of the call and the done chunk's usage and end.
+  private finish(done: Chunk): Chunk[] {
     if (!MAY_BE_CALL.test(this.text)) return this.release();
     this.count("attempts");
     const call = repairCall(this.text, this.tools);
@@ -69,8 +70,8 @@ export class ToolCallRepair {
     this.count("successes");
     this.holding = false;
     this.held = [];
-    const json: OllamaChunk = { ...done, message: { role: "assistant", content: "", tool_calls: [{ function: call }] } };
-    return [{ raw: JSON.stringify(json), json }];
+    const rest = done.events.filter((e) => e.type === "usage" || e.type === "done");
+    return [{ model: done.model, events: [{ type: "tool_call", ...call }, ...rest] }];
   }
 }
 

@@ -2,11 +2,11 @@
 // has a home for (system, also mid-conversation; content blocks, images, tools,
 // tool_use/tool_result, stop_sequences, sampling, structured output); fields
 // with no local meaning (cache_control, context_management, effort, betas) are
-// accepted and ignored. Ollama's lines come back as content blocks: one
+// accepted and ignored. The answer's Events come back as content blocks: one
 // Message object, or the exact SSE event sequence that builds it.
-import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
+import type { Chunk, DoneReason } from "../core/events.ts";
 import { argumentsObject } from "../core/tool-arguments.ts";
-import type { Encoder } from "../router/route.ts";
+import type { Encoder } from "../core/encoder.ts";
 import { type ThinkingRequest, signatureOf, thinkingOf, thinkingText } from "./anthropic-thinking.ts";
 import { loadedToolsText, toolsOf } from "./anthropic-tools.ts";
 import { randomId } from "./ids.ts";
@@ -238,7 +238,7 @@ function errorType(status: number): string {
 }
 
 /** A stream event, named after its type on the wire. */
-type Event = Json & { type: string };
+type StreamEvent = Json & { type: string };
 
 export interface TurnOptions {
   /** The model id as the client sent it: Anthropic answers with the id it was asked for. */
@@ -253,20 +253,19 @@ export interface TurnOptions {
   omitThinking: boolean;
 }
 
-/** Writes Ollama's chat lines as an Anthropic Message: SSE events, or one object. */
+/** Writes an answer's Events as an Anthropic Message: SSE events, or one object. */
 export function messagesEncoder(stream: boolean, opts: TurnOptions & { pingEveryMs: number }): Encoder {
   const turn = new Turn(opts);
   return {
     contentType: stream ? EVENT_STREAM : "application/json",
-    line({ json }: OllamaLine) {
-      if (json.error) return "";
-      const events = turn.feed(json);
+    encode(chunk: Chunk) {
+      const events = turn.feed(chunk);
       if (stream) return events.map((e) => sse(e, e.type)).join("");
-      return json.done ? JSON.stringify(turn.message) : "";
+      return turn.message.stop_reason ? JSON.stringify(turn.message) : "";
     },
     end: () => "",
     fail: (message) => {
-      const error: Event = { type: "error", error: { type: "api_error", message } };
+      const error: StreamEvent = { type: "error", error: { type: "api_error", message } };
       return stream ? sse(error, error.type) : JSON.stringify(error);
     },
     error: anthropicError,
@@ -275,7 +274,7 @@ export function messagesEncoder(stream: boolean, opts: TurnOptions & { pingEvery
 }
 
 /**
- * One assistant turn built from Ollama's lines: the Message so far, and the
+ * One assistant turn built from an answer's Events: the Message so far, and the
  * stream events that build it. Blocks follow the order the model produced
  * them in: thinking, text, tool_use; a new kind closes the open block.
  */
@@ -287,7 +286,7 @@ class Turn {
   private toolUses = 0;
   private readonly scanner: StopScanner;
   private started = false;
-  private events: Event[] = [];
+  private events: StreamEvent[] = [];
 
   constructor(private readonly opts: TurnOptions) {
     this.scanner = new StopScanner(opts.stops);
@@ -303,19 +302,23 @@ class Turn {
     };
   }
 
-  /** The events one of Ollama's lines adds (the first line also starts the message). */
-  feed(chunk: OllamaChunk): Event[] {
+  /** The stream events one chunk of the answer adds (the first also starts the message). */
+  feed(chunk: Chunk): StreamEvent[] {
     this.events = [];
     if (!this.started) this.events.push({ type: "message_start", message: { ...this.message, content: [], usage: { ...this.message.usage } } });
     this.started = true;
-    // Once a stop sequence has matched, the rest of the generation is not part of the answer.
-    if (!this.scanner.matched) {
-      const m = chunk.message;
-      if (m?.thinking) this.append("thinking", m.thinking);
-      if (m?.content) this.append("text", this.scanner.push(m.content));
-      for (const call of m?.tool_calls ?? []) if (!this.scanner.matched) this.toolUse(call.function.name, call.function.arguments);
+    let outputTokens = 0;
+    for (const e of chunk.events) {
+      // Once a stop sequence has matched, the rest of the generation is not part of the answer.
+      if (e.type === "thinking") {
+        if (!this.scanner.matched) this.append("thinking", e.text);
+      } else if (e.type === "text") {
+        if (!this.scanner.matched) this.append("text", this.scanner.push(e.text));
+      } else if (e.type === "tool_call") {
+        if (!this.scanner.matched) this.toolUse(e.name, e.arguments);
+      } else if (e.type === "usage") outputTokens = e.completionTokens ?? 0;
+      else if (e.type === "done") this.finish(e.reason, outputTokens);
     }
-    if (chunk.done) this.finish(chunk);
     return this.events;
   }
 
@@ -368,12 +371,12 @@ class Turn {
     this.open = null;
   }
 
-  private finish(done: OllamaChunk): void {
+  private finish(reason: DoneReason, outputTokens: number): void {
     // Text held back as a possible start of a stop sequence was text after all.
     this.append("text", this.scanner.flush());
     this.close();
-    const stopReason = this.scanner.matched !== null ? "stop_sequence" : this.toolUses ? "tool_use" : done.done_reason === "length" ? "max_tokens" : "end_turn";
-    const usage = { ...this.message.usage, output_tokens: done.eval_count ?? 0 };
+    const stopReason = this.scanner.matched !== null ? "stop_sequence" : this.toolUses ? "tool_use" : reason === "length" ? "max_tokens" : "end_turn";
+    const usage = { ...this.message.usage, output_tokens: outputTokens };
     Object.assign(this.message, { stop_reason: stopReason, stop_sequence: this.scanner.matched, usage });
     this.events.push({ type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: this.scanner.matched }, usage });
     this.events.push({ type: "message_stop" });

@@ -1,7 +1,7 @@
 // The Ollama API, fleet-wide. Requests go to the best node that has the model;
 // the body is passed through untouched (but for herd's own fields), so every
 // field Ollama knows (format, keep_alive, think, images, options) reaches it,
-// and its NDJSON lines come back byte for byte.
+// and its NDJSON lines come back byte for byte (see ollama-codec.ts).
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
@@ -15,12 +15,13 @@ import { takeHerdFields } from "../router/herd-fields.ts";
 import { estimatePrompt } from "../router/tokens.ts";
 import { headerValue } from "../pipeline/headers.ts";
 import { nativeEmbed } from "../router/native-embed.ts";
-import { type Encoder, route } from "../router/route.ts";
+import { route } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
 import { lowestVersion } from "../version.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 import { embedBody } from "./embed-input.ts";
 import { jsonError } from "./errors.ts";
+import { ndjson } from "./ollama-codec.ts";
 
 /** Ollama's API: for any client, in Ollama's error format. */
 const API: RouteFacts = { access: "client", body: "json", errors: "ollama" };
@@ -54,7 +55,7 @@ async function handle(rt: Runtime, request: Request, kind: RouteRequest["kind"],
   const stream = kind !== "embed" && body.stream !== false;
   const meta = { tags: herd.tags, stream, clientIp, caller: callerOf(request) };
   if (kind === "embed") {
-    const embedded = nativeEmbed(rt, { model, body, legacy: path === "/api/embeddings" }, "ollama", meta, request.signal, ndjson(false));
+    const embedded = nativeEmbed(rt, { model, body, legacy: path === "/api/embeddings" }, "ollama", meta, request.signal, ndjson(kind, false));
     if (embedded) return embedded;
   }
   const req: RouteRequest = {
@@ -68,7 +69,7 @@ async function handle(rt: Runtime, request: Request, kind: RouteRequest["kind"],
     promptTokens: estimatePrompt(body),
     signal: request.signal,
   };
-  return route(rt, req, ndjson(stream), meta);
+  return route(rt, req, ndjson(kind, stream), meta);
 }
 
 /** Model details come from any online node that has the model; nothing runs, so no queue slot is taken. */
@@ -109,17 +110,6 @@ function fleetVersion(rt: Runtime): { version: string } | Response {
       ? `none of the ${online} online node(s) reaches its Ollama`
       : "the Ollama of the online nodes did not say its version";
   return jsonError(503, `no online node reports an Ollama version: ${why}`);
-}
-
-/** Ollama's own wire format: each line as the node sent it; errors as {"error": "..."}. */
-function ndjson(stream: boolean): Encoder {
-  return {
-    contentType: stream ? "application/x-ndjson" : "application/json; charset=utf-8",
-    line: (line) => `${line.raw}\n`,
-    end: () => "",
-    fail: (message) => `${JSON.stringify({ error: message })}\n`,
-    error: (status, message, headers) => jsonError(status, message, headers),
-  };
 }
 
 // What Ollama sends for a field a report left out (a seed 000 agent lists names only; a model just pulled is

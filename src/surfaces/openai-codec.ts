@@ -2,10 +2,10 @@
 // Ollama has a home for (tools, stop, top_p, seed, penalties, response_format,
 // images); the answer keeps one id for the whole stream, maps finish reasons
 // (stop / length / tool_calls) and reports usage.
-import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
+import type { Chunk, DoneReason, Usage } from "../core/events.ts";
 import { argumentsObject, argumentsText } from "../core/tool-arguments.ts";
 import { takesThink, takesThinkLevel } from "../fleet/thinking-models.ts";
-import type { Encoder } from "../router/route.ts";
+import type { Encoder } from "../core/encoder.ts";
 import { randomId } from "./ids.ts";
 import { numericOptions } from "./numeric-options.ts";
 import { EVENT_STREAM, sse } from "./sse.ts";
@@ -128,30 +128,43 @@ export function openaiError(status: number, message: string, headers: Record<str
   return Response.json({ error: { message, type, param: null, code } }, { status, headers });
 }
 
-/** Writes Ollama's chat lines as OpenAI chat completions: SSE chunks, or one object. */
+/** Writes an answer's Events as OpenAI chat completions: SSE chunks (one per chunk of the node's), or one object. */
 export function chatEncoder(stream: boolean, includeUsage: boolean): Encoder {
   const id = randomId("chatcmpl-");
   const created = Math.floor(Date.now() / 1000);
   let toolCalls = 0;
   let started = false;
+  // A whole answer: what the chunks said, gathered until its end.
+  let text = "";
+  let reasoning = "";
+  const calls: Json[] = [];
   const base = (model: unknown) => ({ id, object: stream ? "chat.completion.chunk" : "chat.completion", created, model, system_fingerprint: "fp_herd" });
 
   return {
     contentType: stream ? EVENT_STREAM : "application/json",
-    line({ json }: OllamaLine) {
-      if (json.error) return "";
-      const calls = (json.message?.tool_calls ?? []).map((c, i) => ({
-        index: toolCalls + i,
-        id: c.id ?? randomId("call_"),
-        type: "function",
-        function: { name: c.function.name, arguments: argumentsText(c.function.arguments) },
-      }));
-      toolCalls += calls.length;
+    encode({ events, model }: Chunk) {
+      let content = "";
+      let thinking = "";
+      let pieces: Json[] | undefined;
+      let usage: Usage | undefined;
+      let done: DoneReason | undefined;
+      for (const e of events) {
+        if (e.type === "text") content += e.text;
+        else if (e.type === "thinking") thinking += e.text;
+        else if (e.type === "tool_call") {
+          (pieces ??= []).push({ index: toolCalls++, id: e.id ?? randomId("call_"), type: "function", function: { name: e.name, arguments: argumentsText(e.arguments) } });
+        } else if (e.type === "usage") usage = e;
+        else if (e.type === "done") done = e.reason;
+      }
       if (!stream) {
-        const message: Json = { role: "assistant", content: calls.length && !json.message?.content ? null : (json.message?.content ?? "") };
-        if (json.message?.thinking) message.reasoning = json.message.thinking;
+        text += content;
+        reasoning += thinking;
+        if (pieces) calls.push(...pieces);
+        if (!done) return "";
+        const message: Json = { role: "assistant", content: calls.length && !text ? null : text };
+        if (reasoning) message.reasoning = reasoning;
         if (calls.length) message.tool_calls = calls;
-        return JSON.stringify({ ...base(json.model), choices: [{ index: 0, message, finish_reason: finishReason(json, toolCalls), logprobs: null }], usage: usage(json) });
+        return JSON.stringify({ ...base(model), choices: [{ index: 0, message, finish_reason: finishReason(done, toolCalls), logprobs: null }], usage: openaiUsage(usage) });
       }
       let out = "";
       const delta: Json = {};
@@ -159,13 +172,13 @@ export function chatEncoder(stream: boolean, includeUsage: boolean): Encoder {
         started = true;
         delta.role = "assistant";
       }
-      if (json.message?.content) delta.content = json.message.content;
-      if (json.message?.thinking) delta.reasoning = json.message.thinking;
-      if (calls.length) delta.tool_calls = calls;
-      if (Object.keys(delta).length) out += sse({ ...base(json.model), choices: [{ index: 0, delta, finish_reason: null, logprobs: null }] });
-      if (json.done) {
-        out += sse({ ...base(json.model), choices: [{ index: 0, delta: {}, finish_reason: finishReason(json, toolCalls), logprobs: null }] });
-        if (includeUsage) out += sse({ ...base(json.model), choices: [], usage: usage(json) });
+      if (content) delta.content = content;
+      if (thinking) delta.reasoning = thinking;
+      if (pieces) delta.tool_calls = pieces;
+      if (Object.keys(delta).length) out += sse({ ...base(model), choices: [{ index: 0, delta, finish_reason: null, logprobs: null }] });
+      if (done) {
+        out += sse({ ...base(model), choices: [{ index: 0, delta: {}, finish_reason: finishReason(done, toolCalls), logprobs: null }] });
+        if (includeUsage) out += sse({ ...base(model), choices: [], usage: openaiUsage(usage) });
       }
       return out;
     },
@@ -175,13 +188,12 @@ export function chatEncoder(stream: boolean, includeUsage: boolean): Encoder {
   };
 }
 
-function finishReason(done: OllamaChunk, toolCalls: number): string {
-  if (toolCalls) return "tool_calls";
-  return done.done_reason === "length" ? "length" : "stop";
+function finishReason(reason: DoneReason, toolCalls: number): string {
+  return toolCalls ? "tool_calls" : reason;
 }
 
-function usage(done: OllamaChunk) {
-  const prompt = done.prompt_eval_count ?? 0;
-  const completion = done.eval_count ?? 0;
+function openaiUsage(usage: Usage | undefined) {
+  const prompt = usage?.promptTokens ?? 0;
+  const completion = usage?.completionTokens ?? 0;
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }

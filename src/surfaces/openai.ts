@@ -5,12 +5,13 @@ import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { fleetImageModels } from "../backends/image.ts";
-import type { OllamaLine } from "../backends/ollama.ts";
+import type { Chunk } from "../core/events.ts";
 import { modelsOnDisk } from "../fleet/catalog.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import { nativeEmbed } from "../router/native-embed.ts";
 import { estimatePrompt } from "../router/tokens.ts";
-import { type Encoder, route } from "../router/route.ts";
+import type { Encoder } from "../core/encoder.ts";
+import { route } from "../router/route.ts";
 import type { Runtime } from "../runtime.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 import { TEXTS_EXPECTED, textsOf } from "./embed-input.ts";
@@ -76,14 +77,17 @@ async function embeddings(rt: Runtime, request: Request, clientIp: string | null
 function embeddingEncoder(base64: boolean): Encoder {
   return {
     contentType: "application/json",
-    line({ json }: OllamaLine) {
-      if (json.error) return "";
-      const vectors = (json.embeddings as number[][] | undefined) ?? [];
-      const prompt = json.prompt_eval_count ?? 0;
+    encode({ events, model }: Chunk) {
+      let vectors: number[][] = [];
+      let prompt = 0;
+      for (const e of events) {
+        if (e.type === "embeddings") vectors = e.vectors;
+        else if (e.type === "usage") prompt = e.promptTokens ?? 0;
+      }
       return JSON.stringify({
         object: "list",
         data: vectors.map((v, index) => ({ object: "embedding", index, embedding: base64 ? Buffer.from(new Float32Array(v).buffer).toString("base64") : v })),
-        model: json.model,
+        model,
         usage: { prompt_tokens: prompt, total_tokens: prompt },
       });
     },

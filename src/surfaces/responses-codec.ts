@@ -4,9 +4,9 @@
 // Codex's additional_tools and namespaces included, become Ollama function
 // tools. The answer is the Responses event sequence, or one Response object,
 // with each tool call as the kind of item the client declared its tool as.
-import type { OllamaChunk, OllamaLine } from "../backends/ollama.ts";
+import type { Chunk, ToolCall, Usage } from "../core/events.ts";
 import { argumentsObject, argumentsText } from "../core/tool-arguments.ts";
-import type { Encoder } from "../router/route.ts";
+import type { Encoder } from "../core/encoder.ts";
 import { thinkingTokens } from "../router/tokens.ts";
 import { codexRewrite, type Offered } from "./codex-rewrites.ts";
 import { randomId } from "./ids.ts";
@@ -218,10 +218,8 @@ function customInput(args: unknown): string {
   return typeof input === "string" ? input : JSON.stringify(args ?? {});
 }
 
-type ToolCall = NonNullable<NonNullable<OllamaChunk["message"]>["tool_calls"]>[number];
-
 /**
- * Writes Ollama's chat lines as the Responses API: SSE events (`event:` and
+ * Writes an answer's Events as the Responses API: SSE events (`event:` and
  * `data:` lines, one sequence_number each), or one Response object at the end.
  * Thinking is a reasoning item of `reasoning_text` content: it is the raw chain
  * of thought, not a summary. `warn` hears of each Codex rewrite.
@@ -294,10 +292,10 @@ export function responsesEncoder(stream: boolean, t: Pick<Translated, "offered" 
     emit("response.output_item.done", { output_index: open.index, item: open.item });
     open = null;
   };
-  // One item per call, whole at once: Ollama hands over each call complete.
+  // One item per call, whole at once: a backend hands over each call complete.
   const toolCall = (raw: ToolCall) => {
     close("completed");
-    const call = codexRewrite({ name: raw.function.name, args: raw.function.arguments }, t.offered, warn);
+    const call = codexRewrite({ name: raw.name, args: raw.arguments }, t.offered, warn);
     const tool = t.offered.get(call.name);
     const custom = tool?.kind === "custom";
     const [field, value, events] = custom ? ["input", customInput(call.args), "response.custom_tool_call_input"] : ["arguments", argumentsText(call.args), "response.function_call_arguments"];
@@ -318,24 +316,26 @@ export function responsesEncoder(stream: boolean, t: Pick<Translated, "offered" 
 
   return {
     contentType: stream ? EVENT_STREAM : "application/json",
-    line({ json }: OllamaLine) {
-      if (json.error) return "";
-      model = json.model ?? model;
+    encode(chunk: Chunk) {
+      model = chunk.model ?? model;
       begin();
-      const message = json.message;
-      if (message?.thinking) {
-        reasoningChars += message.thinking.length;
-        write(true, message.thinking);
+      let used: Usage | undefined;
+      let incomplete: boolean | undefined;
+      for (const e of chunk.events) {
+        if (e.type === "thinking") {
+          reasoningChars += e.text.length;
+          write(true, e.text);
+        } else if (e.type === "text") write(false, e.text);
+        else if (e.type === "tool_call") toolCall(e);
+        else if (e.type === "usage") used = e;
+        // The model stopped at num_predict: the answer is cut short, as OpenAI reports max_output_tokens.
+        else if (e.type === "done") incomplete = e.reason === "length";
       }
-      if (message?.content) write(false, message.content);
-      for (const call of message?.tool_calls ?? []) toolCall(call);
-      if (!json.done) return flush();
-      // Ollama stopped at num_predict: the answer is cut short, as OpenAI reports max_output_tokens.
-      const incomplete = json.done_reason === "length";
+      if (incomplete === undefined) return flush();
       close(incomplete ? "incomplete" : "completed");
       const final = response(incomplete ? "incomplete" : "completed", {
         completed_at: Math.floor(Date.now() / 1000),
-        usage: usage(json, reasoningChars),
+        usage: usage(used, reasoningChars),
         ...(incomplete ? { incomplete_details: { reason: "max_output_tokens" } } : {}),
       });
       if (!stream) return JSON.stringify(final);
@@ -355,10 +355,10 @@ export function responsesEncoder(stream: boolean, t: Pick<Translated, "offered" 
   };
 }
 
-// Ollama does not count thinking tokens apart from the answer's: they are estimated from the text.
-function usage(done: OllamaChunk, reasoningChars: number) {
-  const input = done.prompt_eval_count ?? 0;
-  const output = done.eval_count ?? 0;
+// The nodes do not count thinking tokens apart from the answer's: they are estimated from the text.
+function usage(used: Usage | undefined, reasoningChars: number) {
+  const input = used?.promptTokens ?? 0;
+  const output = used?.completionTokens ?? 0;
   return {
     input_tokens: input,
     input_tokens_details: { cached_tokens: 0 },

@@ -1,0 +1,66 @@
+// What an answer says, whichever backend gave it and whichever wire it goes out
+// on: the backends parse their wire into Events (backends/ollama-events.ts,
+// backends/mlx-events.ts) and each surface's encoder writes Events as its own.
+
+/** Why the model stopped: on its own (a tool call included; encoders name that from the calls they saw), or at its token limit. */
+export type DoneReason = "stop" | "length";
+
+export interface ToolCall {
+  type: "tool_call";
+  name: string;
+  /** The arguments object; text that is not JSON stays text. */
+  arguments: unknown;
+  /** The node's id for the call, when it gave one. */
+  id?: string;
+}
+
+/** The node's counts, and its durations in nanoseconds (Ollama's unit), each when the node says. */
+export interface Usage {
+  type: "usage";
+  promptTokens?: number;
+  completionTokens?: number;
+  totalNs?: number;
+  loadNs?: number;
+  promptNs?: number;
+  evalNs?: number;
+}
+
+export type Event =
+  | { type: "text"; text: string }
+  | { type: "thinking"; text: string }
+  | ToolCall
+  | Usage
+  /** An embed answer's vectors. */
+  | { type: "embeddings"; vectors: number[][] }
+  | { type: "done"; reason: DoneReason }
+  | { type: "error"; message: string };
+
+/**
+ * One piece of an answer as it arrived (one Ollama line, one MLX chunk): its events, in the order
+ * thinking, text, tool calls, usage, and last `done` or `error` when it ends the answer.
+ */
+export interface Chunk {
+  events: Event[];
+  /** The model the node says served it. */
+  model?: string;
+  /** The bytes as an Ollama node sent them: the Ollama surface relays these untouched, unknown fields and all. */
+  raw?: string;
+}
+
+/** The event that ends the answer, when this chunk ends it. */
+export function endOf(chunk: Chunk): Extract<Event, { type: "done" | "error" }> | undefined {
+  const last = chunk.events[chunk.events.length - 1];
+  return last?.type === "done" || last?.type === "error" ? last : undefined;
+}
+
+/** The chunk's usage, when it has one. */
+export function usageOf(chunk: Chunk): Usage | undefined {
+  for (const e of chunk.events) if (e.type === "usage") return e;
+  return undefined;
+}
+
+/** The error a chunk carries, when it is one. */
+export function errorOf(chunk: Chunk): string | undefined {
+  const end = endOf(chunk);
+  return end?.type === "error" ? end.message : undefined;
+}
