@@ -7,9 +7,10 @@ import { WallClockTimeout, callMlx, openAiBody } from "../backends/mlx.ts";
 import { RouteError } from "../errors.ts";
 import { MLX_PREFIX, type MlxServer, mlxServers } from "../fleet/catalog.ts";
 import { attempt } from "../pipeline/attempt.ts";
-import type { RouteRequest, Routed, RouterDeps } from "./dispatch.ts";
+import type { InferenceRequest } from "../core/request.ts";
+import type { Routed, RouterDeps } from "./routed.ts";
 
-export async function dispatchMlx(deps: RouterDeps, req: RouteRequest, model: string, signal: AbortSignal): Promise<Routed> {
+export async function dispatchMlx(deps: RouterDeps, req: InferenceRequest, model: string, signal: AbortSignal): Promise<Routed> {
   const { config, registry, queues } = deps;
   const servedAs = MLX_PREFIX + model;
   const retryAfter = config.mlx.retryAfterSeconds;

@@ -7,7 +7,7 @@ import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { presentedKey, sameSecret } from "../auth/tokens.ts";
-import { needsOf } from "../router/vram-fallback.ts";
+import { needsOf } from "../core/request.ts";
 import { fitToContext, promptLimit } from "../router/context-management.ts";
 import { resolveModel } from "../router/model-resolution.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
@@ -61,7 +61,8 @@ async function messages(rt: Runtime, request: Request, clientIp: string | null):
   const translated = messagesToOllama(body, anthropic.defaultMaxTokens);
   if (typeof translated === "string") return refuse(400, translated);
 
-  const resolution = resolveModel(rt.registry, rt.live.config, requested, needsOf(translated.body), herd.strict);
+  const needs = needsOf(translated.body);
+  const resolution = resolveModel(rt.registry, rt.live.config, requested, needs, herd.strict);
   if (!resolution) {
     const why = anthropic.autoRoute ? "no online node has a chat model to auto-route it to" : "anthropic.autoRoute is off";
     return refuse(404, `model "${requested}" not found: no modelMap entry, no local model of that name, and ${why}`);
@@ -96,6 +97,7 @@ async function messages(rt: Runtime, request: Request, clientIp: string | null):
       adjustments: fitted.note ? [fitted.note] : [],
       fallbackModels: herd.fallbackModels,
       strict: herd.strict,
+      needs,
       body: translated.body,
       promptTokens: tokens,
       signal: request.signal,

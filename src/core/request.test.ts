@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { needsOf } from "./vram-fallback.ts";
+import { needsOf } from "./request.ts";
 
 test("a request needs vision when a message (or a generate body) carries images, tools when it offers any", () => {
   expect(needsOf({ messages: [{ role: "user", content: "hi" }] })).toEqual({ vision: false, tools: false });
