@@ -34,9 +34,17 @@ export interface InferenceRequest {
   strict: boolean;
   needs: Needs;
   promptTokens: number;
+  /** The reply's token cap the client set (Ollama's options.num_predict; -1 and 0 mean none), when it is a number. */
+  replyCap: number | null;
   /** The request rendered for Ollama, herd's own fields already removed; `model` is set per attempt. */
   body: Record<string, unknown>;
   signal: AbortSignal;
+}
+
+/** The client's reply cap in a request's Ollama rendering (options.num_predict), when it is a number. */
+export function replyCapOf(body: { options?: unknown }): number | null {
+  const cap = (body.options as { num_predict?: unknown } | null | undefined)?.num_predict;
+  return typeof cap === "number" ? cap : null;
 }
 
 /** What a request needs, read from its Ollama rendering: images in a message (or a generate body), tools offered. */

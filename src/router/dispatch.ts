@@ -81,7 +81,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
     async call(candidate, slot, excluded) {
       const { model } = candidate;
       const loadedContext = nodes.find((n) => n.id === candidate.nodeId)?.loadedByKey.get(modelKey(model))?.contextLength;
-      const { body, thinkingBudget, notes, contextRaised } = adjustBody(req.body, model, { loadedContext, promptTokens: req.kind === "embed" ? null : req.promptTokens }, config.features.contextProtection);
+      const { body, thinkingBudget, notes, contextRaised } = adjustBody(req, model, { loadedContext, promptTokens: req.kind === "embed" ? null : req.promptTokens }, config.features.contextProtection);
       const call = await callOllama(registry.ollamaUrl(registry.get(candidate.nodeId)!)!, req.path, JSON.stringify(body), {
         firstByteMs: Math.max(1, Math.round(config.timeouts.firstByteMs - slot.waitedMs)),
         idleMs: config.timeouts.idleMs,

@@ -6,7 +6,7 @@ import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { fleetImageModels, isOllamaImageModel } from "../backends/image.ts";
-import { type InferenceRequest, type RequestKind, needsOf } from "../core/request.ts";
+import { type InferenceRequest, type RequestKind, needsOf, replyCapOf } from "../core/request.ts";
 import { normalizeModelName } from "../fleet/model-name.ts";
 import { modelsOnDisk, reachableNodes } from "../fleet/catalog.ts";
 import { GB, type TagEntry } from "../fleet/node-models.ts";
@@ -68,6 +68,7 @@ async function handle(rt: Runtime, request: Request, kind: RequestKind, path: st
     needs: needsOf(body),
     body,
     promptTokens: estimatePrompt(body),
+    replyCap: replyCapOf(body),
     signal: request.signal,
   };
   return route(rt, req, ndjson(kind, stream), meta);

@@ -6,7 +6,7 @@
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { routeFacts } from "../auth/route-facts.ts";
-import { needsOf } from "../core/request.ts";
+import { needsOf, replyCapOf } from "../core/request.ts";
 import { log } from "../log.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import { estimatePrompt } from "../router/tokens.ts";
@@ -68,6 +68,7 @@ async function create(rt: Runtime, request: Request, clientIp: string | null): P
       needs,
       body: ollamaBody,
       promptTokens: estimatePrompt(ollamaBody),
+      replyCap: replyCapOf(ollamaBody),
       signal: request.signal,
     },
     responsesEncoder(stream, translated, log.warn),
