@@ -49,8 +49,6 @@ const KNOWN_DEBT = new Set<string>([
   "src/fleet/status.ts -> src/router/tool-repair.ts",
   "src/pipeline/admit.ts -> src/auth/caller.ts",
   "src/pipeline/trace.ts -> src/auth/caller.ts",
-  // A circle inside a layer: the request and answer types live with dispatch, which imports MLX dispatch.
-  "src/router/mlx-dispatch.ts -> src/router/dispatch.ts",
   // The app takes the whole Runtime, which starts the app: the composition root will hand each plugin what it reads.
   "src/app.ts -> src/runtime.ts",
 ]);

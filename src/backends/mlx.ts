@@ -3,6 +3,7 @@
 // chunks, or one object) comes back as Events (mlx-events.ts). A wall clock
 // bounds each request from its slot to its last byte (seed 000's wedged-request guard).
 import type { Chunk } from "../core/events.ts";
+import type { InferenceRequest } from "../core/request.ts";
 import { argumentsText } from "../core/tool-arguments.ts";
 import { NodeFailure } from "../errors.ts";
 import { readLines } from "./lines.ts";
@@ -31,8 +32,8 @@ export interface MlxCallOptions {
   onUsage(usage: MlxUsage): void;
 }
 
-/** The OpenAI chat-completions body for an Ollama /api/chat or /api/generate body, or what mlx_lm cannot take. */
-export function openAiBody(kind: "chat" | "generate", body: Json, model: string): Json | string {
+/** The OpenAI chat-completions body for a chat or generate request (from its Ollama rendering), or what mlx_lm cannot take. */
+export function openAiBody(kind: "chat" | "generate", { body, replyCap }: Pick<InferenceRequest, "body" | "replyCap">, model: string): Json | string {
   const source =
     kind === "chat"
       ? ((body.messages as Json[] | undefined) ?? [])
@@ -57,7 +58,7 @@ export function openAiBody(kind: "chat" | "generate", body: Json, model: string)
   const out: Json = { model, messages, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) };
   const options = (body.options as Json | undefined) ?? {};
   // Ollama's option names → mlx_lm's; -1 and 0 num_predict mean "no limit" to Ollama: mlx_lm's default then.
-  if (typeof options.num_predict === "number" && options.num_predict > 0) out.max_tokens = options.num_predict;
+  if (replyCap !== null && replyCap > 0) out.max_tokens = replyCap;
   for (const [from, to] of [["temperature", "temperature"], ["top_p", "top_p"], ["top_k", "top_k"], ["min_p", "min_p"], ["seed", "seed"], ["stop", "stop"], ["repeat_penalty", "repetition_penalty"]]) {
     if (options[from!] !== undefined) out[to!] = options[from!];
   }

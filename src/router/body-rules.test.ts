@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { adjustBody } from "./body-rules.ts";
 
 const budget = (numPredict: number, model = "qwen3:8b", think?: boolean) =>
-  adjustBody({ options: { num_predict: numPredict }, ...(think === undefined ? {} : { think }) }, model, { loadedContext: undefined, promptTokens: null }, "strip");
+  adjustBody({ body: { options: { num_predict: numPredict }, ...(think === undefined ? {} : { think }) }, replyCap: numPredict }, model, { loadedContext: undefined, promptTokens: null }, "strip");
 
 test("a thinking model's small cap is raised ×4 (at least 1024), a large one at most to 32768, a generous one left alone", () => {
   expect(budget(100).thinkingBudget).toEqual({ requested: 100, sent: 1024 });

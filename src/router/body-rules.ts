@@ -8,6 +8,7 @@
 //   answers, so a client's num_predict is raised so the answer still fits.
 import type { Config } from "../config/schema.ts";
 import type { Chunk } from "../core/events.ts";
+import type { InferenceRequest } from "../core/request.ts";
 import { reasons } from "../fleet/thinking-models.ts";
 import { log } from "../log.ts";
 import { contextSize } from "./context-size.ts";
@@ -34,7 +35,7 @@ export interface Fit {
   promptTokens: number | null;
 }
 
-export function adjustBody(body: Record<string, unknown>, model: string, { loadedContext, promptTokens }: Fit, mode: Config["features"]["contextProtection"]): Adjusted {
+export function adjustBody({ body, replyCap: requested }: Pick<InferenceRequest, "body" | "replyCap">, model: string, { loadedContext, promptTokens }: Fit, mode: Config["features"]["contextProtection"]): Adjusted {
   const options = { ...((body.options as Record<string, unknown> | undefined) ?? {}) };
   const notes: string[] = [];
   const numCtx = options.num_ctx;
@@ -45,16 +46,15 @@ export function adjustBody(body: Record<string, unknown>, model: string, { loade
     } else log.warn(`${model}: num_ctx ${numCtx} fits the loaded context (${loadedContext}) but makes Ollama reload the model`);
   }
   let thinkingBudget: Adjusted["thinkingBudget"] = null;
-  const requested = options.num_predict;
   // A cap that is already generous (agents ask for 32k–128k) is left alone: ×4 would only let a runaway run on.
-  const sent = typeof requested === "number" ? Math.max(requested, Math.min(requested * THINKING_OVERHEAD, THINKING_MAX_PREDICT), THINKING_MIN_PREDICT) : 0;
-  if (typeof requested === "number" && requested > 0 && sent > requested && body.think !== false && reasons(model)) {
+  const sent = requested !== null ? Math.max(requested, Math.min(requested * THINKING_OVERHEAD, THINKING_MAX_PREDICT), THINKING_MIN_PREDICT) : 0;
+  if (requested !== null && requested > 0 && sent > requested && body.think !== false && reasons(model)) {
     options.num_predict = sent;
     thinkingBudget = { requested, sent };
     notes.push(`num_predict raised ${requested} → ${sent} for a thinking model`);
   }
   // After the thinking budget: the reply's room includes the reasoning.
-  const size = promptTokens !== null && options.num_ctx === undefined ? contextSize(promptTokens, options.num_predict, loadedContext) : null;
+  const size = promptTokens !== null && options.num_ctx === undefined ? contextSize(promptTokens, thinkingBudget?.sent ?? requested, loadedContext) : null;
   if (size) {
     options.num_ctx = size.numCtx;
     if (size.note) notes.push(size.note);

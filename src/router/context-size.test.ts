@@ -6,7 +6,7 @@ test("a prompt that fits the default context is left alone", () => {
 });
 
 test("a loaded runner is kept: its num_ctx is sent, so Ollama does not reload it", () => {
-  expect(contextSize(1000, undefined, 32768)).toEqual({ numCtx: 32768, note: null });
+  expect(contextSize(1000, null, 32768)).toEqual({ numCtx: 32768, note: null });
 });
 
 test("a prompt larger than the context gets the next power of two, with room for the reply, and says why", () => {

@@ -20,8 +20,8 @@ export interface ContextSize {
 }
 
 /** num_ctx for a chat or generate request the client sent none for; null to leave the request as it is. */
-export function contextSize(promptTokens: number, replyTokens: unknown, loadedContext: number | undefined): ContextSize | null {
-  const room = typeof replyTokens === "number" && replyTokens > 0 ? Math.min(replyTokens, MAX_REPLY_ROOM) : DEFAULT_REPLY_ROOM;
+export function contextSize(promptTokens: number, replyTokens: number | null, loadedContext: number | undefined): ContextSize | null {
+  const room = replyTokens !== null && replyTokens > 0 ? Math.min(replyTokens, MAX_REPLY_ROOM) : DEFAULT_REPLY_ROOM;
   const needed = promptTokens + room;
   const current = loadedContext ?? OLLAMA_DEFAULT_CONTEXT;
   if (needed <= current) return loadedContext ? { numCtx: loadedContext, note: null } : null;

@@ -2,68 +2,26 @@
 // it (then those of each fallback model), and hand them in that order to the
 // attempt loop, with the call to a node's Ollama. It returns once a node has
 // answered, so the headers it produces name the node that really serves.
-import type { Config } from "../config/schema.ts";
-import { type OllamaCall, callOllama, pullModel } from "../backends/ollama.ts";
+import { callOllama, pullModel } from "../backends/ollama.ts";
+import type { InferenceRequest } from "../core/request.ts";
 import { RouteError } from "../errors.ts";
 import { mlxModelOf } from "../fleet/catalog.ts";
 import type { OllamaSection } from "../fleet/heartbeat.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
 import { diskGb } from "../fleet/node-models.ts";
-import type { NodeOrdering } from "../fleet/ordering.ts";
-import { markPulled, notPullable, type Pulls, pullTarget } from "../fleet/pulls.ts";
-import type { Queues } from "../fleet/queues.ts";
+import { markPulled, notPullable, pullTarget } from "../fleet/pulls.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import { type DiskModel, type LoadedModel, type NodeView, type Scored, scoreNodes } from "../fleet/scorer.ts";
 import { attempt } from "../pipeline/attempt.ts";
-import type { Answered } from "../pipeline/trace.ts";
 import { resolveAlias } from "./aliases.ts";
-import { type Adjusted, adjustBody } from "./body-rules.ts";
+import { adjustBody } from "./body-rules.ts";
 import { dispatchMlx } from "./mlx-dispatch.ts";
-import { needsOf, vramSubstitute } from "./vram-fallback.ts";
-
-export interface RouteRequest {
-  surface: "ollama" | "openai" | "anthropic" | "responses";
-  kind: "chat" | "generate" | "embed";
-  /** Ollama path to call: /api/chat, /api/generate, /api/embed, /api/embeddings. */
-  path: string;
-  /** The model to route: what the client asked for, or what its id resolved to. */
-  model: string;
-  /** The client's own id when a surface resolved it (claude-sonnet-4-5, gpt-5-codex); else `model`. */
-  requested?: string;
-  /** Why `model` became what it is, when a surface resolved an agent's id (claude-*, gpt-5-codex) first. */
-  resolution?: string;
-  /** What the surface changed about the request (e.g. old tool results cleared), for the trace. */
-  adjustments?: string[];
-  fallbackModels: string[];
-  /** The client asked for exactly this model (X-Fleet-No-Fallback, "fallback": false): no fallback models, no VRAM fallback. */
-  strict: boolean;
-  /** Body for Ollama, herd's own fields already removed; `model` is set per attempt. */
-  body: Record<string, unknown>;
-  promptTokens: number;
-  signal: AbortSignal;
-}
-
-/** The node that answered, its first line already read; it holds its queue slot until the answer ends. */
-export interface Routed extends Answered {
-  call: OllamaCall;
-  /** What served it: the node's Ollama, or one of its MLX servers (whose answer is translated to Ollama lines). */
-  backend: "ollama" | "mlx";
-  contextOverflow: Scored["contextOverflow"];
-  thinkingBudget: Adjusted["thinkingBudget"];
-  adjustments: string[];
-}
-
-export interface RouterDeps {
-  registry: Registry;
-  queues: Queues;
-  ordering: NodeOrdering;
-  pulls: Pulls;
-  config: Config;
-}
+import type { Routed, RouterDeps } from "./routed.ts";
+import { vramSubstitute } from "./vram-fallback.ts";
 
 /** Routes the request; a model no node has is pulled first when features.autoPull is on. MLX models go to MLX servers. */
 /** `signal`: the client's, or the stop's once its grace runs out. */
-export async function dispatch(deps: RouterDeps, req: RouteRequest, signal: AbortSignal): Promise<Routed> {
+export async function dispatch(deps: RouterDeps, req: InferenceRequest, signal: AbortSignal): Promise<Routed> {
   const model = resolveAlias(req.model, deps.config.modelMap);
   const mlxModel = mlxModelOf(deps.registry, model);
   if (mlxModel) return dispatchMlx(deps, req, mlxModel, signal);
@@ -99,7 +57,7 @@ async function autoPull(deps: RouterDeps, model: string, signal: AbortSignal): P
 }
 
 /** The request on the nodes' Ollama: the model asked for, then its fallbacks, each on its nodes in the routing order. */
-async function onOllama(deps: RouterDeps, req: RouteRequest, signal: AbortSignal): Promise<Routed> {
+async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSignal): Promise<Routed> {
   const { config, registry, queues } = deps;
   const nodes = registry.all().map((n) => nodeView(registry, n));
   const models = [req.model, ...(req.strict ? [] : req.fallbackModels)].map((m) => normalizeModelName(resolveAlias(m, config.modelMap)));
@@ -111,7 +69,7 @@ async function onOllama(deps: RouterDeps, req: RouteRequest, signal: AbortSignal
     return rankings.get(model)!;
   };
   if (config.features.vramFallback && !req.strict) {
-    const standIn = vramSubstitute(requested, score(requested), nodes, needsOf(req.body));
+    const standIn = vramSubstitute(requested, score(requested), nodes, req.needs);
     if (standIn) models.unshift(standIn);
   }
   return attempt(inOrder(deps, models, score), {
@@ -123,7 +81,7 @@ async function onOllama(deps: RouterDeps, req: RouteRequest, signal: AbortSignal
     async call(candidate, slot, excluded) {
       const { model } = candidate;
       const loadedContext = nodes.find((n) => n.id === candidate.nodeId)?.loadedByKey.get(modelKey(model))?.contextLength;
-      const { body, thinkingBudget, notes, contextRaised } = adjustBody(req.body, model, { loadedContext, promptTokens: req.kind === "embed" ? null : req.promptTokens }, config.features.contextProtection);
+      const { body, thinkingBudget, notes, contextRaised } = adjustBody(req, model, { loadedContext, promptTokens: req.kind === "embed" ? null : req.promptTokens }, config.features.contextProtection);
       const call = await callOllama(registry.ollamaUrl(registry.get(candidate.nodeId)!)!, req.path, JSON.stringify(body), {
         firstByteMs: Math.max(1, Math.round(config.timeouts.firstByteMs - slot.waitedMs)),
         idleMs: config.timeouts.idleMs,

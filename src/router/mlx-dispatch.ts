@@ -7,15 +7,16 @@ import { WallClockTimeout, callMlx, openAiBody } from "../backends/mlx.ts";
 import { RouteError } from "../errors.ts";
 import { MLX_PREFIX, type MlxServer, mlxServers } from "../fleet/catalog.ts";
 import { attempt } from "../pipeline/attempt.ts";
-import type { RouteRequest, Routed, RouterDeps } from "./dispatch.ts";
+import type { InferenceRequest } from "../core/request.ts";
+import type { Routed, RouterDeps } from "./routed.ts";
 
-export async function dispatchMlx(deps: RouterDeps, req: RouteRequest, model: string, signal: AbortSignal): Promise<Routed> {
+export async function dispatchMlx(deps: RouterDeps, req: InferenceRequest, model: string, signal: AbortSignal): Promise<Routed> {
   const { config, registry, queues } = deps;
   const servedAs = MLX_PREFIX + model;
   const retryAfter = config.mlx.retryAfterSeconds;
   const { kind } = req;
   if (kind === "embed") throw new RouteError(400, `${servedAs} is a chat model on mlx_lm.server; it does not embed`);
-  const request = openAiBody(kind, req.body, model);
+  const request = openAiBody(kind, req, model);
   if (typeof request === "string") throw new RouteError(400, request);
 
   const servers = mlxServers(registry).filter((s) => s.model === model);

@@ -4,8 +4,9 @@
 // whatever the node did.
 import type { Encoder } from "../core/encoder.ts";
 import { type Chunk, endOf } from "../core/events.ts";
+import type { RequestKind } from "../core/request.ts";
 import type { TraceStatus } from "../store/traces.ts";
-import type { RouteRequest, Routed } from "./dispatch.ts";
+import type { Routed } from "./routed.ts";
 import type { ToolCallRepair } from "./tool-repair.ts";
 
 /**
@@ -14,7 +15,7 @@ import type { ToolCallRepair } from "./tool-repair.ts";
  */
 export function relay(
   routed: Routed,
-  kind: RouteRequest["kind"],
+  kind: RequestKind,
   encoder: Encoder,
   repair: ToolCallRepair | null,
   finish: (s: TraceStatus, done: Chunk | null, e: string | null) => void,

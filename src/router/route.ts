@@ -4,6 +4,7 @@
 import { eitherSignal } from "../abort.ts";
 import type { Encoder } from "../core/encoder.ts";
 import { type Chunk, endOf, errorOf, usageOf } from "../core/events.ts";
+import type { InferenceRequest } from "../core/request.ts";
 import { RouteError } from "../errors.ts";
 import { admit, leave, type RouteMeta } from "../pipeline/admit.ts";
 import { errorHeaders, fleetHeaders } from "../pipeline/headers.ts";
@@ -11,11 +12,12 @@ import { newTrace, traceEnd, traceRefused, traceServed } from "../pipeline/trace
 import type { Runtime } from "../runtime.ts";
 import type { TraceStatus } from "../store/traces.ts";
 import { budgetHeaders } from "./body-rules.ts";
-import { type RouteRequest, type Routed, dispatch } from "./dispatch.ts";
+import { dispatch } from "./dispatch.ts";
 import { relay } from "./relay.ts";
+import type { Routed } from "./routed.ts";
 import { ToolCallRepair, offeredTools } from "./tool-repair.ts";
 
-export async function route(rt: Runtime, req: RouteRequest, encoder: Encoder, meta: RouteMeta): Promise<Response> {
+export async function route(rt: Runtime, req: InferenceRequest, encoder: Encoder, meta: RouteMeta): Promise<Response> {
   const started = performance.now();
   const requested = req.requested ?? req.model;
   const trace = newTrace(req, meta);

@@ -2,19 +2,13 @@
 // load that does not fit in its free memory, serve a model that is already
 // loaded and can stand in for it (same category and capabilities) instead of
 // stalling on evictions. Never when the client asked for exactly this model.
+import type { Needs } from "../core/request.ts";
 import { canSubstitute } from "../fleet/model-traits.ts";
 import { sameModel } from "../fleet/model-name.ts";
 import type { NodeView, Scored } from "../fleet/scorer.ts";
 
-/** What a request needs from any model that serves it, read from its Ollama body (or the messages and tools it will have). */
-export function needsOf(body: { messages?: unknown; images?: unknown; tools?: unknown }): { vision: boolean; tools: boolean } {
-  const messages = Array.isArray(body.messages) ? (body.messages as { images?: unknown[] }[]) : [];
-  const images = messages.some((m) => Array.isArray(m?.images) && m.images.length > 0) || (Array.isArray(body.images) && body.images.length > 0);
-  return { vision: images, tools: Array.isArray(body.tools) && body.tools.length > 0 };
-}
-
 /** A loaded stand-in for `model`, or null when the model can be served (or nothing fits the bill). */
-export function vramSubstitute(model: string, ranked: Scored[], nodes: NodeView[], needs: { vision: boolean; tools: boolean }): string | null {
+export function vramSubstitute(model: string, ranked: Scored[], nodes: NodeView[], needs: Needs): string | null {
   if (!ranked.length) return null;
   const cannotFit = ranked.every((c) => {
     const free = nodes.find((n) => n.id === c.nodeId)?.memoryAvailableGb;

@@ -7,7 +7,7 @@ import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { presentedKey, sameSecret } from "../auth/tokens.ts";
-import { needsOf } from "../router/vram-fallback.ts";
+import { needsOf, replyCapOf } from "../core/request.ts";
 import { fitToContext, promptLimit } from "../router/context-management.ts";
 import { resolveModel } from "../router/model-resolution.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
@@ -61,14 +61,16 @@ async function messages(rt: Runtime, request: Request, clientIp: string | null):
   const translated = messagesToOllama(body, anthropic.defaultMaxTokens);
   if (typeof translated === "string") return refuse(400, translated);
 
-  const resolution = resolveModel(rt.registry, rt.live.config, requested, needsOf(translated.body), herd.strict);
+  const needs = needsOf(translated.body);
+  const resolution = resolveModel(rt.registry, rt.live.config, requested, needs, herd.strict);
   if (!resolution) {
     const why = anthropic.autoRoute ? "no online node has a chat model to auto-route it to" : "anthropic.autoRoute is off";
     return refuse(404, `model "${requested}" not found: no modelMap entry, no local model of that name, and ${why}`);
   }
   // Old tool results go first when the conversation outgrows what the model was trained for (herd sizes
   // num_ctx up to that per node) or the router's cap; what still does not fit is refused, not cut by Ollama.
-  const replyTokens = Number((translated.body.options as { num_predict?: number } | undefined)?.num_predict ?? anthropic.defaultMaxTokens);
+  const replyCap = replyCapOf(translated.body);
+  const replyTokens = replyCap ?? anthropic.defaultMaxTokens;
   const trained = await rt.modelFacts.contextLength(resolution.model);
   const limit = promptLimit(trained ?? undefined, replyTokens, anthropic.maxPromptTokens);
   const fitted = await fitToContext(translated.body, await promptTokens(translated.body), limit);
@@ -96,8 +98,10 @@ async function messages(rt: Runtime, request: Request, clientIp: string | null):
       adjustments: fitted.note ? [fitted.note] : [],
       fallbackModels: herd.fallbackModels,
       strict: herd.strict,
+      needs,
       body: translated.body,
       promptTokens: tokens,
+      replyCap,
       signal: request.signal,
     },
     // Pings well inside the window in which herd itself waits on a silent node.

@@ -6,11 +6,11 @@ import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { fleetImageModels, isOllamaImageModel } from "../backends/image.ts";
+import { type InferenceRequest, type RequestKind, needsOf, replyCapOf } from "../core/request.ts";
 import { normalizeModelName } from "../fleet/model-name.ts";
 import { modelsOnDisk, reachableNodes } from "../fleet/catalog.ts";
 import { GB, type TagEntry } from "../fleet/node-models.ts";
 import { onDisk } from "../fleet/registry.ts";
-import type { RouteRequest } from "../router/dispatch.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import { estimatePrompt } from "../router/tokens.ts";
 import { headerValue } from "../pipeline/headers.ts";
@@ -27,7 +27,7 @@ import { ndjson } from "./ollama-codec.ts";
 const API: RouteFacts = { access: "client", body: "json", errors: "ollama" };
 
 export function ollamaSurface(rt: Runtime) {
-  const proxy = (kind: RouteRequest["kind"], path: string) => ({ request, server }: { request: Request; server: any }) =>
+  const proxy = (kind: RequestKind, path: string) => ({ request, server }: { request: Request; server: any }) =>
     handle(rt, request, kind, path, server?.requestIP(request)?.address ?? null);
   return new Elysia({ name: "ollama" })
     .use(routeFacts)
@@ -41,7 +41,7 @@ export function ollamaSurface(rt: Runtime) {
     .get("/api/ps", () => ({ models: fleetLoaded(rt) }), { facts: API });
 }
 
-async function handle(rt: Runtime, request: Request, kind: RouteRequest["kind"], path: string, clientIp: string | null): Promise<Response> {
+async function handle(rt: Runtime, request: Request, kind: RequestKind, path: string, clientIp: string | null): Promise<Response> {
   const read = await readJsonObject(request);
   if (typeof read === "string") return jsonError(400, read);
   const model = modelOf(read);
@@ -58,15 +58,17 @@ async function handle(rt: Runtime, request: Request, kind: RouteRequest["kind"],
     const embedded = nativeEmbed(rt, { model, body, legacy: path === "/api/embeddings" }, "ollama", meta, request.signal, ndjson(kind, false));
     if (embedded) return embedded;
   }
-  const req: RouteRequest = {
+  const req: InferenceRequest = {
     surface: "ollama",
     kind,
     path,
     model,
     fallbackModels: herd.fallbackModels,
     strict: herd.strict,
+    needs: needsOf(body),
     body,
     promptTokens: estimatePrompt(body),
+    replyCap: replyCapOf(body),
     signal: request.signal,
   };
   return route(rt, req, ndjson(kind, stream), meta);

@@ -6,6 +6,7 @@ import { callerOf } from "../auth/guard.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { fleetImageModels } from "../backends/image.ts";
 import type { Chunk } from "../core/events.ts";
+import { needsOf, replyCapOf } from "../core/request.ts";
 import { modelsOnDisk } from "../fleet/catalog.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import { nativeEmbed } from "../router/native-embed.ts";
@@ -43,7 +44,7 @@ async function chat(rt: Runtime, request: Request, clientIp: string | null): Pro
   const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
   return route(
     rt,
-    { surface: "openai", kind: "chat", path: "/api/chat", model, fallbackModels: herd.fallbackModels, strict: herd.strict, body: ollamaBody, promptTokens: estimatePrompt(ollamaBody), signal: request.signal },
+    { surface: "openai", kind: "chat", path: "/api/chat", model, fallbackModels: herd.fallbackModels, strict: herd.strict, needs: needsOf(ollamaBody), body: ollamaBody, promptTokens: estimatePrompt(ollamaBody), replyCap: replyCapOf(ollamaBody), signal: request.signal },
     chatEncoder(stream, includeUsage),
     { tags: herd.tags, stream, clientIp, caller: callerOf(request) },
   );
@@ -68,7 +69,7 @@ async function embeddings(rt: Runtime, request: Request, clientIp: string | null
   if (embedded) return embedded;
   return route(
     rt,
-    { surface: "openai", kind: "embed", path: "/api/embed", model, fallbackModels: herd.fallbackModels, strict: herd.strict, body: ollamaBody, promptTokens: estimatePrompt(ollamaBody), signal: request.signal },
+    { surface: "openai", kind: "embed", path: "/api/embed", model, fallbackModels: herd.fallbackModels, strict: herd.strict, needs: needsOf(ollamaBody), body: ollamaBody, promptTokens: estimatePrompt(ollamaBody), replyCap: null, signal: request.signal },
     encoder,
     meta,
   );

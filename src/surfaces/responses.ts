@@ -6,13 +6,13 @@
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { routeFacts } from "../auth/route-facts.ts";
+import { needsOf, replyCapOf } from "../core/request.ts";
 import { log } from "../log.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import { estimatePrompt } from "../router/tokens.ts";
 import { resolveModel } from "../router/model-resolution.ts";
 import { fleetHeaders } from "../pipeline/headers.ts";
 import { route } from "../router/route.ts";
-import { needsOf } from "../router/vram-fallback.ts";
 import type { Runtime } from "../runtime.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 import { openaiError } from "./openai-codec.ts";
@@ -47,7 +47,8 @@ async function create(rt: Runtime, request: Request, clientIp: string | null): P
     warned.add(what);
     log.warn(`/v1/responses: dropped ${what}: herd does not translate them (said once per type)`);
   }
-  const resolved = resolveModel(rt.registry, rt.live.config, requested, needsOf(translated), herd.strict);
+  const needs = needsOf(translated);
+  const resolved = resolveModel(rt.registry, rt.live.config, requested, needs, herd.strict);
   if (!resolved) {
     return openaiError(404, `model "${requested}" is neither mapped (modelMap) nor on any online node, and nothing could be auto-routed to it`, fleetHeaders(requested, null, 0));
   }
@@ -64,8 +65,10 @@ async function create(rt: Runtime, request: Request, clientIp: string | null): P
       resolution: `"${requested}" → ${resolved.model}: ${resolved.reason}`,
       fallbackModels: herd.fallbackModels,
       strict: herd.strict,
+      needs,
       body: ollamaBody,
       promptTokens: estimatePrompt(ollamaBody),
+      replyCap: replyCapOf(ollamaBody),
       signal: request.signal,
     },
     responsesEncoder(stream, translated, log.warn),

@@ -1,0 +1,73 @@
+import { expect, test } from "bun:test";
+import { openAiBody } from "./mlx.ts";
+
+test("a chat goes out as OpenAI's messages: tool calls with their ids (or one made up) and JSON text arguments, tool results by id and name", () => {
+  const body = {
+    messages: [
+      { role: "user", content: "list files" },
+      { role: "assistant", content: "", tool_calls: [{ function: { name: "ls", arguments: { path: "." } } }, { id: "c2", function: { name: "pwd", arguments: "{}" } }] },
+      { role: "tool", content: "a.txt", tool_call_id: "c1", tool_name: "ls" },
+      { role: "assistant" },
+    ],
+  };
+  expect(openAiBody("chat", { body, replyCap: null }, "m")).toEqual({
+    model: "m",
+    stream: true,
+    stream_options: { include_usage: true },
+    messages: [
+      { role: "user", content: "list files" },
+      {
+        role: "assistant",
+        content: "",
+        tool_calls: [
+          { id: "call_1_0", type: "function", function: { name: "ls", arguments: '{"path":"."}' } },
+          { id: "c2", type: "function", function: { name: "pwd", arguments: "{}" } },
+        ],
+      },
+      { role: "tool", content: "a.txt", tool_call_id: "c1", name: "ls" },
+      { role: "assistant", content: "" },
+    ],
+  });
+});
+
+test("a generate is its system and prompt as messages; stream: false is a whole answer", () => {
+  expect(openAiBody("generate", { body: { system: "be brief", prompt: "hi", stream: false }, replyCap: null }, "m")).toEqual({
+    model: "m",
+    stream: false,
+    messages: [
+      { role: "system", content: "be brief" },
+      { role: "user", content: "hi" },
+    ],
+  });
+});
+
+test("the reply cap is max_tokens unless it means no limit (-1, 0); Ollama's option names become mlx_lm's; tools and think are passed on", () => {
+  const options = { num_predict: 100, temperature: 0.2, top_p: 0.9, top_k: 40, min_p: 0.05, seed: 7, stop: ["\n"], repeat_penalty: 1.1, num_ctx: 8192 };
+  const tools = [{ type: "function", function: { name: "ls" } }];
+  expect(openAiBody("chat", { body: { messages: [], options, tools, think: false, stream: false }, replyCap: 100 }, "m")).toEqual({
+    model: "m",
+    stream: false,
+    messages: [],
+    max_tokens: 100,
+    temperature: 0.2,
+    top_p: 0.9,
+    top_k: 40,
+    min_p: 0.05,
+    seed: 7,
+    stop: ["\n"],
+    repetition_penalty: 1.1,
+    tools,
+    chat_template_kwargs: { enable_thinking: false },
+  });
+  expect(openAiBody("chat", { body: { messages: [], options: { num_predict: -1 }, tools: [] }, replyCap: -1 }, "m")).not.toHaveProperty("max_tokens");
+  expect(openAiBody("chat", { body: { messages: [], tools: [] }, replyCap: 0 }, "m")).not.toHaveProperty("tools");
+});
+
+test("images are refused, named where they are: mlx_lm.server reads text only", () => {
+  expect(openAiBody("chat", { body: { messages: [{ role: "user", content: "", images: ["iVBO"] }] }, replyCap: null }, "m")).toBe(
+    "messages[0].images: mlx_lm.server reads text only; send images to a vision model on Ollama",
+  );
+  expect(openAiBody("generate", { body: { prompt: "what is it", images: ["iVBO"] }, replyCap: null }, "m")).toBe(
+    "images: mlx_lm.server reads text only; send images to a vision model on Ollama",
+  );
+});

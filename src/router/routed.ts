@@ -1,0 +1,29 @@
+// What the dispatchers (Ollama's, MLX's) are given and give back: apart from
+// them, so that MLX dispatch need not import the Ollama dispatch that calls it.
+import type { OllamaCall } from "../backends/ollama.ts";
+import type { Config } from "../config/schema.ts";
+import type { NodeOrdering } from "../fleet/ordering.ts";
+import type { Pulls } from "../fleet/pulls.ts";
+import type { Queues } from "../fleet/queues.ts";
+import type { Registry } from "../fleet/registry.ts";
+import type { Scored } from "../fleet/scorer.ts";
+import type { Answered } from "../pipeline/trace.ts";
+import type { Adjusted } from "./body-rules.ts";
+
+/** The node that answered, its first line already read; it holds its queue slot until the answer ends. */
+export interface Routed extends Answered {
+  call: OllamaCall;
+  /** What served it: the node's Ollama, or one of its MLX servers (whose answer is parsed into the same Events). */
+  backend: "ollama" | "mlx";
+  contextOverflow: Scored["contextOverflow"];
+  thinkingBudget: Adjusted["thinkingBudget"];
+  adjustments: string[];
+}
+
+export interface RouterDeps {
+  registry: Registry;
+  queues: Queues;
+  ordering: NodeOrdering;
+  pulls: Pulls;
+  config: Config;
+}
