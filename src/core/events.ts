@@ -64,3 +64,25 @@ export function errorOf(chunk: Chunk): string | undefined {
   const end = endOf(chunk);
   return end?.type === "error" ? end.message : undefined;
 }
+
+/** A chunk's events taken together, for a wire that writes a chunk as one object: its text and reasoning, its calls, usage and end. */
+export interface Folded {
+  text: string;
+  thinking: string;
+  calls: ToolCall[];
+  usage?: Usage;
+  /** Set when the chunk ends the answer. */
+  done?: DoneReason;
+}
+
+export function fold(chunk: Chunk): Folded {
+  const folded: Folded = { text: "", thinking: "", calls: [] };
+  for (const e of chunk.events) {
+    if (e.type === "text") folded.text += e.text;
+    else if (e.type === "thinking") folded.thinking += e.text;
+    else if (e.type === "tool_call") folded.calls.push(e);
+    else if (e.type === "usage") folded.usage = e;
+    else if (e.type === "done") folded.done = e.reason;
+  }
+  return folded;
+}

@@ -2,7 +2,7 @@
 // every field survives, known to herd or not); an answer from another backend
 // (an MLX server) or one herd remade (a repaired tool call) is written from its
 // Events as Ollama would have written it.
-import type { Chunk, Usage } from "../core/events.ts";
+import { type Chunk, fold } from "../core/events.ts";
 import type { Encoder } from "../core/encoder.ts";
 import { jsonError } from "./errors.ts";
 
@@ -20,22 +20,12 @@ export function ndjson(kind: "chat" | "generate" | "embed", stream: boolean): En
 }
 
 /** The chunk as Ollama's /api/chat or /api/generate line, its fields in Ollama's order. */
-export function ollamaLine({ events, model }: Chunk, kind: "chat" | "generate" | "embed"): Json {
-  let content = "";
-  let thinking = "";
-  let calls: Json[] | undefined;
-  let usage: Usage | undefined;
-  let reason: string | undefined;
-  for (const e of events) {
-    if (e.type === "text") content += e.text;
-    else if (e.type === "thinking") thinking += e.text;
-    else if (e.type === "tool_call") (calls ??= []).push({ ...(e.id ? { id: e.id } : {}), function: { name: e.name, arguments: e.arguments } });
-    else if (e.type === "usage") usage = e;
-    else if (e.type === "done") reason = e.reason;
-  }
-  const line: Json = { model, created_at: new Date().toISOString() };
+export function ollamaLine(chunk: Chunk, kind: "chat" | "generate" | "embed"): Json {
+  const { text: content, thinking, calls, usage, done: reason } = fold(chunk);
+  const line: Json = { model: chunk.model, created_at: new Date().toISOString() };
   if (kind === "chat") {
-    line.message = { role: "assistant", content, ...(thinking ? { thinking } : {}), ...(calls ? { tool_calls: calls } : {}) };
+    const toolCalls = calls.map((c) => ({ ...(c.id ? { id: c.id } : {}), function: { name: c.name, arguments: c.arguments } }));
+    line.message = { role: "assistant", content, ...(thinking ? { thinking } : {}), ...(toolCalls.length ? { tool_calls: toolCalls } : {}) };
   } else {
     line.response = content;
     if (thinking) line.thinking = thinking;

@@ -2,7 +2,7 @@
 // Ollama has a home for (tools, stop, top_p, seed, penalties, response_format,
 // images); the answer keeps one id for the whole stream, maps finish reasons
 // (stop / length / tool_calls) and reports usage.
-import type { Chunk, DoneReason, Usage } from "../core/events.ts";
+import { type Chunk, type DoneReason, fold, type Usage } from "../core/events.ts";
 import { argumentsObject, argumentsText } from "../core/tool-arguments.ts";
 import { takesThink, takesThinkLevel } from "../fleet/thinking-models.ts";
 import type { Encoder } from "../core/encoder.ts";
@@ -142,20 +142,12 @@ export function chatEncoder(stream: boolean, includeUsage: boolean): Encoder {
 
   return {
     contentType: stream ? EVENT_STREAM : "application/json",
-    encode({ events, model }: Chunk) {
-      let content = "";
-      let thinking = "";
-      let pieces: Json[] | undefined;
-      let usage: Usage | undefined;
-      let done: DoneReason | undefined;
-      for (const e of events) {
-        if (e.type === "text") content += e.text;
-        else if (e.type === "thinking") thinking += e.text;
-        else if (e.type === "tool_call") {
-          (pieces ??= []).push({ index: toolCalls++, id: e.id ?? randomId("call_"), type: "function", function: { name: e.name, arguments: argumentsText(e.arguments) } });
-        } else if (e.type === "usage") usage = e;
-        else if (e.type === "done") done = e.reason;
-      }
+    encode(chunk: Chunk) {
+      const { model } = chunk;
+      const { text: content, thinking, calls: called, usage, done } = fold(chunk);
+      const pieces = called.length
+        ? called.map((c) => ({ index: toolCalls++, id: c.id ?? randomId("call_"), type: "function", function: { name: c.name, arguments: argumentsText(c.arguments) } }))
+        : undefined;
       if (!stream) {
         text += content;
         reasoning += thinking;
