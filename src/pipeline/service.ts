@@ -5,7 +5,7 @@
 import { eitherSignal } from "../abort.ts";
 import type { ServiceJob } from "../backends/node-service.ts";
 import { RouteError } from "../errors.ts";
-import type { Runtime } from "../runtime.ts";
+import type { Pipeline } from "../router/route.ts";
 import type { TraceStatus } from "../store/traces.ts";
 import { admit, leave, type RouteMeta } from "./admit.ts";
 import { attempt, UNCAPPED } from "./attempt.ts";
@@ -28,7 +28,7 @@ export interface ServiceReply<T> {
 }
 
 /** Runs the job `plan` makes (a RouteError when nothing can run it) on the first node that answers. */
-export async function runService<T>(rt: Runtime, req: ServiceRequest, plan: () => ServiceJob<T>, reply: ServiceReply<T>): Promise<Response> {
+export async function runService<T>(rt: Pipeline, req: ServiceRequest, plan: () => ServiceJob<T>, reply: ServiceReply<T>): Promise<Response> {
   const started = performance.now();
   const trace = newTrace({ kind: req.kind, surface: req.surface, model: req.requested }, req.meta);
   const refuse = (error: RouteError, status: TraceStatus) => {

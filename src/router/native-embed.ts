@@ -5,10 +5,10 @@ import { type EmbedInput, type Embeddings, embeddingKind, nativeEmbeddingJob } f
 import type { Chunk } from "../core/events.ts";
 import type { RouteMeta } from "../pipeline/admit.ts";
 import { runService } from "../pipeline/service.ts";
-import type { Runtime } from "../runtime.ts";
+import type { Pipeline } from "./route.ts";
 import type { Encoder } from "../core/encoder.ts";
 
-export function nativeEmbed(rt: Runtime, req: EmbedInput, surface: "ollama" | "openai", meta: RouteMeta, signal: AbortSignal, encoder: Encoder): Promise<Response> | null {
+export function nativeEmbed(rt: Pipeline, req: EmbedInput, surface: "ollama" | "openai", meta: RouteMeta, signal: AbortSignal, encoder: Encoder): Promise<Response> | null {
   const kind = embeddingKind(rt.registry, req.model);
   if (!kind) return null;
   return runService(rt, { kind: "embed", surface, requested: req.model, meta, signal }, () => nativeEmbeddingJob(rt.registry, rt.queues, rt.live.config, kind, req), {

@@ -2,22 +2,43 @@
 // the surface's wire format, and leave a trace. Headers go out only once a
 // node has answered, so X-Fleet-Node always names the node that served.
 import { eitherSignal } from "../abort.ts";
+import type { LiveConfig } from "../config/live.ts";
 import type { Encoder } from "../core/encoder.ts";
 import { type Chunk, endOf, errorOf, usageOf } from "../core/events.ts";
 import type { InferenceRequest } from "../core/request.ts";
 import { RouteError } from "../errors.ts";
+import type { NodeOrdering } from "../fleet/ordering.ts";
+import type { Pulls } from "../fleet/pulls.ts";
+import type { Queues } from "../fleet/queues.ts";
+import type { Registry } from "../fleet/registry.ts";
 import { admit, leave, type RouteMeta } from "../pipeline/admit.ts";
 import { errorHeaders, fleetHeaders } from "../pipeline/headers.ts";
 import { newTrace, traceEnd, traceRefused, traceServed } from "../pipeline/trace.ts";
-import type { Runtime } from "../runtime.ts";
-import type { TraceStatus } from "../store/traces.ts";
+import type { TraceStatus, TraceWriter } from "../store/traces.ts";
 import { budgetHeaders } from "./body-rules.ts";
+import type { ClientGate } from "./client-gate.ts";
 import { dispatch } from "./dispatch.ts";
 import { relay } from "./relay.ts";
 import type { Routed } from "./routed.ts";
-import { ToolCallRepair, offeredTools } from "./tool-repair.ts";
+import type { Toggles } from "./toggles.ts";
+import { type RepairStats, ToolCallRepair, offeredTools } from "./tool-repair.ts";
 
-export async function route(rt: Runtime, req: InferenceRequest, encoder: Encoder, meta: RouteMeta): Promise<Response> {
+/** What the request pipeline reads, for a chat (route), a node service's answer (runService) and native embeddings alike. */
+export interface Pipeline {
+  live: LiveConfig;
+  registry: Registry;
+  queues: Queues;
+  ordering: NodeOrdering;
+  pulls: Pulls;
+  toggles: Toggles;
+  clients: ClientGate;
+  traces: TraceWriter;
+  toolRepairs: RepairStats;
+  /** Aborted when a stop's grace period runs out: what is still waiting or streaming ends with an error. */
+  shutdown: AbortController;
+}
+
+export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encoder, meta: RouteMeta): Promise<Response> {
   const started = performance.now();
   const requested = req.requested ?? req.model;
   const trace = newTrace(req, meta);

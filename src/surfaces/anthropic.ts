@@ -8,23 +8,28 @@ import { callerOf } from "../auth/guard.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { presentedKey, sameSecret } from "../auth/tokens.ts";
 import { needsOf, replyCapOf } from "../core/request.ts";
+import type { ModelFacts } from "../fleet/model-facts.ts";
 import { fitToContext, promptLimit } from "../router/context-management.ts";
 import { resolveModel } from "../router/model-resolution.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import { fleetHeaders } from "../pipeline/headers.ts";
-import { route } from "../router/route.ts";
+import { type Pipeline, route } from "../router/route.ts";
 import { promptTokens } from "../router/tokens.ts";
-import type { Runtime } from "../runtime.ts";
 import { anthropicError, messagesEncoder, messagesToOllama } from "./anthropic-codec.ts";
 import { setsThink, thinkFor } from "./anthropic-thinking.ts";
 import { modelOf, readJsonObject } from "./body.ts";
+
+/** What the Anthropic surface reads: the pipeline, and what a node says of a model (its trained context, whether it thinks). */
+interface AnthropicSources extends Pipeline {
+  modelFacts: ModelFacts;
+}
 
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
 
 /** Anthropic's API: for any client, in Anthropic's error format. */
 const API: RouteFacts = { access: "client", body: "json", errors: "anthropic" };
 
-export function anthropicSurface(rt: Runtime) {
+export function anthropicSurface(rt: AnthropicSources) {
   return new Elysia({ name: "anthropic" })
     .use(routeFacts)
     .post("/v1/messages", async ({ request, server }: Ctx) => echoVersion(request, await messages(rt, request, server?.requestIP(request)?.address ?? null)), { parse: "none", facts: API })
@@ -45,7 +50,7 @@ function echoVersion(request: Request, response: Response): Response {
   return response;
 }
 
-async function messages(rt: Runtime, request: Request, clientIp: string | null): Promise<Response> {
+async function messages(rt: AnthropicSources, request: Request, clientIp: string | null): Promise<Response> {
   const { anthropic, timeouts } = rt.live.config;
   const body = await readJsonObject(request);
   const requested = typeof body === "string" ? null : modelOf(body);
@@ -120,7 +125,7 @@ function userOf(userId: string): string {
   return userId;
 }
 
-async function countTokens(rt: Runtime, request: Request): Promise<Response> {
+async function countTokens(rt: AnthropicSources, request: Request): Promise<Response> {
   const body = await readJsonObject(request);
   if (typeof body === "string") return anthropicError(400, body);
   const translated = messagesToOllama(body, rt.live.config.anthropic.defaultMaxTokens);

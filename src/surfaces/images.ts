@@ -10,7 +10,7 @@ import { formatIssues } from "../config/problems.ts";
 import { runService, type ServiceReply } from "../pipeline/service.ts";
 import type { Answered } from "../pipeline/trace.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
-import type { Runtime } from "../runtime.ts";
+import type { Pipeline } from "../router/route.ts";
 import { readJsonObject } from "./body.ts";
 import { jsonError } from "./errors.ts";
 import { openaiError } from "./openai-codec.ts";
@@ -36,7 +36,7 @@ const openaiImageSchema = v.object({
   ...imageOptions,
 });
 
-export function imagesSurface(rt: Runtime) {
+export function imagesSurface(rt: Pipeline) {
   const ip = (ctx: Ctx) => ctx.server?.requestIP(ctx.request)?.address ?? null;
   return new Elysia({ name: "images" })
     .use(routeFacts)
@@ -59,7 +59,7 @@ async function parse<S extends v.GenericSchema>(request: Request, schema: S, err
 }
 
 /** Generates the image on the fleet; `reply` writes it, or the error, in the route's format. */
-function generate(rt: Runtime, request: Request, clientIp: string | null, tags: string[], job: ImageJob, surface: "ollama" | "openai", reply: ServiceReply<GeneratedImage>): Promise<Response> {
+function generate(rt: Pipeline, request: Request, clientIp: string | null, tags: string[], job: ImageJob, surface: "ollama" | "openai", reply: ServiceReply<GeneratedImage>): Promise<Response> {
   const meta = { tags, stream: false, clientIp, caller: callerOf(request) };
   return runService(rt, { kind: "image", surface, requested: job.model, meta, signal: request.signal }, () => imageJob(rt.registry, rt.queues, rt.live.config, job), reply);
 }
@@ -70,13 +70,13 @@ function pngResponse(image: GeneratedImage, headers: Record<string, string>, ser
   });
 }
 
-async function generateRaw(rt: Runtime, request: Request, clientIp: string | null): Promise<Response> {
+async function generateRaw(rt: Pipeline, request: Request, clientIp: string | null): Promise<Response> {
   const input = await parse(request, imageJobSchema, jsonError);
   if (input instanceof Response) return input;
   return generate(rt, request, clientIp, input.tags, input.fields, "ollama", { answer: pngResponse, error: jsonError });
 }
 
-async function generateOpenai(rt: Runtime, request: Request, clientIp: string | null): Promise<Response> {
+async function generateOpenai(rt: Pipeline, request: Request, clientIp: string | null): Promise<Response> {
   const input = await parse(request, openaiImageSchema, openaiError);
   if (input instanceof Response) return input;
   const { size, response_format, n: _, ...rest } = input.fields;

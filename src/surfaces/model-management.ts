@@ -3,17 +3,18 @@
 // a node's disk through its Ollama. The two that change things are their own
 // plugin, modelActions, so a guard can be put in front of them alone.
 import { Elysia } from "elysia";
+import type { Database } from "bun:sqlite";
 import { routeFacts } from "../auth/route-facts.ts";
+import type { LiveConfig } from "../config/live.ts";
 import { probeOllama, pullModel } from "../backends/ollama.ts";
 import { readLines } from "../backends/lines.ts";
 import { reachableNodes } from "../fleet/catalog.ts";
 import { modelInventory } from "../fleet/model-inventory.ts";
 import { diskGb } from "../fleet/node-models.ts";
 import { loadableUrl } from "../fleet/pins.ts";
-import { notPullable } from "../fleet/pulls.ts";
+import { notPullable, type Pulls } from "../fleet/pulls.ts";
 import { recommend, type RecommendationsAnswer } from "../fleet/recommender.ts";
-import type { NodeRecord } from "../fleet/registry.ts";
-import type { Runtime } from "../runtime.ts";
+import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import { requestsByModel, usageByNodeModel } from "../store/model-usage.ts";
 import { readJsonObject } from "./body.ts";
 import { jsonError } from "./errors.ts";
@@ -22,7 +23,15 @@ const RECOMMENDATIONS_TTL_MS = 5 * 60_000;
 /** A pull may take minutes; it fails only when Ollama sends nothing for this long. */
 const PULL_IDLE_MS = 600_000;
 
-export function modelManagementSurface(rt: Runtime) {
+/** What the model mix reads and changes: the config, the nodes, the requests traced, the pulls under way. */
+interface ModelSources {
+  live: LiveConfig;
+  registry: Registry;
+  store: Database;
+  pulls: Pulls;
+}
+
+export function modelManagementSurface(rt: ModelSources) {
   let cached: { at: number; answer: RecommendationsAnswer } | null = null;
   return new Elysia({ name: "model-management" })
     .use(routeFacts)
@@ -37,14 +46,14 @@ export function modelManagementSurface(rt: Runtime) {
 }
 
 /** POST pull and delete: they change what is on a node's disk. */
-export function modelActions(rt: Runtime) {
+export function modelActions(rt: ModelSources) {
   return new Elysia({ name: "model-actions" })
     .use(routeFacts)
     .post("/dashboard/api/pull", ({ request }) => act(rt, request, pullOnto), { parse: "none", facts: { access: "admin", body: "json", errors: "herd" } })
     .post("/dashboard/api/delete", ({ request }) => act(rt, request, deleteFrom), { parse: "none", facts: { access: "admin", body: "json", errors: "herd" } });
 }
 
-function recommendations(rt: Runtime): RecommendationsAnswer {
+function recommendations(rt: ModelSources): RecommendationsAnswer {
   const now = Date.now() / 1000;
   const nodes = reachableNodes(rt.registry).map((n) => ({
       node_id: n.id,
@@ -54,7 +63,7 @@ function recommendations(rt: Runtime): RecommendationsAnswer {
   return recommend({ nodes, requests_24h: requestsByModel(rt.store, now - 86_400), now });
 }
 
-function inventory(rt: Runtime) {
+function inventory(rt: ModelSources) {
   const nodes = reachableNodes(rt.registry).map((n) => ({ node_id: n.id, models: diskModels(n), loaded: n.ollama!.models_loaded.map((m) => m.name), disk: n.report.disk ?? null }));
   return modelInventory(nodes, usageByNodeModel(rt.store), Date.now() / 1000);
 }
@@ -71,10 +80,10 @@ function diskModels(node: NodeRecord) {
 // ---- pull and delete --------------------------------------------------------
 
 /** What a node's Ollama said: null when it did it, else why not. */
-type Action = (rt: Runtime, url: string, node: NodeRecord, model: string) => Promise<{ status: number; error: string } | null>;
+type Action = (rt: ModelSources, url: string, node: NodeRecord, model: string) => Promise<{ status: number; error: string } | null>;
 
 // Shared by pull and delete: the body, the node, the answer, and the fleet view updated at once.
-async function act(rt: Runtime, request: Request, action: Action): Promise<Response> {
+async function act(rt: ModelSources, request: Request, action: Action): Promise<Response> {
   const body = await readJsonObject(request);
   if (typeof body === "string") return jsonError(400, body);
   for (const field of ["node_id", "model"]) {
@@ -137,7 +146,7 @@ const deleteFrom: Action = async (rt, url, node, model) => {
 };
 
 // The next heartbeat or poll would show the change; the dashboard should not wait for it.
-async function refreshDisk(rt: Runtime, node: NodeRecord, url: string): Promise<void> {
+async function refreshDisk(rt: ModelSources, node: NodeRecord, url: string): Promise<void> {
   const probe = await probeOllama(url, rt.live.config.timeouts.connectMs);
   if (probe.reachable && node.ollama) node.ollama.models_available = probe.models_available;
 }

@@ -15,8 +15,7 @@ import { takeHerdFields } from "../router/herd-fields.ts";
 import { estimatePrompt } from "../router/tokens.ts";
 import { headerValue } from "../pipeline/headers.ts";
 import { nativeEmbed } from "../router/native-embed.ts";
-import { route } from "../router/route.ts";
-import type { Runtime } from "../runtime.ts";
+import { type Pipeline, route } from "../router/route.ts";
 import { lowestVersion } from "../version.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 import { embedBody } from "./embed-input.ts";
@@ -26,7 +25,7 @@ import { ndjson } from "./ollama-codec.ts";
 /** Ollama's API: for any client, in Ollama's error format. */
 const API: RouteFacts = { access: "client", body: "json", errors: "ollama" };
 
-export function ollamaSurface(rt: Runtime) {
+export function ollamaSurface(rt: Pipeline) {
   const proxy = (kind: RequestKind, path: string) => ({ request, server }: { request: Request; server: any }) =>
     handle(rt, request, kind, path, server?.requestIP(request)?.address ?? null);
   return new Elysia({ name: "ollama" })
@@ -41,7 +40,7 @@ export function ollamaSurface(rt: Runtime) {
     .get("/api/ps", () => ({ models: fleetLoaded(rt) }), { facts: API });
 }
 
-async function handle(rt: Runtime, request: Request, kind: RequestKind, path: string, clientIp: string | null): Promise<Response> {
+async function handle(rt: Pipeline, request: Request, kind: RequestKind, path: string, clientIp: string | null): Promise<Response> {
   const read = await readJsonObject(request);
   if (typeof read === "string") return jsonError(400, read);
   const model = modelOf(read);
@@ -75,7 +74,7 @@ async function handle(rt: Runtime, request: Request, kind: RequestKind, path: st
 }
 
 /** Model details come from any online node that has the model; nothing runs, so no queue slot is taken. */
-async function show(rt: Runtime, request: Request): Promise<Response> {
+async function show(rt: Pipeline, request: Request): Promise<Response> {
   const body = await readJsonObject(request);
   if (typeof body === "string") return jsonError(400, body);
   const model = modelOf(body) ?? (typeof body.name === "string" && body.name.trim() ? body.name : null);
@@ -101,7 +100,7 @@ async function show(rt: Runtime, request: Request): Promise<Response> {
  * The fleet's Ollama version: the oldest an online node runs, so a client's version check (Codex --oss wants
  * 0.13.4 or newer) holds on whichever node it is sent to. herd's own version is in X-Herd-Version.
  */
-function fleetVersion(rt: Runtime): { version: string } | Response {
+function fleetVersion(rt: Pipeline): { version: string } | Response {
   const reachable = reachableNodes(rt.registry);
   const version = lowestVersion(reachable.map((n) => n.ollama!.version));
   if (version) return { version };
@@ -124,7 +123,7 @@ const NO_DETAILS = { parent_model: "", format: "", family: "", families: [], par
  * Every model on disk in the fleet, once: the /api/tags entry of the first node that has it, whole, with the
  * nodes that have it in details.fleet_nodes; image models say so (seed 000: details.type).
  */
-function fleetTags(rt: Runtime) {
+function fleetTags(rt: Pipeline) {
   const tag = (name: string, entry: TagEntry, details: Record<string, unknown>) => ({
     model: name,
     modified_at: ZERO_TIME,
@@ -141,7 +140,7 @@ function fleetTags(rt: Runtime) {
 }
 
 /** Every loaded model, one entry per node that holds it: that node's /api/ps entry, whole, and the node (fleet_node). */
-function fleetLoaded(rt: Runtime) {
+function fleetLoaded(rt: Pipeline) {
   return reachableNodes(rt.registry).flatMap((node) =>
     node.ollama!.models_loaded.map(({ size_gb, ...m }) => ({
       model: m.name,

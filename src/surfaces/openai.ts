@@ -12,18 +12,22 @@ import { takeHerdFields } from "../router/herd-fields.ts";
 import { nativeEmbed } from "../router/native-embed.ts";
 import { estimatePrompt } from "../router/tokens.ts";
 import type { Encoder } from "../core/encoder.ts";
-import { route } from "../router/route.ts";
-import type { Runtime } from "../runtime.ts";
+import { type Pipeline, route } from "../router/route.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 import { TEXTS_EXPECTED, textsOf } from "./embed-input.ts";
 import { chatEncoder, chatToOllama, openaiError } from "./openai-codec.ts";
+
+/** What the OpenAI surface reads: the pipeline, and when herd started (a model's `created`). */
+interface OpenAiSources extends Pipeline {
+  startedAt: number;
+}
 
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
 
 /** OpenAI's API: for any client, in OpenAI's error format. */
 const API: RouteFacts = { access: "client", body: "json", errors: "openai" };
 
-export function openaiSurface(rt: Runtime) {
+export function openaiSurface(rt: OpenAiSources) {
   return new Elysia({ name: "openai" })
     .use(routeFacts)
     .post("/v1/chat/completions", ({ request, server }: Ctx) => chat(rt, request, server?.requestIP(request)?.address ?? null), { parse: "none", facts: API })
@@ -31,7 +35,7 @@ export function openaiSurface(rt: Runtime) {
     .get("/v1/models", () => ({ object: "list", data: models(rt) }), { facts: API });
 }
 
-async function chat(rt: Runtime, request: Request, clientIp: string | null): Promise<Response> {
+async function chat(rt: OpenAiSources, request: Request, clientIp: string | null): Promise<Response> {
   const body = await readJsonObject(request);
   if (typeof body === "string") return openaiError(400, body);
   const model = modelOf(body);
@@ -50,7 +54,7 @@ async function chat(rt: Runtime, request: Request, clientIp: string | null): Pro
   );
 }
 
-async function embeddings(rt: Runtime, request: Request, clientIp: string | null): Promise<Response> {
+async function embeddings(rt: OpenAiSources, request: Request, clientIp: string | null): Promise<Response> {
   const body = await readJsonObject(request);
   if (typeof body === "string") return openaiError(400, body);
   const model = modelOf(body);
@@ -98,7 +102,7 @@ function embeddingEncoder(base64: boolean): Encoder {
   };
 }
 
-function models(rt: Runtime) {
+function models(rt: OpenAiSources) {
   const created = Math.floor(rt.startedAt / 1000);
   // Image models the node agents generate with (mflux, DiffusionKit) are models of the fleet too (seed 000).
   const generators = fleetImageModels(rt.registry).filter((m) => m.backend !== "ollama");

@@ -12,8 +12,7 @@ import { takeHerdFields } from "../router/herd-fields.ts";
 import { estimatePrompt } from "../router/tokens.ts";
 import { resolveModel } from "../router/model-resolution.ts";
 import { fleetHeaders } from "../pipeline/headers.ts";
-import { route } from "../router/route.ts";
-import type { Runtime } from "../runtime.ts";
+import { type Pipeline, route } from "../router/route.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 import { openaiError } from "./openai-codec.ts";
 import { readResponsesRequest, responsesEncoder, toOllama } from "./responses-codec.ts";
@@ -23,14 +22,14 @@ type Ctx = { request: Request; server: { requestIP(r: Request): { address: strin
 // Codex resends its whole history every turn: one warning per item type is enough.
 const warned = new Set<string>();
 
-export function responsesSurface(rt: Runtime) {
+export function responsesSurface(rt: Pipeline) {
   return new Elysia({ name: "responses" }).use(routeFacts).post("/v1/responses", ({ request, server }: Ctx) => create(rt, request, server?.requestIP(request)?.address ?? null), {
     parse: "none",
     facts: { access: "client", body: "json", errors: "openai" },
   });
 }
 
-async function create(rt: Runtime, request: Request, clientIp: string | null): Promise<Response> {
+async function create(rt: Pipeline, request: Request, clientIp: string | null): Promise<Response> {
   const body = await readJsonObject(request);
   if (typeof body === "string") return openaiError(400, body);
   const requested = modelOf(body);

@@ -7,12 +7,12 @@ import { routeFacts } from "../auth/route-facts.ts";
 import { transcriptionJob } from "../backends/transcription.ts";
 import { runService } from "../pipeline/service.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
-import type { Runtime } from "../runtime.ts";
+import type { Pipeline } from "../router/route.ts";
 import { jsonError } from "./errors.ts";
 
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
 
-export function transcriptionSurface(rt: Runtime) {
+export function transcriptionSurface(rt: Pipeline) {
   return new Elysia({ name: "transcription" }).use(routeFacts).post(
     "/api/transcribe",
     ({ request, server }: Ctx) => transcribeRequest(rt, request, server?.requestIP(request)?.address ?? null),
@@ -21,7 +21,7 @@ export function transcriptionSurface(rt: Runtime) {
   );
 }
 
-async function transcribeRequest(rt: Runtime, request: Request, clientIp: string | null): Promise<Response> {
+async function transcribeRequest(rt: Pipeline, request: Request, clientIp: string | null): Promise<Response> {
   if (!request.headers.get("content-type")?.startsWith("multipart/form-data")) {
     return jsonError(400, 'send multipart/form-data with the audio file in the field "audio" (curl -F "audio=@recording.wav")');
   }
