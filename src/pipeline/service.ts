@@ -5,7 +5,7 @@
 import { eitherSignal } from "../abort.ts";
 import type { ServiceJob } from "../backends/node-service.ts";
 import { RouteError } from "../errors.ts";
-import type { Pipeline } from "../router/route.ts";
+import type { Pipeline } from "./route.ts";
 import type { TraceStatus } from "../store/traces.ts";
 import { admit, leave, type RouteMeta } from "./admit.ts";
 import { attempt, UNCAPPED } from "./attempt.ts";

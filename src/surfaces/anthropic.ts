@@ -13,7 +13,7 @@ import { fitToContext, promptLimit } from "../router/context-management.ts";
 import { resolveModel } from "../router/model-resolution.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import { fleetHeaders } from "../pipeline/headers.ts";
-import { type Pipeline, route } from "../router/route.ts";
+import { type Pipeline, route } from "../pipeline/route.ts";
 import { promptTokens } from "../router/tokens.ts";
 import { anthropicError, messagesEncoder, messagesToOllama } from "./anthropic-codec.ts";
 import { setsThink, thinkFor } from "./anthropic-thinking.ts";

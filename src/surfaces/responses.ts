@@ -12,7 +12,7 @@ import { takeHerdFields } from "../router/herd-fields.ts";
 import { estimatePrompt } from "../router/tokens.ts";
 import { resolveModel } from "../router/model-resolution.ts";
 import { fleetHeaders } from "../pipeline/headers.ts";
-import { type Pipeline, route } from "../router/route.ts";
+import { type Pipeline, route } from "../pipeline/route.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 import { openaiError } from "./openai-codec.ts";
 import { readResponsesRequest, responsesEncoder, toOllama } from "./responses-codec.ts";

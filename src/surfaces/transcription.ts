@@ -5,9 +5,9 @@ import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { routeFacts } from "../auth/route-facts.ts";
 import { transcriptionJob } from "../backends/transcription.ts";
+import type { Pipeline } from "../pipeline/route.ts";
 import { runService } from "../pipeline/service.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
-import type { Pipeline } from "../router/route.ts";
 import { jsonError } from "./errors.ts";
 
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };

@@ -11,17 +11,17 @@ import type { NodeOrdering } from "../fleet/ordering.ts";
 import type { Pulls } from "../fleet/pulls.ts";
 import type { Queues } from "../fleet/queues.ts";
 import type { Registry } from "../fleet/registry.ts";
-import { admit, leave, type RouteMeta } from "../pipeline/admit.ts";
-import { errorHeaders, fleetHeaders } from "../pipeline/headers.ts";
-import { newTrace, traceEnd, traceRefused, traceServed } from "../pipeline/trace.ts";
+import { budgetHeaders } from "../router/body-rules.ts";
+import type { ClientGate } from "../router/client-gate.ts";
+import { dispatch } from "../router/dispatch.ts";
+import { relay } from "../router/relay.ts";
+import type { Routed } from "../router/routed.ts";
+import type { Toggles } from "../router/toggles.ts";
+import { type RepairStats, ToolCallRepair, offeredTools } from "../router/tool-repair.ts";
 import type { TraceStatus, TraceWriter } from "../store/traces.ts";
-import { budgetHeaders } from "./body-rules.ts";
-import type { ClientGate } from "./client-gate.ts";
-import { dispatch } from "./dispatch.ts";
-import { relay } from "./relay.ts";
-import type { Routed } from "./routed.ts";
-import type { Toggles } from "./toggles.ts";
-import { type RepairStats, ToolCallRepair, offeredTools } from "./tool-repair.ts";
+import { admit, leave, type RouteMeta } from "./admit.ts";
+import { errorHeaders, fleetHeaders } from "./headers.ts";
+import { newTrace, traceEnd, traceRefused, traceServed } from "./trace.ts";
 
 /** What the request pipeline reads, for a chat (route), a node service's answer (runService) and native embeddings alike. */
 export interface Pipeline {

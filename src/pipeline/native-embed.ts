@@ -2,11 +2,11 @@
 // through the pipeline of node services, answered in the surface's own encoding as an Ollama node's
 // answer would be. null when the model is Ollama's: the surface routes it as any other request.
 import { type EmbedInput, type Embeddings, embeddingKind, nativeEmbeddingJob } from "../backends/embedding.ts";
-import type { Chunk } from "../core/events.ts";
-import type { RouteMeta } from "../pipeline/admit.ts";
-import { runService } from "../pipeline/service.ts";
-import type { Pipeline } from "./route.ts";
 import type { Encoder } from "../core/encoder.ts";
+import type { Chunk } from "../core/events.ts";
+import type { RouteMeta } from "./admit.ts";
+import type { Pipeline } from "./route.ts";
+import { runService } from "./service.ts";
 
 export function nativeEmbed(rt: Pipeline, req: EmbedInput, surface: "ollama" | "openai", meta: RouteMeta, signal: AbortSignal, encoder: Encoder): Promise<Response> | null {
   const kind = embeddingKind(rt.registry, req.model);
