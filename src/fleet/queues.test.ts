@@ -124,6 +124,11 @@ test("a waiter whose signal is already aborted never joins the queue", async () 
   expect(view().pending).toBe(0);
 });
 
+test("a request already aborted (its client gone) takes no free slot", async () => {
+  expect(await outcome(acquire(1, { signal: AbortSignal.abort(new Error("client gone")) }))).toEqual({ error: new Error("client gone") });
+  expect(view()).toMatchObject({ inFlight: 0, pending: 0 });
+});
+
 test("raising a queue's concurrency lets its waiters in at once", async () => {
   await acquire(1);
   const waiting = [acquire(1), acquire(1)];

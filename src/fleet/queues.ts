@@ -88,6 +88,8 @@ export class Queues {
    * With `maxPending`, a request that would wait behind that many others is refused at once (QueueFull).
    */
   async acquire(nodeId: string, model: string, concurrency: number, waitMs: number, signal?: AbortSignal, maxPending?: number): Promise<Slot> {
+    // A client already gone takes no slot, free or not: nothing would read the answer.
+    signal?.throwIfAborted();
     const q = this.queue(nodeId, model);
     q.concurrency = concurrency;
     q.maxPending = maxPending ?? null;
