@@ -5,7 +5,6 @@ import { BodyTooLarge } from "./auth/limits.ts";
 import { refusal, unroutedFormat } from "./auth/refusal.ts";
 import { RouteTable } from "./auth/route-facts.ts";
 import { log } from "./log.ts";
-import type { Runtime } from "./runtime.ts";
 import { agentsSurface } from "./surfaces/agents.ts";
 import { analyticsSurface } from "./surfaces/analytics.ts";
 import { anthropicSurface } from "./surfaces/anthropic.ts";
@@ -26,7 +25,28 @@ import { settingsSurface } from "./surfaces/settings.ts";
 import { transcriptionSurface } from "./surfaces/transcription.ts";
 import { VERSION } from "./version.ts";
 
-export function buildApp(rt: Runtime) {
+/** All the plugins read, each declaring its own part; the router's runtime is one (runtime.ts), a test may pass fakes. */
+export type AppSources = Parameters<typeof authGuard>[0] &
+  Parameters<typeof healthSurface>[0] &
+  Parameters<typeof fleetSurface>[0] &
+  Parameters<typeof pinsSurface>[0] &
+  Parameters<typeof dashboardSurface>[0] &
+  Parameters<typeof analyticsSurface>[0] &
+  Parameters<typeof healthChecksSurface>[0] &
+  Parameters<typeof settingsSurface>[0] &
+  Parameters<typeof benchmarksSurface>[0] &
+  Parameters<typeof ollamaSurface>[0] &
+  Parameters<typeof openaiSurface>[0] &
+  Parameters<typeof responsesSurface>[0] &
+  Parameters<typeof anthropicSurface>[0] &
+  Parameters<typeof pullSurface>[0] &
+  Parameters<typeof imagesSurface>[0] &
+  Parameters<typeof transcriptionSurface>[0] &
+  Parameters<typeof modelManagementSurface>[0] &
+  Parameters<typeof agentsSurface>[0] &
+  Parameters<typeof mcpSurface>[0];
+
+export function buildApp(rt: AppSources) {
   const routes = new RouteTable();
   const app = new Elysia()
     // On every answer, errors and streams included: /api/version answers the fleet's Ollama version, not herd's.

@@ -5,6 +5,7 @@ import type { Server } from "bun";
 import { join } from "node:path";
 import { AgentFleet } from "./agents/fleet.ts";
 import { buildApp } from "./app.ts";
+import { internalHeaders } from "./auth/internal.ts";
 import { serverBodyCap } from "./auth/limits.ts";
 import type { LiveConfig } from "./config/live.ts";
 import { BenchmarkRunner } from "./fleet/benchmark.ts";
@@ -17,7 +18,7 @@ import { Pins } from "./fleet/pins.ts";
 import { Pulls } from "./fleet/pulls.ts";
 import { Queues } from "./fleet/queues.ts";
 import { ClientGate } from "./router/client-gate.ts";
-import { RepairStats } from "./router/tool-repair.ts";
+import { RepairStats } from "./fleet/repair-stats.ts";
 import { Toggles } from "./router/toggles.ts";
 import { Registry } from "./fleet/registry.ts";
 import { RouteError, UserError } from "./errors.ts";
@@ -87,7 +88,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     toolRepairs: new RepairStats(),
     modelFacts: new ModelFacts(registry),
     toggles: new Toggles(),
-    benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => rt.url }),
+    benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => rt.url, credentials: internalHeaders }),
     agents: new AgentFleet(live, () => rt.url),
     shutdown: new AbortController(),
     url: "",

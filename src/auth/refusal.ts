@@ -1,9 +1,7 @@
 // herd's refusals (401, 403, 413, 429, and the errors Elysia raises) in the wire
 // format a route declares (route-facts.ts), so each SDK raises its own kind of error.
-import { fleetHeaders } from "../pipeline/headers.ts";
-import { anthropicError } from "../surfaces/anthropic-codec.ts";
-import { jsonError } from "../surfaces/errors.ts";
-import { openaiError } from "../surfaces/openai-codec.ts";
+import { fleetHeaders } from "../core/fleet-headers.ts";
+import { anthropicError, jsonError, openaiError } from "../core/wire-errors.ts";
 import type { ErrorFormat } from "./route-facts.ts";
 
 export function refusal(format: ErrorFormat, status: number, message: string, headers: Record<string, string> = {}): Response {

@@ -4,7 +4,6 @@
 // It measures latency and time-to-first-token percentiles and tokens/s, overall,
 // per model and per node, the deepest queue each node saw, and stores the run.
 import type { Database } from "bun:sqlite";
-import { internalHeaders } from "../auth/internal.ts";
 import { readLines } from "../backends/lines.ts";
 import { percentile, sorted } from "../percentile.ts";
 import { type BenchmarkRun, saveRun } from "../store/benchmarks.ts";
@@ -46,6 +45,14 @@ export interface BenchmarkDeps {
   store: Database;
   /** The router's own URL: requests go through the same routes clients use. */
   baseUrl: () => string;
+  /** Headers that let herd's own requests past its guard (the router gives its internal credential's). */
+  credentials: () => Record<string, string>;
+}
+
+/** Where the runner's requests go, and the headers they carry. */
+interface Router {
+  url: string;
+  headers: Record<string, string>;
 }
 
 /** Requests kept in flight per node holding a model: enough to see queueing, not enough to swamp a Mac. */
@@ -144,7 +151,7 @@ export class BenchmarkRunner {
       const models = targets.map((t) => t.model);
       this.update({ status: "warming_up", phase: `Warming up ${models.length} model(s)${note}...`, models });
       // One request each, unmeasured: a model that was just evicted (or pulled) loads now, not inside the timed window.
-      await Promise.all(targets.map((t) => send(this.deps.baseUrl(), t, signal)));
+      await Promise.all(targets.map((t) => send(this.router(), t, signal)));
 
       const types = [...new Set(targets.map((t) => t.type))].sort().join(", ");
       this.update({ status: "running", phase: `Running ${opts.duration}s benchmark (${types})${note}...` });
@@ -174,6 +181,10 @@ export class BenchmarkRunner {
     return holders;
   }
 
+  private router(): Router {
+    return { url: this.deps.baseUrl(), headers: this.deps.credentials() };
+  }
+
   /**
    * Smart mode: pulls what the recommender (GET /dashboard/api/recommendations) would put on
    * each node, through POST /api/pull, and adds the recommended models to `holders` so the
@@ -181,8 +192,9 @@ export class BenchmarkRunner {
    */
   private async fillMemory(holders: Map<string, string[]>, types: ModelType[], signal: AbortSignal): Promise<string[]> {
     const base = this.deps.baseUrl();
+    const credentials = this.deps.credentials();
     this.update({ status: "pulling", phase: "Smart mode: asking the recommender what to pull..." });
-    const res = await fetch(`${base}/dashboard/api/recommendations?refresh=1`, { headers: internalHeaders(), signal });
+    const res = await fetch(`${base}/dashboard/api/recommendations?refresh=1`, { headers: credentials, signal });
     if (!res.ok) {
       await res.body?.cancel();
       return [`smart mode: no recommendations (HTTP ${res.status}), nothing pulled`];
@@ -199,7 +211,7 @@ export class BenchmarkRunner {
     for (const [i, r] of toPull.entries()) {
       const pull_progress = { model: r.model, node_id: r.node_id, current: i + 1, total: toPull.length, ram_gb: r.ram_gb, on_disk: false, pct: round((completedGb / Math.max(totalGb, 0.1)) * 100, 1), completed_gb: round(completedGb, 1), total_gb: totalGb };
       this.update({ phase: `Pulling ${r.model} onto ${r.node_id} (${i + 1}/${toPull.length})...`, pull_progress });
-      const pulled = await fetch(`${base}/api/pull`, { method: "POST", headers: { "content-type": "application/json", ...internalHeaders() }, body: JSON.stringify({ model: r.model, node_id: r.node_id, stream: false }), signal });
+      const pulled = await fetch(`${base}/api/pull`, { method: "POST", headers: { "content-type": "application/json", ...credentials }, body: JSON.stringify({ model: r.model, node_id: r.node_id, stream: false }), signal });
       const body = (await pulled.json().catch(() => ({}))) as { status?: string };
       if (pulled.ok && body.status === "success") this.update({ models_pulled: [...this.state.models_pulled, r.model] });
       else failed.push(r.model);
@@ -222,7 +234,7 @@ export class BenchmarkRunner {
     let tokens = 0;
     const worker = async (target: Target) => {
       while (performance.now() < deadline && !grace.aborted) {
-        const sample = await send(this.deps.baseUrl(), target, grace).catch(() => null);
+        const sample = await send(this.router(), target, grace).catch(() => null);
         if (!sample) return; // cut by cancel or the grace period: not a result
         samples.push(sample);
         tokens += sample.completionTokens;
@@ -332,10 +344,10 @@ function skippedTypes(targets: Target[], types: ModelType[]): string[] {
 }
 
 /** One measured request through the router: streamed chat (llm, vision) or an embedding. Throws only when `signal` aborts it. */
-async function send(baseUrl: string, target: Target, signal: AbortSignal): Promise<Sample> {
+async function send(router: Router, target: Target, signal: AbortSignal): Promise<Sample> {
   const started = performance.now();
   try {
-    return await measure(baseUrl, target, signal, started);
+    return await measure(router, target, signal, started);
   } catch (e) {
     if (signal.aborted) throw e;
     // The router unreachable, a broken line: a failed request, like any other.
@@ -343,16 +355,16 @@ async function send(baseUrl: string, target: Target, signal: AbortSignal): Promi
   }
 }
 
-async function measure(baseUrl: string, target: Target, signal: AbortSignal, started: number): Promise<Sample> {
+async function measure(router: Router, target: Target, signal: AbortSignal, started: number): Promise<Sample> {
   const embed = target.type === "embed";
   const message = { role: "user", content: PROMPT, ...(target.type === "vision" ? { images: [PIXEL] } : {}) };
   const body = embed
     ? { model: target.model, input: PROMPT }
     : { model: target.model, messages: [message], stream: true, options: { num_predict: MAX_TOKENS } };
   // Tagged so analytics can tell benchmark traffic apart; no fallback, so the model measured is the model named.
-  const res = await fetch(`${baseUrl}${embed ? "/api/embed" : "/api/chat"}`, {
+  const res = await fetch(`${router.url}${embed ? "/api/embed" : "/api/chat"}`, {
     method: "POST",
-    headers: { "content-type": "application/json", "x-herd-tags": "benchmark", "x-fleet-no-fallback": "true", ...internalHeaders() },
+    headers: { "content-type": "application/json", "x-herd-tags": "benchmark", "x-fleet-no-fallback": "true", ...router.headers },
     body: JSON.stringify(body),
     signal,
   });

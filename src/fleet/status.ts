@@ -4,7 +4,7 @@ import type { Config } from "../config/schema.ts";
 import { MLX_PREFIX } from "./catalog.ts";
 import type { OllamaSection } from "./heartbeat.ts";
 import type { Queues } from "./queues.ts";
-import type { RepairStats } from "../router/tool-repair.ts";
+import type { RepairStats } from "./repair-stats.ts";
 import type { Pins } from "./pins.ts";
 import type { NodeRecord, Registry } from "./registry.ts";
 

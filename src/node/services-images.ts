@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { type ImageJob, imageJobSchema, isPng } from "../backends/image.ts";
 import type { NodeEntry } from "../config/schema.ts";
 import { formatIssues } from "../config/problems.ts";
-import { jsonError } from "../surfaces/errors.ts";
+import { jsonError } from "../core/wire-errors.ts";
 import { type Deadline, inTempDir, OneAtATime, runCli } from "./services-cli.ts";
 
 type ImageModel = NonNullable<NodeEntry["images"]>["models"][number];

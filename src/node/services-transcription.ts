@@ -5,7 +5,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Transcript } from "../backends/transcription.ts";
 import type { NodeEntry } from "../config/schema.ts";
-import { jsonError } from "../surfaces/errors.ts";
+import { jsonError } from "../core/wire-errors.ts";
 import { type Deadline, inTempDir, OneAtATime, runCli } from "./services-cli.ts";
 
 type TranscriptionSection = NonNullable<NodeEntry["transcription"]>;

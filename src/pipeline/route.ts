@@ -17,10 +17,11 @@ import { dispatch } from "../router/dispatch.ts";
 import { relay } from "../router/relay.ts";
 import type { Routed } from "../router/routed.ts";
 import type { Toggles } from "../router/toggles.ts";
-import { type RepairStats, ToolCallRepair, offeredTools } from "../router/tool-repair.ts";
+import type { RepairStats } from "../fleet/repair-stats.ts";
+import { ToolCallRepair, offeredTools } from "../router/tool-repair.ts";
 import type { TraceStatus, TraceWriter } from "../store/traces.ts";
 import { admit, leave, type RouteMeta } from "./admit.ts";
-import { errorHeaders, fleetHeaders } from "./headers.ts";
+import { errorHeaders, fleetHeaders } from "../core/fleet-headers.ts";
 import { newTrace, traceEnd, traceRefused, traceServed } from "./trace.ts";
 
 /** What the request pipeline reads, for a chat (route), a node service's answer (runService) and native embeddings alike. */

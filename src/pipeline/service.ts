@@ -9,7 +9,7 @@ import type { Pipeline } from "./route.ts";
 import type { TraceStatus } from "../store/traces.ts";
 import { admit, leave, type RouteMeta } from "./admit.ts";
 import { attempt, UNCAPPED } from "./attempt.ts";
-import { errorHeaders, fleetHeaders } from "./headers.ts";
+import { errorHeaders, fleetHeaders } from "../core/fleet-headers.ts";
 import { type Answered, newTrace, traceEnd, traceRefused, traceServed } from "./trace.ts";
 
 export interface ServiceRequest {

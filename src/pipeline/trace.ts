@@ -6,7 +6,7 @@ import type { Breakdown } from "../fleet/scorer.ts";
 import type { RouteError } from "../errors.ts";
 import { newRequestId, type Trace, type TraceStatus } from "../store/traces.ts";
 import type { RouteMeta } from "./admit.ts";
-import type { Served } from "./headers.ts";
+import type { Served } from "../core/fleet-headers.ts";
 
 /** What a trace reads of the request. */
 export interface Traced {

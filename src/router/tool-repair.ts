@@ -4,6 +4,7 @@
 // request offered tools, text that looks like a call is held back, repaired,
 // checked against the tool's schema, and sent as a real tool call; when repair
 // fails, the text goes out unchanged. Counted per model (/fleet/queue).
+import type { RepairCounts } from "../fleet/repair-stats.ts";
 import { type Chunk, endOf } from "../core/events.ts";
 
 export interface ToolSpec {
@@ -11,11 +12,6 @@ export interface ToolSpec {
   parameters?: { type?: string; properties?: Record<string, { type?: string }>; required?: string[] };
 }
 
-export interface RepairCounts {
-  attempts: number;
-  successes: number;
-  failures: number;
-}
 
 /** The tools an Ollama body offers, by name. */
 export function offeredTools(body: Record<string, unknown>): ToolSpec[] {
@@ -141,22 +137,5 @@ function matchesType(value: unknown, type: string | undefined): boolean {
       return typeof value === "object" && value !== null && !Array.isArray(value);
     default:
       return true;
-  }
-}
-
-/** Repair counters per model, for /fleet/queue: a model that needs repairs often is unreliable with tools. */
-export class RepairStats {
-  private byModel = new Map<string, RepairCounts>();
-
-  counter(model: string): (outcome: keyof RepairCounts) => void {
-    return (outcome) => {
-      const counts = this.byModel.get(model) ?? { attempts: 0, successes: 0, failures: 0 };
-      counts[outcome]++;
-      this.byModel.set(model, counts);
-    };
-  }
-
-  of(model: string): RepairCounts | undefined {
-    return this.byModel.get(model);
   }
 }

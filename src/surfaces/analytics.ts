@@ -4,7 +4,7 @@ import { Elysia } from "elysia";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import type { Database } from "bun:sqlite";
 import * as analytics from "../store/analytics.ts";
-import { jsonError } from "./errors.ts";
+import { jsonError } from "../core/wire-errors.ts";
 
 const HOUR_S = 3600;
 const DAY_S = 24 * HOUR_S;

@@ -4,6 +4,7 @@
 // with no local meaning (cache_control, context_management, effort, betas) are
 // accepted and ignored. The answer's Events come back as content blocks: one
 // Message object, or the exact SSE event sequence that builds it.
+import { anthropicError } from "../core/wire-errors.ts";
 import type { Chunk, DoneReason } from "../core/events.ts";
 import { argumentsObject } from "../core/tool-arguments.ts";
 import type { Encoder } from "../core/encoder.ts";
@@ -219,23 +220,6 @@ function toolResult(block: Json, where: string, toolNames: Map<string, string>, 
   return message;
 }
 
-/** Anthropic's error object, with the type its SDKs map to an exception class. */
-export function anthropicError(status: number, message: string, headers: Record<string, string> = {}): Response {
-  return Response.json({ type: "error", error: { type: errorType(status), message } }, { status, headers });
-}
-
-function errorType(status: number): string {
-  const types: Record<number, string> = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "prompt_too_large",
-    429: "rate_limit_error",
-    503: "overloaded_error",
-  };
-  return types[status] ?? (status >= 500 ? "api_error" : "invalid_request_error");
-}
 
 /** A stream event, named after its type on the wire. */
 type StreamEvent = Json & { type: string };

@@ -12,10 +12,11 @@ import type { ModelFacts } from "../fleet/model-facts.ts";
 import { fitToContext, promptLimit } from "../router/context-management.ts";
 import { resolveModel } from "../router/model-resolution.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
-import { fleetHeaders } from "../pipeline/headers.ts";
+import { fleetHeaders } from "../core/fleet-headers.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
 import { promptTokens } from "../router/tokens.ts";
-import { anthropicError, messagesEncoder, messagesToOllama } from "./anthropic-codec.ts";
+import { messagesEncoder, messagesToOllama } from "./anthropic-codec.ts";
+import { anthropicError } from "../core/wire-errors.ts";
 import { setsThink, thinkFor } from "./anthropic-thinking.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 

@@ -10,7 +10,7 @@ import { type BenchmarkRunner, MODEL_TYPES } from "../fleet/benchmark.ts";
 import { listRuns, saveRun } from "../store/benchmarks.ts";
 import { intParam } from "./analytics.ts";
 import { validBody } from "./body.ts";
-import { jsonError } from "./errors.ts";
+import { jsonError } from "../core/wire-errors.ts";
 
 const MAX_LIMIT = 1000;
 

@@ -2,7 +2,7 @@
 import * as v from "valibot";
 import { readBody } from "../auth/limits.ts";
 import { formatIssues } from "../config/problems.ts";
-import { jsonError } from "./errors.ts";
+import { jsonError } from "../core/wire-errors.ts";
 
 export async function readJsonObject(request: Request): Promise<Record<string, unknown> | string> {
   const text = await readBody(request);

@@ -6,7 +6,7 @@ import { ASSETS, type Asset, FAVICON } from "../dashboard/assets.ts";
 import { PAGES, pageHtml } from "../dashboard/pages.ts";
 import { type FleetState, fleetStatus } from "../fleet/status.ts";
 import { log } from "../log.ts";
-import { jsonError } from "./errors.ts";
+import { jsonError } from "../core/wire-errors.ts";
 import { sse } from "./sse.ts";
 
 const SNAPSHOT_EVERY_MS = 2000;

@@ -8,9 +8,9 @@ import { formatIssues } from "../config/problems.ts";
 import { heartbeatSchema } from "../fleet/heartbeat.ts";
 import { type FleetState, fleetLimits, fleetQueue, fleetStatus } from "../fleet/status.ts";
 import { log } from "../log.ts";
-import type { RepairStats } from "../router/tool-repair.ts";
+import type { RepairStats } from "../fleet/repair-stats.ts";
 import { readJsonObject } from "./body.ts";
-import { jsonError } from "./errors.ts";
+import { jsonError } from "../core/wire-errors.ts";
 
 /** The fleet's state: for any client. */
 const READ: RouteFacts = { access: "client", body: "json", errors: "herd" };

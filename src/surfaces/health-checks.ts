@@ -6,7 +6,7 @@ import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { contextUsageReport } from "../fleet/health/context-usage.ts";
 import { HealthEngine, type HealthSources } from "../fleet/health/engine.ts";
 import { intParam } from "./analytics.ts";
-import { jsonError } from "./errors.ts";
+import { jsonError } from "../core/wire-errors.ts";
 
 /** The dashboard's data: for any client. */
 const DATA: RouteFacts = { access: "client", body: "json", errors: "herd" };

@@ -12,8 +12,7 @@ import { runService, type ServiceReply } from "../pipeline/service.ts";
 import type { Answered } from "../pipeline/trace.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import { readJsonObject } from "./body.ts";
-import { jsonError } from "./errors.ts";
-import { openaiError } from "./openai-codec.ts";
+import { jsonError, openaiError } from "../core/wire-errors.ts";
 
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
 

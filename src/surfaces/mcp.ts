@@ -18,7 +18,7 @@ import { askFields, check, replyFields, sendFields, spawnFields } from "../agent
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { VERSION } from "../version.ts";
 import { authenticated } from "./agents.ts";
-import { jsonError } from "./errors.ts";
+import { jsonError } from "../core/wire-errors.ts";
 
 interface Tool {
   name: string;

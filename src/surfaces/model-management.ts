@@ -17,7 +17,7 @@ import { recommend, type RecommendationsAnswer } from "../fleet/recommender.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import { requestsByModel, usageByNodeModel } from "../store/model-usage.ts";
 import { readJsonObject } from "./body.ts";
-import { jsonError } from "./errors.ts";
+import { jsonError } from "../core/wire-errors.ts";
 
 const RECOMMENDATIONS_TTL_MS = 5 * 60_000;
 /** A pull may take minutes; it fails only when Ollama sends nothing for this long. */

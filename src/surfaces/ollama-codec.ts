@@ -4,7 +4,7 @@
 // Events as Ollama would have written it.
 import { type Chunk, fold } from "../core/events.ts";
 import type { Encoder } from "../core/encoder.ts";
-import { jsonError } from "./errors.ts";
+import { jsonError } from "../core/wire-errors.ts";
 
 type Json = Record<string, unknown>;
 

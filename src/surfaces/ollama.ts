@@ -13,13 +13,13 @@ import { GB, type TagEntry } from "../fleet/node-models.ts";
 import { onDisk } from "../fleet/registry.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import { estimatePrompt } from "../router/tokens.ts";
-import { headerValue } from "../pipeline/headers.ts";
+import { headerValue } from "../core/fleet-headers.ts";
 import { nativeEmbed } from "../pipeline/native-embed.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
 import { lowestVersion } from "../version.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 import { embedBody } from "./embed-input.ts";
-import { jsonError } from "./errors.ts";
+import { jsonError } from "../core/wire-errors.ts";
 import { ndjson } from "./ollama-codec.ts";
 
 /** Ollama's API: for any client, in Ollama's error format. */

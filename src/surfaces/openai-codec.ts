@@ -2,6 +2,7 @@
 // Ollama has a home for (tools, stop, top_p, seed, penalties, response_format,
 // images); the answer keeps one id for the whole stream, maps finish reasons
 // (stop / length / tool_calls) and reports usage.
+import { openaiError } from "../core/wire-errors.ts";
 import { type Chunk, type DoneReason, fold, type Usage } from "../core/events.ts";
 import { argumentsObject, argumentsText } from "../core/tool-arguments.ts";
 import { takesThink, takesThinkLevel } from "../fleet/thinking-models.ts";
@@ -113,20 +114,6 @@ export function dataUrlBase64(url: unknown): string | undefined {
   return typeof url === "string" ? /^data:[^;,]+;base64,(.*)$/s.exec(url)?.[1] : undefined;
 }
 
-// OpenAI's own type and code for each status herd answers with.
-const OPENAI_ERRORS: Record<number, [type: string, code: string | null]> = {
-  401: ["invalid_request_error", "invalid_api_key"],
-  403: ["permission_error", "model_not_allowed"],
-  404: ["invalid_request_error", "model_not_found"],
-  413: ["invalid_request_error", "request_too_large"],
-  429: ["rate_limit_error", null],
-};
-
-/** OpenAI's error object, with the type its SDKs map to an exception class. */
-export function openaiError(status: number, message: string, headers: Record<string, string> = {}): Response {
-  const [type, code] = OPENAI_ERRORS[status] ?? (status < 500 ? ["invalid_request_error", null] : ["api_error", null]);
-  return Response.json({ error: { message, type, param: null, code } }, { status, headers });
-}
 
 /** Writes an answer's Events as OpenAI chat completions: SSE chunks (one per chunk of the node's), or one object. */
 export function chatEncoder(stream: boolean, includeUsage: boolean): Encoder {

@@ -15,7 +15,8 @@ import type { Encoder } from "../core/encoder.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 import { TEXTS_EXPECTED, textsOf } from "./embed-input.ts";
-import { chatEncoder, chatToOllama, openaiError } from "./openai-codec.ts";
+import { chatEncoder, chatToOllama } from "./openai-codec.ts";
+import { openaiError } from "../core/wire-errors.ts";
 
 /** What the OpenAI surface reads: the pipeline, and when herd started (a model's `created`). */
 interface OpenAiSources extends Pipeline {

@@ -11,7 +11,7 @@ import { loadedOn, onDisk, type NodeRecord, type Registry } from "../fleet/regis
 import { OS_RESERVE_GB } from "../fleet/scorer.ts";
 import { warm } from "../fleet/preloader.ts";
 import { validBody } from "./body.ts";
-import { jsonError } from "./errors.ts";
+import { jsonError } from "../core/wire-errors.ts";
 
 // formatIssues prefixes each message with its field: "timeout_s: expected a number of seconds, got "30s"".
 const name = v.pipe(v.string("expected a string"), v.trim(), v.nonEmpty("expected a non-empty string"));

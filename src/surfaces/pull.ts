@@ -9,7 +9,7 @@ import { fleetTranscriptionModels } from "../backends/transcription.ts";
 import { markPulled, notPullable, type Pulls, pullTarget } from "../fleet/pulls.ts";
 import type { Registry } from "../fleet/registry.ts";
 import { readJsonObject } from "./body.ts";
-import { jsonError } from "./errors.ts";
+import { jsonError } from "../core/wire-errors.ts";
 
 /** The fleet a pull goes to, and the pulls under way. */
 interface Fleet {

@@ -11,7 +11,8 @@ import { thinkingTokens } from "../router/tokens.ts";
 import { codexRewrite, type Offered } from "./codex-rewrites.ts";
 import { randomId } from "./ids.ts";
 import { numericOptions } from "./numeric-options.ts";
-import { dataUrlBase64, ollamaFormat, openaiError, thinkFor } from "./openai-codec.ts";
+import { dataUrlBase64, ollamaFormat, thinkFor } from "./openai-codec.ts";
+import { openaiError } from "../core/wire-errors.ts";
 import { EVENT_STREAM, sse } from "./sse.ts";
 
 type Json = Record<string, unknown>;

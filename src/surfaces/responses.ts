@@ -11,10 +11,10 @@ import { log } from "../log.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import { estimatePrompt } from "../router/tokens.ts";
 import { resolveModel } from "../router/model-resolution.ts";
-import { fleetHeaders } from "../pipeline/headers.ts";
+import { fleetHeaders } from "../core/fleet-headers.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
 import { modelOf, readJsonObject } from "./body.ts";
-import { openaiError } from "./openai-codec.ts";
+import { openaiError } from "../core/wire-errors.ts";
 import { readResponsesRequest, responsesEncoder, toOllama } from "./responses-codec.ts";
 
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };

@@ -8,7 +8,7 @@ import { transcriptionJob } from "../backends/transcription.ts";
 import type { Pipeline } from "../pipeline/route.ts";
 import { runService } from "../pipeline/service.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
-import { jsonError } from "./errors.ts";
+import { jsonError } from "../core/wire-errors.ts";
 
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
 
