@@ -27,3 +27,9 @@ test("a step naming a tool the request does not offer is answered in text that s
   expect(r.toolCall).toBeUndefined();
   expect(r.content.join("")).toContain("The tool mcp__docs__search is not among the tools offered (Bash, Read).");
 });
+
+test("the answer is about what the user asked, not about an agent's system reminders", () => {
+  const r = reply({ model: "m", messages: [{ role: "user", content: "<system-reminder>\nAttribution for git commits\n</system-reminder>\nExplain queues" }] });
+  expect(r.content.join("")).toContain("Explain queues");
+  expect(r.content.join("")).not.toContain("Attribution");
+});

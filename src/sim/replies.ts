@@ -134,7 +134,8 @@ export function reply(req: ReplyRequest): Reply {
   const seed = createHash("sha256").update(`${req.model}\0${JSON.stringify(req.messages)}`).digest();
   const random = prng(seed.readUInt32LE(0));
   const lastUser = [...req.messages].reverse().find((m) => m.role === "user")?.content ?? "";
-  const topic = lastUser.replace(/[^\p{L}\p{N}\s'-]/gu, " ").trim().split(/\s+/).slice(0, 6).join(" ") || "your question";
+  // An agent's harness notes (Claude Code's <system-reminder> blocks) are not what the user asked about.
+  const topic = lastUser.replace(/<system-reminder>[\s\S]*?<\/system-reminder>/g, " ").replace(/[^\p{L}\p{N}\s'-]/gu, " ").trim().split(/\s+/).slice(0, 6).join(" ") || "your question";
   const cap = req.maxTokens !== undefined && req.maxTokens >= 0 ? req.maxTokens : Infinity;
 
   const thinking = req.think
