@@ -293,7 +293,8 @@ describe("faults", () => {
     expect(viaOpenai.error.message).toContain("closed the stream mid-line");
     expect(viaOllama.ms + viaOpenai.ms).toBeLessThan(3000);
     for (const tag of ["cut-ollama", "cut-openai"]) {
-      expect(await traceOf(url, tag)).toMatchObject({ node_id: "cut", status: "failed", error_message: viaOllama.error.message });
+      // How many bytes of the cut line arrived varies by one with the timestamp the node wrote (Go trims trailing zeros).
+      expect(await traceOf(url, tag)).toMatchObject({ node_id: "cut", status: "failed", error_message: expect.stringMatching(/^node cut failed mid-stream: the node closed the stream mid-line \(\d+ bytes after the last whole line\)$/) });
     }
 
     const whole = await timed(() => openai(url, "cut-whole").chat.completions.create({ model: MODEL, messages: ask, max_tokens: 4 }));
