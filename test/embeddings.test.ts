@@ -79,6 +79,19 @@ describe("text embedding models", () => {
     expect(data.usage.prompt_tokens).toBe(6);
   });
 
+  test("a native server is sent the request as herd decoded it: the model, the text(s) under input, dimensions; no other field of the client's", async () => {
+    const before = text.requests.length;
+    expect((await post("/api/embeddings", { model: "nomic-embed-text", prompt: "hi", keep_alive: "5m", options: { num_thread: 2 } })).status).toBe(200);
+    expect((await post("/api/embed", { model: "nomic-embed-text", input: ["a", "b"], dimensions: 2, truncate: true })).status).toBe(200);
+    const client = new OpenAI({ baseURL: `${fleet.url}/v1`, apiKey: "unused" });
+    await client.embeddings.create({ model: "nomic-embed-text", input: "abc", dimensions: 3 });
+    expect(text.requests.slice(before)).toEqual([
+      { model: "nomic-embed-text", input: "hi" },
+      { model: "nomic-embed-text", input: ["a", "b"], dimensions: 2 },
+      { model: "nomic-embed-text", input: "abc", dimensions: 3 },
+    ]);
+  });
+
   test("a native embedding takes a slot on its node:model queue like any request: /fleet/queue counts it", async () => {
     const before = (await getJson(`${fleet.url}/fleet/queue`)).completed;
     expect((await post("/api/embed", { model: "nomic-embed-text", input: "queued" })).status).toBe(200);

@@ -3,6 +3,7 @@
 // there while it runs (it never takes an Ollama inference slot); everything else stays on Ollama.
 // The native servers speak Ollama's POST /api/embed, so every surface answers as it does for Ollama.
 import type { Config } from "../config/schema.ts";
+import type { NativeEmbedRequest } from "../core/media-request.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
 import { sameModel } from "../fleet/model-name.ts";
 import type { Queues } from "../fleet/queues.ts";
@@ -35,14 +36,6 @@ export function embeddingKind(registry: Registry, model: string): EmbeddingKind 
   return online.some((n) => serves(n, "native", model)) ? "native" : null;
 }
 
-export interface EmbedInput {
-  model: string;
-  /** The client's body, herd's own fields removed, its text(s) checked: under `input`, or `prompt` when legacy. */
-  body: Record<string, unknown>;
-  /** /api/embeddings: `prompt` in, one `embedding` out. */
-  legacy: boolean;
-}
-
 /** An embedding answer in the shape of Ollama's /api/embed. */
 export interface Embeddings {
   model: string;
@@ -53,7 +46,7 @@ export interface Embeddings {
 }
 
 /** Where `kind`'s server can embed it: the nodes whose server serves the model; a RouteError when none runs or vision embedding is off. */
-export function nativeEmbeddingJob(registry: Registry, queues: Queues, config: Config, kind: EmbeddingKind, req: EmbedInput): ServiceJob<Embeddings> {
+export function nativeEmbeddingJob(registry: Registry, queues: Queues, config: Config, kind: EmbeddingKind, req: NativeEmbedRequest): ServiceJob<Embeddings> {
   const what = kind === "vision" ? "vision embedding" : "native text embedding";
   if (kind === "vision" && !config.features.visionEmbedding) throw new RouteError(503, "vision embedding is disabled on this router (features.visionEmbedding); turn it on in the config");
   const nodes = serviceNodes(registry, queues, (n) => serves(n, kind, req.model));
@@ -62,8 +55,7 @@ export function nativeEmbeddingJob(registry: Registry, queues: Queues, config: C
     throw new RouteError(503, `"${req.model}" is a ${what} model, but no online node runs a ${what} server that serves it; start one on a node (${port})`);
   }
   // The native servers speak /api/embed only.
-  const { prompt, ...rest } = req.body;
-  const body = JSON.stringify({ ...rest, model: req.model, input: req.legacy ? prompt : rest.input });
+  const body = JSON.stringify({ model: req.model, input: req.input, dimensions: req.dimensions });
   const call = async (n: NodeRecord, signal: AbortSignal) => {
     const url = registry.serviceUrl(n, serverOn(n, kind)!.port);
     if (!url) throw new NodeFailure(`no address for ${n.id}'s ${what} server`);

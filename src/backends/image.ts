@@ -4,6 +4,7 @@
 import * as v from "valibot";
 import { agentToken } from "../auth/credentials.ts";
 import type { Config } from "../config/schema.ts";
+import type { ImageRequest } from "../core/media-request.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
 import { sameModel } from "../fleet/model-name.ts";
 import type { Queues } from "../fleet/queues.ts";
@@ -79,22 +80,27 @@ export interface GeneratedImage {
   generationMs: number;
 }
 
-/** Where `job` can run: the nodes that offer its model, least busy first; a RouteError when none does or generation is off. */
-export function imageJob(registry: Registry, queues: Queues, config: Config, job: ImageJob): ServiceJob<GeneratedImage> {
+/** Where `req` can run: the nodes that offer its model, least busy first; a RouteError when none does or generation is off. */
+export function imageJob(registry: Registry, queues: Queues, config: Config, req: ImageRequest): ServiceJob<GeneratedImage> {
   if (!config.features.imageGeneration) throw new RouteError(503, "image generation is disabled on this router (features.imageGeneration); turn it on in the config");
-  const nodes = serviceNodes(registry, queues, (n) => backendOn(n, job.model) !== null);
+  const nodes = serviceNodes(registry, queues, (n) => backendOn(n, req.model) !== null);
   if (!nodes.length) {
     const known = [...new Set(fleetImageModels(registry).map((m) => m.name))].sort();
-    throw new RouteError(404, `image model "${job.model}" is not available on any node; ${known.length ? `the fleet has: ${known.join(", ")}` : "no node offers image generation (nodes[].images in the config)"}`);
+    throw new RouteError(404, `image model "${req.model}" is not available on any node; ${known.length ? `the fleet has: ${known.join(", ")}` : "no node offers image generation (nodes[].images in the config)"}`);
   }
   return {
-    model: job.model,
+    model: req.model,
     nodes,
     call: async (n, signal) =>
-      backendOn(n, job.model) === "service"
-        ? { value: await onService(registry, n, job, { timeoutMs: config.timeouts.imageMs, credential: agentToken(config, n.id), signal }), backend: "image" }
-        : { value: await onOllama(registry, n, job, config.timeouts.imageMs, signal), backend: "ollama" },
+      backendOn(n, req.model) === "service"
+        ? { value: await onService(registry, n, serviceJob(req), { timeoutMs: config.timeouts.imageMs, credential: agentToken(config, n.id), signal }), backend: "image" }
+        : { value: await onOllama(registry, n, req, config.timeouts.imageMs, signal), backend: "ollama" },
   };
+}
+
+/** The request as a node agent's image service reads it. */
+function serviceJob({ model, prompt, width, height, steps, seed, quantize, guidance, negativePrompt }: ImageRequest): ImageJob {
+  return { model, prompt, width, height, steps, seed, quantize, guidance, negative_prompt: negativePrompt };
 }
 
 /** Through the node agent's image service: it runs the CLI and answers with the PNG. */
@@ -111,11 +117,11 @@ async function onService(registry: Registry, node: NodeRecord, job: ImageJob, ca
 }
 
 /** Through the node's Ollama, for its x/ models: Ollama's OpenAI-compatible image endpoint. */
-async function onOllama(registry: Registry, node: NodeRecord, job: ImageJob, timeoutMs: number, signal: AbortSignal): Promise<GeneratedImage> {
+async function onOllama(registry: Registry, node: NodeRecord, req: ImageRequest, timeoutMs: number, signal: AbortSignal): Promise<GeneratedImage> {
   const ollama = registry.ollamaUrl(node);
   if (!ollama) throw new NodeFailure("no Ollama URL");
   const started = performance.now();
-  const body = { model: job.model, prompt: job.prompt, size: `${job.width}x${job.height}`, response_format: "b64_json" };
+  const body = { model: req.model, prompt: req.prompt, size: `${req.width}x${req.height}`, response_format: "b64_json" };
   const { res, bytes } = await postToNode(new URL("/v1/images/generations", ollama).href, JSON.stringify(body), { headers: { "content-type": "application/json" }, timeoutMs, timeoutStatus: 502, signal });
   if (!res.ok) throw new RouteError(502, `image generation failed on ${node.id}'s Ollama: ${errorOf(res, bytes)}`);
   let b64: unknown;

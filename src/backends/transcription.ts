@@ -2,6 +2,7 @@
 // service a node agent runs over Qwen3-ASR), and one transcription on a node, the least busy tried first.
 import { agentToken } from "../auth/credentials.ts";
 import type { Config } from "../config/schema.ts";
+import type { TranscriptionRequest } from "../core/media-request.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
 import type { Queues } from "../fleet/queues.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
@@ -12,13 +13,6 @@ export interface Transcript {
   text: string;
   language: string;
   chunks: { text: string; start: number; end: number; chunk_index: number; language: string }[];
-}
-
-export interface TranscriptionInput {
-  audio: File;
-  /** null: any model, on whichever node is least busy. */
-  model: string | null;
-  language: string | null;
 }
 
 export interface Transcribed {
@@ -41,32 +35,32 @@ export function fleetTranscriptionModels(registry: Registry): string[] {
  * Where the transcription can run: the nodes that offer its model, least busy first. A request that names
  * no model gets the first model of the least busy node. A RouteError when no node offers one or transcription is off.
  */
-export function transcriptionJob(registry: Registry, queues: Queues, config: Config, input: TranscriptionInput): ServiceJob<Transcribed> {
+export function transcriptionJob(registry: Registry, queues: Queues, config: Config, req: TranscriptionRequest): ServiceJob<Transcribed> {
   if (!config.features.transcription) throw new RouteError(503, "transcription is disabled on this router (features.transcription); turn it on in the config");
-  const offering = serviceNodes(registry, queues, (n) => (input.model ? transcriptionModelsOn(n).includes(input.model) : transcriptionModelsOn(n).length > 0));
+  const offering = serviceNodes(registry, queues, (n) => (req.model ? transcriptionModelsOn(n).includes(req.model) : transcriptionModelsOn(n).length > 0));
   if (!offering.length) {
     const known = fleetTranscriptionModels(registry);
-    const what = input.model ? `transcription model "${input.model}" is not available on any node` : "no speech-to-text models are available on any node";
+    const what = req.model ? `transcription model "${req.model}" is not available on any node` : "no speech-to-text models are available on any node";
     throw new RouteError(404, `${what}; ${known.length ? `the fleet has: ${known.join(", ")}` : "declare one under nodes[].transcription in the config"}`);
   }
-  const model = input.model ?? transcriptionModelsOn(offering[0]!)[0]!;
+  const model = req.model ?? transcriptionModelsOn(offering[0]!)[0]!;
   return {
     model,
     nodes: offering.filter((n) => transcriptionModelsOn(n).includes(model)),
     call: async (n, signal) => ({
-      value: await onService(registry, n, model, input, { timeoutMs: config.timeouts.transcriptionMs, credential: agentToken(config, n.id), signal }),
+      value: await onService(registry, n, model, req, { timeoutMs: config.timeouts.transcriptionMs, credential: agentToken(config, n.id), signal }),
       backend: "transcription",
     }),
   };
 }
 
-async function onService(registry: Registry, node: NodeRecord, model: string, input: TranscriptionInput, call: ServiceCall): Promise<Transcribed> {
+async function onService(registry: Registry, node: NodeRecord, model: string, req: TranscriptionRequest, call: ServiceCall): Promise<Transcribed> {
   const url = registry.serviceUrl(node, node.report.transcription_port!);
   if (!url) throw new NodeFailure("no address for its transcription service");
   const form = new FormData();
-  form.set("audio", input.audio, input.audio.name || "audio");
+  form.set("audio", new File([req.audio.bytes], req.audio.name, { type: req.audio.type }));
   form.set("model", model);
-  if (input.language) form.set("language", input.language);
+  if (req.language) form.set("language", req.language);
   const started = performance.now();
   const { res, bytes } = await postToNode(`${url}/transcribe`, form, { ...call, timeoutStatus: 502 });
   if (res.status === 404) throw new NodeFailure(errorOf(res, bytes));

@@ -10,14 +10,24 @@ export type Surface = "ollama" | "openai" | "anthropic" | "responses";
 /** The kinds the router schedules on Ollama and MLX; images and transcriptions go to a node's own service. */
 export type RequestKind = "chat" | "generate" | "embed";
 
+/** Every kind of request: those above, and what a node's own service answers (core/media-request.ts; an embed there too). */
+export type Kind = RequestKind | "image" | "transcription";
+
+/** What a request of every kind carries. */
+export interface RequestBase {
+  surface: Surface;
+  kind: Kind;
+  /** The client's own signal: it aborts when the client goes. */
+  signal: AbortSignal;
+}
+
 /** What a model must be able to do to serve the request: the model resolution and VRAM fallback read it. */
 export interface Needs {
   vision: boolean;
   tools: boolean;
 }
 
-export interface InferenceRequest {
-  surface: Surface;
+export interface InferenceRequest extends RequestBase {
   kind: RequestKind;
   /** Ollama path to call: /api/chat, /api/generate, /api/embed, /api/embeddings. */
   path: string;
@@ -38,7 +48,6 @@ export interface InferenceRequest {
   replyCap: number | null;
   /** The request rendered for Ollama, herd's own fields already removed; `model` is set per attempt. */
   body: Record<string, unknown>;
-  signal: AbortSignal;
 }
 
 /** The client's reply cap in a request's Ollama rendering (options.num_predict), when it is a number. */

@@ -1,17 +1,18 @@
 // An embedding request a node's native server answers (seed 000's dispatch table, backends/embedding.ts):
 // through the pipeline of node services, answered in the surface's own encoding as an Ollama node's
 // answer would be. null when the model is Ollama's: the surface routes it as any other request.
-import { type EmbedInput, type Embeddings, embeddingKind, nativeEmbeddingJob } from "../backends/embedding.ts";
+import { type Embeddings, embeddingKind, nativeEmbeddingJob } from "../backends/embedding.ts";
 import type { Encoder } from "../core/encoder.ts";
+import type { NativeEmbedRequest } from "../core/media-request.ts";
 import type { Chunk } from "../core/events.ts";
 import type { RouteMeta } from "./admit.ts";
 import type { Pipeline } from "./route.ts";
 import { runService } from "./service.ts";
 
-export function nativeEmbed(rt: Pipeline, req: EmbedInput, surface: "ollama" | "openai", meta: RouteMeta, signal: AbortSignal, encoder: Encoder): Promise<Response> | null {
+export function nativeEmbed(rt: Pipeline, req: NativeEmbedRequest, meta: RouteMeta, encoder: Encoder): Promise<Response> | null {
   const kind = embeddingKind(rt.registry, req.model);
   if (!kind) return null;
-  return runService(rt, { kind: "embed", surface, requested: req.model, meta, signal }, () => nativeEmbeddingJob(rt.registry, rt.queues, rt.live.config, kind, req), {
+  return runService(rt, req, meta, () => nativeEmbeddingJob(rt.registry, rt.queues, rt.live.config, kind, req), {
     answer: (json, headers) =>
       new Response(encoder.encode(embedded(json, req.legacy)), { headers: { "content-type": encoder.contentType, ...headers } }),
     error: encoder.error,

@@ -9,17 +9,9 @@ import type { Pipeline } from "./route.ts";
 import type { TraceStatus } from "../store/traces.ts";
 import { admit, leave, type RouteMeta } from "./admit.ts";
 import { attempt, UNCAPPED } from "./attempt.ts";
+import type { MediaRequest } from "../core/media-request.ts";
 import { errorHeaders, fleetHeaders } from "../core/fleet-headers.ts";
 import { type Answered, newTrace, traceEnd, traceRefused, traceServed } from "./trace.ts";
-
-export interface ServiceRequest {
-  kind: "image" | "transcription" | "embed";
-  surface: "ollama" | "openai";
-  /** The model asked for, as the headers and the trace name it ("any" for a transcription that named none). */
-  requested: string;
-  meta: RouteMeta;
-  signal: AbortSignal;
-}
 
 /** How the surface answers, in its own format: the value with the headers given, or an error. */
 export interface ServiceReply<T> {
@@ -28,12 +20,14 @@ export interface ServiceReply<T> {
 }
 
 /** Runs the job `plan` makes (a RouteError when nothing can run it) on the first node that answers. */
-export async function runService<T>(rt: Pipeline, req: ServiceRequest, plan: () => ServiceJob<T>, reply: ServiceReply<T>): Promise<Response> {
+export async function runService<T>(rt: Pipeline, req: MediaRequest, meta: RouteMeta, plan: () => ServiceJob<T>, reply: ServiceReply<T>): Promise<Response> {
   const started = performance.now();
-  const trace = newTrace({ kind: req.kind, surface: req.surface, model: req.requested }, req.meta);
+  // The model asked for, as the headers and the trace name it: "any" for a transcription that named none.
+  const requested = req.model ?? "any";
+  const trace = newTrace({ kind: req.kind, surface: req.surface, model: requested }, meta);
   const refuse = (error: RouteError, status: TraceStatus) => {
     rt.traces.record(traceRefused(trace, status, started, error));
-    return reply.error(error.status, error.message, errorHeaders(req.requested, error));
+    return reply.error(error.status, error.message, errorHeaders(requested, error));
   };
   const { config } = rt.live;
   let job: ServiceJob<T>;
@@ -44,7 +38,7 @@ export async function runService<T>(rt: Pipeline, req: ServiceRequest, plan: () 
     return refuse(e, "failed");
   }
   // Admitted once planned: a transcription that names no model is checked against the one picked for it.
-  const refused = admit(rt.clients, config, req.meta, job.model, job.model, []);
+  const refused = admit(rt.clients, config, meta, job.model, job.model, []);
   if (refused) return refuse(refused, "rejected");
   // A stop that runs out of grace ends the job too: nothing has been sent, so the client gets the 503.
   const running = eitherSignal(req.signal, rt.shutdown.signal);
@@ -68,12 +62,12 @@ export async function runService<T>(rt: Pipeline, req: ServiceRequest, plan: () 
     const row = traceEnd(trace, "completed", started, null);
     served.slot.release("completed", row.latency_ms!);
     rt.traces.record(row);
-    return reply.answer(served.value, fleetHeaders(req.requested, served, served.retries), served);
+    return reply.answer(served.value, fleetHeaders(requested, served, served.retries), served);
   } catch (e) {
     const error = e instanceof RouteError ? e : new RouteError(502, (e as Error).message);
     return refuse(error, req.signal.aborted ? "client_disconnected" : "failed");
   } finally {
     running.release();
-    leave(rt.clients, req.meta);
+    leave(rt.clients, meta);
   }
 }

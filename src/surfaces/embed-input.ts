@@ -25,3 +25,8 @@ export function embedBody(body: Record<string, unknown>, legacy: boolean): Recor
   const { [alias]: _, ...rest } = body;
   return { ...rest, [name]: legacy && Array.isArray(texts) ? texts[0] : texts };
 }
+
+/** The vectors' length the client asked for, when it is a number (the embedding routes pass nothing else of theirs to a native server). */
+export function dimensionsOf(body: Record<string, unknown>): { dimensions?: number } {
+  return typeof body.dimensions === "number" ? { dimensions: body.dimensions } : {};
+}

@@ -5,8 +5,9 @@ import { Elysia } from "elysia";
 import * as v from "valibot";
 import { callerOf } from "../auth/guard.ts";
 import { routeFacts } from "../auth/route-facts.ts";
-import { fleetImageModels, type GeneratedImage, imageJob, type ImageJob, imageJobSchema, imageModelField, imageOptions, promptField } from "../backends/image.ts";
+import { fleetImageModels, type GeneratedImage, imageJob, imageJobSchema, imageModelField, imageOptions, promptField } from "../backends/image.ts";
 import { formatIssues } from "../config/problems.ts";
+import type { ImageRequest } from "../core/media-request.ts";
 import type { Pipeline } from "../pipeline/route.ts";
 import { runService, type ServiceReply } from "../pipeline/service.ts";
 import type { Answered } from "../pipeline/trace.ts";
@@ -58,9 +59,9 @@ async function parse<S extends v.GenericSchema>(request: Request, schema: S, err
 }
 
 /** Generates the image on the fleet; `reply` writes it, or the error, in the route's format. */
-function generate(rt: Pipeline, request: Request, clientIp: string | null, tags: string[], job: ImageJob, surface: "ollama" | "openai", reply: ServiceReply<GeneratedImage>): Promise<Response> {
+function generate(rt: Pipeline, request: Request, clientIp: string | null, tags: string[], req: ImageRequest, reply: ServiceReply<GeneratedImage>): Promise<Response> {
   const meta = { tags, stream: false, clientIp, caller: callerOf(request) };
-  return runService(rt, { kind: "image", surface, requested: job.model, meta, signal: request.signal }, () => imageJob(rt.registry, rt.queues, rt.live.config, job), reply);
+  return runService(rt, req, meta, () => imageJob(rt.registry, rt.queues, rt.live.config, req), reply);
 }
 
 function pngResponse(image: GeneratedImage, headers: Record<string, string>, served: Answered): Response {
@@ -72,19 +73,30 @@ function pngResponse(image: GeneratedImage, headers: Record<string, string>, ser
 async function generateRaw(rt: Pipeline, request: Request, clientIp: string | null): Promise<Response> {
   const input = await parse(request, imageJobSchema, jsonError);
   if (input instanceof Response) return input;
-  return generate(rt, request, clientIp, input.tags, input.fields, "ollama", { answer: pngResponse, error: jsonError });
+  const { negative_prompt, ...fields } = input.fields;
+  const req: ImageRequest = { surface: "ollama", kind: "image", ...fields, negativePrompt: negative_prompt, response: "png", signal: request.signal };
+  return generate(rt, request, clientIp, input.tags, req, { answer: pngResponse, error: jsonError });
 }
 
 async function generateOpenai(rt: Pipeline, request: Request, clientIp: string | null): Promise<Response> {
   const input = await parse(request, openaiImageSchema, openaiError);
   if (input instanceof Response) return input;
-  const { size, response_format, n: _, ...rest } = input.fields;
+  const { size, response_format, n: _, negative_prompt, ...fields } = input.fields;
   const [, width, height] = SIDES.exec(size)!;
-  const job: ImageJob = { ...rest, width: Number(width), height: Number(height) };
+  const req: ImageRequest = {
+    surface: "openai",
+    kind: "image",
+    ...fields,
+    width: Number(width),
+    height: Number(height),
+    negativePrompt: negative_prompt,
+    response: response_format === "url" ? "png" : "b64_json",
+    signal: request.signal,
+  };
   const answer = (image: GeneratedImage, headers: Record<string, string>, served: Answered) => {
-    if (response_format === "url") return pngResponse(image, headers, served);
-    const data = [{ b64_json: Buffer.from(image.png).toString("base64"), revised_prompt: job.prompt }];
+    if (req.response === "png") return pngResponse(image, headers, served);
+    const data = [{ b64_json: Buffer.from(image.png).toString("base64"), revised_prompt: req.prompt }];
     return Response.json({ created: Math.floor(Date.now() / 1000), data }, { headers: { ...headers, "X-Generation-Time": String(image.generationMs) } });
   };
-  return generate(rt, request, clientIp, input.tags, job, "openai", { answer, error: openaiError });
+  return generate(rt, request, clientIp, input.tags, req, { answer, error: openaiError });
 }

@@ -18,7 +18,7 @@ import { nativeEmbed } from "../pipeline/native-embed.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
 import { lowestVersion } from "../version.ts";
 import { modelOf, readJsonObject } from "./body.ts";
-import { embedBody } from "./embed-input.ts";
+import { dimensionsOf, embedBody } from "./embed-input.ts";
 import { jsonError } from "../core/wire-errors.ts";
 import { ndjson } from "./ollama-codec.ts";
 
@@ -54,7 +54,10 @@ async function handle(rt: Pipeline, request: Request, kind: RequestKind, path: s
   const stream = kind !== "embed" && body.stream !== false;
   const meta = { tags: herd.tags, stream, clientIp, caller: callerOf(request) };
   if (kind === "embed") {
-    const embedded = nativeEmbed(rt, { model, body, legacy: path === "/api/embeddings" }, "ollama", meta, request.signal, ndjson(kind, false));
+    const legacy = path === "/api/embeddings";
+    // embedBody checked the text(s) and put them under the name the route reads.
+    const input = (legacy ? body.prompt : body.input) as string | string[];
+    const embedded = nativeEmbed(rt, { surface: "ollama", kind, model, input, ...dimensionsOf(body), legacy, signal: request.signal }, meta, ndjson(kind, false));
     if (embedded) return embedded;
   }
   const req: InferenceRequest = {

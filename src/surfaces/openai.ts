@@ -14,7 +14,7 @@ import { estimatePrompt } from "../router/tokens.ts";
 import type { Encoder } from "../core/encoder.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
 import { modelOf, readJsonObject } from "./body.ts";
-import { TEXTS_EXPECTED, textsOf } from "./embed-input.ts";
+import { dimensionsOf, TEXTS_EXPECTED, textsOf } from "./embed-input.ts";
 import { chatEncoder, chatToOllama } from "./openai-codec.ts";
 import { openaiError } from "../core/wire-errors.ts";
 
@@ -67,10 +67,10 @@ async function embeddings(rt: OpenAiSources, request: Request, clientIp: string 
   }
   const herd = takeHerdFields(body, request.headers);
   if (typeof herd === "string") return openaiError(400, herd);
-  const ollamaBody: Record<string, unknown> = { input, ...(typeof body.dimensions === "number" ? { dimensions: body.dimensions } : {}) };
+  const ollamaBody: Record<string, unknown> = { input, ...dimensionsOf(body) };
   const encoder = embeddingEncoder(body.encoding_format === "base64");
   const meta = { tags: herd.tags, stream: false, clientIp, caller: callerOf(request) };
-  const embedded = nativeEmbed(rt, { model, body: ollamaBody, legacy: false }, "openai", meta, request.signal, encoder);
+  const embedded = nativeEmbed(rt, { surface: "openai", kind: "embed", model, input, ...dimensionsOf(body), legacy: false, signal: request.signal }, meta, encoder);
   if (embedded) return embedded;
   return route(
     rt,

@@ -5,6 +5,7 @@ import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { routeFacts } from "../auth/route-facts.ts";
 import { transcriptionJob } from "../backends/transcription.ts";
+import type { TranscriptionRequest } from "../core/media-request.ts";
 import type { Pipeline } from "../pipeline/route.ts";
 import { runService } from "../pipeline/service.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
@@ -39,7 +40,14 @@ async function transcribeRequest(rt: Pipeline, request: Request, clientIp: strin
   const herd = takeHerdFields({}, request.headers);
   const tags = typeof herd === "string" ? [] : herd.tags;
   const meta = { tags, stream: false, clientIp, caller: callerOf(request) };
-  return runService(rt, { kind: "transcription", surface: "ollama", requested: text.model ?? "any", meta, signal: request.signal }, () => transcriptionJob(rt.registry, rt.queues, rt.live.config, { audio, ...text }), {
+  const req: TranscriptionRequest = {
+    surface: "ollama",
+    kind: "transcription",
+    ...text,
+    audio: { bytes: new Uint8Array(await audio.arrayBuffer()), name: audio.name || "audio", type: audio.type },
+    signal: request.signal,
+  };
+  return runService(rt, req, meta, () => transcriptionJob(rt.registry, rt.queues, rt.live.config, req), {
     answer: (done, headers, served) =>
       Response.json(done.transcript, { headers: { ...headers, "X-Fleet-Model": served.servedModel, "X-Transcription-Time": String(done.transcriptionMs) } }),
     error: jsonError,
