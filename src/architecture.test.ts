@@ -1,8 +1,8 @@
 // The structure, read from the code's own imports: herd's modules form layers
 // (docs/architecture.md), each importing only from layers below it, and no
-// circles. Today's exceptions are listed here by name, so they are seen, and
-// each must go as issue 14's stages land: a new one fails this test, and so
-// does one that is gone but still listed (the list only shrinks).
+// circles. An exception, were one ever needed, is listed here by name, so it
+// is seen: a new one fails this test, and so does one that is gone but still
+// listed (the list only shrinks). Issue 14 emptied it.
 import { expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -23,17 +23,10 @@ const LAYERS: [name: string, files: RegExp][] = [
 ];
 
 /**
- * Imports that run against the layers today, each to go as a stage of issue 14 lands, as "from -> to".
- * The upward ones, then one import of each circle inside a layer (the one that should not be there).
+ * Imports that run against the layers, as "from -> to": an upward one, or one import of a circle inside a layer
+ * (the one that should not be there). None today.
  */
-const KNOWN_DEBT = new Set<string>([
-  // Below reaching up: fleet code calling a node's Ollama itself; the pipeline reading a client key's type from the guard's module.
-  "src/fleet/benchmark.ts -> src/backends/lines.ts",
-  "src/fleet/poller.ts -> src/backends/ollama.ts",
-  "src/fleet/preloader.ts -> src/backends/ollama.ts",
-  "src/pipeline/admit.ts -> src/auth/caller.ts",
-  "src/pipeline/trace.ts -> src/auth/caller.ts",
-]);
+const KNOWN_DEBT = new Set<string>([]);
 
 function sources(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
