@@ -4,11 +4,10 @@
 // in review. A route that declares nothing is refused, never opened.
 import { expect, test } from "bun:test";
 import { buildApp } from "./app.ts";
+import { idleSources } from "./app-fixtures.ts";
 import { admitBody } from "./auth/limits.ts";
 import { refusal } from "./auth/refusal.ts";
 import { RouteTable } from "./auth/route-facts.ts";
-import { parseConfig } from "./config/load.ts";
-import type { Runtime } from "./runtime.ts";
 
 const EXPECTED = `
 GET /healthz open json herd
@@ -92,11 +91,9 @@ GET /mcp own json herd
 DELETE /mcp own json herd
 `;
 
-/** The app, built over a runtime that does nothing but hold the default config (open mode): only registration runs. */
-function inertApp() {
-  const live = { config: parseConfig({}) };
-  const inert: any = new Proxy(() => inert, { get: (_, key) => (key === "then" ? undefined : key === "live" ? live : inert), apply: () => inert });
-  return buildApp(inert as Runtime);
+/** The app over idle sources with the default config (open mode). */
+async function idleApp() {
+  return buildApp(await idleSources());
 }
 
 // What a route declares, and what the body limits and the refusals make of it, read through them.
@@ -112,7 +109,7 @@ async function factsOf(table: RouteTable, method: string, path: string): Promise
 }
 
 test("every route declares its access level, body limit and error format, and they are the contract's", async () => {
-  const { routes } = inertApp();
+  const { routes } = await idleApp();
   const table = new RouteTable();
   table.read(routes);
   const seen = await Promise.all(routes.map((r) => factsOf(table, r.method, r.path)));
@@ -122,7 +119,7 @@ test("every route declares its access level, body limit and error format, and th
 test("a route the app's table does not know is refused with a 403 in JSON, not opened to anyone", async () => {
   // Registered after the app read its routes' facts, so it has none. An unlisted route used to be a client route:
   // open to anyone on a herd without client keys, as this one is.
-  const app = inertApp().get("/late", () => "opened");
+  const app = (await idleApp()).get("/late", () => "opened");
   const res = await app.handle(new Request("http://localhost/late"));
   expect(res.status).toBe(403);
   expect(await res.json()).toEqual({ error: "GET /late declares no access level, so herd refuses it" });

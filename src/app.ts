@@ -25,7 +25,7 @@ import { settingsSurface } from "./surfaces/settings.ts";
 import { transcriptionSurface } from "./surfaces/transcription.ts";
 import { VERSION } from "./version.ts";
 
-/** All the plugins read, each declaring its own part; the router's runtime is one (runtime.ts), a test may pass fakes. */
+/** All the plugins read, each declaring its own part: the router builds them (runtime.ts), a test passes idle ones (app-fixtures.ts) or fakes. */
 export type AppSources = Parameters<typeof authGuard>[0] &
   Parameters<typeof healthSurface>[0] &
   Parameters<typeof fleetSurface>[0] &

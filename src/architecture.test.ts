@@ -1,8 +1,8 @@
 // The structure, read from the code's own imports: herd's modules form layers
 // (docs/architecture.md), each importing only from layers below it, and no
-// circles. Today's exceptions are listed here by name, so they are seen, and
-// each must go as issue 14's stages land: a new one fails this test, and so
-// does one that is gone but still listed (the list only shrinks).
+// circles. An exception, were one ever needed, is listed here by name, so it
+// is seen: a new one fails this test, and so does one that is gone but still
+// listed (the list only shrinks). Issue 14 emptied it.
 import { expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -18,22 +18,15 @@ const LAYERS: [name: string, files: RegExp][] = [
   ["router and pipeline: resolving, planning, attempting, relaying, tracing a request", /^src\/(router|pipeline)\//],
   ["admission: the guard, client keys, route facts, body limits", /^src\/auth\//],
   ["surfaces, agents, dashboard: the HTTP faces", /^src\/(surfaces|agents|dashboard)\//],
-  ["composition: the app and the runtime", /^src\/(app|runtime)\.ts$/],
+  ["composition: the app, the runtime, and the app's idle sources for tests", /^src\/(app|app-fixtures|runtime)\.ts$/],
   ["programs: the CLI, commands, node agent, simulator", /^src\/(cli\.ts$|commands\/|node\/|sim\/)/],
 ];
 
 /**
- * Imports that run against the layers today, each to go as a stage of issue 14 lands, as "from -> to".
- * The upward ones, then one import of each circle inside a layer (the one that should not be there).
+ * Imports that run against the layers, as "from -> to": an upward one, or one import of a circle inside a layer
+ * (the one that should not be there). None today.
  */
-const KNOWN_DEBT = new Set<string>([
-  // Below reaching up: fleet code calling a node's Ollama itself; the pipeline reading a client key's type from the guard's module.
-  "src/fleet/benchmark.ts -> src/backends/lines.ts",
-  "src/fleet/poller.ts -> src/backends/ollama.ts",
-  "src/fleet/preloader.ts -> src/backends/ollama.ts",
-  "src/pipeline/admit.ts -> src/auth/caller.ts",
-  "src/pipeline/trace.ts -> src/auth/caller.ts",
-]);
+const KNOWN_DEBT = new Set<string>([]);
 
 function sources(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
@@ -67,6 +60,11 @@ test("imports run down the layers, but for the listed exceptions", () => {
 test("every listed exception still exists: one that is gone leaves the list", () => {
   const edges = new Set([...importGraph()].flatMap(([from, targets]) => targets.map((to) => `${from} -> ${to}`)));
   expect([...KNOWN_DEBT].filter((edge) => !edges.has(edge)).sort()).toEqual([]);
+});
+
+test("only the command builds the runtime: nothing of the app or the request path imports runtime.ts", () => {
+  const importers = [...importGraph()].filter(([, targets]) => targets.includes("src/runtime.ts")).map(([from]) => from);
+  expect(importers).toEqual(["src/commands/run.ts"]);
 });
 
 test("no circle of imports, once the listed exceptions are set aside", () => {

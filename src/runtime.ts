@@ -6,12 +6,14 @@ import { join } from "node:path";
 import { AgentFleet } from "./agents/fleet.ts";
 import { buildApp } from "./app.ts";
 import { internalHeaders } from "./auth/internal.ts";
+import { readLines } from "./backends/lines.ts";
+import { loadModel, probeOllama } from "./backends/ollama.ts";
 import { serverBodyCap } from "./auth/limits.ts";
 import type { LiveConfig } from "./config/live.ts";
 import { BenchmarkRunner } from "./fleet/benchmark.ts";
 import { ModelFacts } from "./fleet/model-facts.ts";
 import { startPoller } from "./fleet/poller.ts";
-import { startPreloader } from "./fleet/preloader.ts";
+import { startPreloader, Warmer } from "./fleet/preloader.ts";
 import { startRebalancer } from "./fleet/rebalancer.ts";
 import { NodeOrdering } from "./fleet/ordering.ts";
 import { Pins } from "./fleet/pins.ts";
@@ -37,6 +39,8 @@ export interface Runtime {
   clients: ClientGate;
   pulls: Pulls;
   pins: Pins;
+  /** Loads models on nodes for the pins (the preloader, POST /fleet/pin). */
+  warmer: Warmer;
   toolRepairs: RepairStats;
   /** What a node's /api/show says of each model: capabilities (thinking, tools, vision, …) and trained context. */
   modelFacts: ModelFacts;
@@ -85,10 +89,11 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     clients: new ClientGate(),
     pulls: new Pulls(),
     pins: new Pins(store, live, registry),
+    warmer: new Warmer(loadModel),
     toolRepairs: new RepairStats(),
     modelFacts: new ModelFacts(registry),
     toggles: new Toggles(),
-    benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => rt.url, credentials: internalHeaders }),
+    benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => rt.url, credentials: internalHeaders, readLines: (body, idleMs) => readLines(body.getReader(), idleMs) }),
     agents: new AgentFleet(live, () => rt.url),
     shutdown: new AbortController(),
     url: "",
@@ -112,7 +117,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   const server = app.server!;
   const boundPort = server.port!;
   rt.url = `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${boundPort}`;
-  const poller = startPoller(rt.registry, live);
+  const poller = startPoller(rt.registry, live, probeOllama);
   const preloader = startPreloader(rt);
   const rebalancer = startRebalancer(rt.registry, rt.queues, () => live.config);
   await rt.agents.start(boundPort);

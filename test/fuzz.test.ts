@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { buildApp } from "../src/app.ts";
-import type { Runtime } from "../src/runtime.ts";
+import { idleSources } from "../src/app-fixtures.ts";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
 import { cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
 
@@ -43,10 +43,9 @@ beforeAll(async () => {
 
 // ---- the routes ------------------------------------------------------------
 
-/** Every route of the app, as Elysia registered it, read from an app built over a runtime that does nothing. */
-function appRoutes(): { method: string; path: string }[] {
-  const inert: any = new Proxy(() => inert, { get: (_, key) => (key === "then" ? undefined : inert), apply: () => inert });
-  return buildApp(inert as Runtime).routes.map((r) => ({ method: r.method, path: r.path }));
+/** Every route of the app, as Elysia registered it, read from an app built over idle sources. */
+async function appRoutes(): Promise<{ method: string; path: string }[]> {
+  return buildApp(await idleSources()).routes.map((r) => ({ method: r.method, path: r.path }));
 }
 
 /** Admin routes the fuzz may change the fleet through: starting a benchmark or deleting the node's models it may not. */
@@ -273,8 +272,8 @@ async function settledRss(): Promise<number> {
 }
 
 describe("fuzz", () => {
-  test("the fuzz reaches every route the app declares", () => {
-    const routes = appRoutes();
+  test("the fuzz reaches every route the app declares", async () => {
+    const routes = await appRoutes();
     expect(routes.length).toBeGreaterThan(40);
     // Every inference route has a template, so the fuzz gets past its first checks.
     for (const path of ["/api/chat", "/api/generate", "/api/embed", "/v1/chat/completions", "/v1/embeddings", "/v1/responses", "/v1/messages"]) {
@@ -284,7 +283,7 @@ describe("fuzz", () => {
   });
 
   test(`${WARMUP + 2 * ROUND} requests from seed ${SEED.toString(16)}: no 5xx, every error in its route's format, the router still up, memory flat`, async () => {
-    const routes = appRoutes();
+    const routes = await appRoutes();
     const r = prng(SEED);
     const outcomes = await run(r, WARMUP, routes);
     const warm = await settledRss();

@@ -38,7 +38,7 @@ export interface MetricsSources {
   agents: AgentFleet;
   queues: Queues;
   registry: Registry;
-  traces: TraceWriter;
+  traces: Pick<TraceWriter, "outcomes">;
 }
 
 export function renderMetrics(rt: MetricsSources): string {

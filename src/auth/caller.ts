@@ -5,14 +5,8 @@ import type { Config } from "../config/schema.ts";
 import { sameModel } from "../fleet/model-name.ts";
 import { globToRegExp, resolveAlias } from "../router/aliases.ts";
 import { ClientGate } from "../router/client-gate.ts";
+import type { ClientKey, Refusal } from "../core/client-key.ts";
 import type { ClientEntry } from "./credentials.ts";
-
-export interface Refusal {
-  status: 403 | 429;
-  message: string;
-  /** For a 429: when to retry; absent when it depends on another request finishing. */
-  retryAfterS?: number;
-}
 
 /** Every key's budget: a token bucket for its requests per minute, and its requests in flight. */
 export class KeyUsage {
@@ -36,18 +30,13 @@ export class KeyUsage {
   }
 }
 
-/** A request's trace tags: "key:" tags are herd's to give, from the key it really came with, never one a client claims. */
-export function traceTags(tags: string[], caller: Caller | null): string[] {
-  return [...tags.filter((tag) => !tag.startsWith("key:")), ...(caller ? [caller.tag] : [])];
-}
-
-export class Caller {
+/** A client key as the pipeline reads it (core/client-key.ts), checked against the config's auth.clients. */
+export class Caller implements ClientKey {
   constructor(
     readonly client: ClientEntry,
     private readonly usage: KeyUsage,
   ) {}
 
-  /** The trace tag that says which key sent a request. */
   get tag(): string {
     return `key:${this.client.name}`;
   }
@@ -65,7 +54,6 @@ export class Caller {
     return { status: 403, message: `key "${this.client.name}" may not use model "${denied}"; it may use ${allowed.map((m) => `"${m}"`).join(", ")} (auth.clients[].models)` };
   }
 
-  /** Takes a place for one inference request, or says why not; a place taken is given back with leave(). */
   enter(): Refusal | null {
     const { name, rateLimit, maxInFlight } = this.client;
     if (!this.usage.inFlight.enter(name, maxInFlight ?? 0)) {

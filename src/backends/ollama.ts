@@ -138,3 +138,20 @@ async function* startingWith(batch: Chunk[], rest: AsyncGenerator<Chunk[]>): Asy
 export function pullModel(baseUrl: string, model: string, stream: boolean, signal: AbortSignal): Promise<Response> {
   return fetch(new URL("/api/pull", baseUrl), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model, stream }), signal });
 }
+
+/** Has a node's Ollama load `model` and keep it (keep_alive -1); an empty prompt loads without generating. Throws why not. */
+export async function loadModel(baseUrl: string, model: string, timeoutMs: number): Promise<void> {
+  let res: Response;
+  try {
+    res = await fetch(new URL("/api/generate", baseUrl), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model, prompt: "", keep_alive: -1, stream: false }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+  } catch (e) {
+    throw new Error(describeFetchError(e, timeoutMs));
+  }
+  const body = (await res.json().catch(() => ({}))) as { error?: string };
+  if (!res.ok) throw new Error(body.error ?? `HTTP ${res.status}`);
+}

@@ -4,7 +4,6 @@
 // It measures latency and time-to-first-token percentiles and tokens/s, overall,
 // per model and per node, the deepest queue each node saw, and stores the run.
 import type { Database } from "bun:sqlite";
-import { readLines } from "../backends/lines.ts";
 import { percentile, sorted } from "../percentile.ts";
 import { type BenchmarkRun, saveRun } from "../store/benchmarks.ts";
 import { reachableNodes } from "./catalog.ts";
@@ -47,12 +46,18 @@ export interface BenchmarkDeps {
   baseUrl: () => string;
   /** Headers that let herd's own requests past its guard (the router gives its internal credential's). */
   credentials: () => Record<string, string>;
+  /**
+   * Reads a streamed answer line by line, failing once it is silent for `idleMs`: the runtime gives the backends'
+   * reader (backends/lines.ts), as the fleet layer does not import the backends above it.
+   */
+  readLines: (body: ReadableStream<Uint8Array>, idleMs: number) => AsyncIterable<string>;
 }
 
-/** Where the runner's requests go, and the headers they carry. */
+/** Where the runner's requests go, the headers they carry, and how their streamed answers are read. */
 interface Router {
   url: string;
   headers: Record<string, string>;
+  readLines: BenchmarkDeps["readLines"];
 }
 
 /** Requests kept in flight per node holding a model: enough to see queueing, not enough to swamp a Mac. */
@@ -182,7 +187,7 @@ export class BenchmarkRunner {
   }
 
   private router(): Router {
-    return { url: this.deps.baseUrl(), headers: this.deps.credentials() };
+    return { url: this.deps.baseUrl(), headers: this.deps.credentials(), readLines: this.deps.readLines };
   }
 
   /**
@@ -378,7 +383,7 @@ async function measure(router: Router, target: Target, signal: AbortSignal, star
     const answer = (await res.json()) as { prompt_eval_count?: number; error?: string };
     return { ...done(!answer.error), promptTokens: answer.prompt_eval_count ?? 0 };
   }
-  for await (const text of readLines(res.body.getReader(), GRACE_MS)) {
+  for await (const text of router.readLines(res.body, GRACE_MS)) {
     const line = JSON.parse(text) as { message?: { content?: string }; done?: boolean; error?: string; prompt_eval_count?: number; eval_count?: number };
     if (line.error) return done(false);
     if (sample.ttftMs === null && line.message?.content) sample.ttftMs = performance.now() - started;

@@ -1,10 +1,15 @@
 // The router's own look at agentless nodes: each heartbeat interval it asks
 // their Ollama what is loaded and on disk, as an agent would have reported.
-import { probeOllama } from "../backends/ollama.ts";
+// The asking is the Ollama backend's (backends/ollama.ts:probeOllama), given
+// by the runtime: the fleet decides when and whom to poll, not how.
 import type { LiveConfig } from "../config/live.ts";
+import type { OllamaSection } from "./heartbeat.ts";
 import type { Registry } from "./registry.ts";
 
-export function startPoller(registry: Registry, live: LiveConfig): { stop(): void; pollNow(): Promise<void> } {
+/** What an Ollama server at `url` holds right now; never throws: an unreachable server says why. */
+export type ProbeOllama = (url: string, timeoutMs: number) => Promise<OllamaSection>;
+
+export function startPoller(registry: Registry, live: LiveConfig, probeOllama: ProbeOllama): { stop(): void; pollNow(): Promise<void> } {
   let timer: Timer | null = null;
   let stopped = false;
   const pollNow = async () => {

@@ -1,14 +1,19 @@
 import { afterEach, beforeEach, expect, mock, spyOn, test } from "bun:test";
+import { loadModel } from "../backends/ollama.ts";
 import { log } from "../log.ts";
-import { startPreloader, warm } from "./preloader.ts";
+import { startPreloader, Warmer } from "./preloader.ts";
 import { type NodeSpec, testFleet, testPins } from "./test-fixtures.ts";
 
 /** What the fake fetch was asked: the node's host and the model it was told to load, and each request's body. */
 let asked: { host: string; model: string; body: Record<string, unknown> }[];
 /** How the fake node answers a load. */
 let answer: () => Promise<Response>;
+/** The Ollama backend's own load, as the runtime gives it, over the fake fetch. */
+let warmer: Warmer;
+const warm = (url: string, model: string, timeoutMs: number) => warmer.warm(url, model, timeoutMs);
 
 beforeEach(() => {
+  warmer = new Warmer(loadModel);
   asked = [];
   answer = async () => Response.json({ done: true });
   spyOn(globalThis, "fetch").mockImplementation((async (url: string | URL, init?: RequestInit) => {
@@ -74,7 +79,7 @@ async function cycles(count: number, nodes: NodeSpec[], pins: Record<string, str
   const { registry } = testFleet(nodes);
   const { pins: pinned, live } = await testPins(registry, pins, config);
   // The preloader reads only these: no Runtime needed.
-  const rt = { registry, pins: pinned, live };
+  const rt = { registry, pins: pinned, live, warmer };
   let done!: () => void;
   const ran = new Promise<void>((resolve) => (done = resolve));
   let armed = 0;

@@ -1,7 +1,8 @@
 // Keeps pinned models loaded: each cycle it asks every online node's Ollama to
 // load the pins the router does not see resident there. POST /fleet/pin warms
-// through the same warm(), so one node:model never loads twice at once.
-import { describeFetchError } from "../backends/ollama.ts";
+// through the same Warmer, so one node:model never loads twice at once. The
+// load itself is the Ollama backend's (backends/ollama.ts:loadModel), given by
+// the runtime: the fleet decides what to load where, not how to ask.
 import { log } from "../log.ts";
 import type { LiveConfig } from "../config/live.ts";
 import { normalizeModelName } from "./model-name.ts";
@@ -11,40 +12,32 @@ import { loadedOn, onDisk, type Registry } from "./registry.ts";
 // A cycle every 12 heartbeats: 60 s at the default 5 s, seconds under the fast heartbeats of tests and demos.
 const HEARTBEATS_PER_CYCLE = 12;
 
-const loading = new Map<string, Promise<void>>();
+/** Has the Ollama at `url` load `model` and keep it; rejects with why not. */
+export type LoadModel = (url: string, model: string, timeoutMs: number) => Promise<void>;
 
-/** What the preloader reads: the config, the pins, the nodes. */
+/** Loads models on nodes, one load per node:model at a time: a warm while one runs shares it. */
+export class Warmer {
+  private readonly loading = new Map<string, Promise<void>>();
+
+  constructor(private readonly load: LoadModel) {}
+
+  warm(url: string, model: string, timeoutMs: number): Promise<void> {
+    const key = `${url} ${normalizeModelName(model)}`;
+    let load = this.loading.get(key);
+    if (!load) {
+      load = this.load(url, model, timeoutMs).finally(() => this.loading.delete(key));
+      this.loading.set(key, load);
+    }
+    return load;
+  }
+}
+
+/** What the preloader reads: the config, the pins, the nodes, and what loads a model on one. */
 interface PreloadSources {
   live: LiveConfig;
   pins: Pins;
   registry: Registry;
-}
-
-/** Has Ollama at `url` load `model` and keep it (keep_alive -1); an empty prompt loads without generating. */
-export function warm(url: string, model: string, timeoutMs: number): Promise<void> {
-  const key = `${url} ${normalizeModelName(model)}`;
-  let load = loading.get(key);
-  if (!load) {
-    load = requestLoad(url, model, timeoutMs).finally(() => loading.delete(key));
-    loading.set(key, load);
-  }
-  return load;
-}
-
-async function requestLoad(url: string, model: string, timeoutMs: number): Promise<void> {
-  let res: Response;
-  try {
-    res = await fetch(new URL("/api/generate", url), {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model, prompt: "", keep_alive: -1, stream: false }),
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-  } catch (e) {
-    throw new Error(describeFetchError(e, timeoutMs));
-  }
-  const body = (await res.json().catch(() => ({}))) as { error?: string };
-  if (!res.ok) throw new Error(body.error ?? `HTTP ${res.status}`);
+  warmer: Warmer;
 }
 
 export function startPreloader(rt: PreloadSources, intervalMs = () => HEARTBEATS_PER_CYCLE * rt.live.config.heartbeat.intervalMs): { stop(): void } {
@@ -58,7 +51,7 @@ export function startPreloader(rt: PreloadSources, intervalMs = () => HEARTBEATS
   const reload = async (nodeId: string, url: string, models: string[]) => {
     for (const model of models) {
       try {
-        await warm(url, model, rt.live.config.timeouts.firstByteMs);
+        await rt.warmer.warm(url, model, rt.live.config.timeouts.firstByteMs);
         log.info(`preloader: reloaded pinned ${model} on ${nodeId}`);
       } catch (e) {
         log.warn(`preloader: pinned ${model} did not load on ${nodeId}: ${(e as Error).message}`);

@@ -1,8 +1,8 @@
 // Admission, the same for every kind of request: the client key's own limits (auth.clients: the
 // models it may use, its requests in flight and per minute), then the client address's cap
 // (routing.clientMaxInFlight). The places taken are given back with leave() once the request ends.
-import type { Caller } from "../auth/caller.ts";
 import type { Config } from "../config/schema.ts";
+import type { ClientKey } from "../core/client-key.ts";
 import { RouteError } from "../errors.ts";
 import type { ClientGate } from "../router/client-gate.ts";
 
@@ -12,7 +12,7 @@ export interface RouteMeta {
   stream: boolean;
   clientIp: string | null;
   /** The client key the request came with (auth.clients; see callerOf), or null when herd is open. */
-  caller: Caller | null;
+  caller: ClientKey | null;
 }
 
 /** Takes the request's places, or says why not: a 403 (a model the key may not use) or a 429 with Retry-After. */

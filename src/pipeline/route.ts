@@ -33,7 +33,7 @@ export interface Pipeline {
   pulls: Pulls;
   toggles: Toggles;
   clients: ClientGate;
-  traces: TraceWriter;
+  traces: Pick<TraceWriter, "record">;
   toolRepairs: RepairStats;
   /** Aborted when a stop's grace period runs out: what is still waiting or streaming ends with an error. */
   shutdown: AbortController;

@@ -1,6 +1,6 @@
 // One trace row per request, whatever its kind: what was asked and by whom, what served it, how it
 // ended. A row is built when the request comes in, filled as it goes, and recorded once, at its end.
-import { traceTags } from "../auth/caller.ts";
+import type { ClientKey } from "../core/client-key.ts";
 import type { Slot } from "../fleet/queues.ts";
 import type { Breakdown } from "../fleet/scorer.ts";
 import type { RouteError } from "../errors.ts";
@@ -58,6 +58,11 @@ export function newTrace(req: Traced, meta: RouteMeta): Trace {
     resolution: req.resolution ?? null,
     adjustments: req.adjustments ?? [],
   };
+}
+
+/** A request's trace tags: "key:" tags are herd's to give, from the key it really came with, never one a client claims. */
+function traceTags(tags: string[], caller: ClientKey | null): string[] {
+  return [...tags.filter((tag) => !tag.startsWith("key:")), ...(caller ? [caller.tag] : [])];
 }
 
 /** The node that answered, and when it did (`started`: when the request came in, performance.now()). */

@@ -29,7 +29,8 @@ export function openStore(dataDir: string): Database {
   return db;
 }
 
-function migrate(db: Database): void {
+/** Brings `db` to the newest schema: each migration it has not had, in order (an empty in-memory store for tests, too). */
+export function migrate(db: Database): void {
   db.run("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)");
   const applied = new Set(db.query<{ version: number }, []>("SELECT version FROM schema_migrations").all().map((r) => r.version));
   for (const m of migrations) {

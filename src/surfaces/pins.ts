@@ -9,7 +9,7 @@ import { MLX_PREFIX, mlxServers } from "../fleet/catalog.ts";
 import { type CoResidence, loadableUrl, type Pins } from "../fleet/pins.ts";
 import { loadedOn, onDisk, type NodeRecord, type Registry } from "../fleet/registry.ts";
 import { OS_RESERVE_GB } from "../fleet/scorer.ts";
-import { warm } from "../fleet/preloader.ts";
+import type { Warmer } from "../fleet/preloader.ts";
 import { validBody } from "./body.ts";
 import { jsonError } from "../core/wire-errors.ts";
 
@@ -33,11 +33,12 @@ const VISION_EMBEDDING = /dinov2|siglip|clip/i;
 /** Which models stay loaded: the admin's to change. */
 const CHANGE: RouteFacts = { access: "admin", body: "json", errors: "herd" };
 
-/** What pinning reads and changes: the config, the pins, the nodes. */
+/** What pinning reads and changes: the config, the pins, the nodes, and what loads a model on one. */
 interface Fleet {
   live: LiveConfig;
   pins: Pins;
   registry: Registry;
+  warmer: Warmer;
 }
 
 export function pinsSurface(rt: Fleet) {
@@ -75,7 +76,7 @@ async function pin(rt: Fleet, pins: Pins, request: Request): Promise<Response> {
   const fit = force ? null : pins.coResidence(node, model);
   if (fit && !fit.fits) return overCommitted(model, node.id, fit);
   try {
-    await warm(loadableUrl(rt.registry, node)!, model, rt.live.config.timeouts.firstByteMs);
+    await rt.warmer.warm(loadableUrl(rt.registry, node)!, model, rt.live.config.timeouts.firstByteMs);
   } catch (e) {
     return jsonError(503, `${model} is on disk on ${node.id} but did not load: ${(e as Error).message}`);
   }

@@ -34,7 +34,7 @@ export interface HealthSources {
   queues: Queues;
   pins: Pins;
   store: Database;
-  traces: TraceWriter;
+  traces: Pick<TraceWriter, "health">;
 }
 
 function snapshot(rt: HealthSources, now: number): HealthInput {
