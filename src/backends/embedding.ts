@@ -3,10 +3,12 @@
 // there while it runs (it never takes an Ollama inference slot); everything else stays on Ollama.
 // The native servers speak Ollama's POST /api/embed, so every surface answers as it does for Ollama.
 import type { Config } from "../config/schema.ts";
+import type { Conversation } from "../core/conversation.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
 import { sameModel } from "../fleet/model-name.ts";
 import type { Queues } from "../fleet/queues.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
+import { ollamaBody } from "./ollama-render.ts";
 import { errorOf, postToNode, type ServiceJob, serviceNodes } from "./node-service.ts";
 
 /** Vision embedding models (DINOv2, CLIP, SigLIP): a native vision server or nothing, never Ollama. */
@@ -37,8 +39,8 @@ export function embeddingKind(registry: Registry, model: string): EmbeddingKind 
 
 export interface EmbedInput {
   model: string;
-  /** The client's body, herd's own fields removed, its text(s) checked: under `input`, or `prompt` when legacy. */
-  body: Record<string, unknown>;
+  /** The text(s) to embed, checked, and the client's other fields. */
+  conversation: Conversation;
   /** /api/embeddings: `prompt` in, one `embedding` out. */
   legacy: boolean;
 }
@@ -62,8 +64,7 @@ export function nativeEmbeddingJob(registry: Registry, queues: Queues, config: C
     throw new RouteError(503, `"${req.model}" is a ${what} model, but no online node runs a ${what} server that serves it; start one on a node (${port})`);
   }
   // The native servers speak /api/embed only.
-  const { prompt, ...rest } = req.body;
-  const body = JSON.stringify({ ...rest, model: req.model, input: req.legacy ? prompt : rest.input });
+  const body = JSON.stringify(ollamaBody({ ...req.conversation, path: "/api/embed", stream: false }, req.model));
   const call = async (n: NodeRecord, signal: AbortSignal) => {
     const url = registry.serviceUrl(n, serverOn(n, kind)!.port);
     if (!url) throw new NodeFailure(`no address for ${n.id}'s ${what} server`);

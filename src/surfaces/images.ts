@@ -59,7 +59,7 @@ async function parse<S extends v.GenericSchema>(request: Request, schema: S, err
 
 /** Generates the image on the fleet; `reply` writes it, or the error, in the route's format. */
 function generate(rt: Pipeline, request: Request, clientIp: string | null, tags: string[], job: ImageJob, surface: "ollama" | "openai", reply: ServiceReply<GeneratedImage>): Promise<Response> {
-  const meta = { tags, stream: false, clientIp, caller: callerOf(request) };
+  const meta = { tags, clientIp, caller: callerOf(request) };
   return runService(rt, { kind: "image", surface, requested: job.model, meta, signal: request.signal }, () => imageJob(rt.registry, rt.queues, rt.live.config, job), reply);
 }
 

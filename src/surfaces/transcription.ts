@@ -38,7 +38,7 @@ async function transcribeRequest(rt: Pipeline, request: Request, clientIp: strin
   }
   const herd = takeHerdFields({}, request.headers);
   const tags = typeof herd === "string" ? [] : herd.tags;
-  const meta = { tags, stream: false, clientIp, caller: callerOf(request) };
+  const meta = { tags, clientIp, caller: callerOf(request) };
   return runService(rt, { kind: "transcription", surface: "ollama", requested: text.model ?? "any", meta, signal: request.signal }, () => transcriptionJob(rt.registry, rt.queues, rt.live.config, { audio, ...text }), {
     answer: (done, headers, served) =>
       Response.json(done.transcript, { headers: { ...headers, "X-Fleet-Model": served.servedModel, "X-Transcription-Time": String(done.transcriptionMs) } }),
