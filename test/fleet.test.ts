@@ -100,6 +100,60 @@ describe("agentless nodes (the router polls their Ollama)", () => {
   });
 });
 
+describe("an Ollama client's request", () => {
+  test("reaches the node with every field herd does not model, on the body and on its messages; a field herd reads that is wrong is a 400 naming it", async () => {
+    const received: any[] = [];
+    const fake = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(req) {
+        const path = new URL(req.url).pathname;
+        if (path === "/api/version") return Response.json({ version: "0.13.5" });
+        if (path === "/api/ps") return Response.json({ models: [] });
+        if (path === "/api/tags") return Response.json({ models: [{ name: "llama3.2:3b", size: 2_000_000_000 }] });
+        received.push(await req.json());
+        return new Response(`${JSON.stringify({ model: "llama3.2:3b", message: { role: "assistant", content: "ok" }, done: true, done_reason: "stop" })}\n`);
+      },
+    });
+    const { dir, file } = fleetConfig(`{ id: "f", ollama: "http://127.0.0.1:${fake.port}" }`);
+    const r = await router(dir, file);
+    await eventually(async () => (await nodeOf(r.url, "f"))?.ollama?.reachable, 3000, "f polled");
+    const chat = (body: Record<string, unknown>) => fetch(`${r.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "llama3.2:3b", ...body }) });
+
+    const sent = {
+      messages: [{ role: "user", content: "hi", images: ["iVBO"], future_field: 1 }],
+      tools: [{ type: "function", function: { name: "read", description: "reads", parameters: { type: "object" } } }],
+      options: { temperature: 0, mirostat: 2 },
+      think: false,
+      format: "json",
+      keep_alive: "1m",
+      stream: false,
+      truncate: true,
+      metadata: { tags: ["herd-app"] },
+    };
+    const ok = await chat(sent);
+    expect(ok.status).toBe(200);
+    const { metadata: _, ...expected } = sent; // herd's own field stays with herd
+    expect(received[0]).toMatchObject({ ...expected, model: "llama3.2:3b" });
+    expect(received[0]).not.toHaveProperty("metadata");
+
+    for (const [body, error] of [
+      [{ messages: [{ content: "hi" }] }, "messages[0].role: expected a string"],
+      [{ messages: ["hi"] }, "messages[0]: expected a message object"],
+      [{ messages: [{ role: "user", content: ["hi"] }] }, "messages[0].content: expected a string"],
+      [{ messages: [{ role: "user", content: "", images: [1] }] }, "messages[0].images: expected a list of base64 strings"],
+      [{ messages: [], tools: [{ type: "function" }] }, "tools[0].function.name: expected a string"],
+      [{ messages: [], options: { num_predict: "100" } }, "options.num_predict: expected a number"],
+      [{ messages: [], think: 1 }, 'think: expected true, false or a level ("low", "medium", "high")'],
+    ] as const) {
+      const res = await chat(body);
+      expect([res.status, ((await res.json()) as any).error]).toEqual([400, error]);
+    }
+    expect(received).toHaveLength(1);
+    await fake.stop(true);
+  });
+});
+
 describe("what a node lists is bounded", () => {
   test("an Ollama listing an entry too long to keep is polled as unreachable, with the reason", async () => {
     const fake = Bun.serve({

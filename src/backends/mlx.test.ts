@@ -1,16 +1,17 @@
 import { expect, test } from "bun:test";
+import type { Conversation } from "../core/conversation.ts";
 import { openAiBody } from "./mlx.ts";
 
+const request = (over: Partial<Conversation & { stream: boolean }>) => ({ tools: [], options: {}, extra: {}, stream: true, ...over });
+
 test("a chat goes out as OpenAI's messages: tool calls with their ids (or one made up) and JSON text arguments, tool results by id and name", () => {
-  const body = {
-    messages: [
-      { role: "user", content: "list files" },
-      { role: "assistant", content: "", tool_calls: [{ function: { name: "ls", arguments: { path: "." } } }, { id: "c2", function: { name: "pwd", arguments: "{}" } }] },
-      { role: "tool", content: "a.txt", tool_call_id: "c1", tool_name: "ls" },
-      { role: "assistant" },
-    ],
-  };
-  expect(openAiBody("chat", { body, replyCap: null }, "m")).toEqual({
+  const messages = [
+    { role: "user", content: "list files" },
+    { role: "assistant", content: "", toolCalls: [{ name: "ls", arguments: { path: "." } }, { id: "c2", name: "pwd", arguments: {} }] },
+    { role: "tool", content: "a.txt", toolCallId: "c1", toolName: "ls" },
+    { role: "assistant", content: "", extra: { name: "not for mlx" } },
+  ];
+  expect(openAiBody("chat", request({ messages }), "m")).toEqual({
     model: "m",
     stream: true,
     stream_options: { include_usage: true },
@@ -31,7 +32,7 @@ test("a chat goes out as OpenAI's messages: tool calls with their ids (or one ma
 });
 
 test("a generate is its system and prompt as messages; stream: false is a whole answer", () => {
-  expect(openAiBody("generate", { body: { system: "be brief", prompt: "hi", stream: false }, replyCap: null }, "m")).toEqual({
+  expect(openAiBody("generate", request({ system: "be brief", prompt: "hi", stream: false }), "m")).toEqual({
     model: "m",
     stream: false,
     messages: [
@@ -43,8 +44,7 @@ test("a generate is its system and prompt as messages; stream: false is a whole 
 
 test("the reply cap is max_tokens unless it means no limit (-1, 0); Ollama's option names become mlx_lm's; tools and think are passed on", () => {
   const options = { num_predict: 100, temperature: 0.2, top_p: 0.9, top_k: 40, min_p: 0.05, seed: 7, stop: ["\n"], repeat_penalty: 1.1, num_ctx: 8192 };
-  const tools = [{ type: "function", function: { name: "ls" } }];
-  expect(openAiBody("chat", { body: { messages: [], options, tools, think: false, stream: false }, replyCap: 100 }, "m")).toEqual({
+  expect(openAiBody("chat", request({ messages: [], options, tools: [{ name: "ls", description: "lists" }], think: false, stream: false }), "m")).toEqual({
     model: "m",
     stream: false,
     messages: [],
@@ -56,18 +56,16 @@ test("the reply cap is max_tokens unless it means no limit (-1, 0); Ollama's opt
     seed: 7,
     stop: ["\n"],
     repetition_penalty: 1.1,
-    tools,
+    tools: [{ type: "function", function: { name: "ls", description: "lists" } }],
     chat_template_kwargs: { enable_thinking: false },
   });
-  expect(openAiBody("chat", { body: { messages: [], options: { num_predict: -1 }, tools: [] }, replyCap: -1 }, "m")).not.toHaveProperty("max_tokens");
-  expect(openAiBody("chat", { body: { messages: [], tools: [] }, replyCap: 0 }, "m")).not.toHaveProperty("tools");
+  expect(openAiBody("chat", request({ messages: [], options: { num_predict: -1 } }), "m")).not.toHaveProperty("max_tokens");
+  expect(openAiBody("chat", request({ messages: [], options: { num_predict: 0 } }), "m")).not.toHaveProperty("tools");
 });
 
 test("images are refused, named where they are: mlx_lm.server reads text only", () => {
-  expect(openAiBody("chat", { body: { messages: [{ role: "user", content: "", images: ["iVBO"] }] }, replyCap: null }, "m")).toBe(
+  expect(openAiBody("chat", request({ messages: [{ role: "user", content: "", images: ["iVBO"] }] }), "m")).toBe(
     "messages[0].images: mlx_lm.server reads text only; send images to a vision model on Ollama",
   );
-  expect(openAiBody("generate", { body: { prompt: "what is it", images: ["iVBO"] }, replyCap: null }, "m")).toBe(
-    "images: mlx_lm.server reads text only; send images to a vision model on Ollama",
-  );
+  expect(openAiBody("generate", request({ prompt: "what is it", images: ["iVBO"] }), "m")).toBe("images: mlx_lm.server reads text only; send images to a vision model on Ollama");
 });

@@ -1,14 +1,15 @@
-// mlx_lm.server as a backend. Every surface decodes its request into an Ollama
-// body, so the body goes out as an OpenAI chat completion; the answer (SSE
+// mlx_lm.server as a backend. The request's conversation goes out as an OpenAI
+// chat completion; the answer (SSE
 // chunks, or one object) comes back as Events (mlx-events.ts). A wall clock
 // bounds each request from its slot to its last byte (seed 000's wedged-request guard).
 import type { Chunk } from "../core/events.ts";
-import type { InferenceRequest } from "../core/request.ts";
-import { argumentsText } from "../core/tool-arguments.ts";
+import type { Conversation, Message } from "../core/conversation.ts";
+import { replyCapOf } from "../core/request.ts";
 import { NodeFailure } from "../errors.ts";
 import { readLines } from "./lines.ts";
 import { MlxEvents, type MlxUsage, errorText } from "./mlx-events.ts";
 import { type OllamaCall, describeFetchError, noMoreChunks } from "./ollama.ts";
+import { functionTool } from "./ollama-render.ts";
 
 type Json = Record<string, unknown>;
 
@@ -32,38 +33,31 @@ export interface MlxCallOptions {
   onUsage(usage: MlxUsage): void;
 }
 
-/** The OpenAI chat-completions body for a chat or generate request (from its Ollama rendering), or what mlx_lm cannot take. */
-export function openAiBody(kind: "chat" | "generate", { body, replyCap }: Pick<InferenceRequest, "body" | "replyCap">, model: string): Json | string {
-  const source =
-    kind === "chat"
-      ? ((body.messages as Json[] | undefined) ?? [])
-      : [...(typeof body.system === "string" && body.system ? [{ role: "system", content: body.system }] : []), { role: "user", content: body.prompt ?? "", images: body.images }];
+/** The OpenAI chat-completions body for a chat or generate request, or what mlx_lm cannot take. */
+export function openAiBody(kind: "chat" | "generate", req: Conversation & { stream: boolean }, model: string): Json | string {
+  const source: Message[] =
+    kind === "chat" ? (req.messages ?? []) : [...(req.system ? [{ role: "system", content: req.system }] : []), { role: "user", content: req.prompt ?? "", images: req.images }];
   const messages: Json[] = [];
   for (const [i, m] of source.entries()) {
-    if (Array.isArray(m.images) && m.images.length) {
-      return `${kind === "chat" ? `messages[${i}].images` : "images"}: mlx_lm.server reads text only; send images to a vision model on Ollama`;
+    if (m.images?.length) return `${kind === "chat" ? `messages[${i}].images` : "images"}: mlx_lm.server reads text only; send images to a vision model on Ollama`;
+    const message: Json = { role: m.role, content: m.content };
+    if (m.toolCalls) {
+      message.tool_calls = m.toolCalls.map((call, j) => ({ id: call.id ?? `call_${i}_${j}`, type: "function", function: { name: call.name, arguments: JSON.stringify(call.arguments) } }));
     }
-    const message: Json = { role: m.role, content: m.content ?? "" };
-    if (Array.isArray(m.tool_calls)) {
-      message.tool_calls = (m.tool_calls as Json[]).map((call, j) => {
-        const fn = call.function as Json;
-        return { id: call.id ?? `call_${i}_${j}`, type: "function", function: { name: fn.name, arguments: argumentsText(fn.arguments) } };
-      });
-    }
-    if (typeof m.tool_call_id === "string") message.tool_call_id = m.tool_call_id;
-    if (typeof m.tool_name === "string") message.name = m.tool_name;
+    if (m.toolCallId !== undefined) message.tool_call_id = m.toolCallId;
+    if (m.toolName !== undefined) message.name = m.toolName;
     messages.push(message);
   }
-  const stream = body.stream !== false; // Ollama streams unless told not to
+  const { stream, options } = req;
   const out: Json = { model, messages, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) };
-  const options = (body.options as Json | undefined) ?? {};
   // Ollama's option names → mlx_lm's; -1 and 0 num_predict mean "no limit" to Ollama: mlx_lm's default then.
-  if (replyCap !== null && replyCap > 0) out.max_tokens = replyCap;
-  for (const [from, to] of [["temperature", "temperature"], ["top_p", "top_p"], ["top_k", "top_k"], ["min_p", "min_p"], ["seed", "seed"], ["stop", "stop"], ["repeat_penalty", "repetition_penalty"]]) {
-    if (options[from!] !== undefined) out[to!] = options[from!];
+  const cap = replyCapOf(req);
+  if (cap !== null && cap > 0) out.max_tokens = cap;
+  for (const [from, to] of [["temperature", "temperature"], ["top_p", "top_p"], ["top_k", "top_k"], ["min_p", "min_p"], ["seed", "seed"], ["stop", "stop"], ["repeat_penalty", "repetition_penalty"]] as const) {
+    if (options[from] !== undefined) out[to] = options[from];
   }
-  if (Array.isArray(body.tools) && body.tools.length) out.tools = body.tools;
-  if (typeof body.think === "boolean") out.chat_template_kwargs = { enable_thinking: body.think };
+  if (req.tools.length) out.tools = req.tools.map(functionTool);
+  if (typeof req.think === "boolean") out.chat_template_kwargs = { enable_thinking: req.think };
   return out;
 }
 

@@ -1,9 +1,9 @@
 // What the request path knows about one inference request, whichever surface
 // decoded it: its kind, the models it may run on, what any model serving it must
 // be able to do, and its prompt's size, each found once when the surface decodes
-// it. The conversation itself is still carried as its rendering for a node's
-// Ollama (`body`), which the Ollama surface passes on with the client's own
-// fields, and from which the MLX backend writes OpenAI's.
+// it; and its conversation, typed (conversation.ts), which each backend renders
+// into its own wire.
+import type { Conversation } from "./conversation.ts";
 
 export type Surface = "ollama" | "openai" | "anthropic" | "responses";
 
@@ -27,7 +27,7 @@ export interface Needs {
   tools: boolean;
 }
 
-export interface InferenceRequest extends RequestBase {
+export interface InferenceRequest extends RequestBase, Conversation {
   kind: RequestKind;
   /** Ollama path to call: /api/chat, /api/generate, /api/embed, /api/embeddings. */
   path: string;
@@ -44,21 +44,18 @@ export interface InferenceRequest extends RequestBase {
   strict: boolean;
   needs: Needs;
   promptTokens: number;
-  /** The reply's token cap the client set (Ollama's options.num_predict; -1 and 0 mean none), when it is a number. */
-  replyCap: number | null;
-  /** The request rendered for Ollama, herd's own fields already removed; `model` is set per attempt. */
-  body: Record<string, unknown>;
+  /** The answer goes out as it is made (SSE, NDJSON lines), or whole. */
+  stream: boolean;
+  signal: AbortSignal;
 }
 
-/** The client's reply cap in a request's Ollama rendering (options.num_predict), when it is a number. */
-export function replyCapOf(body: { options?: unknown }): number | null {
-  const cap = (body.options as { num_predict?: unknown } | null | undefined)?.num_predict;
-  return typeof cap === "number" ? cap : null;
+/** The reply's token cap the client set (options.num_predict; -1 and 0 mean none), if any. */
+export function replyCapOf({ options }: Pick<Conversation, "options">): number | null {
+  return options.num_predict ?? null;
 }
 
-/** What a request needs, read from its Ollama rendering: images in a message (or a generate body), tools offered. */
-export function needsOf(body: { messages?: unknown; images?: unknown; tools?: unknown }): Needs {
-  const messages = Array.isArray(body.messages) ? (body.messages as { images?: unknown[] }[]) : [];
-  const images = messages.some((m) => Array.isArray(m?.images) && m.images.length > 0) || (Array.isArray(body.images) && body.images.length > 0);
-  return { vision: images, tools: Array.isArray(body.tools) && body.tools.length > 0 };
+/** What a conversation needs: images in a message (or a generate request), tools offered. */
+export function needsOf({ messages, images, tools }: Pick<Conversation, "messages" | "images" | "tools">): Needs {
+  const vision = Boolean(messages?.some((m) => m.images?.length) || images?.length);
+  return { vision, tools: tools.length > 0 };
 }

@@ -9,7 +9,6 @@ import type { ClientGate } from "../router/client-gate.ts";
 /** Who sent a request, for its admission and its trace. */
 export interface RouteMeta {
   tags: string[];
-  stream: boolean;
   clientIp: string | null;
   /** The client key the request came with (auth.clients; see callerOf), or null when herd is open. */
   caller: ClientKey | null;

@@ -18,7 +18,7 @@ import { relay } from "../router/relay.ts";
 import type { Routed } from "../router/routed.ts";
 import type { Toggles } from "../router/toggles.ts";
 import type { RepairStats } from "../fleet/repair-stats.ts";
-import { ToolCallRepair, offeredTools } from "../router/tool-repair.ts";
+import { ToolCallRepair } from "../router/tool-repair.ts";
 import type { TraceStatus, TraceWriter } from "../store/traces.ts";
 import { admit, leave, type RouteMeta } from "./admit.ts";
 import { errorHeaders, fleetHeaders } from "../core/fleet-headers.ts";
@@ -84,8 +84,8 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
   };
   // A non-streaming answer is whole in its first line, so its budget diagnostics can go in the headers.
   const first = routed.call.first;
-  const budget = routed.thinkingBudget && !meta.stream && endOf(first)?.type === "done" ? budgetHeaders(routed.thinkingBudget, first) : {};
-  const tools = req.kind === "chat" ? offeredTools(req.body) : [];
+  const budget = routed.thinkingBudget && !req.stream && endOf(first)?.type === "done" ? budgetHeaders(routed.thinkingBudget, first) : {};
+  const tools = req.kind === "chat" ? req.tools : [];
   const repair = tools.length ? new ToolCallRepair(tools, rt.toolRepairs.counter(routed.servedModel)) : null;
   return new Response(relay(routed, req.kind, encoder, repair, finish, rt.shutdown.signal), {
     status: routed.call.status,

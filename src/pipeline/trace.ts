@@ -19,6 +19,8 @@ export interface Traced {
   requested?: string;
   resolution?: string;
   adjustments?: string[];
+  /** Whether the answer streams; a node service's never does. */
+  stream?: boolean;
 }
 
 /** What answered, as its trace records it. */
@@ -40,7 +42,7 @@ export function newTrace(req: Traced, meta: RouteMeta): Trace {
     backend: null,
     kind: req.kind,
     original_format: req.surface,
-    stream: meta.stream,
+    stream: req.stream ?? false,
     status: "failed",
     score: null,
     scores_breakdown: null,

@@ -1,8 +1,8 @@
 import { expect, test } from "bun:test";
-import { adjustBody } from "./body-rules.ts";
+import { adjustOptions } from "./body-rules.ts";
 
 const budget = (numPredict: number, model = "qwen3:8b", think?: boolean) =>
-  adjustBody({ body: { options: { num_predict: numPredict }, ...(think === undefined ? {} : { think }) }, replyCap: numPredict }, model, { loadedContext: undefined, promptTokens: null }, "strip");
+  adjustOptions({ options: { num_predict: numPredict }, think }, model, { loadedContext: undefined, promptTokens: null }, "strip");
 
 test("a thinking model's small cap is raised ×4 (at least 1024), a large one at most to 32768, a generous one left alone", () => {
   expect(budget(100).thinkingBudget).toEqual({ requested: 100, sent: 1024 });
@@ -10,7 +10,7 @@ test("a thinking model's small cap is raised ×4 (at least 1024), a large one at
   expect(budget(16000).thinkingBudget).toEqual({ requested: 16000, sent: 32768 });
   const claudeCode = budget(128_000);
   expect(claudeCode.thinkingBudget).toBeNull();
-  expect((claudeCode.body.options as { num_predict: number }).num_predict).toBe(128_000);
+  expect(claudeCode.options.num_predict).toBe(128_000);
 });
 
 test("every reasoning family gets the budget, EXAONE Deep (which thinks in its answer text) too; a model told not to think, or that does not, does not", () => {

@@ -1,4 +1,4 @@
-// Three adjustments to a request body once the serving node is known:
+// Three adjustments to a request's options once the serving node is known:
 // - context protection: a client's num_ctx no larger than what the node already
 //   has loaded would only make Ollama reload the model (a long stall), so it is
 //   stripped ("strip"), logged ("warn") or left alone ("passthrough");
@@ -8,7 +8,8 @@
 //   answers, so a client's num_predict is raised so the answer still fits.
 import type { Config } from "../config/schema.ts";
 import type { Chunk } from "../core/events.ts";
-import type { InferenceRequest } from "../core/request.ts";
+import type { Conversation, Options } from "../core/conversation.ts";
+import { replyCapOf } from "../core/request.ts";
 import { reasons } from "../fleet/thinking-models.ts";
 import { log } from "../log.ts";
 import { contextSize } from "./context-size.ts";
@@ -20,7 +21,8 @@ const THINKING_MIN_PREDICT = 1024;
 const THINKING_MAX_PREDICT = 32768;
 
 export interface Adjusted {
-  body: Record<string, unknown>;
+  /** The options to send this node (the client's are left as they came). */
+  options: Options;
   /** Set when num_predict was raised: what the client asked for, and what was sent. */
   thinkingBudget: { requested: number; sent: number } | null;
   /** What was changed, for the trace. */
@@ -35,8 +37,9 @@ export interface Fit {
   promptTokens: number | null;
 }
 
-export function adjustBody({ body, replyCap: requested }: Pick<InferenceRequest, "body" | "replyCap">, model: string, { loadedContext, promptTokens }: Fit, mode: Config["features"]["contextProtection"]): Adjusted {
-  const options = { ...((body.options as Record<string, unknown> | undefined) ?? {}) };
+export function adjustOptions(req: Pick<Conversation, "options" | "think">, model: string, { loadedContext, promptTokens }: Fit, mode: Config["features"]["contextProtection"]): Adjusted {
+  const options = { ...req.options };
+  const requested = replyCapOf(req);
   const notes: string[] = [];
   const numCtx = options.num_ctx;
   if (typeof numCtx === "number" && loadedContext && numCtx <= loadedContext && mode !== "passthrough") {
@@ -48,7 +51,7 @@ export function adjustBody({ body, replyCap: requested }: Pick<InferenceRequest,
   let thinkingBudget: Adjusted["thinkingBudget"] = null;
   // A cap that is already generous (agents ask for 32k–128k) is left alone: ×4 would only let a runaway run on.
   const sent = requested !== null ? Math.max(requested, Math.min(requested * THINKING_OVERHEAD, THINKING_MAX_PREDICT), THINKING_MIN_PREDICT) : 0;
-  if (requested !== null && requested > 0 && sent > requested && body.think !== false && reasons(model)) {
+  if (requested !== null && requested > 0 && sent > requested && req.think !== false && reasons(model)) {
     options.num_predict = sent;
     thinkingBudget = { requested, sent };
     notes.push(`num_predict raised ${requested} → ${sent} for a thinking model`);
@@ -59,8 +62,7 @@ export function adjustBody({ body, replyCap: requested }: Pick<InferenceRequest,
     options.num_ctx = size.numCtx;
     if (size.note) notes.push(size.note);
   }
-  const hasOptions = Object.keys(options).length > 0 || body.options !== undefined;
-  return { body: { ...body, model, ...(hasOptions ? { options } : {}) }, thinkingBudget, notes, contextRaised: Boolean(size?.note) };
+  return { options, thinkingBudget, notes, contextRaised: Boolean(size?.note) };
 }
 
 /** The seed's reasoning-budget diagnostics for a finished non-streaming answer. */

@@ -1,14 +1,14 @@
 import { expect, test } from "bun:test";
 import { fitToContext, promptLimit } from "./context-management.ts";
+import type { Message } from "../core/conversation.ts";
 import { textTokens } from "./tokens.ts";
 
 const CLEARED = "[tool result cleared by herd to fit the model's context window]";
-type Message = { role: string; content: unknown; tool_calls?: unknown[] };
 
 /** A coding agent's history: the task, then one tool call and its result per entry of `results`. */
-function conversation(results: unknown[]): { messages: Message[] } {
+function conversation(results: string[]): { messages: Message[] } {
   const turns = results.flatMap((content, i): Message[] => [
-    { role: "assistant", content: "", tool_calls: [{ function: { name: "read", arguments: { path: `file${i}.ts` } } }] },
+    { role: "assistant", content: "", toolCalls: [{ name: "read", arguments: { path: `file${i}.ts` } }] },
     { role: "tool", content },
   ]);
   return { messages: [{ role: "user", content: "fix the failing test" }, ...turns] };
@@ -47,14 +47,13 @@ test("the newest three tool results are never cleared, even when the prompt stil
 test("with three tool results or fewer, or no messages at all, there is nothing to clear", async () => {
   const body = conversation([file(0), file(1), file(2)]);
   expect(await fitToContext(body, 20_000, 10)).toEqual({ tokens: 20_000, note: null });
-  expect(await fitToContext({ prompt: "no messages" } as { messages?: unknown }, 20_000, 10)).toEqual({ tokens: 20_000, note: null });
+  expect(await fitToContext({}, 20_000, 10)).toEqual({ tokens: 20_000, note: null });
 });
 
-test("only plain-text tool results are cleared, and one already cleared does not count among the newest three", async () => {
-  const parts = [{ type: "text", text: file(9) }];
-  const body = conversation([CLEARED, parts, file(1), file(2), file(3), file(4)]);
+test("a tool result already cleared does not count among the newest three", async () => {
+  const body = conversation([CLEARED, file(1), file(2), file(3), file(4)]);
   const fitted = await fitToContext(body, 20_000, 10);
-  expect(toolContents(body)).toEqual([CLEARED, parts, CLEARED, file(2), file(3), file(4)]);
+  expect(toolContents(body)).toEqual([CLEARED, CLEARED, file(2), file(3), file(4)]);
   expect(fitted.note).toStartWith("cleared the 1 oldest tool result(s)");
 });
 

@@ -4,6 +4,7 @@
 // structure stays intact, so the model still sees which tools ran; what was
 // cleared is said in the trace. Coding agents resend their whole history each
 // turn, so this is where long sessions keep working on local context windows.
+import type { Message } from "../core/conversation.ts";
 import { textTokens } from "./tokens.ts";
 
 /** The newest tool results are never cleared: the model is usually working on them. */
@@ -17,20 +18,19 @@ export interface Fitted {
 }
 
 /**
- * Clears old tool results in `body.messages` (in place) until the prompt is at
+ * Clears old tool results in `messages` (in place) until the prompt is at
  * most `limit` tokens or nothing is left to clear. `tokens` is the prompt's size before.
  */
-export async function fitToContext(body: { messages?: unknown }, tokens: number, limit: number): Promise<Fitted> {
-  if (tokens <= limit || !Array.isArray(body.messages)) return { tokens, note: null };
-  const messages = body.messages as { role?: string; content?: unknown }[];
-  const results = messages.filter((m) => m.role === "tool" && typeof m.content === "string" && m.content !== PLACEHOLDER);
+export async function fitToContext({ messages }: { messages?: Message[] }, tokens: number, limit: number): Promise<Fitted> {
+  if (tokens <= limit || !messages) return { tokens, note: null };
+  const results = messages.filter((m) => m.role === "tool" && m.content !== PLACEHOLDER);
   const clearable = results.slice(0, Math.max(0, results.length - KEEP_RECENT));
   const placeholderTokens = await textTokens(PLACEHOLDER);
   let total = tokens;
   let cleared = 0;
   for (const m of clearable) {
     if (total <= limit) break;
-    total -= (await textTokens(m.content as string)) - placeholderTokens;
+    total -= (await textTokens(m.content)) - placeholderTokens;
     m.content = PLACEHOLDER;
     cleared++;
   }

@@ -3,6 +3,7 @@
 // attempt loop, with the call to a node's Ollama. It returns once a node has
 // answered, so the headers it produces name the node that really serves.
 import { callOllama, pullModel } from "../backends/ollama.ts";
+import { ollamaBody } from "../backends/ollama-render.ts";
 import type { InferenceRequest } from "../core/request.ts";
 import { RouteError } from "../errors.ts";
 import { mlxModelOf } from "../fleet/catalog.ts";
@@ -14,7 +15,7 @@ import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import { type DiskModel, type LoadedModel, type NodeView, type Scored, scoreNodes } from "../fleet/scorer.ts";
 import { attempt } from "../pipeline/attempt.ts";
 import { resolveAlias } from "./aliases.ts";
-import { adjustBody } from "./body-rules.ts";
+import { adjustOptions } from "./body-rules.ts";
 import { dispatchMlx } from "./mlx-dispatch.ts";
 import type { Routed, RouterDeps } from "./routed.ts";
 import { vramSubstitute } from "./vram-fallback.ts";
@@ -81,8 +82,8 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
     async call(candidate, slot, excluded) {
       const { model } = candidate;
       const loadedContext = nodes.find((n) => n.id === candidate.nodeId)?.loadedByKey.get(modelKey(model))?.contextLength;
-      const { body, thinkingBudget, notes, contextRaised } = adjustBody(req, model, { loadedContext, promptTokens: req.kind === "embed" ? null : req.promptTokens }, config.features.contextProtection);
-      const call = await callOllama(registry.ollamaUrl(registry.get(candidate.nodeId)!)!, req.path, JSON.stringify(body), {
+      const { options, thinkingBudget, notes, contextRaised } = adjustOptions(req, model, { loadedContext, promptTokens: req.kind === "embed" ? null : req.promptTokens }, config.features.contextProtection);
+      const call = await callOllama(registry.ollamaUrl(registry.get(candidate.nodeId)!)!, req.path, JSON.stringify(ollamaBody(req, model, options)), {
         firstByteMs: Math.max(1, Math.round(config.timeouts.firstByteMs - slot.waitedMs)),
         idleMs: config.timeouts.idleMs,
         signal,

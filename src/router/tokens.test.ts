@@ -2,11 +2,12 @@ import { expect, test } from "bun:test";
 import { estimatePrompt, promptTokens, textTokens, thinkingTokens } from "./tokens.ts";
 
 test("the estimate is 4 characters a token over the messages, system text and tools, images left out", () => {
-  expect(estimatePrompt({ messages: [{ role: "user", content: "12345678" }] })).toBe(3); // "user" + 8 characters
-  expect(estimatePrompt({ prompt: "123456789", system: "abc" })).toBe(3);
-  expect(estimatePrompt({ messages: [{ role: "user", content: "", images: ["A".repeat(4000)] }] })).toBe(1);
-  expect(estimatePrompt({ input: ["abcd", "efgh"] })).toBe(2);
-  expect(estimatePrompt({ model: "m" })).toBe(0);
+  expect(estimatePrompt({ messages: [{ role: "user", content: "12345678" }], tools: [] })).toBe(3); // "user" + 8 characters
+  expect(estimatePrompt({ prompt: "123456789", system: "abc", tools: [] })).toBe(3);
+  expect(estimatePrompt({ messages: [{ role: "user", content: "", images: ["A".repeat(4000)] }], tools: [] })).toBe(1);
+  expect(estimatePrompt({ input: ["abcd", "efgh"], tools: [] })).toBe(2);
+  expect(estimatePrompt({ tools: [{ name: "read", description: "reads a file" }] })).toBe(4);
+  expect(estimatePrompt({ tools: [] })).toBe(0);
 });
 
 test("an answer's thinking tokens are estimated from its text, never more than it generated", () => {
@@ -18,7 +19,7 @@ test("an answer's thinking tokens are estimated from its text, never more than i
 test("the count is the BPE tokenizer's, with each message's markers and a fixed cost per image", async () => {
   expect(await textTokens("hello world")).toBe(2);
   expect(await textTokens("<|endoftext|>")).toBeGreaterThan(1); // counted as text, not refused
-  const text = await promptTokens({ messages: [{ role: "user", content: "hello world" }] });
+  const text = await promptTokens({ messages: [{ role: "user", content: "hello world" }], tools: [] });
   expect(text).toBe(3 + 4 + 2);
-  expect(await promptTokens({ messages: [{ role: "user", content: "hello world", images: ["x"] }] })).toBe(text + 1024);
+  expect(await promptTokens({ messages: [{ role: "user", content: "hello world", images: ["x"] }], tools: [] })).toBe(text + 1024);
 });

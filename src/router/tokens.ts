@@ -11,6 +11,7 @@
 //   count_tokens, clearing old tool results, and the 413 over the limit.
 // Local models' vocabularies differ (Llama 3 extends cl100k; Qwen's is of the
 // same kind), so both are estimates for budgets and caps, never a bill.
+import type { Conversation } from "../core/conversation.ts";
 import { log } from "../log.ts";
 
 const CHARS_PER_TOKEN = 4;
@@ -20,9 +21,9 @@ function estimateTokens(chars: number): number {
   return Math.ceil(chars / CHARS_PER_TOKEN);
 }
 
-/** The estimated size of the prompt an Ollama body makes: its messages (or prompt, or input), and the system text and tools its template renders in. */
-export function estimatePrompt(body: Record<string, unknown>): number {
-  return estimateTokens(textLength([body.messages ?? body.prompt ?? body.input, body.system, body.tools]));
+/** The estimated size of the prompt a conversation makes: its messages (or prompt, or input), and the system text and tools the template renders in. */
+export function estimatePrompt(c: Pick<Conversation, "messages" | "prompt" | "input" | "system" | "tools">): number {
+  return estimateTokens(textLength([c.messages ?? c.prompt ?? c.input, c.system, c.tools]));
 }
 
 // Images are left out: their base64 is no measure of their tokens.
@@ -61,30 +62,21 @@ function counter(): Promise<Count> {
   return loading;
 }
 
-interface ChatMessage {
-  content?: unknown;
-  thinking?: unknown;
-  images?: unknown[];
-  tool_calls?: unknown[];
-}
-
 /** Tokens in a piece of text. */
 export async function textTokens(text: string): Promise<number> {
   return (await counter())(text);
 }
 
-/** Tokens in an Ollama chat body's messages and tool definitions, as the model will be shown them. */
-export async function promptTokens(body: { messages?: unknown; tools?: unknown }): Promise<number> {
+/** Tokens in a conversation's messages and tool definitions, as the model will be shown them. */
+export async function promptTokens({ messages, tools }: Pick<Conversation, "messages" | "tools">): Promise<number> {
   const count = await counter();
-  const messages = Array.isArray(body.messages) ? (body.messages as ChatMessage[]) : [];
   let total = PER_REPLY;
-  for (const m of messages) {
-    total += PER_MESSAGE;
-    if (typeof m.content === "string") total += count(m.content);
-    if (typeof m.thinking === "string") total += count(m.thinking);
-    if (m.tool_calls?.length) total += count(JSON.stringify(m.tool_calls));
+  for (const m of messages ?? []) {
+    total += PER_MESSAGE + count(m.content);
+    if (m.thinking) total += count(m.thinking);
+    if (m.toolCalls?.length) total += count(JSON.stringify(m.toolCalls));
     total += (m.images?.length ?? 0) * IMAGE_TOKENS;
   }
-  if (Array.isArray(body.tools) && body.tools.length) total += count(JSON.stringify(body.tools));
+  if (tools.length) total += count(JSON.stringify(tools));
   return total;
 }

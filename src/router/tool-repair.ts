@@ -5,22 +5,8 @@
 // checked against the tool's schema, and sent as a real tool call; when repair
 // fails, the text goes out unchanged. Counted per model (/fleet/queue).
 import type { RepairCounts } from "../fleet/repair-stats.ts";
+import type { Tool } from "../core/conversation.ts";
 import { type Chunk, endOf } from "../core/events.ts";
-
-export interface ToolSpec {
-  name: string;
-  parameters?: { type?: string; properties?: Record<string, { type?: string }>; required?: string[] };
-}
-
-
-/** The tools an Ollama body offers, by name. */
-export function offeredTools(body: Record<string, unknown>): ToolSpec[] {
-  if (!Array.isArray(body.tools)) return [];
-  return body.tools.flatMap((t) => {
-    const fn = (t as { function?: ToolSpec })?.function;
-    return fn && typeof fn.name === "string" ? [fn] : [];
-  });
-}
 
 // Text that may be the start of a tool call: a tag, a JSON object, or a fenced block.
 const MAY_BE_CALL = /^\s*(<tool_call>|\{|```)/;
@@ -33,7 +19,7 @@ export class ToolCallRepair {
   private holding = true;
 
   constructor(
-    private readonly tools: ToolSpec[],
+    private readonly tools: Tool[],
     private readonly count: (outcome: keyof RepairCounts) => void,
   ) {}
 
@@ -72,7 +58,7 @@ export class ToolCallRepair {
 }
 
 /** A tool call read out of `text`, repaired and valid for one of `tools`; null when none can be made. */
-function repairCall(text: string, tools: ToolSpec[]): { name: string; arguments: Record<string, unknown> } | null {
+function repairCall(text: string, tools: Tool[]): { name: string; arguments: Record<string, unknown> } | null {
   const inner = text.replace(/<\/?tool_call>/g, "").replace(/^\s*```(?:json)?|```\s*$/g, "").trim();
   const parsed = parseLoose(inner);
   if (!parsed || typeof parsed !== "object") return null;
@@ -115,8 +101,15 @@ function closeBrackets(text: string): string {
   return text + (inString ? '"' : "") + stack.reverse().join("");
 }
 
-function fitsSchema(input: Record<string, unknown>, schema: ToolSpec["parameters"]): boolean {
-  if (!schema) return true;
+/** The part of a JSON schema the repair checks: required keys, and each property's type. */
+interface Schema {
+  properties?: Record<string, { type?: string }>;
+  required?: string[];
+}
+
+function fitsSchema(input: Record<string, unknown>, parameters: Tool["parameters"]): boolean {
+  if (!parameters) return true;
+  const schema = parameters as Schema;
   if ((schema.required ?? []).some((key) => !(key in input))) return false;
   return Object.entries(schema.properties ?? {}).every(([key, prop]) => !(key in input) || matchesType(input[key], prop.type));
 }

@@ -1,52 +1,52 @@
 import { expect, test } from "bun:test";
-import { messagesToOllama, StopScanner } from "./anthropic-codec.ts";
+import { messagesConversation, StopScanner } from "./anthropic-codec.ts";
 import { signatureOf } from "./anthropic-thinking.ts";
 
 const messages = [{ role: "user", content: "hi" }];
 
 test("max_tokens and the sampling fields become Ollama's options", () => {
-  const t = messagesToOllama({ messages, max_tokens: 200, temperature: 0.2, top_p: null, top_k: 40 }, 4096);
-  expect(typeof t === "string" ? t : t.body.options).toEqual({ num_predict: 200, temperature: 0.2, top_k: 40 });
-  const defaults = messagesToOllama({ messages }, 4096);
-  expect(typeof defaults === "string" ? defaults : defaults.body.options).toEqual({ num_predict: 4096 });
+  const t = messagesConversation({ messages, max_tokens: 200, temperature: 0.2, top_p: null, top_k: 40 }, 4096);
+  expect(typeof t === "string" ? t : t.conversation.options).toEqual({ num_predict: 200, temperature: 0.2, top_k: 40 });
+  const defaults = messagesConversation({ messages }, 4096);
+  expect(typeof defaults === "string" ? defaults : defaults.conversation.options).toEqual({ num_predict: 4096 });
 });
 
 test("a sampling field that is not a number, or a max_tokens below 1, is refused by name", () => {
-  expect(messagesToOllama({ messages, top_k: "40" }, 4096)).toBe("top_k: expected a number");
-  expect(messagesToOllama({ messages, max_tokens: 0 }, 4096)).toBe("max_tokens: expected a whole number of at least 1");
+  expect(messagesConversation({ messages, top_k: "40" }, 4096)).toBe("top_k: expected a number");
+  expect(messagesConversation({ messages, max_tokens: 0 }, 4096)).toBe("max_tokens: expected a whole number of at least 1");
 });
 
-/** The Ollama messages a Messages request becomes, or the refusal naming the field. */
-function ollamaMessages(req: Record<string, unknown>): unknown {
-  const t = messagesToOllama(req, 4096);
-  return typeof t === "string" ? t : t.body.messages;
+/** The messages a Messages request becomes, or the refusal naming the field. */
+function conversationMessages(req: Record<string, unknown>): unknown {
+  const t = messagesConversation(req, 4096);
+  return typeof t === "string" ? t : t.conversation.messages;
 }
 
 test("the top-level system text, a string or text blocks, opens the conversation, with the tool_choice instruction after it", () => {
   const tools = [{ name: "read", input_schema: { type: "object" } }];
   const req = { system: [{ type: "text", text: "Be brief." }, { type: "text", text: "Cite files." }], tools, tool_choice: { type: "any" }, messages };
-  expect(ollamaMessages(req)).toEqual([
+  expect(conversationMessages(req)).toEqual([
     { role: "system", content: "Be brief.\nCite files.\n\nYou must answer by calling one of the provided tools." },
     { role: "user", content: "hi" },
   ]);
-  expect(ollamaMessages({ system: [{ type: "image" }], messages })).toBe("system: expected a string or a list of text blocks");
+  expect(conversationMessages({ system: [{ type: "image" }], messages })).toBe("system: expected a string or a list of text blocks");
 });
 
 test("a system message in the conversation stays where it stands, right after a user message; anywhere else it is refused, saying why", () => {
   const mid = { role: "system", content: "Now answer in French." };
-  expect(ollamaMessages({ messages: [...messages, mid] })).toEqual([{ role: "user", content: "hi" }, { role: "system", content: "Now answer in French." }]);
-  expect(ollamaMessages({ messages: [mid, ...messages] })).toBe(
+  expect(conversationMessages({ messages: [...messages, mid] })).toEqual([{ role: "user", content: "hi" }, { role: "system", content: "Now answer in French." }]);
+  expect(conversationMessages({ messages: [mid, ...messages] })).toBe(
     'messages[0].role: "system" cannot be the first message: opening instructions go in the top-level system field',
   );
-  expect(ollamaMessages({ messages: [...messages, { role: "assistant", content: "Salut" }, mid] })).toBe(
+  expect(conversationMessages({ messages: [...messages, { role: "assistant", content: "Salut" }, mid] })).toBe(
     'messages[2].role: a "system" message must directly follow a user message, not a message with role "assistant"',
   );
-  expect(ollamaMessages({ messages: [...messages, mid, mid] })).toBe('messages[2].role: a "system" message must directly follow a user message, not another system message');
+  expect(conversationMessages({ messages: [...messages, mid, mid] })).toBe('messages[2].role: a "system" message must directly follow a user message, not another system message');
   // One with no text only carries options (output_config.effort): it may stand anywhere, and adds nothing.
-  expect(ollamaMessages({ messages: [{ role: "system", content: [] }, ...messages] })).toEqual(messages);
+  expect(conversationMessages({ messages: [{ role: "system", content: [] }, ...messages] })).toEqual(messages);
 });
 
-test("a tool_use becomes Ollama's tool call, and the tool_result answering it a tool message named after that tool", () => {
+test("a tool_use becomes a tool call, and the tool_result answering it a tool message named after that tool", () => {
   const turn = [
     { role: "user", content: "read a.ts" },
     { role: "assistant", content: [{ type: "text", text: "Reading." }, { type: "tool_use", id: "toolu_1", name: "read", input: { path: "a.ts" } }] },
@@ -59,11 +59,11 @@ test("a tool_use becomes Ollama's tool call, and the tool_result answering it a 
       ],
     },
   ];
-  expect(ollamaMessages({ messages: turn })).toEqual([
+  expect(conversationMessages({ messages: turn })).toEqual([
     { role: "user", content: "read a.ts" },
-    { role: "assistant", content: "Reading.", tool_calls: [{ id: "toolu_1", function: { name: "read", arguments: { path: "a.ts" } } }] },
-    { role: "tool", content: "line 1\nline 2", tool_name: "read", tool_call_id: "toolu_1", images: ["iVBO"] },
-    { role: "tool", content: "Error: no such file", tool_call_id: "toolu_unknown" },
+    { role: "assistant", content: "Reading.", toolCalls: [{ id: "toolu_1", name: "read", arguments: { path: "a.ts" } }] },
+    { role: "tool", content: "line 1\nline 2", toolName: "read", toolCallId: "toolu_1", images: ["iVBO"] },
+    { role: "tool", content: "Error: no such file", toolCallId: "toolu_unknown" },
     { role: "user", content: "what does it do?" },
   ]);
 });
@@ -77,7 +77,7 @@ test("past thinking goes back as the message's thinking, from its text or from h
     { role: "assistant", content: [{ type: "redacted_thinking", data: "opaque" }] },
     { role: "user", content: "and again" },
   ];
-  expect(ollamaMessages({ messages: turn })).toEqual([
+  expect(conversationMessages({ messages: turn })).toEqual([
     ...messages,
     { role: "assistant", content: "Hello.", thinking: "short answer\nthe user wants a haiku" },
     { role: "user", content: "again" },
@@ -86,33 +86,33 @@ test("past thinking goes back as the message's thinking, from its text or from h
 });
 
 test("a content block herd cannot pass on is refused by its place and type; an image must be inline base64", () => {
-  expect(ollamaMessages({ messages: [{ role: "user", content: [{ type: "server_tool_use", id: "x" }] }] })).toBe(
+  expect(conversationMessages({ messages: [{ role: "user", content: [{ type: "server_tool_use", id: "x" }] }] })).toBe(
     'messages[0].content[0].type: expected "text", "image", "document", "thinking", "tool_use" or "tool_result", got "server_tool_use"',
   );
   const url = { type: "image", source: { type: "url", url: "https://example.com/cat.png" } };
-  expect(ollamaMessages({ messages: [{ role: "user", content: [{ type: "text", text: "what is it?" }, url] }] })).toBe(
+  expect(conversationMessages({ messages: [{ role: "user", content: [{ type: "text", text: "what is it?" }, url] }] })).toBe(
     "messages[0].content[1].source: expected a base64 image source (herd does not fetch image URLs)",
   );
-  expect(ollamaMessages({ messages: [{ role: "user", content: [{ type: "text", text: "what is it?" }, { type: "image", source: { type: "base64", data: "iVBO" } }] }] })).toEqual([
+  expect(conversationMessages({ messages: [{ role: "user", content: [{ type: "text", text: "what is it?" }, { type: "image", source: { type: "base64", data: "iVBO" } }] }] })).toEqual([
     { role: "user", content: "what is it?", images: ["iVBO"] },
   ]);
 });
 
 test("a message is refused when its role or content has no Ollama meaning, and so is an empty conversation", () => {
-  expect(ollamaMessages({ messages: [] })).toBe("messages: expected a non-empty list of messages");
-  expect(ollamaMessages({})).toBe("messages: expected a non-empty list of messages");
-  expect(ollamaMessages({ messages: [{ role: "tool", content: "x" }] })).toBe('messages[0].role: expected "user", "assistant" or "system"');
-  expect(ollamaMessages({ messages: [{ role: "user", content: 42 }] })).toBe("messages[0].content: expected a string or a list of content blocks");
-  expect(ollamaMessages({ messages: [{ role: "assistant", content: [{ type: "tool_use", name: "read" }] }] })).toBe("messages[0].content[0]: a tool_use block needs a string id and name");
+  expect(conversationMessages({ messages: [] })).toBe("messages: expected a non-empty list of messages");
+  expect(conversationMessages({})).toBe("messages: expected a non-empty list of messages");
+  expect(conversationMessages({ messages: [{ role: "tool", content: "x" }] })).toBe('messages[0].role: expected "user", "assistant" or "system"');
+  expect(conversationMessages({ messages: [{ role: "user", content: 42 }] })).toBe("messages[0].content: expected a string or a list of content blocks");
+  expect(conversationMessages({ messages: [{ role: "assistant", content: [{ type: "tool_use", name: "read" }] }] })).toBe("messages[0].content[0]: a tool_use block needs a string id and name");
 });
 
 test("stop_sequences go to Ollama as options.stop and to the answer's scanner; an empty one is refused", () => {
-  const t = messagesToOllama({ messages, stop_sequences: ["END", "\n\nHuman:"] }, 4096);
-  expect(typeof t === "string" ? t : [t.stops, (t.body.options as { stop?: string[] }).stop]).toEqual([
+  const t = messagesConversation({ messages, stop_sequences: ["END", "\n\nHuman:"] }, 4096);
+  expect(typeof t === "string" ? t : [t.stops, (t.conversation.options as { stop?: string[] }).stop]).toEqual([
     ["END", "\n\nHuman:"],
     ["END", "\n\nHuman:"],
   ]);
-  expect(messagesToOllama({ messages, stop_sequences: ["END", ""] }, 4096)).toBe("stop_sequences: expected a list of non-empty strings");
+  expect(messagesConversation({ messages, stop_sequences: ["END", ""] }, 4096)).toBe("stop_sequences: expected a list of non-empty strings");
 });
 
 /** Feeds `pieces` to a scanner for `stops`: what it lets through after each, and what it still holds at the end. */

@@ -1,4 +1,4 @@
-// Anthropic Messages ⇄ Ollama /api/chat. The request keeps everything Ollama
+// Anthropic Messages ⇄ the typed conversation. The request keeps everything Ollama
 // has a home for (system, also mid-conversation; content blocks, images, tools,
 // tool_use/tool_result, stop_sequences, sampling, structured output); fields
 // with no local meaning (cache_control, context_management, effort, betas) are
@@ -6,6 +6,7 @@
 // Message object, or the exact SSE event sequence that builds it.
 import { anthropicError } from "../core/wire-errors.ts";
 import type { Chunk, DoneReason } from "../core/events.ts";
+import type { Conversation, Message, Options, ToolCall } from "../core/conversation.ts";
 import { argumentsObject } from "../core/tool-arguments.ts";
 import type { Encoder } from "../core/encoder.ts";
 import { type ThinkingRequest, signatureOf, thinkingOf, thinkingText } from "./anthropic-thinking.ts";
@@ -17,15 +18,15 @@ import { EVENT_STREAM, sse } from "./sse.ts";
 type Json = Record<string, unknown>;
 
 export interface Translated {
-  /** Ollama's /api/chat body, without `think`: that depends on the model (see thinkFor). */
-  body: Json;
+  /** The conversation, without `think`: that depends on the model (see thinkFor). */
+  conversation: Conversation;
   /** The client's stop_sequences, which the answer is scanned for (see StopScanner). */
   stops: string[];
   thinking: ThinkingRequest;
 }
 
-/** Ollama's /api/chat body for a Messages request, or a message naming the field that is wrong. */
-export function messagesToOllama(req: Json, defaultMaxTokens: number): Translated | string {
+/** The conversation of a Messages request, or a message naming the field that is wrong. */
+export function messagesConversation(req: Json, defaultMaxTokens: number): Translated | string {
   if (!Array.isArray(req.messages) || req.messages.length === 0) return "messages: expected a non-empty list of messages";
   const system = systemText(req.system);
   if (system === null) return "system: expected a string or a list of text blocks";
@@ -45,19 +46,18 @@ export function messagesToOllama(req: Json, defaultMaxTokens: number): Translate
     ["top_k", "top_k", req.top_k],
   ]);
   if (typeof sampling === "string") return sampling;
-  const options: Json = { num_predict: numPredict, ...sampling };
+  const options: Options = { num_predict: numPredict as number, ...sampling };
   const stops = req.stop_sequences ?? [];
   if (!Array.isArray(stops) || stops.some((s) => typeof s !== "string" || s === "")) return "stop_sequences: expected a list of non-empty strings";
-  if (stops.length) options.stop = stops;
+  if (stops.length) options.stop = stops as string[];
 
-  const body: Json = { messages, stream: req.stream === true, options };
-  if (tools.list.length) body.tools = tools.list;
+  const conversation: Conversation = { messages, tools: tools.list, options, extra: {} };
   const format = formatOf(req);
   if (typeof format === "string") return format;
-  if (format) body.format = format;
+  if (format) conversation.format = format;
   const thinking = thinkingOf(req.thinking);
   if (typeof thinking === "string") return thinking;
-  return { body, stops: stops as string[], thinking };
+  return { conversation, stops: stops as string[], thinking };
 }
 
 function systemText(system: unknown): string | null {
@@ -92,8 +92,8 @@ function systemPlacement(list: Json[], i: number): string | null {
 // Anthropic keeps a turn's tool results inside a user message; Ollama wants a
 // "tool" message per result, named after the tool_use it answers. The tools
 // tool_reference blocks load are added to `loaded`.
-function chatMessages(list: unknown[], loaded: Set<string>): Json[] | string {
-  const out: Json[] = [];
+function chatMessages(list: unknown[], loaded: Set<string>): Message[] | string {
+  const out: Message[] = [];
   const toolNames = new Map<string, string>();
   for (const [i, m] of (list as Json[]).entries()) {
     const at = `messages[${i}]`;
@@ -114,7 +114,7 @@ function chatMessages(list: unknown[], loaded: Set<string>): Json[] | string {
     const texts: string[] = [];
     const images: string[] = [];
     const thinking: string[] = [];
-    const calls: Json[] = [];
+    const calls: ToolCall[] = [];
     for (const [j, block] of (m.content as Json[]).entries()) {
       const where = `${at}.content[${j}]`;
       switch (block?.type) {
@@ -144,7 +144,9 @@ function chatMessages(list: unknown[], loaded: Set<string>): Json[] | string {
         case "tool_use":
           if (typeof block.id !== "string" || typeof block.name !== "string") return `${where}: a tool_use block needs a string id and name`;
           toolNames.set(block.id, block.name);
-          calls.push({ id: block.id, function: { name: block.name, arguments: block.input ?? {} } });
+          const input = block.input ?? {};
+          if (typeof input !== "object" || Array.isArray(input)) return `${where}.input: expected an object`;
+          calls.push({ id: block.id, name: block.name, arguments: input as Json });
           break;
         case "tool_result": {
           const result = toolResult(block, where, toolNames, loaded);
@@ -157,10 +159,10 @@ function chatMessages(list: unknown[], loaded: Set<string>): Json[] | string {
       }
     }
     if (!texts.length && !images.length && !thinking.length && !calls.length) continue;
-    const message: Json = { role: m.role, content: texts.join("\n") };
+    const message: Message = { role: m.role, content: texts.join("\n") };
     if (images.length) message.images = images;
     if (thinking.length) message.thinking = thinking.join("\n");
-    if (calls.length) message.tool_calls = calls;
+    if (calls.length) message.toolCalls = calls;
     out.push(message);
   }
   return out;
@@ -187,7 +189,7 @@ function imageOf(block: Json, where: string): { base64: string } | string {
 }
 
 // Ollama has no error flag on a tool result: the model reads it in the text.
-function toolResult(block: Json, where: string, toolNames: Map<string, string>, loaded: Set<string>): Json | string {
+function toolResult(block: Json, where: string, toolNames: Map<string, string>, loaded: Set<string>): Message | string {
   const texts: string[] = [];
   const images: string[] = [];
   const references: string[] = [];
@@ -212,10 +214,10 @@ function toolResult(block: Json, where: string, toolNames: Map<string, string>, 
   } else if (block.content !== undefined) return `${where}.content: expected a string or a list of text, image, document and tool_reference blocks`;
   if (references.length) texts.push(loadedToolsText(references));
   const text = texts.join("\n");
-  const message: Json = { role: "tool", content: block.is_error === true ? `Error: ${text}` : text };
+  const message: Message = { role: "tool", content: block.is_error === true ? `Error: ${text}` : text };
   const name = typeof block.tool_use_id === "string" ? toolNames.get(block.tool_use_id) : undefined;
-  if (name) message.tool_name = name;
-  if (typeof block.tool_use_id === "string") message.tool_call_id = block.tool_use_id;
+  if (name) message.toolName = name;
+  if (typeof block.tool_use_id === "string") message.toolCallId = block.tool_use_id;
   if (images.length) message.images = images;
   return message;
 }

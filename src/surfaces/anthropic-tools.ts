@@ -1,14 +1,16 @@
-// Anthropic tool definitions as Ollama's tool list. Tool search (Claude Code's
+// Anthropic tool definitions as the conversation's tools. Tool search (Claude Code's
 // default): a tool with defer_loading stays out of the model's list until a
 // tool_reference block in a tool_result loads it, so a deferred tool never
 // referenced (Claude Code's "never call this" placeholder) never reaches the
 // model. Ollama has no tool_choice: "none" sends no tools, "tool" only the
 // named one, and "any"/"tool" add a system instruction to call it.
 
+import type { Tool } from "../core/conversation.ts";
+
 type Json = Record<string, unknown>;
 
 export interface Tools {
-  list: Json[];
+  list: Tool[];
   instruction: string;
 }
 
@@ -16,7 +18,7 @@ export interface Tools {
 export function toolsOf(tools: unknown, choice: unknown, loaded: ReadonlySet<string>): Tools | string {
   if (tools === undefined || tools === null) return { list: [], instruction: "" };
   if (!Array.isArray(tools)) return "tools: expected a list of tools";
-  const list: Json[] = [];
+  const list: Tool[] = [];
   for (const [i, t] of (tools as Json[]).entries()) {
     if (typeof t?.name !== "string" || !t.name) return `tools[${i}].name: expected a string`;
     const schema = t.input_schema;
@@ -24,7 +26,7 @@ export function toolsOf(tools: unknown, choice: unknown, loaded: ReadonlySet<str
       return `tools[${i}].input_schema: expected a JSON schema object (herd serves custom tools only${typeof t.type === "string" ? `, not "${t.type}"` : ""})`;
     }
     if (t.defer_loading === true && !loaded.has(t.name)) continue;
-    list.push({ type: "function", function: { name: t.name, description: typeof t.description === "string" ? t.description : "", parameters: schema } });
+    list.push({ name: t.name, description: typeof t.description === "string" ? t.description : "", parameters: schema as Json });
   }
   if (choice === undefined || choice === null) return { list, instruction: "" };
   const type = (choice as Json).type;
@@ -33,7 +35,7 @@ export function toolsOf(tools: unknown, choice: unknown, loaded: ReadonlySet<str
   if (type === "any") return { list, instruction: list.length ? "You must answer by calling one of the provided tools." : "" };
   if (type === "tool") {
     const name = (choice as Json).name;
-    const named = list.filter((t) => (t.function as Json).name === name);
+    const named = list.filter((t) => t.name === name);
     if (!named.length) return `tool_choice.name: expected the name of one of the tools, got ${JSON.stringify(name)}`;
     return { list: named, instruction: `You must answer by calling the tool "${name}".` };
   }

@@ -15,7 +15,7 @@ import { takeHerdFields } from "../router/herd-fields.ts";
 import { fleetHeaders } from "../core/fleet-headers.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
 import { promptTokens } from "../router/tokens.ts";
-import { messagesEncoder, messagesToOllama } from "./anthropic-codec.ts";
+import { messagesEncoder, messagesConversation } from "./anthropic-codec.ts";
 import { anthropicError } from "../core/wire-errors.ts";
 import { setsThink, thinkFor } from "./anthropic-thinking.ts";
 import { modelOf, readJsonObject } from "./body.ts";
@@ -64,10 +64,11 @@ async function messages(rt: AnthropicSources, request: Request, clientIp: string
   if (userId !== undefined && userId !== null && typeof userId !== "string") return refuse(400, "metadata.user_id: expected a string");
   const herd = takeHerdFields(body, request.headers);
   if (typeof herd === "string") return refuse(400, herd);
-  const translated = messagesToOllama(body, anthropic.defaultMaxTokens);
+  const translated = messagesConversation(body, anthropic.defaultMaxTokens);
   if (typeof translated === "string") return refuse(400, translated);
 
-  const needs = needsOf(translated.body);
+  const { conversation } = translated;
+  const needs = needsOf(conversation);
   const resolution = resolveModel(rt.registry, rt.live.config, requested, needs, herd.strict);
   if (!resolution) {
     const why = anthropic.autoRoute ? "no online node has a chat model to auto-route it to" : "anthropic.autoRoute is off";
@@ -75,11 +76,10 @@ async function messages(rt: AnthropicSources, request: Request, clientIp: string
   }
   // Old tool results go first when the conversation outgrows what the model was trained for (herd sizes
   // num_ctx up to that per node) or the router's cap; what still does not fit is refused, not cut by Ollama.
-  const replyCap = replyCapOf(translated.body);
-  const replyTokens = replyCap ?? anthropic.defaultMaxTokens;
+  const replyTokens = replyCapOf(conversation) ?? anthropic.defaultMaxTokens;
   const trained = await rt.modelFacts.contextLength(resolution.model);
   const limit = promptLimit(trained ?? undefined, replyTokens, anthropic.maxPromptTokens);
-  const fitted = await fitToContext(translated.body, await promptTokens(translated.body), limit);
+  const fitted = await fitToContext(conversation, await promptTokens(conversation), limit);
   const tokens = fitted.tokens;
   if (tokens > limit) {
     const over = limit < anthropic.maxPromptTokens ? `over what ${resolution.model} can take (${trained}-token context, less room for the reply)` : `over this router's limit of ${anthropic.maxPromptTokens} (anthropic.maxPromptTokens)`;
@@ -89,12 +89,13 @@ async function messages(rt: AnthropicSources, request: Request, clientIp: string
   // Only "enabled" and "disabled" set think, and only on a model that can take it: a lookup, remembered per model.
   const canThink = setsThink(translated.thinking) && (await rt.modelFacts.canThink(resolution.model));
   const think = thinkFor(translated.thinking, canThink);
-  if (think !== undefined) translated.body.think = think;
+  if (think !== undefined) conversation.think = think;
 
   const stream = body.stream === true;
   return route(
     rt,
     {
+      ...conversation,
       surface: "anthropic",
       kind: "chat",
       path: "/api/chat",
@@ -105,14 +106,13 @@ async function messages(rt: AnthropicSources, request: Request, clientIp: string
       fallbackModels: herd.fallbackModels,
       strict: herd.strict,
       needs,
-      body: translated.body,
       promptTokens: tokens,
-      replyCap,
+      stream,
       signal: request.signal,
     },
     // Pings well inside the window in which herd itself waits on a silent node.
     messagesEncoder(stream, { model: requested, inputTokens: tokens, stops: translated.stops, omitThinking: translated.thinking.omitted, pingEveryMs: Math.min(10_000, timeouts.idleMs / 4) }),
-    { tags: userId ? [...herd.tags, `user:${userOf(userId)}`] : herd.tags, stream, clientIp, caller: callerOf(request) },
+    { tags: userId ? [...herd.tags, `user:${userOf(userId)}`] : herd.tags, clientIp, caller: callerOf(request) },
   );
 }
 
@@ -129,7 +129,7 @@ function userOf(userId: string): string {
 async function countTokens(rt: AnthropicSources, request: Request): Promise<Response> {
   const body = await readJsonObject(request);
   if (typeof body === "string") return anthropicError(400, body);
-  const translated = messagesToOllama(body, rt.live.config.anthropic.defaultMaxTokens);
+  const translated = messagesConversation(body, rt.live.config.anthropic.defaultMaxTokens);
   if (typeof translated === "string") return anthropicError(400, translated);
-  return Response.json({ input_tokens: await promptTokens(translated.body) });
+  return Response.json({ input_tokens: await promptTokens(translated.conversation) });
 }

@@ -60,7 +60,7 @@ async function parse<S extends v.GenericSchema>(request: Request, schema: S, err
 
 /** Generates the image on the fleet; `reply` writes it, or the error, in the route's format. */
 function generate(rt: Pipeline, request: Request, clientIp: string | null, tags: string[], req: ImageRequest, reply: ServiceReply<GeneratedImage>): Promise<Response> {
-  const meta = { tags, stream: false, clientIp, caller: callerOf(request) };
+  const meta = { tags, clientIp, caller: callerOf(request) };
   return runService(rt, req, meta, () => imageJob(rt.registry, rt.queues, rt.live.config, req), reply);
 }
 

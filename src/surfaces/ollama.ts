@@ -1,12 +1,12 @@
 // The Ollama API, fleet-wide. Requests go to the best node that has the model;
-// the body is passed through untouched (but for herd's own fields), so every
-// field Ollama knows (format, keep_alive, think, images, options) reaches it,
+// the body is decoded (ollama-request.ts) with the fields herd does not model
+// kept, so every field Ollama knows (raw, template, truncate, …) reaches it,
 // and its NDJSON lines come back byte for byte (see ollama-codec.ts).
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { fleetImageModels, isOllamaImageModel } from "../backends/image.ts";
-import { type InferenceRequest, type RequestKind, needsOf, replyCapOf } from "../core/request.ts";
+import { type InferenceRequest, type RequestKind, needsOf } from "../core/request.ts";
 import { normalizeModelName } from "../fleet/model-name.ts";
 import { modelsOnDisk, reachableNodes } from "../fleet/catalog.ts";
 import { GB, type TagEntry } from "../fleet/node-models.ts";
@@ -21,6 +21,7 @@ import { modelOf, readJsonObject } from "./body.ts";
 import { dimensionsOf, embedBody } from "./embed-input.ts";
 import { jsonError } from "../core/wire-errors.ts";
 import { ndjson } from "./ollama-codec.ts";
+import { ollamaConversation } from "./ollama-request.ts";
 
 /** Ollama's API: for any client, in Ollama's error format. */
 const API: RouteFacts = { access: "client", body: "json", errors: "ollama" };
@@ -47,12 +48,13 @@ async function handle(rt: Pipeline, request: Request, kind: RequestKind, path: s
   if (!model) return jsonError(400, "model is required");
   const body = kind === "embed" ? embedBody(read, path === "/api/embeddings") : read;
   if (typeof body === "string") return jsonError(400, body);
-  if (kind === "chat" && body.messages !== undefined && !Array.isArray(body.messages)) return jsonError(400, "messages: expected a list");
   if (body.stream !== undefined && typeof body.stream !== "boolean") return jsonError(400, "stream: expected true or false");
   const herd = takeHerdFields(body, request.headers);
   if (typeof herd === "string") return jsonError(400, herd);
+  const conversation = ollamaConversation(body, kind);
+  if (typeof conversation === "string") return jsonError(400, conversation);
   const stream = kind !== "embed" && body.stream !== false;
-  const meta = { tags: herd.tags, stream, clientIp, caller: callerOf(request) };
+  const meta = { tags: herd.tags, clientIp, caller: callerOf(request) };
   if (kind === "embed") {
     const legacy = path === "/api/embeddings";
     // embedBody checked the text(s) and put them under the name the route reads.
@@ -61,16 +63,16 @@ async function handle(rt: Pipeline, request: Request, kind: RequestKind, path: s
     if (embedded) return embedded;
   }
   const req: InferenceRequest = {
+    ...conversation,
     surface: "ollama",
     kind,
     path,
     model,
     fallbackModels: herd.fallbackModels,
     strict: herd.strict,
-    needs: needsOf(body),
-    body,
-    promptTokens: estimatePrompt(body),
-    replyCap: replyCapOf(body),
+    needs: needsOf(conversation),
+    promptTokens: estimatePrompt(conversation),
+    stream,
     signal: request.signal,
   };
   return route(rt, req, ndjson(kind, stream), meta);

@@ -1,12 +1,13 @@
 import { expect, test } from "bun:test";
-import { chatToOllama, thinkFor } from "./openai-codec.ts";
+import type { Conversation } from "../core/conversation.ts";
+import { chatConversation, thinkFor } from "./openai-codec.ts";
 
 const withArguments = (args: unknown) =>
-  chatToOllama({ model: "m", messages: [{ role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "read", arguments: args } }] }] });
+  chatConversation({ model: "m", messages: [{ role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "read", arguments: args } }] }] });
 
-test("a past tool call's arguments reach Ollama as the object their JSON text spells", () => {
-  const body = withArguments('{"path":"a.ts"}') as { messages: { tool_calls: unknown[] }[] };
-  expect(body.messages[0]!.tool_calls).toEqual([{ id: "call_1", function: { name: "read", arguments: { path: "a.ts" } } }]);
+test("a past tool call's arguments are the object their JSON text spells", () => {
+  const conversation = withArguments('{"path":"a.ts"}') as Conversation;
+  expect(conversation.messages![0]!.toolCalls).toEqual([{ id: "call_1", name: "read", arguments: { path: "a.ts" } }]);
 });
 
 // Ollama takes a call's arguments as an object only: anything else is refused here, naming the field.

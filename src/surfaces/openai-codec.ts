@@ -1,28 +1,30 @@
-// OpenAI Chat Completions ⇄ Ollama /api/chat. The request keeps every field
+// OpenAI Chat Completions ⇄ the typed conversation. The request keeps every field
 // Ollama has a home for (tools, stop, top_p, seed, penalties, response_format,
 // images); the answer keeps one id for the whole stream, maps finish reasons
 // (stop / length / tool_calls) and reports usage.
 import { openaiError } from "../core/wire-errors.ts";
 import { type Chunk, type DoneReason, fold, type Usage } from "../core/events.ts";
+import type { Conversation, Message, Options, ToolCall } from "../core/conversation.ts";
 import { argumentsObject, argumentsText } from "../core/tool-arguments.ts";
 import { takesThink, takesThinkLevel } from "../fleet/thinking-models.ts";
 import type { Encoder } from "../core/encoder.ts";
 import { randomId } from "./ids.ts";
 import { numericOptions } from "./numeric-options.ts";
+import { functionTools } from "./ollama-request.ts";
 import { EVENT_STREAM, sse } from "./sse.ts";
 
 type Json = Record<string, unknown>;
 
-/** Ollama's /api/chat body for an OpenAI request, or a message naming the field that is wrong. */
-export function chatToOllama(body: Json): Json | string {
+/** The conversation of a Chat Completions request, or a message naming the field that is wrong. */
+export function chatConversation(body: Json): Conversation | string {
   if (!Array.isArray(body.messages)) return "messages: expected a list of messages";
-  const messages: Json[] = [];
+  const messages: Message[] = [];
   for (const [i, m] of (body.messages as Json[]).entries()) {
     const converted = message(m, i);
     if (typeof converted === "string") return converted;
     messages.push(converted);
   }
-  const options = numericOptions([
+  const options: Options | string = numericOptions([
     ["temperature", "temperature", body.temperature],
     ["top_p", "top_p", body.top_p],
     ["seed", "seed", body.seed],
@@ -36,10 +38,11 @@ export function chatToOllama(body: Json): Json | string {
     if (!Array.isArray(stop) || stop.some((s) => typeof s !== "string")) return "stop: expected a string or a list of strings";
     options.stop = stop;
   }
-  const out: Json = { messages, stream: body.stream === true, options };
+  const out: Conversation = { messages, tools: [], options, extra: {} };
   if (body.tools !== undefined && body.tool_choice !== "none") {
-    if (!Array.isArray(body.tools)) return "tools: expected a list";
-    out.tools = body.tools;
+    const tools = functionTools(body.tools);
+    if (typeof tools === "string") return tools;
+    out.tools = tools;
   }
   const rf = body.response_format as Json | null | undefined;
   const format = rf ? ollamaFormat("response_format", rf.type, (rf.json_schema as Json | undefined)?.schema, "response_format.json_schema.schema") : {};
@@ -66,10 +69,10 @@ export function thinkFor(effort: string | undefined, model: string): boolean | s
   return effort === "low" || effort === "high" ? effort : effort === "xhigh" ? "high" : "medium";
 }
 
-function message(m: Json, i: number): Json | string {
+function message(m: Json, i: number): Message | string {
   const at = `messages[${i}]`;
   if (!m || typeof m !== "object" || typeof m.role !== "string") return `${at}.role: expected a string`;
-  const out: Json = { role: m.role === "developer" ? "system" : m.role, content: "" };
+  const out: Message = { role: m.role === "developer" ? "system" : m.role, content: "" };
   if (typeof m.content === "string") out.content = m.content;
   else if (Array.isArray(m.content)) {
     const texts: string[] = [];
@@ -86,18 +89,18 @@ function message(m: Json, i: number): Json | string {
     if (images.length) out.images = images;
   } else if (m.content !== undefined && m.content !== null) return `${at}.content: expected a string or a list of parts`;
   if (Array.isArray(m.tool_calls)) {
-    const calls: Json[] = [];
+    const calls: ToolCall[] = [];
     for (const [j, call] of (m.tool_calls as Json[]).entries()) {
       const fn = call?.function as Json | undefined;
       if (!fn || typeof fn.name !== "string") return `${at}.tool_calls[${j}].function.name: expected a string`;
       const args = argumentsObject(fn.arguments);
       if (args === null) return `${at}.tool_calls[${j}].function.arguments: expected a JSON object in a string`;
-      calls.push({ ...(call.id ? { id: call.id } : {}), function: { name: fn.name, arguments: args } });
+      calls.push({ ...(typeof call.id === "string" && call.id ? { id: call.id } : {}), name: fn.name, arguments: args });
     }
-    out.tool_calls = calls;
+    out.toolCalls = calls;
   }
-  if (m.role === "tool" && typeof m.name === "string") out.tool_name = m.name;
-  if (typeof m.tool_call_id === "string") out.tool_call_id = m.tool_call_id;
+  if (m.role === "tool" && typeof m.name === "string") out.toolName = m.name;
+  if (typeof m.tool_call_id === "string") out.toolCallId = m.tool_call_id;
   return out;
 }
 

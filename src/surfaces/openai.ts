@@ -1,12 +1,13 @@
 // The OpenAI API over the fleet: chat completions (streamed as SSE or not),
-// embeddings, and the fleet's models. Requests are translated to Ollama's
-// native API, which every node speaks; see openai-codec.ts.
+// embeddings, and the fleet's models. Requests are decoded into the typed
+// conversation, which each backend renders; see openai-codec.ts.
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { fleetImageModels } from "../backends/image.ts";
 import type { Chunk } from "../core/events.ts";
-import { needsOf, replyCapOf } from "../core/request.ts";
+import type { Conversation } from "../core/conversation.ts";
+import { needsOf } from "../core/request.ts";
 import { modelsOnDisk } from "../fleet/catalog.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import { nativeEmbed } from "../pipeline/native-embed.ts";
@@ -15,7 +16,7 @@ import type { Encoder } from "../core/encoder.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 import { dimensionsOf, TEXTS_EXPECTED, textsOf } from "./embed-input.ts";
-import { chatEncoder, chatToOllama } from "./openai-codec.ts";
+import { chatConversation, chatEncoder } from "./openai-codec.ts";
 import { openaiError } from "../core/wire-errors.ts";
 
 /** What the OpenAI surface reads: the pipeline, and when herd started (a model's `created`). */
@@ -43,15 +44,15 @@ async function chat(rt: OpenAiSources, request: Request, clientIp: string | null
   if (!model) return openaiError(400, "model: required");
   const herd = takeHerdFields(body, request.headers);
   if (typeof herd === "string") return openaiError(400, herd);
-  const ollamaBody = chatToOllama(body);
-  if (typeof ollamaBody === "string") return openaiError(400, ollamaBody);
+  const conversation = chatConversation(body);
+  if (typeof conversation === "string") return openaiError(400, conversation);
   const stream = body.stream === true;
   const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
   return route(
     rt,
-    { surface: "openai", kind: "chat", path: "/api/chat", model, fallbackModels: herd.fallbackModels, strict: herd.strict, needs: needsOf(ollamaBody), body: ollamaBody, promptTokens: estimatePrompt(ollamaBody), replyCap: replyCapOf(ollamaBody), signal: request.signal },
+    { ...conversation, surface: "openai", kind: "chat", path: "/api/chat", model, fallbackModels: herd.fallbackModels, strict: herd.strict, needs: needsOf(conversation), promptTokens: estimatePrompt(conversation), stream, signal: request.signal },
     chatEncoder(stream, includeUsage),
-    { tags: herd.tags, stream, clientIp, caller: callerOf(request) },
+    { tags: herd.tags, clientIp, caller: callerOf(request) },
   );
 }
 
@@ -67,14 +68,15 @@ async function embeddings(rt: OpenAiSources, request: Request, clientIp: string 
   }
   const herd = takeHerdFields(body, request.headers);
   if (typeof herd === "string") return openaiError(400, herd);
-  const ollamaBody: Record<string, unknown> = { input, ...dimensionsOf(body) };
+  // Ollama's /api/embed takes dimensions too, as a field of its own.
+  const conversation: Conversation = { input, tools: [], options: {}, extra: { ...dimensionsOf(body) } };
   const encoder = embeddingEncoder(body.encoding_format === "base64");
-  const meta = { tags: herd.tags, stream: false, clientIp, caller: callerOf(request) };
+  const meta = { tags: herd.tags, clientIp, caller: callerOf(request) };
   const embedded = nativeEmbed(rt, { surface: "openai", kind: "embed", model, input, ...dimensionsOf(body), legacy: false, signal: request.signal }, meta, encoder);
   if (embedded) return embedded;
   return route(
     rt,
-    { surface: "openai", kind: "embed", path: "/api/embed", model, fallbackModels: herd.fallbackModels, strict: herd.strict, needs: needsOf(ollamaBody), body: ollamaBody, promptTokens: estimatePrompt(ollamaBody), replyCap: null, signal: request.signal },
+    { ...conversation, surface: "openai", kind: "embed", path: "/api/embed", model, fallbackModels: herd.fallbackModels, strict: herd.strict, needs: needsOf(conversation), promptTokens: estimatePrompt(conversation), stream: false, signal: request.signal },
     encoder,
     meta,
   );

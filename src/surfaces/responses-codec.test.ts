@@ -5,7 +5,7 @@ const withArguments = (args: unknown) => readResponsesRequest({ model: "m", inpu
 
 test("a function_call item's arguments become the assistant's tool call, as an object", () => {
   const t = withArguments('{"path":"a.ts"}');
-  expect(typeof t === "string" ? t : t.messages).toEqual([{ role: "assistant", content: "", tool_calls: [{ id: "c1", function: { name: "read", arguments: { path: "a.ts" } } }] }]);
+  expect(typeof t === "string" ? t : t.messages).toEqual([{ role: "assistant", content: "", toolCalls: [{ id: "c1", name: "read", arguments: { path: "a.ts" } }] }]);
 });
 
 test("arguments that are not a JSON object are refused", () => {

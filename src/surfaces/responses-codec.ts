@@ -1,10 +1,10 @@
-// OpenAI Responses ⇄ Ollama /api/chat. Input items become chat messages
+// OpenAI Responses ⇄ the typed conversation. Input items become chat messages
 // (reasoning items stay out of the prompt: they are the model's own past
 // thoughts, which Ollama does not take back); function and custom tools,
-// Codex's additional_tools and namespaces included, become Ollama function
-// tools. The answer is the Responses event sequence, or one Response object,
+// Codex's additional_tools and namespaces included, become function tools. The answer is the Responses event sequence, or one Response object,
 // with each tool call as the kind of item the client declared its tool as.
 import type { Chunk, ToolCall, Usage } from "../core/events.ts";
+import type { Conversation, Message, Options, Tool } from "../core/conversation.ts";
 import { argumentsObject, argumentsText } from "../core/tool-arguments.ts";
 import type { Encoder } from "../core/encoder.ts";
 import { thinkingTokens } from "../router/tokens.ts";
@@ -17,14 +17,14 @@ import { EVENT_STREAM, sse } from "./sse.ts";
 
 type Json = Record<string, unknown>;
 
-/** A Responses request in Ollama's terms, before the model is chosen (images steer that choice). */
+/** A Responses request as a conversation, before the model is chosen (images steer that choice). */
 export interface Translated {
-  messages: Json[];
-  tools: Json[];
+  messages: Message[];
+  tools: Tool[];
   offered: Offered;
   /** What was dropped because herd does not translate it, by type: `input items of type "web_search_call"`. */
   dropped: string[];
-  options: Json;
+  options: Options;
   format?: unknown;
   effort?: string;
   /** The request's settings, as a Response object repeats them. */
@@ -74,10 +74,9 @@ export function readResponsesRequest(body: Json): Translated | string {
   return t;
 }
 
-/** Ollama's /api/chat body for the model that will serve. */
-export function toOllama(t: Translated, model: string, stream: boolean): Json {
-  const out: Json = { messages: t.messages, stream, options: t.options };
-  if (t.tools.length) out.tools = t.tools;
+/** The conversation for the model that will serve (its reasoning effort is a `think` only some models take). */
+export function conversationFor(t: Translated, model: string): Conversation {
+  const out: Conversation = { messages: t.messages, tools: t.tools, options: t.options, extra: {} };
   if (t.format !== undefined) out.format = t.format;
   const think = thinkFor(t.effort, model);
   if (think !== undefined) out.think = think;
@@ -129,7 +128,7 @@ function addItem(t: Translated, dropped: Set<string>, names: Map<string, string>
       const output = readParts(item.output, `${at}.output`);
       if (typeof output === "string") return output;
       const name = names.get(item.call_id);
-      t.messages.push({ role: "tool", ...output, tool_call_id: item.call_id, ...(name ? { tool_name: name } : {}) });
+      t.messages.push({ role: "tool", ...output, toolCallId: item.call_id, ...(name ? { toolName: name } : {}) });
       return null;
     }
     case "reasoning":
@@ -143,18 +142,18 @@ function addItem(t: Translated, dropped: Set<string>, names: Map<string, string>
 }
 
 // Calls of one turn join the assistant message before them, as Ollama's chat history has them.
-function addCall(t: Translated, names: Map<string, string>, item: Json, args: unknown, at: string): string | null {
+function addCall(t: Translated, names: Map<string, string>, item: Json, args: Json, at: string): string | null {
   if (typeof item.name !== "string" || !item.name) return `${at}.name: expected a string`;
   if (typeof item.call_id !== "string") return `${at}.call_id: expected a string`;
   names.set(item.call_id, item.name);
-  const call = { id: item.call_id, function: { name: item.name, arguments: args } };
+  const call = { id: item.call_id, name: item.name, arguments: args };
   const last = t.messages.at(-1);
-  if (last?.role === "assistant") last.tool_calls = [...((last.tool_calls as Json[] | undefined) ?? []), call];
-  else t.messages.push({ role: "assistant", content: "", tool_calls: [call] });
+  if (last?.role === "assistant") last.toolCalls = [...(last.toolCalls ?? []), call];
+  else t.messages.push({ role: "assistant", content: "", toolCalls: [call] });
   return null;
 }
 
-function readMessage(item: Json, at: string): Json | string {
+function readMessage(item: Json, at: string): Message | string {
   const roles: Record<string, string> = { user: "user", assistant: "assistant", system: "system", developer: "system" };
   const role = roles[String(item.role)];
   if (!role) return `${at}.role: expected "user", "assistant", "system" or "developer"`;
@@ -198,8 +197,8 @@ function addTools(t: Translated, dropped: Set<string>, list: unknown, at: string
     if (typeof name !== "string" || !name) return `${at}[${i}].name: expected a string`;
     if (t.offered.has(name)) continue;
     t.offered.set(name, { kind: tool.type, ...(namespace ? { namespace } : {}) });
-    const parameters = tool.type === "custom" ? customParameters(tool.format) : (tool.parameters ?? { type: "object", properties: {} });
-    t.tools.push({ type: "function", function: { name, description: tool.description ?? "", parameters } });
+    const parameters = tool.type === "custom" ? customParameters(tool.format) : ((tool.parameters ?? { type: "object", properties: {} }) as Json);
+    t.tools.push({ name, description: typeof tool.description === "string" ? tool.description : "", parameters });
   }
   return null;
 }

@@ -1,12 +1,12 @@
 // The OpenAI Responses API over the fleet: what Codex speaks. Stateless: each
 // request carries the whole conversation (Codex's default, store=false). The
 // model id is resolved first (gpt-5-codex → the best loaded coder; an image
-// asks for a vision model), then the request is translated to Ollama's chat
-// API and routed like any other; see responses-codec.ts and docs/responses.md.
+// asks for a vision model), then the request is decoded into the typed
+// conversation and routed like any other; see responses-codec.ts and docs/responses.md.
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { routeFacts } from "../auth/route-facts.ts";
-import { needsOf, replyCapOf } from "../core/request.ts";
+import { needsOf } from "../core/request.ts";
 import { log } from "../log.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import { estimatePrompt } from "../router/tokens.ts";
@@ -15,7 +15,7 @@ import { fleetHeaders } from "../core/fleet-headers.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 import { openaiError } from "../core/wire-errors.ts";
-import { readResponsesRequest, responsesEncoder, toOllama } from "./responses-codec.ts";
+import { conversationFor, readResponsesRequest, responsesEncoder } from "./responses-codec.ts";
 
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
 
@@ -52,10 +52,11 @@ async function create(rt: Pipeline, request: Request, clientIp: string | null): 
     return openaiError(404, `model "${requested}" is neither mapped (modelMap) nor on any online node, and nothing could be auto-routed to it`, fleetHeaders(requested, null, 0));
   }
   const stream = body.stream === true;
-  const ollamaBody = toOllama(translated, resolved.model, stream);
+  const conversation = conversationFor(translated, resolved.model);
   return route(
     rt,
     {
+      ...conversation,
       surface: "responses",
       kind: "chat",
       path: "/api/chat",
@@ -65,12 +66,11 @@ async function create(rt: Pipeline, request: Request, clientIp: string | null): 
       fallbackModels: herd.fallbackModels,
       strict: herd.strict,
       needs,
-      body: ollamaBody,
-      promptTokens: estimatePrompt(ollamaBody),
-      replyCap: replyCapOf(ollamaBody),
+      promptTokens: estimatePrompt(conversation),
+      stream,
       signal: request.signal,
     },
     responsesEncoder(stream, translated, log.warn),
-    { tags: herd.tags, stream, clientIp, caller: callerOf(request) },
+    { tags: herd.tags, clientIp, caller: callerOf(request) },
   );
 }

@@ -39,7 +39,7 @@ async function transcribeRequest(rt: Pipeline, request: Request, clientIp: strin
   }
   const herd = takeHerdFields({}, request.headers);
   const tags = typeof herd === "string" ? [] : herd.tags;
-  const meta = { tags, stream: false, clientIp, caller: callerOf(request) };
+  const meta = { tags, clientIp, caller: callerOf(request) };
   const req: TranscriptionRequest = {
     surface: "ollama",
     kind: "transcription",
