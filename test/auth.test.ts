@@ -149,6 +149,12 @@ describe("nodes enroll with a node credential", () => {
     expect(open.output()).toContain("no admin token configured: only this machine (loopback) may change the fleet");
     const change = await fetch(`${open.url}/dashboard/api/settings`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ auto_pull: false }) });
     expect(change.status).toBe(200);
+    // But not from a web page: a change that is not JSON, or that another site's page sent, is refused in the route's format.
+    const plain = await fetch(`${open.url}/dashboard/api/settings`, { method: "POST", headers: { "content-type": "text/plain" }, body: "{}" });
+    expect([plain.status, await plain.json()]).toEqual([415, { error: expect.stringContaining("Content-Type: expected application/json") }]);
+    const foreign = await fetch(`${open.url}/api/pull`, { method: "POST", headers: { "content-type": "application/json", origin: "http://evil.example" }, body: '{"model":"x"}' });
+    expect([foreign.status, foreign.headers.get("x-fleet-node")]).toEqual([403, "none"]);
+    expect(((await foreign.json()) as any).error).toContain("another site's page (Origin: http://evil.example)");
     await open.stop();
   });
 
