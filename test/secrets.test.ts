@@ -69,7 +69,7 @@ async function read(url: string, key: string | null): Promise<string> {
   return text;
 }
 
-const PATHS = secretPaths(herdConfigSchema as Node);
+const PATHS = secretPaths(herdConfigSchema as unknown as Node);
 // Config rules keep some secrets apart (anthropic.apiKey is refused beside auth.clients): two routers cover them all.
 const WITH_CLIENTS = PATHS.filter((p) => p.join(".") !== "anthropic.apiKey");
 const WITHOUT_CLIENTS = PATHS.filter((p) => p.join(".") !== "auth.clients.[].key");

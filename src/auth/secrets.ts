@@ -86,6 +86,7 @@ export const secretSchema = v.pipe(
   v.transform((source) => new Secret(source)),
 );
 
+/** What the walks below read of a valibot schema. */
 interface SchemaNode {
   wrapped?: SchemaNode;
   entries?: Record<string, SchemaNode>;
@@ -94,8 +95,8 @@ interface SchemaNode {
 }
 
 /** Whether a config schema (through its optional wrapper) is a secret field: the one mark a secret has. */
-export function isSecretField(schema: SchemaNode): boolean {
-  let s: SchemaNode | undefined = schema;
+export function isSecretField(schema: unknown): boolean {
+  let s = schema as SchemaNode | undefined;
   while (s && s !== (secretSchema as SchemaNode) && s.wrapped) s = s.wrapped;
   return s === (secretSchema as SchemaNode);
 }
@@ -104,10 +105,10 @@ export function isSecretField(schema: SchemaNode): boolean {
  * `value` as its config `schema` types it, with every secret field in it, however deep (a list of client keys,
  * say), shown as MASK: by the schema, never by a field's name. A Secret the schema does not mark is masked too.
  */
-export function maskSecrets(schema: SchemaNode, value: unknown): unknown {
-  if (value === null || value === undefined) return value ?? null;
+export function maskSecrets(schema: unknown, value: unknown): unknown {
+  if (value === null || value === undefined) return value;
   if (isSecretField(schema) || value instanceof Secret) return MASK;
-  let s: SchemaNode = schema;
+  let s = schema as SchemaNode;
   while (s.wrapped) s = s.wrapped;
   const each = (item: SchemaNode | undefined, v: unknown) => maskSecrets(item ?? {}, v);
   if (Array.isArray(value)) return value.map((v) => each(s.item, v));

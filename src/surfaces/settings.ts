@@ -94,7 +94,7 @@ function configView(config: Config, toggles: ToggleValues): Record<string, Categ
     const fields = objectFields(schema as SchemaNode);
     if (!fields) {
       // pins and modelMap: records keyed by the user's own names, shown as written.
-      const shown = maskSecrets(schema as SchemaNode, value ?? {}) as Record<string, unknown>;
+      const shown = maskSecrets(schema, value ?? {}) as Record<string, unknown>;
       for (const [key, item] of Object.entries(shown)) put(snake(section), key, item);
       view[snake(section)] ??= {};
       continue;
@@ -128,7 +128,7 @@ function leaves(prefix: string, fields: Record<string, SchemaNode>, value: Recor
     const nested = objectFields(schema);
     const leaf = value?.[key];
     // Each setting is shown as its schema types it: a secret field, or one inside a list, as a mask.
-    return nested ? leaves(path, nested, leaf as Record<string, unknown>) : [[path, maskSecrets(schema, leaf)]];
+    return nested ? leaves(path, nested, leaf as Record<string, unknown>) : [[path, maskSecrets(schema, leaf) ?? null]];
   });
 }
 
