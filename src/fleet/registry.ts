@@ -104,14 +104,16 @@ export class Registry {
     }
     const { node_id: _, ...report } = hb;
     const polled = !proven && Boolean(this.declared.get(hb.node_id)?.ollama);
-    if (!proven) {
+    if (proven) {
+      if (hb.ollama_url) node.reportedOllamaUrl = reachableUrl(hb.ollama_url, remoteAddress);
+    } else {
+      node.reportedOllamaUrl = remoteAddress ? `http://${urlHost(remoteAddress)}:${OLLAMA_PORT}` : null;
       delete report.ollama_url;
       delete report.draining;
       if (polled) delete report.ollama;
     }
     node.report = { ...node.report, ...report };
-    if (proven && hb.ollama_url) node.reportedOllamaUrl = reachableUrl(hb.ollama_url, remoteAddress);
-    if (!proven) node.reportedOllamaUrl = remoteAddress ? `http://${urlHost(remoteAddress)}:${OLLAMA_PORT}` : null;
+    // A node herd polls is up when its poll says so, whatever an unproven heartbeat claims.
     if (polled) return node;
     if (report.ollama) this.setOllama(node, report.ollama);
     node.source = "agent";
