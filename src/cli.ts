@@ -5,6 +5,7 @@ import { hostname } from "node:os";
 import { parseArgs } from "node:util";
 import { Secret } from "./auth/secrets.ts";
 import { checkConfig } from "./commands/check-config.ts";
+import { enroll, enrollmentSteps } from "./commands/enroll.ts";
 import { init } from "./commands/init.ts";
 import { runNode, runRouter, runSim } from "./commands/run.ts";
 import { configJsonSchema } from "./config/json-schema.ts";
@@ -30,6 +31,7 @@ Commands:
   (none)              router + a local node agent in one process: the single-Mac default
   serve               router only
   node                node agent only: reports this machine to a router
+  node --enroll       make this node a credential and print what the config needs (docs/security.md)
   sim                 a demo fleet of simulated nodes behind a router
   init [DIR]          write a starter herd.config.ts with its types (herd.d.ts) and JSON Schema
   check-config FILE   validate a config; exit 1 with one line per problem
@@ -46,6 +48,7 @@ Run \`herd COMMAND --help\` for a command's options.`,
 Runs the router: clients talk to it; it routes each request to the best node.
 Options:${COMMON}`,
   node: `Usage: herd node [--router URL] [--ollama URL] [--node-id ID] [--token-file FILE] [--config FILE]
+       herd node --enroll [--node-id ID] [--token-file FILE]
 
 Runs the node agent: every heartbeat interval it reports this machine and its Ollama to the router.
 The agent reads its own entry (by node id) from the same config file as the router, and reloads it.
@@ -55,6 +58,10 @@ The agent reads its own entry (by node id) from the same config file as the rout
   --token-file FILE the node credential, read from FILE (env HERD_NODE_TOKEN holds the value itself;
                     default: this node's token in the config, else auth.nodeToken)
   --config FILE     the fleet's config (env HERD_CONFIG; default ./herd.config.*)
+  --enroll          instead of running: make this node's credential (in --token-file FILE, default
+                    ~/.herd/nodes/ID.token, 0600; kept if it is there) and print the config entry and
+                    the steps for the router's machine. Without one, a heartbeat cannot say where the
+                    node's Ollama is nor take it out of service (open mode, docs/security.md)
   -h, --help        this help`,
   sim: `Usage: herd sim [--nodes N] [--base-port P] [--no-router] [--mlx] [options]
 
@@ -86,6 +93,7 @@ const OPTIONS = {
   ollama: { type: "string" },
   router: { type: "string" },
   "token-file": { type: "string" },
+  enroll: { type: "boolean" },
   nodes: { type: "string" },
   "base-port": { type: "string" },
   "no-router": { type: "boolean" },
@@ -99,7 +107,7 @@ const OPTIONS = {
 const ACCEPTS: Record<string, (keyof typeof OPTIONS)[]> = {
   herd: ["config", "port", "host", "data-dir", "node-id", "ollama"],
   serve: ["config", "port", "host", "data-dir"],
-  node: ["config", "node-id", "ollama", "router", "token-file"],
+  node: ["config", "node-id", "ollama", "router", "token-file", "enroll"],
   sim: ["config", "port", "host", "data-dir", "nodes", "base-port", "no-router", "mlx"],
   init: ["force"],
   "check-config": [],
@@ -151,6 +159,7 @@ async function main(argv: string[]): Promise<number> {
       return checkConfig(file);
     }
     case "node":
+      if (values.enroll) return print(enrollmentSteps(nodeId, enroll(nodeId, values["token-file"])));
       return runNode({
         configFlag,
         nodeId,

@@ -135,7 +135,7 @@ describe("nodes enroll with a node credential", () => {
     const file = join(openDir, "herd.config.json");
     writeFileSync(file, JSON.stringify({ nodes: [{ id: "declared" }], heartbeat: FAST }));
     const open = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(openDir, "data")]);
-    const post = (nodeId: string) => fetch(`${open.url}/heartbeat`, { method: "POST", body: JSON.stringify({ node_id: nodeId, ollama_url: mini.url }) });
+    const post = (nodeId: string) => fetch(`${open.url}/heartbeat`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ node_id: nodeId, ollama_url: mini.url }) });
     const refused = await post("stranger");
     expect(refused.status).toBe(403);
     expect(((await refused.json()) as any).error).toContain(`nodes: [{ id: "stranger" }]`);
@@ -147,8 +147,14 @@ describe("nodes enroll with a node credential", () => {
     // Open mode says so once at start-up, and fleet changes are allowed from this machine (loopback) only.
     expect(open.output().match(/no client keys configured: anyone who can reach 127\.0\.0\.1:\d+ may use the herd/g)).toHaveLength(1);
     expect(open.output()).toContain("no admin token configured: only this machine (loopback) may change the fleet");
-    const change = await fetch(`${open.url}/dashboard/api/settings`, { method: "POST", body: JSON.stringify({ auto_pull: false }) });
+    const change = await fetch(`${open.url}/dashboard/api/settings`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ auto_pull: false }) });
     expect(change.status).toBe(200);
+    // But not from a web page: a change that is not JSON, or that another site's page sent, is refused in the route's format.
+    const plain = await fetch(`${open.url}/dashboard/api/settings`, { method: "POST", headers: { "content-type": "text/plain" }, body: "{}" });
+    expect([plain.status, await plain.json()]).toEqual([415, { error: expect.stringContaining("Content-Type: expected application/json") }]);
+    const foreign = await fetch(`${open.url}/api/pull`, { method: "POST", headers: { "content-type": "application/json", origin: "http://evil.example" }, body: '{"model":"x"}' });
+    expect([foreign.status, foreign.headers.get("x-fleet-node")]).toEqual([403, "none"]);
+    expect(((await foreign.json()) as any).error).toContain("another site's page (Origin: http://evil.example)");
     await open.stop();
   });
 
@@ -279,7 +285,7 @@ describe("the admin token guards every change to the fleet", () => {
     ["POST", "/dashboard/api/benchmarks/cancel", {}],
   ];
   const send = (method: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
-    fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    fetch(`${url}${path}`, { method, headers: { "content-type": "application/json", ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
 
   test.each(ROUTES)("%s %s: 401 without it or with a client key, through with it", async (method, path, body) => {
     const none = await send(method, path, body);
@@ -310,7 +316,7 @@ describe("secrets stay secret", () => {
     await grab("/healthz");
     await grab("/api/tags", bearer(WRONG));
     bodies.push(await (await chat("llama3.2:3b", bearer(WRONG))).text());
-    bodies.push(await (await fetch(`${url}/heartbeat`, { method: "POST", headers: bearer(WRONG), body: JSON.stringify({ node_id: "x" }) })).text());
+    bodies.push(await (await fetch(`${url}/heartbeat`, { method: "POST", headers: { ...bearer(WRONG), "content-type": "application/json" }, body: JSON.stringify({ node_id: "x" }) })).text());
     const settings = JSON.parse(bodies[3]!);
     expect(settings.config.auth).toEqual({
       node_token: "••••",

@@ -1,6 +1,7 @@
 // The CLI as a user meets it: help, versions, usage errors, and the first start.
 import { describe, expect, test } from "bun:test";
 import { hostname } from "node:os";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { eventually, getJson, herd, startRouterProcess, tmpDir } from "./helpers.ts";
@@ -92,5 +93,41 @@ describe("herd CLI", () => {
     const r = await herd(["serve"], { cwd: dir });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`server.port: expected a number, got "x"`);
+  });
+});
+
+describe("herd node --enroll", () => {
+  test("makes the node a credential in a 0600 file (kept on a second run), prints its config entry, and the router then takes the node's heartbeats with it only", async () => {
+    const dir = tmpDir();
+    const file = join(dir, "keys", "mini.token");
+    const first = await herd(["node", "--enroll", "--node-id", "mini", "--token-file", file]);
+    expect(first.code).toBe(0);
+    const credential = readFileSync(file, "utf8").trim();
+    expect(credential).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(first.stdout).toContain(`node credential for "mini" made in ${file}`);
+    expect(first.stdout).toContain(`{ id: "mini", token: { file: "${file}" } }`);
+    expect(first.stdout).toContain(credential);
+    const again = await herd(["node", "--enroll", "--node-id", "mini", "--token-file", file]);
+    expect(again.stdout).toContain(`kept in ${file}`);
+    expect(readFileSync(file, "utf8").trim()).toBe(credential);
+    expect((await herd(["node", "--help"])).stdout).toContain("--enroll");
+
+    // The entry it printed, in a router's config.
+    const config = join(dir, "herd.config.ts");
+    writeFileSync(config, `export default { nodes: [{ id: "mini", token: { file: "${file}" } }] };\n`);
+    const router = await startRouterProcess(["serve", "--config", config, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+    const beat = (token: string | null) =>
+      fetch(`${router.url}/heartbeat`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: JSON.stringify({ node_id: "mini", ollama_url: "http://10.9.8.7:11500" }),
+      });
+    expect((await beat(null)).status).toBe(401);
+    expect((await beat(credential)).status).toBe(200);
+    // A proven heartbeat says where the node's Ollama is.
+    expect((await getJson(`${router.url}/fleet/status`)).nodes[0].ollama_url).toBe("http://10.9.8.7:11500");
+    expect(router.output()).not.toContain("open mode");
+    await router.stop();
   });
 });

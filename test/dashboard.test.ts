@@ -223,6 +223,48 @@ describe("acting from the dashboard", () => {
     await page.close();
   }, 20_000);
 
+  test("a page of another site changes nothing: its text/plain posts and its form are refused, the dashboard's own calls go on", async () => {
+    // The attack: a page the operator opens posts to herd on loopback, where changes need no token, without a preflight.
+    const evil = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () =>
+        new Response(
+          `<form id="f" method="POST" action="${router.url}/dashboard/api/settings" enctype="text/plain"><input name='{"vram_fallback":false,"x":"' value='"}'></form>`,
+          { headers: { "content-type": "text/html" } },
+        ),
+    });
+    const before = (await getJson(`${air.url}/_sim`)).models;
+    expect(before).toContain("llama3.2:1b");
+    // Served as localhost: another site than 127.0.0.1 (and another port of it would be another origin too).
+    for (const origin of [`http://localhost:${evil.port}`, `http://127.0.0.1:${evil.port}`]) {
+      const page = await light.newPage();
+      await page.goto(origin);
+      await page.evaluate(async (herd) => {
+        const simple = (path: string, body: unknown) => fetch(`${herd}${path}`, { method: "POST", mode: "no-cors", headers: { "content-type": "text/plain" }, body: JSON.stringify(body) });
+        await simple("/dashboard/api/settings", { auto_pull: false });
+        await simple("/dashboard/api/delete", { node_id: "air", model: "llama3.2:1b" });
+        await simple("/api/pull", { model: "qwen3:8b" });
+      }, router.url);
+      await Promise.all([page.waitForNavigation(), page.evaluate(`document.getElementById("f").submit()`)]);
+      expect(await page.textContent("body")).toContain("another site's page");
+      await page.close();
+    }
+    expect((await settings()).config.toggles).toEqual({ auto_pull: true, vram_fallback: true });
+    expect((await getJson(`${air.url}/_sim`)).models).toEqual(before);
+    await evil.stop(true);
+
+    // The dashboard's own change still goes through (its fetch sends JSON, from herd's own origin).
+    const page = await light.newPage();
+    await page.goto(`${router.url}/dashboard/settings`);
+    const toggle = page.locator('[data-setting="vram_fallback"] input[role="switch"]');
+    await toggle.click();
+    await eventually(async () => (await settings()).config.toggles.vram_fallback === false, 3000, "vram_fallback off");
+    await toggle.click();
+    await eventually(async () => (await settings()).config.toggles.vram_fallback === true, 3000, "vram_fallback back on");
+    await page.close();
+  }, 20_000);
+
   test("with an admin token set, a change asks for it (again when refused), is then made, and the token is kept for the tab", async () => {
     const ADMIN = "adm-dashboard-5f4e3d2c1b";
     const dir = tmpDir();

@@ -33,7 +33,7 @@ let fleet: MediaFleet;
 let text: ReturnType<typeof embeddingServer>;
 let vision: ReturnType<typeof embeddingServer>;
 
-const post = (path: string, body: unknown) => fetch(`${fleet.url}${path}`, { method: "POST", body: JSON.stringify(body) });
+const post = (path: string, body: unknown) => fetch(`${fleet.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 const backendOf = async (model: string) => (await post("/api/embed", { model, input: "probe" })).headers.get("x-fleet-backend");
 
 afterAll(async () => {

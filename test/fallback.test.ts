@@ -21,7 +21,7 @@ async function macWith(loaded: string[]) {
   const live = await LiveConfig.open(null, (c) => ({ ...c, heartbeat: FAST }));
   const agent = startAgent({ nodeId: "mac", live, ollamaUrl: sim.url, send: postTo(router.url, 1000), collector: simCollector(sim, { chip: "Apple M2 Pro", memoryBandwidthGbps: 200 }) });
   await agent.beat();
-  await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes[0]?.source === "agent", 3000, "the agent's report");
+  await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes[0]?.memory, 3000, "the agent's report");
   const chat = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
     fetch(`${router.url}/api/chat`, {
       method: "POST",

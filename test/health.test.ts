@@ -335,7 +335,7 @@ test("mlx_server_unhealthy: a memory-blocked server is a warning, a quarantined 
 
 test("priority_models: a pinned model loaded nowhere is a warning that says to pull it; unpinned, ok", async () => {
   const pin = async (model: string, pinned: boolean) => {
-    const res = await fetch(`${router.url}/dashboard/api/pinned-models`, { method: "POST", body: JSON.stringify({ node_id: "mac", model, pinned }) });
+    const res = await fetch(`${router.url}/dashboard/api/pinned-models`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ node_id: "mac", model, pinned }) });
     expect(res.status).toBe(200);
   };
   await pin("llama3.2:3b", true);

@@ -352,6 +352,7 @@ describe("retries (routing.maxRetries)", () => {
   const ghostHeartbeat = () =>
     fetch(`${fleet.url}/heartbeat`, {
       method: "POST",
+      headers: { "content-type": "application/json" },
       body: JSON.stringify({
         node_id: "ghost",
         ollama_url: `http://127.0.0.1:${closedPort}`,

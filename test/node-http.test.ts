@@ -252,13 +252,18 @@ test.skipIf(process.platform !== "linux")("a node whose host answers no connecti
   const silent = await silentPort();
   const dir = tmpDir();
   const file = join(dir, "herd.config.json");
-  writeFileSync(file, JSON.stringify({ nodes: [{ id: "off" }], timeouts: { firstByteMs: 500 }, features: { autoPull: false, vramFallback: false } }));
+  writeFileSync(file, JSON.stringify({ nodes: [{ id: "off", token: "node-http-off-token" }], timeouts: { firstByteMs: 500 }, features: { autoPull: false, vramFallback: false } }));
   const off = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
   try {
     // The node's agent last said its Ollama was fine; since then its host went off.
     const ollama = { reachable: true, error: null, version: "0.12.0", requests_active: 0, models_loaded: [{ name: MODEL, size_gb: 2 }], models_available: [MODEL] };
     const heartbeat = { node_id: "off", ollama_url: `http://127.0.0.1:${silent.port}`, memory: { total_gb: 32, used_gb: 8, available_gb: 24, pressure: "nominal" }, ollama };
-    const sent = await fetch(`${off.url}/heartbeat`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(heartbeat) });
+    // With its node credential: only then does a heartbeat say where the node's Ollama is.
+    const sent = await fetch(`${off.url}/heartbeat`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: "Bearer node-http-off-token" },
+      body: JSON.stringify(heartbeat),
+    });
     expect(sent.status).toBe(200);
     const started = performance.now();
     const res = await fetch(`${off.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: MODEL, prompt: "length", stream: false }) });

@@ -29,7 +29,9 @@ const startRouter = () => startRouterProcess(["serve", "--config", configFile, "
 const bothOnline = () =>
   eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.filter((n: any) => n.status === "online").length === 2, 4000, "a and big online");
 
-// What `herd node` would send for "big": its Ollama as probed, and 32 GB of memory (26 GB for pins after the OS reserve).
+// What `herd node` would send for "big": its Ollama as probed, and 32 GB of memory (26 GB for pins after the OS reserve),
+// with its node credential (without one, a heartbeat could not say where big's Ollama is).
+const BIG_TOKEN = "pins-test-big-token";
 function fakeAgent(): { stop(): Promise<void> } {
   let running = true;
   const loop = (async () => {
@@ -40,7 +42,11 @@ function fakeAgent(): { stop(): Promise<void> } {
         memory: { total_gb: 32, used_gb: 8, available_gb: 24, pressure: "nominal" },
         ollama: await probeOllama(big.url, 1000),
       };
-      await fetch(`${router.url}/heartbeat`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(heartbeat) }).catch(() => {});
+      await fetch(`${router.url}/heartbeat`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${BIG_TOKEN}` },
+        body: JSON.stringify(heartbeat),
+      }).catch(() => {});
       await Bun.sleep(150);
     }
   })();
@@ -61,7 +67,7 @@ beforeAll(async () => {
   ]);
   dir = tmpDir();
   configFile = join(dir, "herd.config.ts");
-  writeFileSync(configFile, `export default { nodes: [{ id: "a", ollama: "${a.url}" }, { id: "big" }], pins: { "*": ["llama3.2:3b"] }, ${FAST} };\n`);
+  writeFileSync(configFile, `export default { nodes: [{ id: "a", ollama: "${a.url}" }, { id: "big", token: "${BIG_TOKEN}" }], pins: { "*": ["llama3.2:3b"] }, ${FAST} };\n`);
   router = await startRouter();
   agent = fakeAgent();
   await bothOnline();

@@ -16,7 +16,9 @@ import { simCollector } from "../src/sim/collector.ts";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
 import { cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
 
-// Heartbeats never go stale during the file, and agents beat only on request.
+// Heartbeats never go stale during the file, and agents beat only on request, with their node credential (so the
+// router believes what they say the nodes hold, between its own rare polls).
+const NODE_TOKEN = "recommendations-node-token";
 const HEARTBEAT = { intervalMs: 600_000, timeoutMs: 1_200_000, offlineMs: 1_800_000 };
 
 let big: SimNode;
@@ -42,11 +44,11 @@ beforeAll(async () => {
   const dir = tmpDir();
   const file = join(dir, "herd.config.ts");
   const nodes = [big, small].map((n) => ({ id: n.id, ollama: n.url }));
-  writeFileSync(file, `export default { nodes: ${JSON.stringify(nodes)}, heartbeat: ${JSON.stringify(HEARTBEAT)} };\n`);
+  writeFileSync(file, `export default { nodes: ${JSON.stringify(nodes)}, heartbeat: ${JSON.stringify(HEARTBEAT)}, auth: { nodeToken: "${NODE_TOKEN}" } };\n`);
   router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
   const live = await LiveConfig.open(null, (c) => ({ ...c, heartbeat: HEARTBEAT }));
   agents = [big, small].map((sim) =>
-    startAgent({ nodeId: sim.id, live, ollamaUrl: sim.url, send: postTo(router.url, 1000), collector: simCollector(sim, { chip: "Apple M2", memoryBandwidthGbps: 100 }) }),
+    startAgent({ nodeId: sim.id, live, ollamaUrl: sim.url, send: postTo(router.url, 1000, () => NODE_TOKEN), collector: simCollector(sim, { chip: "Apple M2", memoryBandwidthGbps: 100 }) }),
   );
   await beat();
   await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.every((n: any) => n.source === "agent" && n.memory), 3000, "both agents' reports");

@@ -113,7 +113,7 @@ describe("POST /api/transcribe", () => {
   });
 
   test("the fleet's transcription models are not pullable through Ollama", async () => {
-    const res = await fetch(`${fleet.url}/api/pull`, { method: "POST", body: JSON.stringify({ name: "qwen3-asr" }) });
+    const res = await fetch(`${fleet.url}/api/pull`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "qwen3-asr" }) });
     expect(res.status).toBe(400);
     expect(((await res.json()) as any).error).toContain("not an Ollama model; install it with:");
   });

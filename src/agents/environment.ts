@@ -43,7 +43,7 @@ export function credentialPolicy(config: Config, env = process.env): CredentialP
 function blockedNames(config: Config, requested: Set<string>, env: NodeJS.ProcessEnv): Set<string> {
   const secrets = routerSecrets(config);
   const values = new Set(secrets.flatMap((s) => (s.value ? [s.value] : [])));
-  const fromEnv = secrets.flatMap((s) => (typeof s.source === "object" && "env" in s.source ? [s.source.env] : []));
+  const fromEnv = secrets.flatMap((s) => (s.envName ? [s.envName] : []));
   const holdingSecret = [...requested].filter((n) => env[n] !== undefined && values.has(env[n]!));
   return new Set([...HERD_SETS, ...PANE_CONTROL, ...fromEnv, ...holdingSecret]);
 }

@@ -8,14 +8,15 @@ import { Presented, sameSecret } from "./tokens.ts";
 
 export type ClientEntry = Config["auth"]["clients"][number];
 
-export type Enrollment = { ok: true } | { ok: false; status: 401 | 403; reason: string };
+/** `proven`: the heartbeat carried the node's credential; without one configured (open mode), it proves nothing. */
+export type Enrollment = { ok: true; proven: boolean } | { ok: false; status: 401 | 403; reason: string };
 
 /** Whether a heartbeat presenting `token` may report as `nodeId`. */
 export function enrollment(config: Config, nodeId: string, token: string | null): Enrollment {
   const entry = config.nodes.find((n) => n.id === nodeId);
   const accepted = [entry?.token, config.auth.nodeToken].filter((s): s is Secret => s !== undefined);
   if (!accepted.length) {
-    if (entry) return { ok: true };
+    if (entry) return { ok: true, proven: false };
     return {
       ok: false,
       status: 403,
@@ -30,7 +31,7 @@ export function enrollment(config: Config, nodeId: string, token: string | null)
     };
   }
   if (!matchesAny(new Presented(token), accepted)) return { ok: false, status: 401, reason: `node "${nodeId}" sent an invalid node credential` };
-  return { ok: true };
+  return { ok: true, proven: true };
 }
 
 /** The client key `presented` is, or null. */

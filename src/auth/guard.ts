@@ -1,5 +1,6 @@
 // The guard in front of every route: by the facts the route declares
-// (route-facts.ts), the body's declared size, then who is asking. Client keys
+// (route-facts.ts), the body's declared size, a change another site's page
+// sent (cross-site.ts), then who is asking. Client keys
 // become a Caller that the router core charges (rate, in flight, models) and
 // names in the trace.
 import { Elysia } from "elysia";
@@ -8,6 +9,7 @@ import type { Config } from "../config/schema.ts";
 import { log } from "../log.ts";
 import { Caller, KeyUsage } from "./caller.ts";
 import { clientOf, isAdmin } from "./credentials.ts";
+import { crossSiteRefusal } from "./cross-site.ts";
 import { admitBody } from "./limits.ts";
 import { refusal } from "./refusal.ts";
 import type { ErrorFormat, RouteTable } from "./route-facts.ts";
@@ -42,6 +44,8 @@ function guard(config: Config, usage: KeyUsage, routes: RouteTable, request: Req
   const { access, errors } = facts;
   const tooLarge = admitBody(request, facts.body, config.server);
   if (tooLarge) return refusal(errors, 413, tooLarge);
+  const crossSite = crossSiteRefusal(request, facts);
+  if (crossSite) return refusal(errors, crossSite.status, crossSite.message);
   if (access === "open" || access === "node" || access === "own") return;
   const token = presentedKey(request);
   // Hashed once, however many secrets it is compared with.
@@ -73,4 +77,13 @@ function announce(config: Config, port: number | undefined): void {
   const where = `${config.server.host}:${port ?? config.server.port}`;
   if (!config.auth.clients.length) log.warn(`no client keys configured: anyone who can reach ${where} may use the herd (set auth.clients; see docs/security.md)`);
   if (!config.auth.adminToken) log.info("no admin token configured: only this machine (loopback) may change the fleet (set auth.adminToken)");
+  const open = config.auth.nodeToken ? [] : config.nodes.filter((n) => !n.token).map((n) => n.id);
+  if (open.length) {
+    log.warn(
+      `no node credential for ${open.join(", ")} (open mode): anyone who can reach ${where} may send their heartbeats and report their machines; ` +
+        "a node without an ollama address in the config is then reached at the heartbeat's own address (port 11434), " +
+        "but such a heartbeat cannot set where herd sends its prompts, drain a node or, for a node herd polls, say what it holds or that it is down. " +
+        "Give nodes a credential: `herd node --enroll` (docs/security.md)",
+    );
+  }
 }

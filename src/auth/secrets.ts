@@ -13,13 +13,23 @@ export const MASK = "••••";
 
 export class Secret {
   #value: string | null = null;
+  // Private, as the value: a literal source is the secret itself, and nothing that walks an object may see it.
+  readonly #source: SecretSource;
 
-  constructor(readonly source: SecretSource) {}
+  constructor(source: SecretSource) {
+    this.#source = source;
+  }
 
   /** Where the value comes from, safe to show: `env HERD_ADMIN_TOKEN`, `file /run/secrets/herd`, `literal`. */
   get origin(): string {
-    const s = this.source;
+    const s = this.#source;
     return typeof s === "string" ? "literal" : "env" in s ? `env ${s.env}` : `file ${s.file}`;
+  }
+
+  /** The environment variable it is read from, if it is. */
+  get envName(): string | null {
+    const s = this.#source;
+    return typeof s === "object" && "env" in s ? s.env : null;
   }
 
   /** The value, or null while it could not be read (see resolve). */
@@ -29,7 +39,7 @@ export class Secret {
 
   /** Reads the value (a relative file path is relative to `baseDir`); returns why it cannot, or null. */
   resolve(baseDir: string): string | null {
-    const s = this.source;
+    const s = this.#source;
     let raw: string;
     if (typeof s === "string") raw = s;
     else if ("env" in s) {
@@ -75,6 +85,38 @@ export const secretSchema = v.pipe(
   ),
   v.transform((source) => new Secret(source)),
 );
+
+/** What the walks below read of a valibot schema. */
+interface SchemaNode {
+  wrapped?: SchemaNode;
+  entries?: Record<string, SchemaNode>;
+  item?: SchemaNode;
+  value?: SchemaNode;
+}
+
+/** Whether a config schema (through its optional wrapper) is a secret field: the one mark a secret has. */
+export function isSecretField(schema: unknown): boolean {
+  let s = schema as SchemaNode | undefined;
+  while (s && s !== (secretSchema as SchemaNode) && s.wrapped) s = s.wrapped;
+  return s === (secretSchema as SchemaNode);
+}
+
+/**
+ * `value` as its config `schema` types it, with every secret field in it, however deep (a list of client keys,
+ * say), shown as MASK: by the schema, never by a field's name. A Secret the schema does not mark is masked too.
+ */
+export function maskSecrets(schema: unknown, value: unknown): unknown {
+  if (value === null || value === undefined) return value;
+  if (isSecretField(schema) || value instanceof Secret) return MASK;
+  let s = schema as SchemaNode;
+  while (s.wrapped) s = s.wrapped;
+  const each = (item: SchemaNode | undefined, v: unknown) => maskSecrets(item ?? {}, v);
+  if (Array.isArray(value)) return value.map((v) => each(s.item, v));
+  if (typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, each(s.entries ? s.entries[k] : s.value, v)]));
+  }
+  return value;
+}
 
 /** Resolves every Secret in a parsed config; one problem per secret that cannot be read, naming its path. */
 export function resolveSecrets(config: unknown, baseDir: string): string[] {

@@ -31,7 +31,7 @@ export async function runRouter(opts: {
   const router = await startRouter(live);
   announce(router);
   const agent = opts.localAgent
-    ? startAgent({ ...opts.localAgent, live, send: async (hb) => void router.rt.registry.heartbeat(hb, null) })
+    ? startAgent({ ...opts.localAgent, live, send: async (hb) => void router.rt.registry.heartbeat(hb, null, true) })
     : null;
   if (agent && opts.localAgent) {
     const url = opts.localAgent.ollamaUrl ?? live.config.nodes.find((n) => n.id === opts.localAgent!.nodeId)?.ollama ?? DEFAULT_OLLAMA;
@@ -94,7 +94,7 @@ export async function runSim(opts: { configFlag?: string; overrides: Overrides; 
     if (opts.mlx) {
       const first = sims[0]!;
       const collector = simCollector(first, { chip: "Apple M3 Ultra", memoryBandwidthGbps: 819 });
-      agent = startAgent({ nodeId: first.id, live, ollamaUrl: first.url, collector, send: async (hb) => void running.rt.registry.heartbeat(hb, null) });
+      agent = startAgent({ nodeId: first.id, live, ollamaUrl: first.url, collector, send: async (hb) => void running.rt.registry.heartbeat(hb, null, true) });
     }
     await reportPolled(router);
     log.info(`try: curl ${router.url}/api/chat -d '{"model":"llama3.2:3b","messages":[{"role":"user","content":"hello"}]}'`);

@@ -10,6 +10,8 @@ import type { Heartbeat, OllamaSection } from "./heartbeat.ts";
 
 export type NodeStatus = "online" | "degraded" | "offline";
 
+/** Ollama's own port: where an unproven heartbeat's node is reached, at the address it came from. */
+const OLLAMA_PORT = 11434;
 /** How long an unloaded model still counts as warm (its files are likely still in the page cache). */
 const WARM_FOR_MS = 10 * 60_000;
 /** How long load/unload events are kept: the health checks look at the last hour. */
@@ -87,17 +89,33 @@ export class Registry {
     return [...this.nodes.values()];
   }
 
-  /** Records an agent heartbeat; `remoteAddress` is where it came from. */
-  heartbeat(hb: Heartbeat, remoteAddress: string | null): NodeRecord {
+  /**
+   * Records an agent heartbeat; `remoteAddress` is where it came from. `proven`: it carried the node's credential,
+   * or came from the agent inside this process. Anyone may send an unproven one (open mode: no node credential),
+   * so it cannot choose where herd sends prompts (the config's address, else its own source address at Ollama's
+   * port) nor take the node out of service (its `draining` is ignored; for a node herd polls, the poll alone
+   * says what it holds and whether it is up).
+   */
+  heartbeat(hb: Heartbeat, remoteAddress: string | null, proven: boolean): NodeRecord {
     const node = this.nodes.get(hb.node_id) ?? blank(hb.node_id);
     if (!this.nodes.has(hb.node_id)) {
       this.nodes.set(hb.node_id, node);
       log.info(`node ${hb.node_id} joined (agent${remoteAddress ? ` at ${remoteAddress}` : ""})`);
     }
     const { node_id: _, ...report } = hb;
+    const polled = !proven && Boolean(this.declared.get(hb.node_id)?.ollama);
+    if (proven) {
+      if (hb.ollama_url) node.reportedOllamaUrl = reachableUrl(hb.ollama_url, remoteAddress);
+    } else {
+      node.reportedOllamaUrl = remoteAddress ? `http://${urlHost(remoteAddress)}:${OLLAMA_PORT}` : null;
+      delete report.ollama_url;
+      delete report.draining;
+      if (polled) delete report.ollama;
+    }
     node.report = { ...node.report, ...report };
-    if (hb.ollama) this.setOllama(node, hb.ollama);
-    if (hb.ollama_url) node.reportedOllamaUrl = reachableUrl(hb.ollama_url, remoteAddress);
+    // A node herd polls is up when its poll says so, whatever an unproven heartbeat claims.
+    if (polled) return node;
+    if (report.ollama) this.setOllama(node, report.ollama);
     node.source = "agent";
     node.lastAgentBeat = this.now();
     this.seen(node);
@@ -234,8 +252,13 @@ function reachableUrl(reported: string, remoteAddress: string | null): string {
   const url = new URL(reported);
   const loopback = (h: string) => h === "localhost" || h === "[::1]" || h === "::1" || h.startsWith("127.");
   if (!loopback(url.hostname) || loopback(remoteAddress) || remoteAddress === "::ffff:127.0.0.1") return reported;
-  url.hostname = remoteAddress.includes(":") && !remoteAddress.startsWith("::ffff:") ? `[${remoteAddress}]` : remoteAddress.replace("::ffff:", "");
+  url.hostname = urlHost(remoteAddress);
   return url.toString().replace(/\/$/, "");
+}
+
+/** A socket's address as a URL's host: IPv6 in brackets, an IPv4-mapped one as IPv4. */
+function urlHost(address: string): string {
+  return address.includes(":") && !address.startsWith("::ffff:") ? `[${address}]` : address.replace("::ffff:", "");
 }
 
 /** The node has the model loaded right now. */

@@ -89,7 +89,7 @@ export function testFleet(nodes: NodeSpec[], raw: Record<string, unknown> = {}):
     // The ones that went silent report first, at 0: by FLEET_NOW they are long past heartbeat.offlineMs.
     for (const n of [...nodes].sort((a, b) => Number(Boolean(b.offline)) - Number(Boolean(a.offline)))) {
       now = n.offline ? 0 : FLEET_NOW;
-      registry.heartbeat(heartbeat(n), null);
+      registry.heartbeat(heartbeat(n), null, true);
     }
     now = FLEET_NOW;
     registry.tick();

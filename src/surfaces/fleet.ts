@@ -35,7 +35,7 @@ export function fleetSurface(rt: FleetState & { toolRepairs: RepairStats }) {
         refusals.note(`heartbeat from ${from ?? "?"} refused (${admitted.status}): ${admitted.reason}`);
         return jsonError(admitted.status, admitted.reason);
       }
-      const node = rt.registry.heartbeat(parsed.output, from);
+      const node = rt.registry.heartbeat(parsed.output, from, admitted.proven);
       return { status: "ok", node_status: node.status };
     }, { parse: "none", facts: { access: "node", body: "heartbeat", errors: "herd" } });
 }

@@ -6,14 +6,13 @@ import { hostname } from "node:os";
 import { Elysia } from "elysia";
 import * as v from "valibot";
 import { routeFacts } from "../auth/route-facts.ts";
+import { maskSecrets } from "../auth/secrets.ts";
 import { type Config, herdConfigSchema } from "../config/schema.ts";
 import type { LiveConfig } from "../config/live.ts";
 import type { Registry } from "../fleet/registry.ts";
 import { TOGGLE_NAMES, type Toggles, type ToggleValues } from "../router/toggles.ts";
 import { VERSION } from "../version.ts";
 import { validBody } from "./body.ts";
-
-const MASK = "••••";
 
 /** Seed 000's category and name for the settings herd shares with it; durations in seconds, as there. */
 const SEED_NAMES: Record<string, { category: string; key: string; seconds?: true }> = {
@@ -39,8 +38,6 @@ const SEED_NAMES: Record<string, { category: string; key: string; seconds?: true
 const TOGGLED = new Set(["features.autoPull", "features.vramFallback"]);
 /** Shown as the `nodes` list, from what the nodes report. */
 const NOT_SHOWN = new Set(["$schema", "nodes"]);
-// A name like apiKey, clientSecret, password, authToken, keys; counts such as maxPromptTokens are numbers, never masked.
-const SECRET_NAME = /(key|secret|password|passwd|token|credential)s?$/i;
 
 const flag = v.boolean("expected true or false");
 const toggleBody = v.object({ auto_pull: v.optional(flag), vram_fallback: v.optional(flag) });
@@ -90,14 +87,15 @@ type Category = Record<string, unknown>;
 function configView(config: Config, toggles: ToggleValues): Record<string, Category> {
   const view: Record<string, Category> = { toggles: { ...toggles } };
   for (const { category } of Object.values(SEED_NAMES)) view[category] ??= {};
-  const put = (category: string, key: string, value: unknown) => ((view[category] ??= {})[key] = masked(key, value));
+  const put = (category: string, key: string, value: unknown) => ((view[category] ??= {})[key] = value);
   for (const [section, schema] of Object.entries(herdConfigSchema.entries)) {
     if (NOT_SHOWN.has(section)) continue;
     const value = (config as Record<string, unknown>)[section];
     const fields = objectFields(schema as SchemaNode);
     if (!fields) {
       // pins and modelMap: records keyed by the user's own names, shown as written.
-      for (const [key, item] of Object.entries((value ?? {}) as Record<string, unknown>)) put(snake(section), key, item);
+      const shown = maskSecrets(schema, value ?? {}) as Record<string, unknown>;
+      for (const [key, item] of Object.entries(shown)) put(snake(section), key, item);
       view[snake(section)] ??= {};
       continue;
     }
@@ -129,17 +127,9 @@ function leaves(prefix: string, fields: Record<string, SchemaNode>, value: Recor
     const path = `${prefix}.${key}`;
     const nested = objectFields(schema);
     const leaf = value?.[key];
-    return nested ? leaves(path, nested, leaf as Record<string, unknown>) : [[path, leaf ?? null]];
+    // Each setting is shown as its schema types it: a secret field, or one inside a list, as a mask.
+    return nested ? leaves(path, nested, leaf as Record<string, unknown>) : [[path, maskSecrets(schema, leaf) ?? null]];
   });
-}
-
-/** The value with anything under a secret-like name masked, however deep (a list of client keys, say). */
-function masked(key: string, value: unknown): unknown {
-  if (value === null || typeof value === "number" || typeof value === "boolean") return value;
-  if (SECRET_NAME.test(key)) return MASK;
-  if (Array.isArray(value)) return value.map((item) => masked("", item));
-  if (typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, item]) => [k, masked(k, item)]));
-  return value;
 }
 
 function snake(name: string): string {
