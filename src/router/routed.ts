@@ -20,10 +20,19 @@ export interface Routed extends Answered {
   adjustments: string[];
 }
 
+/** What the request's client key lets the router do for it (auth/caller.ts); null when no key restricts it (open mode, the admin). */
+export interface KeyGrant {
+  /** Whether a model no node has may be pulled for it (features.autoPull). */
+  readonly mayPull: boolean;
+  /** Whether its models allow it to be served `model`: a stand-in must be allowed as much as the model asked for. */
+  mayServe(model: string): boolean;
+}
+
 export interface RouterDeps {
   registry: Registry;
   queues: Queues;
   ordering: NodeOrdering;
   pulls: Pulls;
   config: Config;
+  grant: KeyGrant | null;
 }
