@@ -86,14 +86,14 @@ describe("auto-pull", () => {
 
 describe("a key is served only models its list allows", () => {
   test("a claude-* id on /v1/messages is auto-routed among the key's models only, never to the loaded 70b", async () => {
+    // A key without a list gets the best loaded model (first: once the coder is loaded, it is the best).
+    const open = await messages("claude-sonnet-4-5", KEY.plain);
+    expect(open.headers.get("x-fleet-served-model")).toBe("llama3.3:70b");
+    await open.json();
     const res = await messages("claude-sonnet-4-5", KEY.coder);
     expect(res.status).toBe(200);
     expect(res.headers.get("x-fleet-served-model")).toBe("qwen2.5-coder:7b");
     await res.json();
-    // A key without a list still gets the best loaded model.
-    const open = await messages("claude-sonnet-4-5", KEY.plain);
-    expect(open.headers.get("x-fleet-served-model")).toBe("llama3.3:70b");
-    await open.json();
   });
 
   test("an allowed id or alias whose modelMap target is not allowed is a 403 naming both, on /v1/messages and /v1/responses", async () => {
