@@ -56,11 +56,11 @@ async function messages(rt: AnthropicSources, request: Request, clientIp: string
   const { anthropic, timeouts } = rt.live.config;
   const body = await readJsonObject(request);
   const named = typeof body === "string" ? { error: body } : modelOf(body, "model: required");
-  const requested = "model" in named ? named.model : null;
-  const refuse = (status: number, message: string) => anthropicError(status, message, fleetHeaders(requested ?? "none", null, 0));
+  const refuse = (status: number, message: string) => anthropicError(status, message, fleetHeaders("model" in named ? named.model : "none", null, 0));
   if (anthropic.apiKey && !keyMatches(request, anthropic.apiKey.value)) return refuse(401, "invalid x-api-key: this router requires the key set in anthropic.apiKey");
   if (typeof body === "string") return refuse(400, body);
-  if (!requested) return refuse(400, (named as { error: string }).error);
+  if ("error" in named) return refuse(400, named.error);
+  const requested = named.model;
   if (body.stream !== undefined && typeof body.stream !== "boolean") return refuse(400, "stream: expected true or false");
   const userId = (body.metadata as { user_id?: unknown } | undefined)?.user_id;
   if (userId !== undefined && userId !== null && typeof userId !== "string") return refuse(400, "metadata.user_id: expected a string");
