@@ -8,20 +8,22 @@ import { LiveConfig } from "../src/config/live.ts";
 import { postTo, startAgent } from "../src/node/agent.ts";
 import { simCollector } from "../src/sim/collector.ts";
 import { startSimOllama } from "../src/sim/index.ts";
-import { eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+import { eventually, startRouterProcess, tmpDir } from "./helpers.ts";
 
 const FAST = { intervalMs: 200, timeoutMs: 700, offlineMs: 1400 };
 
-async function macWith(loaded: string[]) {
+/** `extra`: more of the router's config (client keys, say); `reader`: the headers that read the fleet's status. */
+async function macWith(loaded: string[], extra: Record<string, unknown> = {}, reader: Record<string, string> = {}) {
   const sim = await startSimOllama({ id: "mac", memoryGb: 32, models: ["qwen3:32b", "qwen3:8b", "llama3.2:3b", "gemma3:12b", "gemma3:4b", "nomic-embed-text"], loaded });
   const dir = tmpDir();
   const file = join(dir, "herd.config.ts");
-  writeFileSync(file, `export default { nodes: [{ id: "mac", ollama: "${sim.url}" }], heartbeat: ${JSON.stringify(FAST)} };\n`);
+  writeFileSync(file, `export default ${JSON.stringify({ nodes: [{ id: "mac", ollama: sim.url }], heartbeat: FAST, ...extra })};\n`);
   const router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
   const live = await LiveConfig.open(null, (c) => ({ ...c, heartbeat: FAST }));
   const agent = startAgent({ nodeId: "mac", live, ollamaUrl: sim.url, send: postTo(router.url, 1000), collector: simCollector(sim, { chip: "Apple M2 Pro", memoryBandwidthGbps: 200 }) });
   await agent.beat();
-  await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes[0]?.memory, 3000, "the agent's report");
+  const fleetStatus = async () => (await fetch(`${router.url}/fleet/status`, { headers: reader })).json() as Promise<any>;
+  await eventually(async () => (await fleetStatus()).nodes[0]?.memory, 3000, "the agent's report");
   const chat = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
     fetch(`${router.url}/api/chat`, {
       method: "POST",
@@ -32,7 +34,7 @@ async function macWith(loaded: string[]) {
     agent.stop();
     await sim.stop();
   };
-  const freeGb = async () => (await getJson(`${router.url}/fleet/status`)).nodes[0].memory.available_gb as number;
+  const freeGb = async () => (await fleetStatus()).nodes[0].memory.available_gb as number;
   return { chat, stop, freeGb };
 }
 
@@ -61,6 +63,22 @@ describe("VRAM fallback", () => {
     expect(body.headers.get("x-fleet-served-model")).toBe("qwen3:32b");
     await body.json();
     await again.stop();
+  });
+
+  test("a client key is given a stand-in only if its models allow it, else the model asked for", async () => {
+    const keys = { auth: { clients: [{ name: "only32b", key: "sk-32b-5a4b3c2d1e0f", models: ["qwen3:32b"] }, { name: "qwen3", key: "sk-qw3-0f1e2d3c4b5a", models: ["qwen3:*"] }] } };
+    const mac = await macWith(["qwen3:8b", "llama3.2:3b", "gemma3:12b"], keys, { authorization: "Bearer sk-32b-5a4b3c2d1e0f" });
+    expect(await mac.freeGb()).toBeLessThan(19);
+    const family = await mac.chat({}, { authorization: "Bearer sk-qw3-0f1e2d3c4b5a" });
+    expect(family.headers.get("x-fleet-served-model")).toBe("qwen3:8b");
+    expect(family.headers.get("x-fleet-fallback")).toBe("true");
+    await family.json();
+    const only = await mac.chat({}, { authorization: "Bearer sk-32b-5a4b3c2d1e0f" });
+    expect(only.status).toBe(200);
+    expect(only.headers.get("x-fleet-served-model")).toBe("qwen3:32b");
+    expect(only.headers.get("x-fleet-fallback")).toBe("false");
+    await only.json();
+    await mac.stop();
   });
 
   test("never a model of another kind: with only vision, embedding and general models loaded, the requested model is loaded", async () => {

@@ -23,3 +23,8 @@ export function unroutedFormat(path: string): ErrorFormat {
   if (path.startsWith("/v1/")) return "openai";
   return path.startsWith("/api/") ? "ollama" : "herd";
 }
+
+/** A client key's own refusal (caller.ts: a model it may not use, its per-minute limit) in the route's format; a 429 says when to retry. */
+export function keyRefusal(format: ErrorFormat, refused: { status: number; message: string; retryAfterS?: number }): Response {
+  return refusal(format, refused.status, refused.message, refused.retryAfterS ? { "retry-after": String(refused.retryAfterS) } : {});
+}

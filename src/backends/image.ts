@@ -6,7 +6,7 @@ import { agentToken } from "../auth/credentials.ts";
 import type { Config } from "../config/schema.ts";
 import type { ImageRequest } from "../core/media-request.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
-import { sameModel } from "../fleet/model-name.ts";
+import { modelNameCheck, sameModel } from "../fleet/model-name.ts";
 import type { Queues } from "../fleet/queues.ts";
 import { type NodeRecord, onDisk, type Registry } from "../fleet/registry.ts";
 import { errorOf, postToNode, type ServiceCall, type ServiceJob, serviceNodes } from "./node-service.ts";
@@ -25,7 +25,7 @@ export const imageOptions = {
   negative_prompt: v.optional(v.string(), ""),
 };
 
-export const imageModelField = v.pipe(v.string(), v.trim(), v.nonEmpty("expected an image model name"));
+export const imageModelField = v.pipe(v.string(), v.trim(), v.nonEmpty("expected an image model name"), modelNameCheck);
 export const promptField = v.pipe(v.string(), v.nonEmpty("expected a description of the image"));
 
 /** POST /api/generate-image's body (seed 000), and what the router sends a node's image service. */

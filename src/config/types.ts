@@ -70,12 +70,14 @@ export interface ClientKeyConfig {
   name: string;
   /** Sent as `Authorization: Bearer <key>`, or `x-api-key` on the Anthropic surface. */
   key: SecretValue;
-  /** Inference requests this key may start per minute; over it: 429 with Retry-After. */
+  /** Requests this key may start per minute (inference, count_tokens, /api/show); over it: 429 with Retry-After. */
   rateLimit?: { requestsPerMinute: number };
   /** Inference requests this key may have in flight at once; over it: 429. */
   maxInFlight?: number;
-  /** Models this key may use: names or globs ("qwen3:*"). Default: every model. */
+  /** Models this key may be served: names or globs ("qwen3:*"). Default: every model. */
   models?: string[];
+  /** What the key may do beyond running models. "pull": its requests may auto-pull a model no node has (features.autoPull). Default: none. */
+  permissions?: "pull"[];
 }
 
 export interface NodeConfig {

@@ -10,7 +10,15 @@ export interface Refusal {
   retryAfterS?: number;
 }
 
-export interface ClientKey {
+/** What the request's client key lets the router do for it; null when no key restricts it (open mode, the admin). */
+export interface KeyGrant {
+  /** Whether a model no node has may be pulled for it (features.autoPull). */
+  readonly mayPull: boolean;
+  /** Whether its models allow it to be served `model`: a stand-in must be allowed as much as the model asked for. */
+  mayServe(model: string): boolean;
+}
+
+export interface ClientKey extends KeyGrant {
   /** The trace tag that says which key sent a request ("key:<name>"). */
   readonly tag: string;
   /** Why this key may not use the model asked for (resolved to `resolved`) or one of its fallbacks, or null. */

@@ -52,7 +52,7 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
   // A stop that runs out of grace ends the wait for a node too (with its RouteError, a 503).
   const dispatching = eitherSignal(req.signal, rt.shutdown.signal);
   try {
-    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, config: rt.toggles.apply(rt.live.config) }, req, dispatching.signal);
+    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, config: rt.toggles.apply(rt.live.config), grant: meta.caller }, req, dispatching.signal);
   } catch (e) {
     leave(rt.clients, meta);
     const error = e instanceof RouteError ? e : new RouteError(502, (e as Error).message);

@@ -20,7 +20,11 @@ import { dispatchMlx } from "./mlx-dispatch.ts";
 import type { Routed, RouterDeps } from "./routed.ts";
 import { vramSubstitute } from "./vram-fallback.ts";
 
-/** Routes the request; a model no node has is pulled first when features.autoPull is on. MLX models go to MLX servers. */
+/**
+ * Routes the request; a model no node has is pulled first when features.autoPull is on and the caller may pull
+ * (the admin, open mode, or a key with the "pull" permission: what is on a node's disk is not every key's to change).
+ * MLX models go to MLX servers.
+ */
 /** `signal`: the client's, or the stop's once its grace runs out. */
 export async function dispatch(deps: RouterDeps, req: InferenceRequest, signal: AbortSignal): Promise<Routed> {
   const model = resolveAlias(req.model, deps.config.modelMap);
@@ -29,7 +33,7 @@ export async function dispatch(deps: RouterDeps, req: InferenceRequest, signal: 
   try {
     return await onOllama(deps, req, signal);
   } catch (e) {
-    if (!(e instanceof RouteError) || e.status !== 404 || !deps.config.features.autoPull) throw e;
+    if (!(e instanceof RouteError) || e.status !== 404 || !deps.config.features.autoPull || !(deps.grant?.mayPull ?? true)) throw e;
     const failed = await autoPull(deps, normalizeModelName(model), signal);
     if (failed) throw new RouteError(404, `${e.message}; auto-pull: ${failed}`);
     return onOllama(deps, req, signal);
@@ -70,7 +74,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
     return rankings.get(model)!;
   };
   if (config.features.vramFallback && !req.strict) {
-    const standIn = vramSubstitute(requested, score(requested), nodes, req.needs);
+    const standIn = vramSubstitute(requested, score(requested), nodes, req.needs, (m) => deps.grant?.mayServe(m) ?? true);
     if (standIn) models.unshift(standIn);
   }
   return attempt(inOrder(deps, models, score), {

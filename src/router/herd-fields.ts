@@ -1,6 +1,8 @@
 // herd's own request fields, shared by every surface: tags for per-app
 // analytics, fallback models, strict mode. They are taken out of the body
 // before it reaches a backend, which would not know them.
+import { modelNameProblem } from "../fleet/model-name.ts";
+
 export interface HerdFields {
   tags: string[];
   fallbackModels: string[];
@@ -25,6 +27,8 @@ export function takeHerdFields(body: Record<string, unknown>, headers: Headers):
   }
   const fallbacks = body.fallback_models ?? [];
   if (!Array.isArray(fallbacks) || fallbacks.some((m) => typeof m !== "string" || !m.trim())) return "fallback_models: expected a list of model names";
+  const misnamed = fallbacks.findIndex((m: string) => modelNameProblem(m) !== null);
+  if (misnamed !== -1) return `fallback_models[${misnamed}]: ${modelNameProblem(fallbacks[misnamed])}`;
   if (body.fallback !== undefined && typeof body.fallback !== "boolean") return "fallback: expected true or false";
   const strict = body.fallback === false || headers.get("x-fleet-no-fallback")?.toLowerCase() === "true";
   for (const key of ["metadata", "user", "fallback_models", "fallback"]) delete body[key];

@@ -23,11 +23,14 @@ interface Ask {
   strict?: boolean;
   /** The rest of the config, as written in herd.config.ts. */
   config?: Record<string, unknown>;
+  /** The client key's models, when it has a list. */
+  allowed?: RegExp;
 }
 
 function resolve(nodes: NodeSpec[], requested: string, ask: Ask = {}) {
   const { registry, config } = testFleet(nodes, ask.config);
-  return resolveModel(registry, config, requested, { vision: ask.vision ?? false, tools: ask.tools }, ask.strict ?? false);
+  const grant = ask.allowed ? { mayPull: false, mayServe: (m: string) => ask.allowed!.test(m) } : null;
+  return resolveModel(registry, config, requested, { vision: ask.vision ?? false, tools: ask.tools }, ask.strict ?? false, grant);
 }
 
 const modelFor = (nodes: NodeSpec[], requested: string, ask?: Ask) => resolve(nodes, requested, ask)?.model ?? null;
@@ -120,4 +123,12 @@ test("only nodes that can serve count: not an offline or draining one, nor one w
 test("with anthropic.autoRoute off, an id that is no local model resolves to nothing", () => {
   expect(resolve([studio], "claude-sonnet-4-5", { config: { anthropic: { autoRoute: false } } })).toBeNull();
   expect(resolve([studio], "qwen2.5:7b", { config: { anthropic: { autoRoute: false } } })?.model).toBe("qwen2.5:7b");
+});
+
+test("a client key's list bounds auto-routing: the best model it may be served, loaded first, else on disk, else nothing", () => {
+  expect(modelFor([studio], "claude-sonnet-4-5", { allowed: /^qwen2\.5-coder:7b$/ })).toBe("qwen2.5-coder:7b");
+  expect(modelFor([studio], "claude-opus-4-1", { allowed: /^llama/ })).toBe("llama3.2:3b");
+  const mixed = { id: "n", loaded: { "qwen3:32b": 20 }, onDisk: { "qwen2.5-coder:7b": 5 } };
+  expect(resolve([mixed], "claude-sonnet-4-5", { allowed: /coder/ })).toEqual({ model: "qwen2.5-coder:7b", reason: "auto-routed (coding tier) to the best model on disk; none was loaded" });
+  expect(resolve([studio], "claude-sonnet-4-5", { allowed: /^phi/ })).toBeNull();
 });

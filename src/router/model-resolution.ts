@@ -11,6 +11,7 @@ import { normalizeModelName } from "../fleet/model-name.ts";
 import { diskGb } from "../fleet/node-models.ts";
 import { onDisk, type Registry } from "../fleet/registry.ts";
 import { resolveAlias } from "./aliases.ts";
+import type { KeyGrant } from "../core/client-key.ts";
 
 export type Tier = "small" | "coding" | "large";
 
@@ -27,7 +28,8 @@ function tierOf(id: string): Tier {
   return "coding";
 }
 
-export function resolveModel(registry: Registry, config: Config, requested: string, needs: { vision: boolean; tools?: boolean }, strict: boolean): Resolution | null {
+/** `grant`: the client key's; auto-routing picks only among the models it may be served (admission checks the rest). */
+export function resolveModel(registry: Registry, config: Config, requested: string, needs: { vision: boolean; tools?: boolean }, strict: boolean, grant: KeyGrant | null): Resolution | null {
   const mapped = resolveAlias(requested, config.modelMap);
   if (mapped !== requested) return { model: mapped, reason: `modelMap maps "${requested}" to "${mapped}"` };
   if (mlxModelOf(registry, requested)) return { model: requested, reason: "an MLX server's model" };
@@ -47,7 +49,7 @@ export function resolveModel(registry: Registry, config: Config, requested: stri
     }
     const ranked = [...models]
       .map(([name, sizeGb]) => ({ name, sizeGb, traits: modelTraits(name) }))
-      .filter((m) => m.traits.category !== "embedding" && (!needs.vision || m.traits.vision))
+      .filter((m) => m.traits.category !== "embedding" && (!needs.vision || m.traits.vision) && (grant?.mayServe(m.name) ?? true))
       .sort(
         (a, b) =>
           // A request with tools wants a model that can call them (an image request may have no such vision model: then any).

@@ -1,5 +1,6 @@
 // What the dispatchers (Ollama's, MLX's) are given and give back: apart from
 // them, so that MLX dispatch need not import the Ollama dispatch that calls it.
+import type { KeyGrant } from "../core/client-key.ts";
 import type { OllamaCall } from "../backends/ollama.ts";
 import type { Config } from "../config/schema.ts";
 import type { NodeOrdering } from "../fleet/ordering.ts";
@@ -26,4 +27,5 @@ export interface RouterDeps {
   ordering: NodeOrdering;
   pulls: Pulls;
   config: Config;
+  grant: KeyGrant | null;
 }

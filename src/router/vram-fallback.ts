@@ -7,8 +7,11 @@ import { canSubstitute } from "../fleet/model-traits.ts";
 import { sameModel } from "../fleet/model-name.ts";
 import type { NodeView, Scored } from "../fleet/scorer.ts";
 
-/** A loaded stand-in for `model`, or null when the model can be served (or nothing fits the bill). */
-export function vramSubstitute(model: string, ranked: Scored[], nodes: NodeView[], needs: Needs): string | null {
+/**
+ * A loaded stand-in for `model`, or null when the model can be served (or nothing fits the bill). `allowed`: whether
+ * the client's key may be served a stand-in (auth.clients[].models); the best one it may is chosen.
+ */
+export function vramSubstitute(model: string, ranked: Scored[], nodes: NodeView[], needs: Needs, allowed: (model: string) => boolean): string | null {
   if (!ranked.length) return null;
   const cannotFit = ranked.every((c) => {
     const free = nodes.find((n) => n.id === c.nodeId)?.memoryAvailableGb;
@@ -18,7 +21,7 @@ export function vramSubstitute(model: string, ranked: Scored[], nodes: NodeView[
   const standIns = nodes
     .filter((n) => n.online && !n.draining)
     .flatMap((n) => n.loaded)
-    .filter((m) => !sameModel(m.name, model) && canSubstitute(model, m.name, needs))
+    .filter((m) => !sameModel(m.name, model) && canSubstitute(model, m.name, needs) && allowed(m.name))
     .sort((a, b) => b.sizeGb - a.sizeGb || a.name.localeCompare(b.name));
   return standIns[0]?.name ?? null;
 }

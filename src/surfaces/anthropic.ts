@@ -5,6 +5,7 @@
 // translation lives in anthropic-codec.ts.
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
+import { keyRefusal } from "../auth/refusal.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { presentedKey, sameSecret } from "../auth/tokens.ts";
 import { needsOf, replyCapOf } from "../core/request.ts";
@@ -54,11 +55,12 @@ function echoVersion(request: Request, response: Response): Response {
 async function messages(rt: AnthropicSources, request: Request, clientIp: string | null): Promise<Response> {
   const { anthropic, timeouts } = rt.live.config;
   const body = await readJsonObject(request);
-  const requested = typeof body === "string" ? null : modelOf(body);
-  const refuse = (status: number, message: string) => anthropicError(status, message, fleetHeaders(requested ?? "none", null, 0));
+  const named = typeof body === "string" ? { error: body } : modelOf(body, "model: required");
+  const refuse = (status: number, message: string) => anthropicError(status, message, fleetHeaders("model" in named ? named.model : "none", null, 0));
   if (anthropic.apiKey && !keyMatches(request, anthropic.apiKey.value)) return refuse(401, "invalid x-api-key: this router requires the key set in anthropic.apiKey");
   if (typeof body === "string") return refuse(400, body);
-  if (!requested) return refuse(400, "model: required");
+  if ("error" in named) return refuse(400, named.error);
+  const requested = named.model;
   if (body.stream !== undefined && typeof body.stream !== "boolean") return refuse(400, "stream: expected true or false");
   const userId = (body.metadata as { user_id?: unknown } | undefined)?.user_id;
   if (userId !== undefined && userId !== null && typeof userId !== "string") return refuse(400, "metadata.user_id: expected a string");
@@ -69,7 +71,7 @@ async function messages(rt: AnthropicSources, request: Request, clientIp: string
 
   const { conversation } = translated;
   const needs = needsOf(conversation);
-  const resolution = resolveModel(rt.registry, rt.live.config, requested, needs, herd.strict);
+  const resolution = resolveModel(rt.registry, rt.live.config, requested, needs, herd.strict, callerOf(request));
   if (!resolution) {
     const why = anthropic.autoRoute ? "no online node has a chat model to auto-route it to" : "anthropic.autoRoute is off";
     return refuse(404, `model "${requested}" not found: no modelMap entry, no local model of that name, and ${why}`);
@@ -126,7 +128,10 @@ function userOf(userId: string): string {
   return userId;
 }
 
+// Counting a prompt is work done for the key (a prompt may be megabytes): it takes from the key's per-minute budget.
 async function countTokens(rt: AnthropicSources, request: Request): Promise<Response> {
+  const over = callerOf(request)?.take();
+  if (over) return keyRefusal("anthropic", over);
   const body = await readJsonObject(request);
   if (typeof body === "string") return anthropicError(400, body);
   const translated = messagesConversation(body, rt.live.config.anthropic.defaultMaxTokens);

@@ -3,6 +3,7 @@ import * as v from "valibot";
 import { readBody } from "../auth/limits.ts";
 import { formatIssues } from "../config/problems.ts";
 import { jsonError } from "../core/wire-errors.ts";
+import { modelNameProblem } from "../fleet/model-name.ts";
 
 export async function readJsonObject(request: Request): Promise<Record<string, unknown> | string> {
   const text = await readBody(request);
@@ -34,9 +35,16 @@ function tooDeep(body: Record<string, unknown>): string | null {
   return null;
 }
 
-/** The model a request names, or null when it is missing or empty. */
-export function modelOf(body: Record<string, unknown>): string | null {
-  return typeof body.model === "string" && body.model.trim() ? body.model : null;
+/**
+ * The model a request names, in the first of `fields` that holds a non-empty string; or the 400's message: `missing`
+ * when none does, or why the name cannot be a model's (fleet/model-name.ts), naming the field.
+ */
+export function modelOf(body: Record<string, unknown>, missing: string, fields = ["model"]): { model: string } | { error: string } {
+  const field = fields.find((f) => typeof body[f] === "string" && body[f].trim());
+  if (field === undefined) return { error: missing };
+  const model = body[field] as string;
+  const problem = modelNameProblem(model);
+  return problem ? { error: `${field}: ${problem}` } : { model };
 }
 
 /** The body checked against `schema`: its output, or a 400 whose message names each bad field. */

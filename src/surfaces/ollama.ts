@@ -4,6 +4,7 @@
 // and its NDJSON lines come back byte for byte (see ollama-codec.ts).
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
+import { keyRefusal } from "../auth/refusal.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { fleetImageModels, isOllamaImageModel } from "../backends/image.ts";
 import { type InferenceRequest, type RequestKind, needsOf } from "../core/request.ts";
@@ -44,8 +45,9 @@ export function ollamaSurface(rt: Pipeline) {
 async function handle(rt: Pipeline, request: Request, kind: RequestKind, path: string, clientIp: string | null): Promise<Response> {
   const read = await readJsonObject(request);
   if (typeof read === "string") return jsonError(400, read);
-  const model = modelOf(read);
-  if (!model) return jsonError(400, "model is required");
+  const named = modelOf(read, "model is required");
+  if ("error" in named) return jsonError(400, named.error);
+  const { model } = named;
   const body = kind === "embed" ? embedBody(read, path === "/api/embeddings") : read;
   if (typeof body === "string") return jsonError(400, body);
   if (body.stream !== undefined && typeof body.stream !== "boolean") return jsonError(400, "stream: expected true or false");
@@ -78,13 +80,21 @@ async function handle(rt: Pipeline, request: Request, kind: RequestKind, path: s
   return route(rt, req, ndjson(kind, stream), meta);
 }
 
-/** Model details come from any online node that has the model; nothing runs, so no queue slot is taken. */
+/**
+ * Model details come from any online node that has the model; nothing runs, so no queue slot is taken. A client
+ * key pays one request of its per-minute budget and may read only the models it may use.
+ */
 async function show(rt: Pipeline, request: Request): Promise<Response> {
+  const caller = callerOf(request);
+  const over = caller?.take();
+  if (over) return keyRefusal("ollama", over);
   const body = await readJsonObject(request);
   if (typeof body === "string") return jsonError(400, body);
-  const model = modelOf(body) ?? (typeof body.name === "string" && body.name.trim() ? body.name : null);
-  if (!model) return jsonError(400, "model is required");
+  const named = modelOf(body, "model is required", ["model", "name"]);
+  if ("error" in named) return jsonError(400, named.error);
+  const { model } = named;
   const wanted = normalizeModelName(model);
+  if (caller && !caller.mayServe(wanted)) return keyRefusal("ollama", caller.modelDenied(model));
   const node = reachableNodes(rt.registry).find((n) => onDisk(n, wanted));
   if (!node) return jsonError(404, `model "${wanted}" not found on any node`);
   const headers = { "X-Fleet-Node": node.id, "X-Fleet-Requested-Model": headerValue(model), "X-Fleet-Served-Model": headerValue(wanted), "X-Fleet-Backend": "ollama", "X-Fleet-Fallback": "false", "X-Fleet-Retries": "0" };

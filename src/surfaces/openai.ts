@@ -40,8 +40,9 @@ export function openaiSurface(rt: OpenAiSources) {
 async function chat(rt: OpenAiSources, request: Request, clientIp: string | null): Promise<Response> {
   const body = await readJsonObject(request);
   if (typeof body === "string") return openaiError(400, body);
-  const model = modelOf(body);
-  if (!model) return openaiError(400, "model: required");
+  const named = modelOf(body, "model: required");
+  if ("error" in named) return openaiError(400, named.error);
+  const { model } = named;
   const herd = takeHerdFields(body, request.headers);
   if (typeof herd === "string") return openaiError(400, herd);
   const conversation = chatConversation(body);
@@ -59,8 +60,9 @@ async function chat(rt: OpenAiSources, request: Request, clientIp: string | null
 async function embeddings(rt: OpenAiSources, request: Request, clientIp: string | null): Promise<Response> {
   const body = await readJsonObject(request);
   if (typeof body === "string") return openaiError(400, body);
-  const model = modelOf(body);
-  if (!model) return openaiError(400, "model: required");
+  const named = modelOf(body, "model: required");
+  if ("error" in named) return openaiError(400, named.error);
+  const { model } = named;
   const input = textsOf(body.input);
   if (input === null) return openaiError(400, `input: ${body.input === undefined ? "required: the text, or list of texts, to embed" : TEXTS_EXPECTED}`);
   if (body.encoding_format !== undefined && body.encoding_format !== "float" && body.encoding_format !== "base64") {

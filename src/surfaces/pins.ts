@@ -6,6 +6,7 @@ import * as v from "valibot";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import type { LiveConfig } from "../config/live.ts";
 import { MLX_PREFIX, mlxServers } from "../fleet/catalog.ts";
+import { modelNameCheck, modelNameProblem } from "../fleet/model-name.ts";
 import { type CoResidence, loadableUrl, type Pins } from "../fleet/pins.ts";
 import { loadedOn, onDisk, type NodeRecord, type Registry } from "../fleet/registry.ts";
 import { OS_RESERVE_GB } from "../fleet/scorer.ts";
@@ -16,16 +17,17 @@ import { jsonError } from "../core/wire-errors.ts";
 // formatIssues prefixes each message with its field: "timeout_s: expected a number of seconds, got "30s"".
 const name = v.pipe(v.string("expected a string"), v.trim(), v.nonEmpty("expected a non-empty string"));
 const flag = v.boolean("expected true or false");
+const modelName = v.pipe(name, modelNameCheck);
 
 const pinBody = v.object({
-  model: name,
+  model: modelName,
   node_id: v.optional(name),
   wait: v.optional(flag, false),
   timeout_s: v.optional(v.pipe(v.number("expected a number of seconds"), v.minValue(0, "expected a number of seconds ≥ 0")), 30),
   force: v.optional(flag, false),
 });
 
-const toggleBody = v.object({ node_id: name, model: name, pinned: flag });
+const toggleBody = v.object({ node_id: name, model: modelName, pinned: flag });
 
 // DINOv2, SigLIP and CLIP run on the embedding service, not Ollama: a preloader pin would do nothing.
 const VISION_EMBEDDING = /dinov2|siglip|clip/i;
@@ -115,8 +117,11 @@ async function resident(rt: Fleet, nodeId: string, model: string, timeoutMs: num
 }
 
 function unpin(rt: Fleet, pins: Pins, rawModel: string, nodeId?: string): Response {
-  const model = safeDecode(rawModel);
+  const model = decoded(rawModel);
+  if (model === null) return jsonError(400, "model: expected the model's name percent-encoded as UTF-8 in DELETE /fleet/pin/{model}");
   if (!model.trim()) return jsonError(400, "name the model: DELETE /fleet/pin/{model}");
+  const misnamed = modelNameProblem(model);
+  if (misnamed) return jsonError(400, `model: ${misnamed}`);
   const unpinned = pins.remove(model, nodeId);
   if (unpinned.length) return Response.json({ ok: true, model, unpinned_from: unpinned, per_node: pins.perNode() });
   const keys = pins.configured(model, nodeId);
@@ -140,10 +145,11 @@ async function toggle(pins: Pins, request: Request): Promise<Response> {
   return Response.json({ ok: true, per_node: pins.perNode(), ...(held.length ? { note: `${model} stays pinned on ${node_id} by the config (pins "${held[0]}")` } : {}) });
 }
 
-function safeDecode(segment: string): string {
+// null when the segment is not percent-encoded UTF-8 (a lone surrogate's bytes, say): no model has that name.
+function decoded(segment: string): string | null {
   try {
     return decodeURIComponent(segment);
   } catch {
-    return segment;
+    return null;
   }
 }

@@ -8,7 +8,7 @@ import { pullModel } from "../backends/ollama.ts";
 import { fleetTranscriptionModels } from "../backends/transcription.ts";
 import { markPulled, notPullable, type Pulls, pullTarget } from "../fleet/pulls.ts";
 import type { Registry } from "../fleet/registry.ts";
-import { readJsonObject } from "./body.ts";
+import { modelOf, readJsonObject } from "./body.ts";
 import { jsonError } from "../core/wire-errors.ts";
 
 /** The fleet a pull goes to, and the pulls under way. */
@@ -25,8 +25,9 @@ export function pullSurface(rt: Fleet) {
 async function pull(rt: Fleet, request: Request): Promise<Response> {
   const body = await readJsonObject(request);
   if (typeof body === "string") return jsonError(400, body);
-  const model = [body.model, body.name].find((m): m is string => typeof m === "string" && m.trim() !== "");
-  if (!model) return jsonError(400, "name is required (or model)");
+  const named = modelOf(body, "name is required (or model)", ["model", "name"]);
+  if ("error" in named) return jsonError(400, named.error);
+  const { model } = named;
   if (body.stream !== undefined && typeof body.stream !== "boolean") return jsonError(400, "stream: expected true or false");
   if (body.node_id !== undefined && typeof body.node_id !== "string") return jsonError(400, "node_id: expected a string");
   const refusal = notPullable(model) ?? notOllamas(rt, model);

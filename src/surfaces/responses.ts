@@ -32,8 +32,9 @@ export function responsesSurface(rt: Pipeline) {
 async function create(rt: Pipeline, request: Request, clientIp: string | null): Promise<Response> {
   const body = await readJsonObject(request);
   if (typeof body === "string") return openaiError(400, body);
-  const requested = modelOf(body);
-  if (!requested) return openaiError(400, "model: required");
+  const named = modelOf(body, "model: required");
+  if ("error" in named) return openaiError(400, named.error);
+  const requested = named.model;
   if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
     return openaiError(400, "previous_response_id: herd keeps no conversation state; resend the whole conversation in `input` (Codex does by default, with store=false)");
   }
@@ -47,7 +48,7 @@ async function create(rt: Pipeline, request: Request, clientIp: string | null): 
     log.warn(`/v1/responses: dropped ${what}: herd does not translate them (said once per type)`);
   }
   const needs = needsOf(translated);
-  const resolved = resolveModel(rt.registry, rt.live.config, requested, needs, herd.strict);
+  const resolved = resolveModel(rt.registry, rt.live.config, requested, needs, herd.strict, callerOf(request));
   if (!resolved) {
     return openaiError(404, `model "${requested}" is neither mapped (modelMap) nor on any online node, and nothing could be auto-routed to it`, fleetHeaders(requested, null, 0));
   }
