@@ -63,7 +63,7 @@ POST /v1/responses client json openai
 POST /v1/messages client json anthropic
 POST /v1/messages/count_tokens client json anthropic
 GET /v1/messages client json anthropic
-POST /api/pull admin json ollama
+POST /api/pull pull json ollama
 POST /api/generate-image client json ollama
 POST /v1/images/generations client json openai
 GET /api/image-models client json ollama

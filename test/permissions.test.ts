@@ -189,3 +189,43 @@ describe("a model name with a lone surrogate", () => {
     expect(sim.state().counters.pulls ?? 0).toBeLessThanOrEqual(1);
   });
 });
+
+describe("POST /api/pull with an admin token set", () => {
+  let guarded: Awaited<ReturnType<typeof startRouterProcess>>;
+  const ADMIN = "admin-token-5b4c3d2e1f0a9b8c";
+
+  beforeAll(async () => {
+    const dir = tmpDir();
+    const file = join(dir, "herd.config.json");
+    writeFileSync(
+      file,
+      JSON.stringify({
+        nodes: [{ id: "big", ollama: sim.url }],
+        heartbeat: FAST,
+        auth: { adminToken: ADMIN, clients: [{ name: "plain", key: KEY.plain }, { name: "puller", key: KEY.puller, permissions: ["pull"] }] },
+      }),
+    );
+    guarded = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+    await eventually(async () => ((await (await fetch(`${guarded.url}/fleet/status`, { headers: bearer(KEY.plain) })).json()) as any).nodes[0]?.status === "online", 4000, "big online");
+  });
+
+  afterAll(async () => {
+    await guarded?.stop();
+  });
+
+  const pull = (key: string) =>
+    fetch(`${guarded.url}/api/pull`, { method: "POST", headers: { "content-type": "application/json", ...bearer(key) }, body: JSON.stringify({ model: "llama3.2:1b", stream: false }) });
+
+  test("a key with the pull permission may pull; a key without it gets a 403 that says what to give it", async () => {
+    const before = sim.state().counters.pulls ?? 0;
+    const refused = await pull(KEY.plain);
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as any).error).toContain(`key "plain" may not pull models: give it permissions: ["pull"]`);
+    expect(sim.state().counters.pulls ?? 0).toBe(before);
+
+    const pulled = await pull(KEY.puller);
+    expect({ status: pulled.status, body: await pulled.text() }).toEqual({ status: 200, body: expect.stringContaining('"status":"success"') });
+    expect(sim.state().counters.pulls).toBe(before + 1);
+    expect(sim.state().models).toContain("llama3.2:1b");
+  });
+});

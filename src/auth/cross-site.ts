@@ -19,7 +19,7 @@ export function crossSiteRefusal(request: Request, facts: RouteFacts): Refused |
   const from = foreignSite(request.headers);
   if (from) return { status: 403, message: `refused: this request comes from another site's page (${from}); herd takes changes only from its own dashboard and from programs` };
   // Client routes keep any body type: Ollama's documented curl calls send a form type, transcription a multipart upload.
-  if ((facts.access === "admin" || facts.access === "node") && sendsBody(request.headers) && !isJson(request.headers.get("content-type"))) {
+  if ((facts.access === "admin" || facts.access === "pull" || facts.access === "node") && sendsBody(request.headers) && !isJson(request.headers.get("content-type"))) {
     return { status: 415, message: "Content-Type: expected application/json for this route (curl: -H 'Content-Type: application/json')" };
   }
   return null;

@@ -52,7 +52,12 @@ function guard(config: Config, usage: KeyUsage, routes: RouteTable, request: Req
   const presented = token === null ? null : new Presented(token);
   // The admin, and herd's own requests (benchmarks), may read and run anything, uncounted.
   if (isAdmin(config, presented)) return;
-  if (access === "admin") {
+  if (access === "pull") {
+    const client = clientOf(config, presented);
+    if (client?.permissions?.includes("pull")) return;
+    if (client) return refusal(errors, 403, `key "${client.name}" may not pull models: give it permissions: ["pull"] in auth.clients, or send the admin token`);
+  }
+  if (access === "admin" || access === "pull") {
     if (config.auth.adminToken) return unauthorized(route, errors, token ? "invalid admin token" : "this changes the fleet: send the admin token (auth.adminToken) as Authorization: Bearer");
     if (isLoopback(server?.requestIP(request)?.address)) return;
     return refusal(errors, 403, "this changes the fleet, which without auth.adminToken only the router's own machine may do; set auth.adminToken in herd.config.ts to allow it from elsewhere");

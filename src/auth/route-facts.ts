@@ -19,6 +19,8 @@ export type Access =
   | "client"
   /** Changes to the fleet: auth.adminToken, or loopback when none is set. */
   | "admin"
+  /** Pulling a model onto a node: the admin, or a client key with the "pull" permission. */
+  | "pull"
   /** Routes that check credentials of their own: the agent fleet's (seed 004: lead and worker credentials). */
   | "own";
 

@@ -19,7 +19,7 @@ interface Fleet {
 
 export function pullSurface(rt: Fleet) {
   // What is on a node's disk is the admin's to change.
-  return new Elysia({ name: "pull" }).use(routeFacts).post("/api/pull", ({ request }) => pull(rt, request), { parse: "none", facts: { access: "admin", body: "json", errors: "ollama" } });
+  return new Elysia({ name: "pull" }).use(routeFacts).post("/api/pull", ({ request }) => pull(rt, request), { parse: "none", facts: { access: "pull", body: "json", errors: "ollama" } });
 }
 
 async function pull(rt: Fleet, request: Request): Promise<Response> {
