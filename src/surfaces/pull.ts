@@ -18,7 +18,7 @@ interface Fleet {
 }
 
 export function pullSurface(rt: Fleet) {
-  // What is on a node's disk is the admin's to change.
+  // What is on a node's disk is the admin's to change, or a key's given the "pull" permission.
   return new Elysia({ name: "pull" }).use(routeFacts).post("/api/pull", ({ request }) => pull(rt, request), { parse: "none", facts: { access: "pull", body: "json", errors: "ollama" } });
 }
 
