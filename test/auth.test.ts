@@ -273,7 +273,6 @@ describe("client keys", () => {
 describe("the admin token guards every change to the fleet", () => {
   // Bodies that each route refuses with a 400 (or answers harmlessly) once past the guard: nothing changes.
   const ROUTES: [method: string, path: string, body: unknown][] = [
-    ["POST", "/api/pull", {}],
     ["POST", "/fleet/pin", {}],
     ["DELETE", "/fleet/pin/nothing-pinned", undefined],
     ["POST", "/dashboard/api/pull", {}],
@@ -296,6 +295,14 @@ describe("the admin token guards every change to the fleet", () => {
     expect(((await client.json()) as any).error).toBe("invalid admin token");
     const admin = await send(method, path, body, bearer(ADMIN));
     expect([400, 404, 200]).toContain(admin.status);
+  });
+
+  test("POST /api/pull: 401 without it; a client key without the pull permission a 403 that says so; through with it", async () => {
+    expect((await send("POST", "/api/pull", {})).status).toBe(401);
+    const client = await send("POST", "/api/pull", {}, bearer(KEY.app));
+    expect(client.status).toBe(403);
+    expect(((await client.json()) as any).error).toContain('may not pull models: give it permissions: ["pull"]');
+    expect((await send("POST", "/api/pull", {}, bearer(ADMIN))).status).toBe(400);
   });
 
   test("the admin token also reads and runs models (the dashboard uses it), uncounted by any key", async () => {
