@@ -48,7 +48,7 @@ beforeAll(async () => {
   const dir = tmpDir();
   const dataDir = join(dir, "data");
   const db = openStore(dataDir);
-  const writer = new TraceWriter(join(dataDir, STORE_FILE));
+  const writer = new TraceWriter(join(dataDir, STORE_FILE), () => true);
   for (const trace of TRACES) writer.record(trace);
   await writer.close();
   db.close();

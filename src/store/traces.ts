@@ -3,6 +3,7 @@
 // transaction per batch.
 import type { Database } from "bun:sqlite";
 import { log } from "../log.ts";
+import { OTHER_MODEL } from "../core/client-names.ts";
 
 export type TraceStatus = "completed" | "failed" | "incomplete" | "client_disconnected" | "rejected";
 
@@ -72,7 +73,10 @@ export interface TraceWrites {
  * has written it: an acknowledged trace survives a stop.
  */
 export class TraceWriter {
-  /** Requests recorded since start, by outcome, model and node: what /metrics counts (no query over the store). */
+  /**
+   * Requests counted since start, by outcome, model and node: what /metrics counts (no query over the store). A model
+   * is named only when a node served it or the fleet knows it (`knownModel`); any other name counts as OTHER_MODEL.
+   */
   readonly outcomes = new Map<string, { status: TraceStatus; model: string; node: string; count: number }>();
   private pending: Trace[] = [];
   private timer: Timer | null = null;
@@ -80,7 +84,10 @@ export class TraceWriter {
   private closed: Promise<void> | null = null;
   private readonly writes: TraceWrites;
 
-  constructor(file: string) {
+  constructor(
+    file: string,
+    private readonly knownModel: (model: string) => boolean,
+  ) {
     this.writes = { file, written: 0, lost: 0, lastWriteAt: null, lastError: null };
     this.worker = new Worker(WORKER);
     this.worker.addEventListener("error", (e) => log.error(`the trace writer failed: ${e.message}`));
@@ -103,11 +110,17 @@ export class TraceWriter {
     }
   }
 
-  record(trace: Trace): void {
-    const key = `${trace.status}\n${trace.model}\n${trace.node_id ?? ""}`;
+  /** Counts a request in /metrics without a row in the store: a refusal that must not cost storage (admission's 429). */
+  tally(trace: Trace): void {
+    const model = trace.node_id || this.knownModel(trace.model) ? trace.model : OTHER_MODEL;
+    const key = `${trace.status}\n${model}\n${trace.node_id ?? ""}`;
     const outcome = this.outcomes.get(key);
     if (outcome) outcome.count++;
-    else this.outcomes.set(key, { status: trace.status, model: trace.model, node: trace.node_id ?? "", count: 1 });
+    else this.outcomes.set(key, { status: trace.status, model, node: trace.node_id ?? "", count: 1 });
+  }
+
+  record(trace: Trace): void {
+    this.tally(trace);
     this.pending.push(trace);
     if (this.pending.length >= BATCH) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), FLUSH_MS);

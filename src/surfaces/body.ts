@@ -2,6 +2,7 @@
 import * as v from "valibot";
 import { readBody } from "../auth/limits.ts";
 import { formatIssues } from "../config/problems.ts";
+import { bodyNamesProblem } from "../core/client-names.ts";
 import { jsonError } from "../core/wire-errors.ts";
 
 export async function readJsonObject(request: Request): Promise<Record<string, unknown> | string> {
@@ -16,7 +17,7 @@ export async function readJsonObject(request: Request): Promise<Record<string, u
   if (!body || typeof body !== "object" || Array.isArray(body)) return "invalid JSON body: expected an object";
   const deep = tooDeep(body as Record<string, unknown>);
   if (deep) return `${deep}: nested deeper than ${MAX_DEPTH} levels`;
-  return body as Record<string, unknown>;
+  return bodyNamesProblem(body as Record<string, unknown>) ?? (body as Record<string, unknown>);
 }
 
 /** Deeper than any real request (a tool's JSON schema nests a few levels); deep enough to overflow the stack of code that walks it. */
