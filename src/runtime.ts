@@ -84,7 +84,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     live,
     registry,
     store,
-    traces: new TraceWriter(join(dataDir, STORE_FILE), (model) => knownModel(registry, model)),
+    traces: new TraceWriter(join(dataDir, STORE_FILE), (model) => knownModel(registry, model), () => live.config.store.traces),
     queues,
     ordering: new NodeOrdering(),
     clients: new ClientGate(),

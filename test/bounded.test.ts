@@ -1,6 +1,7 @@
 // What a client's requests can make herd keep is bounded (issue 15, item 1): names are capped
 // (a 400 naming the field, in the route's format), /metrics names only models the fleet knows,
-// and a key over its rate limit is refused before anything of its request is stored.
+// a key over its rate limit is refused before anything of its request is stored, and the store
+// is kept to store.traces' size.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -12,6 +13,7 @@ const KEY = { open: "sk-bounded-open-0123456789", restricted: "sk-bounded-restri
 /** The agent fleet's primary credential: what /metrics takes. */
 const PRIMARY = "bounded-primary-credential-0123456789";
 const RATE = 5;
+const MAX_MB = 0.5;
 
 let sim: SimNode;
 let router: Awaited<ReturnType<typeof startRouterProcess>>;
@@ -30,6 +32,7 @@ beforeAll(async () => {
     JSON.stringify({
       nodes: [{ id: "mac", ollama: sim.url }],
       features: { autoPull: false },
+      store: { traces: { maxMb: MAX_MB } },
       agents: { credentials: { primary: PRIMARY } },
       auth: {
         clients: [
@@ -137,3 +140,20 @@ describe("refused requests keep a bounded trace", () => {
     expect(await metrics()).toContain(`herd_requests_total{status="rejected",model="other",node=""} ${60 + 30}`);
   });
 });
+
+test("store.traces.maxMb: the store's data is kept under it, the oldest traces pruned, the all-time totals kept", async () => {
+  const tags = Array.from({ length: 8 }, (_, i) => `tag-${i}-`.padEnd(100, "t"));
+  const body = { messages: [{ role: "user", content: "hi" }], stream: false, metadata: { tags } };
+  const sent = 1000;
+  for (let i = 0; i < sent; i += 20) await Promise.all(Array.from({ length: 20 }, (_, j) => post("/api/chat", { model: madeUp(2000 + i + j, 250), ...body })));
+  // Every request with a row, pruned or not: these, the 60 and RATE refused before, the one at the cap and the known model's.
+  const { store } = await eventually(async () => {
+    const overview = await get("/dashboard/api/overview");
+    return overview.total_requests === sent + 60 + RATE + 2 && overview;
+  }, 5000, "every request counted");
+  expect(store.traces).toBeLessThan(sent / 2);
+  expect(store.max_mb).toBe(MAX_MB);
+  // The main file stays near the cap (pages freed are reused) plus a batch of traces; the log shrinks back after each checkpoint.
+  expect(statSync(join(dataDir, "herd.sqlite")).size).toBeLessThan(3 * MAX_MB * 1024 * 1024);
+  expect(store.bytes).toBeLessThan(3 * MAX_MB * 1024 * 1024 + 4.5 * 1024 * 1024);
+}, 30_000);

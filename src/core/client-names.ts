@@ -7,7 +7,7 @@ export const MAX_NAME_CHARS = 256;
 /** More tags or fallback models than any request needs: each tag is a row in the store. */
 export const MAX_NAMES = 32;
 
-/** What herd names a model it does not know in what it keeps (/metrics): any name a client sends would otherwise stay for ever. */
+/** What herd names a model it does not know in what it keeps (/metrics, the traces' daily roll-ups): any name a client sends would otherwise stay for ever. */
 export const OTHER_MODEL = "other";
 
 /** The top-level fields of a JSON body that name a model or a node's model. */

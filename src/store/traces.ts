@@ -3,6 +3,7 @@
 // transaction per batch.
 import type { Database } from "bun:sqlite";
 import { log } from "../log.ts";
+import type { Retention } from "./retention.ts";
 import { OTHER_MODEL } from "../core/client-names.ts";
 
 export type TraceStatus = "completed" | "failed" | "incomplete" | "client_disconnected" | "rejected";
@@ -55,12 +56,14 @@ const CLOSE_WAIT_MS = 10_000;
 const WORKER = import.meta.url.includes("/$bunfs/") ? "./store/trace-worker.ts" : new URL("./trace-worker.ts", import.meta.url).href;
 
 /** What the worker reports after each batch, and once it has closed the store. */
-export type WorkerReport = { wrote: number } | { lost: number; error: string } | "closed";
+export type WorkerReport = { wrote: number } | { lost: number; error: string } | { pruned: number } | "closed";
 
 /** How the writes have gone since start (ms epoch times): the store_writable health check reads it. */
 export interface TraceWrites {
   file: string;
   written: number;
+  /** Traces deleted past store.traces' retention (their days summed in the roll-ups). */
+  pruned: number;
   /** Traces the store refused (disk full, read-only, gone): they are lost. */
   lost: number;
   lastWriteAt: number | null;
@@ -87,12 +90,14 @@ export class TraceWriter {
   constructor(
     file: string,
     private readonly knownModel: (model: string) => boolean,
+    /** store.traces, read at each write: a reload applies to the next one. */
+    private readonly retention: () => Retention,
   ) {
-    this.writes = { file, written: 0, lost: 0, lastWriteAt: null, lastError: null };
+    this.writes = { file, written: 0, pruned: 0, lost: 0, lastWriteAt: null, lastError: null };
     this.worker = new Worker(WORKER);
     this.worker.addEventListener("error", (e) => log.error(`the trace writer failed: ${e.message}`));
     this.worker.addEventListener("message", ({ data }: MessageEvent<WorkerReport>) => this.count(data));
-    this.worker.postMessage({ open: file });
+    this.worker.postMessage({ open: file, keep: retention() });
   }
 
   health(): TraceWrites {
@@ -101,7 +106,8 @@ export class TraceWriter {
 
   private count(report: WorkerReport): void {
     if (report === "closed") return;
-    if ("wrote" in report) {
+    if ("pruned" in report) this.writes.pruned += report.pruned;
+    else if ("wrote" in report) {
       this.writes.written += report.wrote;
       this.writes.lastWriteAt = Date.now();
     } else {
@@ -130,7 +136,7 @@ export class TraceWriter {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     // One JSON string crosses to the worker far cheaper than a structured clone of each trace.
-    if (this.pending.length) this.worker.postMessage({ batch: JSON.stringify(this.pending.splice(0)) });
+    if (this.pending.length) this.worker.postMessage({ batch: JSON.stringify(this.pending.splice(0)), keep: this.retention() });
   }
 
   close(): Promise<void> {
