@@ -31,7 +31,7 @@ export async function idleSources(raw: Record<string, unknown> = {}): Promise<Ap
     live,
     registry,
     store,
-    traces: { record: () => {}, outcomes: new Map(), health: () => ({ file: ":memory:", written: 0, lost: 0, lastWriteAt: null, lastError: null }) },
+    traces: { record: () => {}, tally: () => {}, outcomes: new Map(), health: () => ({ file: ":memory:", written: 0, pruned: 0, lost: 0, lastWriteAt: null, lastError: null }) },
     queues,
     ordering: new NodeOrdering(),
     clients: new ClientGate(),

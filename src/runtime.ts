@@ -27,6 +27,7 @@ import { RouteError, UserError } from "./errors.ts";
 import { log } from "./log.ts";
 import { STORE_FILE, openStore, recordEvent } from "./store/db.ts";
 import { TraceWriter } from "./store/traces.ts";
+import { knownModel } from "./fleet/catalog.ts";
 import { within } from "./within.ts";
 
 export interface Runtime {
@@ -83,7 +84,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     live,
     registry,
     store,
-    traces: new TraceWriter(join(dataDir, STORE_FILE)),
+    traces: new TraceWriter(join(dataDir, STORE_FILE), (model) => knownModel(registry, model), () => live.config.store.traces),
     queues,
     ordering: new NodeOrdering(),
     clients: new ClientGate(),

@@ -1,11 +1,11 @@
 // The dashboard's analytics APIs over a store that already has history: traces
 // are written with the project's own TraceWriter before a real router starts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { cpSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { STORE_FILE, openStore } from "../src/store/db.ts";
 import { type Trace, TraceWriter } from "../src/store/traces.ts";
-import { cleanupFile, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+import { cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
 
 const LLAMA = "llama3.3:70b";
 const QWEN = "qwen3:8b";
@@ -42,20 +42,27 @@ const TRACES = [
 ];
 
 let url = "";
+/** A router over a copy of the same history that keeps one day of traces (store.traces.maxAgeDays: 1). */
+let prunedUrl = "";
 afterAll(cleanupFile);
 
 beforeAll(async () => {
   const dir = tmpDir();
   const dataDir = join(dir, "data");
   const db = openStore(dataDir);
-  const writer = new TraceWriter(join(dataDir, STORE_FILE));
+  const writer = new TraceWriter(join(dataDir, STORE_FILE), () => true, () => ({ maxAgeDays: 0, maxMb: 0 }));
   for (const trace of TRACES) writer.record(trace);
   await writer.close();
   db.close();
+  cpSync(dataDir, join(dir, "pruned"), { recursive: true });
   writeFileSync(join(dir, "herd.config.ts"), "export default { nodes: [] };\n");
-  const args = ["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir];
+  writeFileSync(join(dir, "pruned.config.ts"), "export default { nodes: [], store: { traces: { maxAgeDays: 1 } } };\n");
+  const args = (config: string, data: string) => ["serve", "--config", join(dir, config), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, data)];
   // A router in UTC+5:30 must still group by UTC days and hours.
-  url = (await startRouterProcess(args, { env: { TZ: "IST-5:30" } })).url;
+  [url, prunedUrl] = (await Promise.all([
+    startRouterProcess(args("herd.config.ts", "data"), { env: { TZ: "IST-5:30" } }),
+    startRouterProcess(args("pruned.config.ts", "pruned"), { env: { TZ: "IST-5:30" } }),
+  ])).map((r) => r.url);
 });
 
 const api = (path: string) => getJson(`${url}/dashboard/api/${path}`);
@@ -81,10 +88,13 @@ describe("GET /dashboard/api/traces", () => {
   });
 });
 
-test("GET /dashboard/api/overview totals all history, with distinct models", async () => {
-  expect(await api("overview")).toEqual({
+test("GET /dashboard/api/overview totals all history, with distinct models, and says what the store holds", async () => {
+  const { store, ...totals } = await api("overview");
+  expect(totals).toEqual({
     total_requests: 7, total_prompt_tokens: 1042, total_completion_tokens: 1318, total_tokens: 2360, models_count: 2,
   });
+  expect(store).toMatchObject({ traces: 7, oldest: NOW - 10 * DAY_S, max_age_days: 30, max_mb: 1024 });
+  expect(store.bytes).toBeGreaterThan(0);
 });
 
 test("GET /dashboard/api/usage groups by node, model and UTC day; anything not completed is failed", async () => {
@@ -174,4 +184,22 @@ test("bad query parameters are a 400 naming the parameter; the caps themselves a
     expect(await res.json()).toEqual({ error: `${name}: expected a whole number from 1 to ${max}, got ${JSON.stringify(raw)}` });
   }
   for (const ok of ["traces?limit=1000", "usage?days=365", "trends?hours=8760"]) expect((await fetch(`${url}/dashboard/api/${ok}`)).status).toBe(200);
+});
+
+describe("store.traces retention", () => {
+  test("traces past maxAgeDays are pruned at start; every daily and all-time figure is the same from the days rolled up", async () => {
+    const kept = await eventually(async () => {
+      const { traces } = await getJson(`${prunedUrl}/dashboard/api/traces`);
+      return traces.length === 1 && traces;
+    }, 10_000, "the traces older than a day pruned");
+    expect(kept.map((x: any) => x.request_id)).toEqual(["f"]);
+    for (const path of ["usage", "usage?days=30", "models", "models?days=30", "apps", "apps?days=30", "apps/daily"]) {
+      expect({ path, answer: await getJson(`${prunedUrl}/dashboard/api/${path}`) }).toEqual({ path, answer: await api(path) });
+    }
+    const { store, ...totals } = await getJson(`${prunedUrl}/dashboard/api/overview`);
+    const { store: _, ...unpruned } = await api("overview");
+    expect(totals).toEqual(unpruned);
+    expect(store).toMatchObject({ traces: 1 });
+    expect(store.bytes).toBeGreaterThan(0);
+  });
 });

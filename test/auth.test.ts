@@ -56,7 +56,7 @@ beforeAll(async () => {
     adminToken: { env: "HERD_TEST_ADMIN_TOKEN" },
     clients: [
       { name: "app", key: "${KEY.app}" },
-      { name: "limited", key: "${KEY.limited}", rateLimit: { requestsPerMinute: 3 }, models: ["llama3.2:*"] },
+      { name: "limited", key: "${KEY.limited}", rateLimit: { requestsPerMinute: 4 }, models: ["llama3.2:*"] },
       { name: "single", key: "${KEY.single}", maxInFlight: 1 },
       { name: "ops", key: { env: "HERD_TEST_OPS_KEY" } },
     ],
@@ -240,7 +240,7 @@ describe("client keys", () => {
   });
 
   test("a key over its rate limit gets 429 with Retry-After", async () => {
-    // "limited" allows 3 a minute; the allow-list test above spent some of them, 403s included.
+    // "limited" allows 4 a minute; the allow-list test above spent them all, its 403s included.
     let res: Response;
     let sent = 0;
     do {
@@ -251,7 +251,7 @@ describe("client keys", () => {
     const retryAfter = Number(res.headers.get("retry-after"));
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(20);
-    expect(((await res.json()) as any).error).toContain(`key "limited" is over its limit of 3 requests per minute`);
+    expect(((await res.json()) as any).error).toContain(`key "limited" is over its limit of 4 requests per minute`);
     // Another key is not affected.
     expect((await chat("llama3.2:3b", bearer(KEY.app))).status).toBe(200);
   });
@@ -330,7 +330,7 @@ describe("secrets stay secret", () => {
       admin_token: "••••",
       clients: [
         { name: "app", key: "••••" },
-        { name: "limited", key: "••••", rateLimit: { requestsPerMinute: 3 }, models: ["llama3.2:*"] },
+        { name: "limited", key: "••••", rateLimit: { requestsPerMinute: 4 }, models: ["llama3.2:*"] },
         { name: "single", key: "••••", maxInFlight: 1 },
         { name: "ops", key: "••••" },
       ],

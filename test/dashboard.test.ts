@@ -176,6 +176,10 @@ describe("acting from the dashboard", () => {
     expect(await studioCard.textContent()).toContain("/ 64 GB");
     expect(await page.locator('[data-node="air"]').textContent()).toContain("not reported (no agent)");
     expect(await page.locator(".live").textContent()).toBe("Live");
+    // The store's size and what it keeps (store.traces' defaults).
+    const store = page.locator(".stat", { hasText: "Store" });
+    await eventually(async () => /^[\d.,]+ MB$/.test((await store.locator(".stat-value").textContent()) ?? ""), 5000, "the store's size shown");
+    expect(await store.locator(".stat-hint").textContent()).toMatch(/^\d+ traces, kept 30 days \/ 1,024 MB$/);
     expect(problems).toEqual([]);
     await page.close();
   }, 15_000);

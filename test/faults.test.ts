@@ -336,7 +336,7 @@ describe("the store", () => {
     expect((await client.generate({ model: MODEL, prompt: "hi", stream: false })).done).toBe(true);
     const writing = await eventually(async () => {
       const c = await check(url, "store_writable");
-      return c.finding.includes("(1 since start)") && c;
+      return c.finding.includes("(1 since start,") && c;
     }, 3000, "the first trace written");
     expect(writing.severity).toBe("ok");
 

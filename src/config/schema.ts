@@ -209,6 +209,12 @@ export const herdConfigSchema = v.strictObject({
     localSummary: v.optional(v.boolean(), false),
     includeTags: v.optional(v.boolean(), false),
   }),
+  store: section({
+    traces: section({
+      maxAgeDays: v.optional(count, 30),
+      maxMb: v.optional(v.pipe(v.number(), v.minValue(0, "expected a size in MB ≥ 0 (0: no cap)")), 1024),
+    }),
+  }),
   agents: section({
     profiles: v.optional(v.record(v.pipe(name, v.regex(/^[A-Za-z0-9._-]+$/, "expected letters, digits, '.', '_' or '-'")), agentProfile), {}),
     defaultProfile: v.optional(name),

@@ -27,6 +27,8 @@ export interface HerdConfig {
   rebalancer?: RebalancerConfig;
   preWarm?: PreWarmConfig;
   telemetry?: TelemetryConfig;
+  /** What the SQLite store keeps. */
+  store?: StoreConfig;
   /** The agent fleet: coding-agent workers in tmux panes that use this herd's models. See docs/agents.md. */
   agents?: AgentsConfig;
 }
@@ -44,6 +46,16 @@ export interface ServerConfig {
   maxBodyMb?: number;
   /** Largest request body of the routes that take images or audio (transcription), in MB. Default 64. */
   maxMediaBodyMb?: number;
+}
+
+export interface StoreConfig {
+  /** Request traces: kept by age and by size, pruned in the background; each pruned day is kept summed, so the dashboard's totals survive. */
+  traces?: {
+    /** Traces older than this many days are pruned; 0 keeps them whatever their age. Default 30. */
+    maxAgeDays?: number;
+    /** The oldest traces are pruned while the store's data is over this many MB; 0: no cap. Default 1024. */
+    maxMb?: number;
+  };
 }
 
 /**

@@ -2,7 +2,7 @@
 // /api/tags, /api/ps, /api/show and /v1/models read it from. MLX servers'
 // models are named "mlx:<repo id>", as their queues are.
 import type { MlxServerStatus } from "./heartbeat.ts";
-import type { NodeRecord, Registry } from "./registry.ts";
+import { type NodeRecord, onDisk, type Registry } from "./registry.ts";
 import { normalizeModelName } from "./model-name.ts";
 import { GB, type TagEntry } from "./node-models.ts";
 
@@ -45,6 +45,11 @@ export function modelsOnDisk(registry: Registry): FleetModel[] {
     models.set(name, model);
   }
   return [...models.values()];
+}
+
+/** Some node holds `name` (on disk, whatever the node's state) or runs it on an MLX server: a name the fleet knows, not one a client made up. */
+export function knownModel(registry: Registry, name: string): boolean {
+  return registry.all().some((node) => onDisk(node, name) || node.report.mlx_servers?.some((s) => s.model === name || MLX_PREFIX + s.model === name));
 }
 
 /** Every MLX server the node agents report, whatever its state. */

@@ -1,6 +1,7 @@
 // Ollama's naming rule, used everywhere herd compares model names: the tag is
 // optional and means ":latest" ("llama3.2" is "llama3.2:latest"). A colon
 // inside a path segment's prefix ("hf.co/org/repo:Q4_K_M") is a tag too.
+import { nameFault } from "../core/client-names.ts";
 import * as v from "valibot";
 
 export function normalizeModelName(name: string): string {
@@ -8,18 +9,10 @@ export function normalizeModelName(name: string): string {
   return trimmed.lastIndexOf(":") > trimmed.lastIndexOf("/") ? trimmed : `${trimmed}:latest`;
 }
 
-/**
- * Why `name` cannot be a model name, or null: the one check every model name a client sends passes (surfaces, pins,
- * pulls). A lone UTF-16 surrogate has no UTF-8 form: the store would keep another name than the one compared.
- */
-export function modelNameProblem(name: string): string | null {
-  return name.isWellFormed() ? null : "expected a model name of whole Unicode characters; it holds an unpaired surrogate";
-}
-
-/** modelNameProblem as a step of a body's schema: its message goes under the field's name. */
+/** core/client-names.ts:nameFault as a step of a body's schema: its message goes under the field's name. */
 export const modelNameCheck = v.check<string, (issue: v.CheckIssue<string>) => string>(
-  (name) => modelNameProblem(name) === null,
-  (issue) => modelNameProblem(issue.input)!,
+  (name) => nameFault(name) === null,
+  (issue) => nameFault(issue.input)!,
 );
 
 /** The form names are compared in: "Llama3.2" and "llama3.2:latest" have one key. */

@@ -18,12 +18,20 @@ export interface RouteMeta {
 export function admit(clients: ClientGate, config: Config, meta: RouteMeta, asked: string, resolved: string, fallbacks: string[]): RouteError | null {
   const { clientMaxInFlight, clientRetryAfterSeconds } = config.routing;
   const { caller } = meta;
-  const refused = caller && (caller.modelRefusal(asked, resolved, fallbacks, config.modelMap) ?? caller.enter());
+  // The key's own limits before its model check: a key over its rate is refused before anything of the request is
+  // looked at or kept, and a request it may not make still draws on its rate (the trace of a refusal is a row).
+  const refused = caller && (caller.enter() ?? modelRefusal(caller, config, asked, resolved, fallbacks));
   if (refused) return new RouteError(refused.status, refused.message, 0, [], refused.status === 429 ? (refused.retryAfterS ?? clientRetryAfterSeconds) : undefined);
   const client = clientOf(meta);
   if (clients.enter(client, clientMaxInFlight)) return null;
   caller?.leave();
   return new RouteError(429, `client ${client} already has ${clientMaxInFlight} requests in flight (routing.clientMaxInFlight); retry after ${clientRetryAfterSeconds} s`, 0, [], clientRetryAfterSeconds);
+}
+
+function modelRefusal(caller: ClientKey, config: Config, asked: string, resolved: string, fallbacks: string[]) {
+  const refused = caller.modelRefusal(asked, resolved, fallbacks, config.modelMap);
+  if (refused) caller.leave();
+  return refused;
 }
 
 /** Gives back what admit() took; once per admitted request. */

@@ -22,7 +22,7 @@ import { ToolCallRepair } from "../router/tool-repair.ts";
 import type { TraceStatus, TraceWriter } from "../store/traces.ts";
 import { admit, leave, type RouteMeta } from "./admit.ts";
 import { errorHeaders, fleetHeaders } from "../core/fleet-headers.ts";
-import { newTrace, traceEnd, traceRefused, traceServed } from "./trace.ts";
+import { keepRefused, newTrace, traceEnd, traceRefused, traceServed } from "./trace.ts";
 
 /** What the request pipeline reads, for a chat (route), a node service's answer (runService) and native embeddings alike. */
 export interface Pipeline {
@@ -33,7 +33,7 @@ export interface Pipeline {
   pulls: Pulls;
   toggles: Toggles;
   clients: ClientGate;
-  traces: Pick<TraceWriter, "record">;
+  traces: Pick<TraceWriter, "record" | "tally">;
   toolRepairs: RepairStats;
   /** Aborted when a stop's grace period runs out: what is still waiting or streaming ends with an error. */
   shutdown: AbortController;
@@ -45,7 +45,7 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
   const trace = newTrace(req, meta);
   const refused = admit(rt.clients, rt.live.config, meta, requested, req.model, req.fallbackModels);
   if (refused) {
-    rt.traces.record(traceEnd(trace, "rejected", started, refused.message));
+    keepRefused(rt.traces, traceEnd(trace, "rejected", started, refused.message), refused.status);
     return encoder.error(refused.status, refused.message, errorHeaders(requested, refused));
   }
   let routed: Routed;

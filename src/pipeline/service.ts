@@ -11,7 +11,7 @@ import { admit, leave, type RouteMeta } from "./admit.ts";
 import { attempt, UNCAPPED } from "./attempt.ts";
 import type { MediaRequest } from "../core/media-request.ts";
 import { errorHeaders, fleetHeaders } from "../core/fleet-headers.ts";
-import { type Answered, newTrace, traceEnd, traceRefused, traceServed } from "./trace.ts";
+import { type Answered, keepRefused, newTrace, traceEnd, traceRefused, traceServed } from "./trace.ts";
 
 /** How the surface answers, in its own format: the value with the headers given, or an error. */
 export interface ServiceReply<T> {
@@ -26,7 +26,9 @@ export async function runService<T>(rt: Pipeline, req: MediaRequest, meta: Route
   const requested = req.model ?? "any";
   const trace = newTrace({ kind: req.kind, surface: req.surface, model: requested }, meta);
   const refuse = (error: RouteError, status: TraceStatus) => {
-    rt.traces.record(traceRefused(trace, status, started, error));
+    const row = traceRefused(trace, status, started, error);
+    if (status === "rejected") keepRefused(rt.traces, row, error.status);
+    else rt.traces.record(row);
     return reply.error(error.status, error.message, errorHeaders(requested, error));
   };
   const { config } = rt.live;

@@ -4,9 +4,18 @@ import type { ClientKey } from "../core/client-key.ts";
 import type { Slot } from "../fleet/queues.ts";
 import type { Breakdown } from "../fleet/scorer.ts";
 import type { RouteError } from "../errors.ts";
-import { newRequestId, type Trace, type TraceStatus } from "../store/traces.ts";
+import { newRequestId, type Trace, type TraceStatus, type TraceWriter } from "../store/traces.ts";
 import type { RouteMeta } from "./admit.ts";
 import type { Served } from "../core/fleet-headers.ts";
+import { MAX_NAME_CHARS, MAX_NAMES } from "../core/client-names.ts";
+
+/** A node's error can be as long as it likes; the row keeps the start of it. */
+const MAX_ERROR_CHARS = 2000;
+
+/** The start of `text`, marked as cut when it was longer: a row never holds more than a client's name is allowed. */
+function clip(text: string, max = MAX_NAME_CHARS): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
 
 /** What a trace reads of the request. */
 export interface Traced {
@@ -36,8 +45,8 @@ export function newTrace(req: Traced, meta: RouteMeta): Trace {
   return {
     request_id: newRequestId(),
     timestamp: Date.now() / 1000,
-    model: req.model,
-    original_model: req.requested ?? req.model,
+    model: clip(req.model),
+    original_model: clip(req.requested ?? req.model),
     node_id: null,
     backend: null,
     kind: req.kind,
@@ -64,7 +73,8 @@ export function newTrace(req: Traced, meta: RouteMeta): Trace {
 
 /** A request's trace tags: "key:" tags are herd's to give, from the key it really came with, never one a client claims. */
 function traceTags(tags: string[], caller: ClientKey | null): string[] {
-  return [...tags.filter((tag) => !tag.startsWith("key:")), ...(caller ? [caller.tag] : [])];
+  const own = tags.filter((tag) => !tag.startsWith("key:")).slice(0, MAX_NAMES).map((tag) => clip(tag));
+  return [...own, ...(caller ? [caller.tag] : [])];
 }
 
 /** The node that answered, and when it did (`started`: when the request came in, performance.now()). */
@@ -85,7 +95,7 @@ export function traceServed(trace: Trace, served: Answered, started: number): vo
 export function traceEnd(trace: Trace, status: TraceStatus, started: number, error: string | null): Trace {
   trace.status = status;
   trace.latency_ms = ms(started);
-  trace.error_message = error;
+  trace.error_message = error && clip(error, MAX_ERROR_CHARS);
   return trace;
 }
 
@@ -103,4 +113,10 @@ function ms(since: number): number {
 
 function round(n: number): number {
   return Math.round(n * 10) / 10;
+}
+
+/** A request admission refused: a 429 (a client over its limits) is counted in /metrics but never stored, so throttled traffic cannot grow the store; any other refusal is a row. */
+export function keepRefused(traces: Pick<TraceWriter, "record" | "tally">, row: Trace, status: number): void {
+  if (status === 429) traces.tally(row);
+  else traces.record(row);
 }

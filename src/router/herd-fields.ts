@@ -1,7 +1,8 @@
 // herd's own request fields, shared by every surface: tags for per-app
 // analytics, fallback models, strict mode. They are taken out of the body
-// before it reaches a backend, which would not know them.
-import { modelNameProblem } from "../fleet/model-name.ts";
+// before it reaches a backend, which would not know them. herd keeps them (traces, tags), so
+// each is capped (core/client-names.ts).
+import { nameProblem, namesProblem } from "../core/client-names.ts";
 
 export interface HerdFields {
   tags: string[];
@@ -20,15 +21,22 @@ export function takeHerdFields(body: Record<string, unknown>, headers: Headers):
     if (!Array.isArray(metaTags) || metaTags.some((t) => typeof t !== "string")) return "metadata.tags: expected a list of strings";
     tags.push(...metaTags);
   }
-  for (const t of (headers.get("x-herd-tags") ?? "").split(",")) tags.push(t);
+  const tagsProblem = namesProblem("metadata.tags", tags);
+  if (tagsProblem) return tagsProblem;
+  const headerTags = (headers.get("x-herd-tags") ?? "").split(",");
+  const headerProblem = namesProblem("X-Herd-Tags", headerTags);
+  if (headerProblem) return headerProblem;
+  tags.push(...headerTags);
   if (body.user !== undefined) {
     if (typeof body.user !== "string") return "user: expected a string";
+    const tooLong = nameProblem("user", body.user);
+    if (tooLong) return tooLong;
     if (body.user) tags.push(`user:${body.user}`);
   }
   const fallbacks = body.fallback_models ?? [];
   if (!Array.isArray(fallbacks) || fallbacks.some((m) => typeof m !== "string" || !m.trim())) return "fallback_models: expected a list of model names";
-  const misnamed = fallbacks.findIndex((m: string) => modelNameProblem(m) !== null);
-  if (misnamed !== -1) return `fallback_models[${misnamed}]: ${modelNameProblem(fallbacks[misnamed])}`;
+  const fallbacksProblem = namesProblem("fallback_models", fallbacks);
+  if (fallbacksProblem) return fallbacksProblem;
   if (body.fallback !== undefined && typeof body.fallback !== "boolean") return "fallback: expected true or false";
   const strict = body.fallback === false || headers.get("x-fleet-no-fallback")?.toLowerCase() === "true";
   for (const key of ["metadata", "user", "fallback_models", "fallback"]) delete body[key];

@@ -2,6 +2,9 @@
 // store and the start of its window (unix seconds); db.query() compiles a
 // statement once per store and reuses it. Days and hours are UTC; latencies and
 // token averages are rounded to 0.1. A trace counts as failed unless completed.
+// Traces pruned by store.traces' retention live on summed per day (trace_days,
+// tag_days; store/retention.ts): every daily and all-time figure reads both, so
+// it survives pruning; the hourly trends and the recent traces read the rows kept.
 import type { Database } from "bun:sqlite";
 import type { Trace } from "./traces.ts";
 
@@ -21,19 +24,37 @@ interface Totals {
   total_completion_tokens: number;
 }
 
+const day = (timestamp: string) => `date(${timestamp}, 'unixepoch')`;
+
 // Without table statistics SQLite prefers scanning a (model|tag, timestamp) index whole to save a sort;
 // a dashboard window is a small slice of the history, so the time indexes are named outright.
 const TRACES_SINCE = "FROM traces INDEXED BY traces_time WHERE timestamp >= ?";
-const TAGGED_SINCE = `FROM trace_tags tt INDEXED BY trace_tags_time JOIN traces t ON t.request_id = tt.request_id
-  WHERE tt.timestamp >= ?`;
+
+/** Per node, model and day since ?1: each trace kept as a group of one, beside the days pruned (a day counts whole once it is in the window). */
+export const USAGE_SINCE = `FROM (
+  SELECT node_id, model, ${day("timestamp")} AS day, 1 AS requests, status = 'completed' AS completed, prompt_tokens,
+    completion_tokens, latency_ms AS latency_sum, latency_ms IS NOT NULL AS latency_count, timestamp AS last_used
+  FROM traces INDEXED BY traces_time WHERE timestamp >= ?1
+  UNION ALL
+  SELECT NULLIF(node_id, ''), model, day, requests, completed, prompt_tokens, completion_tokens, latency_sum, latency_count, last_used
+  FROM trace_days WHERE day >= ${day("?1")})`;
+
+/** Per tag and day since ?1, in the same way: one trace_tags row per tag, so a trace with two tags counts once under each. */
+const TAGS_SINCE = `FROM (
+  SELECT tt.tag, ${day("tt.timestamp")} AS day, 1 AS requests, t.status <> 'completed' AS failed, t.prompt_tokens,
+    t.completion_tokens, t.latency_ms AS latency_sum, t.latency_ms IS NOT NULL AS latency_count,
+    t.time_to_first_token_ms AS ttft_sum, t.time_to_first_token_ms IS NOT NULL AS ttft_count
+  FROM trace_tags tt INDEXED BY trace_tags_time JOIN traces t ON t.request_id = tt.request_id WHERE tt.timestamp >= ?1
+  UNION ALL
+  SELECT tag, day, requests, failed, prompt_tokens, completion_tokens, latency_sum, latency_count, ttft_sum, ttft_count
+  FROM tag_days WHERE day >= ${day("?1")})`;
 
 // Token columns are NULL on failures; a group of only failures totals 0, not null.
 const PROMPT_TOKENS = "COALESCE(SUM(prompt_tokens), 0)";
 const COMPLETION_TOKENS = "COALESCE(SUM(completion_tokens), 0)";
-const AVG_LATENCY = "ROUND(AVG(latency_ms), 1)";
+const mean = (sum: string, count: string) => `ROUND(SUM(${sum}) / NULLIF(SUM(${count}), 0), 1)`;
+const AVG_LATENCY = mean("latency_sum", "latency_count");
 const TOTALS = `${AVG_LATENCY} AS avg_latency_ms, ${PROMPT_TOKENS} AS total_prompt_tokens, ${COMPLETION_TOKENS} AS total_completion_tokens`;
-
-const day = (timestamp: string) => `date(${timestamp}, 'unixepoch')`;
 
 export function recentTraces(db: Database, limit: number): TraceView[] {
   const rows = db
@@ -56,20 +77,20 @@ export function recentTraces(db: Database, limit: number): TraceView[] {
 /** All-time totals: the header cards have no window. */
 export function overview(db: Database) {
   return db
-    .query<{ total_requests: number; total_prompt_tokens: number; total_completion_tokens: number; total_tokens: number; models_count: number }, []>(
-      `SELECT COUNT(*) AS total_requests, ${PROMPT_TOKENS} AS total_prompt_tokens, ${COMPLETION_TOKENS} AS total_completion_tokens,
+    .query<{ total_requests: number; total_prompt_tokens: number; total_completion_tokens: number; total_tokens: number; models_count: number }, [number]>(
+      `SELECT COALESCE(SUM(requests), 0) AS total_requests, ${PROMPT_TOKENS} AS total_prompt_tokens, ${COMPLETION_TOKENS} AS total_completion_tokens,
         ${PROMPT_TOKENS} + ${COMPLETION_TOKENS} AS total_tokens, COUNT(DISTINCT model) AS models_count
-      FROM traces`,
+      ${USAGE_SINCE}`,
     )
-    .get()!;
+    .get(0)!;
 }
 
 export function usageByNodeModelDay(db: Database, since: number) {
   return db
     .query<{ node_id: string | null; model: string; day: string; request_count: number; completed: number; failed: number } & Totals, [number]>(
-      `SELECT node_id, model, ${day("timestamp")} AS day, COUNT(*) AS request_count,
-        SUM(status = 'completed') AS completed, SUM(status <> 'completed') AS failed, ${TOTALS}
-      ${TRACES_SINCE}
+      `SELECT node_id, model, day, SUM(requests) AS request_count, SUM(completed) AS completed,
+        SUM(requests - completed) AS failed, ${TOTALS}
+      ${USAGE_SINCE}
       GROUP BY node_id, model, day ORDER BY day, node_id, model`,
     )
     .all(since);
@@ -78,8 +99,8 @@ export function usageByNodeModelDay(db: Database, since: number) {
 export function modelsDaily(db: Database, since: number) {
   return db
     .query<{ model: string; day: string; request_count: number } & Totals, [number]>(
-      `SELECT model, ${day("timestamp")} AS day, COUNT(*) AS request_count, ${TOTALS}
-      ${TRACES_SINCE}
+      `SELECT model, day, SUM(requests) AS request_count, ${TOTALS}
+      ${USAGE_SINCE}
       GROUP BY model, day ORDER BY day, model`,
     )
     .all(since);
@@ -88,8 +109,8 @@ export function modelsDaily(db: Database, since: number) {
 export function modelsSummary(db: Database, since: number) {
   return db
     .query<{ model: string; total_requests: number } & Totals, [number]>(
-      `SELECT model, COUNT(*) AS total_requests, ${TOTALS}
-      ${TRACES_SINCE}
+      `SELECT model, SUM(requests) AS total_requests, ${TOTALS}
+      ${USAGE_SINCE}
       GROUP BY model ORDER BY total_requests DESC, model`,
     )
     .all(since);
@@ -99,7 +120,7 @@ export function hourlyTrends(db: Database, since: number) {
   return db
     .query<{ hour_bucket: string; request_count: number; avg_latency_ms: number | null; avg_prompt_tokens: number | null; avg_completion_tokens: number | null }, [number]>(
       `SELECT strftime('%Y-%m-%d %H:00:00', timestamp, 'unixepoch') AS hour_bucket, COUNT(*) AS request_count,
-        ${AVG_LATENCY} AS avg_latency_ms, ROUND(AVG(prompt_tokens), 1) AS avg_prompt_tokens,
+        ROUND(AVG(latency_ms), 1) AS avg_latency_ms, ROUND(AVG(prompt_tokens), 1) AS avg_prompt_tokens,
         ROUND(AVG(completion_tokens), 1) AS avg_completion_tokens
       ${TRACES_SINCE}
       GROUP BY hour_bucket ORDER BY hour_bucket`,
@@ -107,14 +128,13 @@ export function hourlyTrends(db: Database, since: number) {
     .all(since);
 }
 
-// One trace_tags row per tag, so a trace with two tags counts once under each.
 export function appsByTag(db: Database, since: number) {
   return db
     .query<{ tag: string; request_count: number; avg_ttft_ms: number | null; error_rate: number } & Totals, [number]>(
-      `SELECT tt.tag, COUNT(*) AS request_count, ${TOTALS}, ROUND(AVG(time_to_first_token_ms), 1) AS avg_ttft_ms,
-        ROUND(AVG(status <> 'completed'), 4) AS error_rate
-      ${TAGGED_SINCE}
-      GROUP BY tt.tag ORDER BY request_count DESC, tt.tag`,
+      `SELECT tag, SUM(requests) AS request_count, ${TOTALS}, ${mean("ttft_sum", "ttft_count")} AS avg_ttft_ms,
+        ROUND(CAST(SUM(failed) AS REAL) / SUM(requests), 4) AS error_rate
+      ${TAGS_SINCE}
+      GROUP BY tag ORDER BY request_count DESC, tag`,
     )
     .all(since);
 }
@@ -122,10 +142,10 @@ export function appsByTag(db: Database, since: number) {
 export function appsDaily(db: Database, since: number) {
   return db
     .query<{ tag: string; day: string; request_count: number; avg_latency_ms: number | null; total_tokens: number }, [number]>(
-      `SELECT tt.tag, ${day("tt.timestamp")} AS day, COUNT(*) AS request_count, ${AVG_LATENCY} AS avg_latency_ms,
+      `SELECT tag, day, SUM(requests) AS request_count, ${AVG_LATENCY} AS avg_latency_ms,
         ${PROMPT_TOKENS} + ${COMPLETION_TOKENS} AS total_tokens
-      ${TAGGED_SINCE}
-      GROUP BY tt.tag, day ORDER BY day, tt.tag`,
+      ${TAGS_SINCE}
+      GROUP BY tag, day ORDER BY day, tag`,
     )
     .all(since);
 }

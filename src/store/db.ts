@@ -1,7 +1,7 @@
 // The SQLite store: one file in the data dir, WAL so readers never block the
 // writer, and numbered migrations recorded in schema_migrations.
 import { Database, type SQLQueryBindings } from "bun:sqlite";
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { log } from "../log.ts";
 import { migrations } from "./migrations.ts";
@@ -53,4 +53,11 @@ export function recordEvent(db: Database, sql: string, params: SQLQueryBindings[
   } catch (e) {
     log.warn(`not recorded in the store (${(e as Error).message}): ${sql.slice(0, 40)}…`);
   }
+}
+
+/** What the store holds: its files' bytes on disk (the main file and its write-ahead log), the traces kept and the oldest one's time. */
+export function storeSize(db: Database): { bytes: number; traces: number; oldest: number | null } {
+  const bytes = [db.filename, `${db.filename}-wal`].reduce((sum, f) => sum + (existsSync(f) ? statSync(f).size : 0), 0);
+  const { traces, oldest } = db.query<{ traces: number; oldest: number | null }, []>("SELECT COUNT(*) AS traces, MIN(timestamp) AS oldest FROM traces").get()!;
+  return { bytes, traces, oldest };
 }

@@ -122,4 +122,38 @@ export const migrations: { version: number; name: string; sql: string }[] = [
       CREATE INDEX benchmark_runs_time ON benchmark_runs (timestamp);
     `,
   },
+  {
+    version: 8,
+    name: "daily roll-ups of pruned traces",
+    // Traces past store.traces' retention are summed here per day before they are deleted, so the dashboard's
+    // totals, per-model and per-tag history survive pruning. Sums and counts, so averages stay exact.
+    sql: `
+      CREATE TABLE trace_days (
+        day TEXT NOT NULL,
+        node_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        requests INTEGER NOT NULL,
+        completed INTEGER NOT NULL,
+        prompt_tokens INTEGER NOT NULL,
+        completion_tokens INTEGER NOT NULL,
+        latency_sum REAL NOT NULL,
+        latency_count INTEGER NOT NULL,
+        last_used REAL NOT NULL,
+        PRIMARY KEY (day, node_id, model)
+      );
+      CREATE TABLE tag_days (
+        day TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        requests INTEGER NOT NULL,
+        failed INTEGER NOT NULL,
+        prompt_tokens INTEGER NOT NULL,
+        completion_tokens INTEGER NOT NULL,
+        latency_sum REAL NOT NULL,
+        latency_count INTEGER NOT NULL,
+        ttft_sum REAL NOT NULL,
+        ttft_count INTEGER NOT NULL,
+        PRIMARY KEY (day, tag)
+      );
+    `,
+  },
 ];

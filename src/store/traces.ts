@@ -3,6 +3,8 @@
 // transaction per batch.
 import type { Database } from "bun:sqlite";
 import { log } from "../log.ts";
+import type { Retention } from "./retention.ts";
+import { OTHER_MODEL } from "../core/client-names.ts";
 
 export type TraceStatus = "completed" | "failed" | "incomplete" | "client_disconnected" | "rejected";
 
@@ -54,12 +56,14 @@ const CLOSE_WAIT_MS = 10_000;
 const WORKER = import.meta.url.includes("/$bunfs/") ? "./store/trace-worker.ts" : new URL("./trace-worker.ts", import.meta.url).href;
 
 /** What the worker reports after each batch, and once it has closed the store. */
-export type WorkerReport = { wrote: number } | { lost: number; error: string } | "closed";
+export type WorkerReport = { wrote: number } | { lost: number; error: string } | { pruned: number } | "closed";
 
 /** How the writes have gone since start (ms epoch times): the store_writable health check reads it. */
 export interface TraceWrites {
   file: string;
   written: number;
+  /** Traces deleted past store.traces' retention (their days summed in the roll-ups). */
+  pruned: number;
   /** Traces the store refused (disk full, read-only, gone): they are lost. */
   lost: number;
   lastWriteAt: number | null;
@@ -72,7 +76,10 @@ export interface TraceWrites {
  * has written it: an acknowledged trace survives a stop.
  */
 export class TraceWriter {
-  /** Requests recorded since start, by outcome, model and node: what /metrics counts (no query over the store). */
+  /**
+   * Requests counted since start, by outcome, model and node: what /metrics counts (no query over the store). A model
+   * is named only when a node served it or the fleet knows it (`knownModel`); any other name counts as OTHER_MODEL.
+   */
   readonly outcomes = new Map<string, { status: TraceStatus; model: string; node: string; count: number }>();
   private pending: Trace[] = [];
   private timer: Timer | null = null;
@@ -80,12 +87,17 @@ export class TraceWriter {
   private closed: Promise<void> | null = null;
   private readonly writes: TraceWrites;
 
-  constructor(file: string) {
-    this.writes = { file, written: 0, lost: 0, lastWriteAt: null, lastError: null };
+  constructor(
+    file: string,
+    private readonly knownModel: (model: string) => boolean,
+    /** store.traces, read at each write: a reload applies to the next one. */
+    private readonly retention: () => Retention,
+  ) {
+    this.writes = { file, written: 0, pruned: 0, lost: 0, lastWriteAt: null, lastError: null };
     this.worker = new Worker(WORKER);
     this.worker.addEventListener("error", (e) => log.error(`the trace writer failed: ${e.message}`));
     this.worker.addEventListener("message", ({ data }: MessageEvent<WorkerReport>) => this.count(data));
-    this.worker.postMessage({ open: file });
+    this.worker.postMessage({ open: file, keep: retention() });
   }
 
   health(): TraceWrites {
@@ -94,7 +106,8 @@ export class TraceWriter {
 
   private count(report: WorkerReport): void {
     if (report === "closed") return;
-    if ("wrote" in report) {
+    if ("pruned" in report) this.writes.pruned += report.pruned;
+    else if ("wrote" in report) {
       this.writes.written += report.wrote;
       this.writes.lastWriteAt = Date.now();
     } else {
@@ -103,11 +116,17 @@ export class TraceWriter {
     }
   }
 
-  record(trace: Trace): void {
-    const key = `${trace.status}\n${trace.model}\n${trace.node_id ?? ""}`;
+  /** Counts a request in /metrics without a row in the store: a refusal that must not cost storage (admission's 429). */
+  tally(trace: Trace): void {
+    const model = trace.node_id || this.knownModel(trace.model) ? trace.model : OTHER_MODEL;
+    const key = `${trace.status}\n${model}\n${trace.node_id ?? ""}`;
     const outcome = this.outcomes.get(key);
     if (outcome) outcome.count++;
-    else this.outcomes.set(key, { status: trace.status, model: trace.model, node: trace.node_id ?? "", count: 1 });
+    else this.outcomes.set(key, { status: trace.status, model, node: trace.node_id ?? "", count: 1 });
+  }
+
+  record(trace: Trace): void {
+    this.tally(trace);
     this.pending.push(trace);
     if (this.pending.length >= BATCH) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), FLUSH_MS);
@@ -117,7 +136,7 @@ export class TraceWriter {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     // One JSON string crosses to the worker far cheaper than a structured clone of each trace.
-    if (this.pending.length) this.worker.postMessage({ batch: JSON.stringify(this.pending.splice(0)) });
+    if (this.pending.length) this.worker.postMessage({ batch: JSON.stringify(this.pending.splice(0)), keep: this.retention() });
   }
 
   close(): Promise<void> {

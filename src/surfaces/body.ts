@@ -3,7 +3,7 @@ import * as v from "valibot";
 import { readBody } from "../auth/limits.ts";
 import { formatIssues } from "../config/problems.ts";
 import { jsonError } from "../core/wire-errors.ts";
-import { modelNameProblem } from "../fleet/model-name.ts";
+import { bodyNamesProblem, nameProblem } from "../core/client-names.ts";
 
 export async function readJsonObject(request: Request): Promise<Record<string, unknown> | string> {
   const text = await readBody(request);
@@ -17,7 +17,7 @@ export async function readJsonObject(request: Request): Promise<Record<string, u
   if (!body || typeof body !== "object" || Array.isArray(body)) return "invalid JSON body: expected an object";
   const deep = tooDeep(body as Record<string, unknown>);
   if (deep) return `${deep}: nested deeper than ${MAX_DEPTH} levels`;
-  return body as Record<string, unknown>;
+  return bodyNamesProblem(body as Record<string, unknown>) ?? (body as Record<string, unknown>);
 }
 
 /** Deeper than any real request (a tool's JSON schema nests a few levels); deep enough to overflow the stack of code that walks it. */
@@ -37,14 +37,14 @@ function tooDeep(body: Record<string, unknown>): string | null {
 
 /**
  * The model a request names, in the first of `fields` that holds a non-empty string; or the 400's message: `missing`
- * when none does, or why the name cannot be a model's (fleet/model-name.ts), naming the field.
+ * when none does, or why the name cannot be taken (core/client-names.ts), naming the field.
  */
 export function modelOf(body: Record<string, unknown>, missing: string, fields = ["model"]): { model: string } | { error: string } {
   const field = fields.find((f) => typeof body[f] === "string" && body[f].trim());
   if (field === undefined) return { error: missing };
   const model = body[field] as string;
-  const problem = modelNameProblem(model);
-  return problem ? { error: `${field}: ${problem}` } : { model };
+  const problem = nameProblem(field, model);
+  return problem ? { error: problem } : { model };
 }
 
 /** The body checked against `schema`: its output, or a 400 whose message names each bad field. */

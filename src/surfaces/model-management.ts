@@ -10,7 +10,7 @@ import { probeOllama, pullModel } from "../backends/ollama.ts";
 import { readLines } from "../backends/lines.ts";
 import { reachableNodes } from "../fleet/catalog.ts";
 import { modelInventory } from "../fleet/model-inventory.ts";
-import { modelNameProblem } from "../fleet/model-name.ts";
+import { nameFault } from "../core/client-names.ts";
 import { diskGb } from "../fleet/node-models.ts";
 import { loadableUrl } from "../fleet/pins.ts";
 import { notPullable, type Pulls } from "../fleet/pulls.ts";
@@ -92,7 +92,7 @@ async function act(rt: ModelSources, request: Request, action: Action): Promise<
     if (typeof value !== "string" || !value.trim()) return jsonError(400, `${field} is required: a non-empty string`);
   }
   const [nodeId, model] = [(body.node_id as string).trim(), (body.model as string).trim()];
-  const misnamed = modelNameProblem(model);
+  const misnamed = nameFault(model);
   if (misnamed) return jsonError(400, `model: ${misnamed}`);
   const node = rt.registry.get(nodeId);
   if (!node) return jsonError(404, `unknown node_id "${nodeId}"; known nodes: ${rt.registry.all().map((n) => n.id).join(", ") || "none"}`);

@@ -6,7 +6,8 @@ import * as v from "valibot";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import type { LiveConfig } from "../config/live.ts";
 import { MLX_PREFIX, mlxServers } from "../fleet/catalog.ts";
-import { modelNameCheck, modelNameProblem } from "../fleet/model-name.ts";
+import { nameFault } from "../core/client-names.ts";
+import { modelNameCheck } from "../fleet/model-name.ts";
 import { type CoResidence, loadableUrl, type Pins } from "../fleet/pins.ts";
 import { loadedOn, onDisk, type NodeRecord, type Registry } from "../fleet/registry.ts";
 import { OS_RESERVE_GB } from "../fleet/scorer.ts";
@@ -120,7 +121,7 @@ function unpin(rt: Fleet, pins: Pins, rawModel: string, nodeId?: string): Respon
   const model = decoded(rawModel);
   if (model === null) return jsonError(400, "model: expected the model's name percent-encoded as UTF-8 in DELETE /fleet/pin/{model}");
   if (!model.trim()) return jsonError(400, "name the model: DELETE /fleet/pin/{model}");
-  const misnamed = modelNameProblem(model);
+  const misnamed = nameFault(model);
   if (misnamed) return jsonError(400, `model: ${misnamed}`);
   const unpinned = pins.remove(model, nodeId);
   if (unpinned.length) return Response.json({ ok: true, model, unpinned_from: unpinned, per_node: pins.perNode() });

@@ -9,6 +9,7 @@ import type { TranscriptionRequest } from "../core/media-request.ts";
 import type { Pipeline } from "../pipeline/route.ts";
 import { runService } from "../pipeline/service.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
+import { bodyNamesProblem } from "../core/client-names.ts";
 import { jsonError } from "../core/wire-errors.ts";
 
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
@@ -37,9 +38,11 @@ async function transcribeRequest(rt: Pipeline, request: Request, clientIp: strin
     if (value !== null && typeof value !== "string") return jsonError(400, `${name}: expected text, got a file`);
     text[name] = value?.trim() || null;
   }
+  const tooLong = bodyNamesProblem(text);
+  if (tooLong) return jsonError(400, tooLong);
   const herd = takeHerdFields({}, request.headers);
-  const tags = typeof herd === "string" ? [] : herd.tags;
-  const meta = { tags, clientIp, caller: callerOf(request) };
+  if (typeof herd === "string") return jsonError(400, herd);
+  const meta = { tags: herd.tags, clientIp, caller: callerOf(request) };
   const req: TranscriptionRequest = {
     surface: "ollama",
     kind: "transcription",

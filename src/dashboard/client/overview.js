@@ -48,8 +48,17 @@ function drawHeader() {
       { label: "Requests", value: fmt.compact(totals?.total_requests), hint: "all time" },
       { label: "Tokens", value: fmt.compact(totals?.total_tokens), hint: totals ? `${fmt.compact(totals.total_completion_tokens)} generated` : "" },
       { label: "Models used", value: fmt.int(totals?.models_count), hint: "all time" },
+      { label: "Store", value: totals ? `${fmt.num(totals.store.bytes / MB)} MB` : "—", hint: totals ? storeHint(totals.store) : "" },
     ]),
   );
+}
+
+const MB = 1024 * 1024;
+
+/** What the store keeps: its traces, and store.traces' limits (0: none). */
+function storeHint(store) {
+  const limits = [store.max_age_days && `${store.max_age_days} days`, store.max_mb && `${fmt.int(store.max_mb)} MB`].filter(Boolean);
+  return `${fmt.compact(store.traces)} traces${limits.length ? `, kept ${limits.join(" / ")}` : ""}`;
 }
 
 function drawNodes(list) {

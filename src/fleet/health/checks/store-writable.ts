@@ -11,7 +11,7 @@ export const storeWritable: HealthCheck = {
   name: "Store writable",
   run({ traceWrites: w, now }) {
     const error = w.lastError;
-    const ok = `traces are written to ${w.file} (${w.written} since start)`;
+    const ok = `traces are written to ${w.file} (${w.written} since start, ${w.pruned} pruned past store.traces' retention)`;
     if (!error || (w.lastWriteAt !== null && w.lastWriteAt > error.at && now - error.at > RECOVERED_FOR_MS)) return fold([], ok);
     const failing = w.lastWriteAt === null || error.at > w.lastWriteAt;
     return fold(
