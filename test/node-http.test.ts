@@ -42,6 +42,8 @@ const SCRIPTS: Record<string, (stream: boolean) => Script> = {
   // A Python-style server: HTTP/1.0, no length, the body ends when the connection closes.
   http10: (stream) => ({ pieces: [`HTTP/1.0 200 OK\r\nContent-Type: application/x-ndjson\r\n\r\n`, ...lines(stream)], closeAfter: true }),
   interim: (stream) => ({ pieces: [`HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n`, chunked(lines(stream))] }),
+  // A fast node: the whole chunked answer in one write, so herd reads it in one.
+  oneRead: (stream) => ({ pieces: [`HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n${chunked(lines(stream))}`] }),
   // Keeps the connection alive by HTTP's rules, then closes it while it idles.
   dropsIdle: (stream) => ({ ...SCRIPTS.length!(stream), closeAfter: true }),
 };
@@ -182,6 +184,14 @@ describe("herd reads every HTTP/1.1 framing a node may use", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("x-fleet-retries")).toBe("0");
   });
+});
+
+test("a streamed answer that arrives in one read goes to the client in one piece, its lines as the node sent them", async () => {
+  const res = await fetch(`${router.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: MODEL, prompt: "oneRead" }) });
+  expect(res.headers.get("content-type")).toBe("application/x-ndjson");
+  // One write with its length, not a chunked stream written line by line.
+  expect(res.headers.get("transfer-encoding")).toBeNull();
+  expect(await res.text()).toBe(lines(true).join(""));
 });
 
 test("a request far larger than a socket write (an 8 MB image) reaches the node whole", async () => {

@@ -222,7 +222,9 @@ class Connection {
     }
     const decoded = this.chunks.feed(bytes);
     if (typeof decoded === "string") return this.fail(new Error(decoded));
-    for (const chunk of decoded) this.body!.push(chunk);
+    // What came in one read goes to the reader as one piece, however many chunks it framed: a relay
+    // then passes the lines of a read on in one write, not one write per chunk.
+    this.body!.push(decoded.length === 1 ? decoded[0]! : Buffer.concat(decoded));
     if (this.chunks.ended) this.finish();
   }
 

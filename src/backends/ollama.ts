@@ -53,7 +53,9 @@ export interface OllamaCall {
   status: number;
   /** The first chunk, already read: the node has answered once this exists. */
   first: Chunk;
-  /** The chunks after it, in the batches they arrived in. */
+  /** The chunks that came in the same read as the first, already parsed: the relay sends them with it, in one write. */
+  arrived?: Chunk[];
+  /** The chunks after those, in the batches they arrived in. */
   rest: AsyncGenerator<Chunk[]>;
   cancel(): void;
 }
@@ -77,14 +79,15 @@ export async function callOllama(
   opts.signal.addEventListener("abort", onClientGone, { once: true });
   const timer = setTimeout(() => abort.abort(new NodeFailure(`no answer within ${opts.firstByteMs} ms`, null)), opts.firstByteMs);
   try {
-    const res = await postJson(new URL(path, baseUrl), body, abort.signal);
-    const { first, rest } = isStream(res) ? await streamed(res, opts.idleMs) : await whole(res);
+    const res = await postJson(nodeUrl(baseUrl, path), body, abort.signal);
+    const { first, arrived, rest } = isStream(res) ? await streamed(res, opts.idleMs) : await whole(res);
     if (!first) throw new NodeFailure(`empty response (HTTP ${res.status})`, res.status);
     if (res.status >= 500 || res.status === 404) throw new NodeFailure(errorOf(first) ?? `HTTP ${res.status}`, res.status);
     clearTimeout(timer);
     return {
       status: res.status,
       first,
+      arrived,
       rest,
       cancel: () => {
         opts.signal.removeEventListener("abort", onClientGone);
@@ -103,21 +106,32 @@ export async function callOllama(
   }
 }
 
+/** A node's URL for a path, parsed once: a few nodes and paths, called for every request. */
+const nodeUrls = new Map<string, URL>();
+function nodeUrl(baseUrl: string, path: string): URL {
+  const key = `${baseUrl} ${path}`;
+  let url = nodeUrls.get(key);
+  if (!url) nodeUrls.set(key, (url = new URL(path, baseUrl)));
+  return url;
+}
+
 function isStream(res: Answer): boolean {
   return res.contentType?.startsWith("application/x-ndjson") ?? false;
 }
 
-/** A streamed answer: its first line, and the lines after it as they come. */
-async function streamed(res: Answer, idleMs: number): Promise<{ first?: Chunk; rest: AsyncGenerator<Chunk[]> }> {
-  const batches = parseLines(readLineBatches(res.body, idleMs));
-  const head = await batches.next();
-  if (head.done) return { rest: batches };
-  const [first, ...more] = head.value;
-  return { first, rest: more.length ? startingWith(more, batches) : batches };
+type Begun = Pick<OllamaCall, "arrived" | "rest"> & { first?: Chunk };
+
+/** A streamed answer: its first line and those that came with it, and the lines after them as they come. */
+async function streamed(res: Answer, idleMs: number): Promise<Begun> {
+  const lines = readLineBatches(res.body, idleMs);
+  const head = await lines.next();
+  if (head.done) return { rest: noMoreChunks() };
+  const [first, ...arrived] = head.value.map(ollamaChunk);
+  return { first, arrived, rest: parsed(lines) };
 }
 
 /** A whole answer (stream:false, embeddings, errors) is one JSON document: read in one call, nothing after it. */
-async function whole(res: Answer): Promise<{ first?: Chunk; rest: AsyncGenerator<Chunk[]> }> {
+async function whole(res: Answer): Promise<Begun> {
   const text = (await res.text()).trim();
   return { first: text ? ollamaChunk(text) : undefined, rest: noMoreChunks() };
 }
@@ -125,13 +139,8 @@ async function whole(res: Answer): Promise<{ first?: Chunk; rest: AsyncGenerator
 /** The rest of an answer that was whole in its first chunk. */
 export async function* noMoreChunks(): AsyncGenerator<Chunk[]> {}
 
-async function* parseLines(batches: AsyncGenerator<string[]>): AsyncGenerator<Chunk[]> {
-  for await (const batch of batches) yield batch.map(ollamaChunk);
-}
-
-async function* startingWith(batch: Chunk[], rest: AsyncGenerator<Chunk[]>): AsyncGenerator<Chunk[]> {
-  yield batch;
-  yield* rest;
+async function* parsed(lines: AsyncGenerator<string[]>): AsyncGenerator<Chunk[]> {
+  for await (const batch of lines) yield batch.map(ollamaChunk);
 }
 
 /** Asks a node's Ollama to pull a model; the response is Ollama's own (NDJSON progress, or one object). */

@@ -10,8 +10,9 @@ import type { Routed } from "./routed.ts";
 import type { ToolCallRepair } from "./tool-repair.ts";
 
 /**
- * The node's answer, re-encoded; it always ends well-formed, whatever the node did. An answer
- * that is whole in its first chunk (stream:false, embeddings) comes back as one string: no stream to pump.
+ * The node's answer, re-encoded; it always ends well-formed, whatever the node did. An answer that is
+ * whole in its first chunk (stream:false, embeddings), or in the chunks that came in the same read as it
+ * (a short answer from a fast node), comes back as one string: no stream to pump, one write to the client.
  */
 export function relay(
   routed: Routed,
@@ -60,8 +61,9 @@ export function relay(
   };
   // Chunks pass through tool-call repair first when the request offered tools; it may hold some back.
   const feed = (chunk: Chunk): boolean => {
+    if (!repair) return !finished && handle(chunk);
     let sent = false;
-    for (const c of repair ? repair.feed(chunk) : [chunk]) if (!finished) sent = handle(c) || sent;
+    for (const c of repair.feed(chunk)) if (!finished) sent = handle(c) || sent;
     return sent;
   };
   // herd is stopping and the grace period is over: the answer ends here, with an error the client can read.
@@ -72,6 +74,7 @@ export function relay(
     end("incomplete", null, message, encoder.fail(message));
   };
   feed(routed.call.first);
+  for (const chunk of routed.call.arrived ?? []) feed(chunk);
   if (finished) {
     // Read the node's body to its end, so its connection goes back to the pool instead of lingering.
     void routed.call.rest.next().catch(() => {});
