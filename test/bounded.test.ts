@@ -153,7 +153,8 @@ test("store.traces.maxMb: the store's data is kept under it, the oldest traces p
   }, 5000, "every request counted");
   expect(store.traces).toBeLessThan(sent / 2);
   expect(store.max_mb).toBe(MAX_MB);
-  // The main file stays near the cap (pages freed are reused) plus a batch of traces; the log shrinks back after each checkpoint.
-  expect(statSync(join(dataDir, "herd.sqlite")).size).toBeLessThan(3 * MAX_MB * 1024 * 1024);
-  expect(store.bytes).toBeLessThan(3 * MAX_MB * 1024 * 1024 + 4.5 * 1024 * 1024);
+  // The main file stays near the cap (pages freed are reused) plus the batches written between prunes, more on a
+  // busy machine; unpruned, these requests make a 4.2 MB file. The log shrinks back after each checkpoint.
+  expect(statSync(join(dataDir, "herd.sqlite")).size).toBeLessThan(4 * MAX_MB * 1024 * 1024);
+  expect(store.bytes).toBeLessThan(4 * MAX_MB * 1024 * 1024 + 4.5 * 1024 * 1024);
 }, 30_000);
