@@ -95,6 +95,12 @@ test("model names are one: qwen3 and qwen3:latest share their rates", () => {
   expect(s.predict("a", "qwen3:latest", 0)).toMatchObject({ decodeTps: expect.closeTo(25), source: "learned" });
 });
 
+test("an MLX model keeps its repo id as its name", () => {
+  const s = new Speeds();
+  s.observe("a", "mlx:mlx-community/Qwen3-4B-4bit", answer(60));
+  expect(s.learned("a").map((r) => r.model)).toEqual(["mlx:mlx-community/Qwen3-4B-4bit"]);
+});
+
 test("what changed is handed out once, and a new Speeds over those rows knows them", () => {
   const s = new Speeds();
   s.observe("a", "m", answer(25), 4 * GB, 1000);

@@ -6,6 +6,7 @@
 // loading scale with the model's size the same way. Pure: no I/O, no clock of its own.
 import type { Usage } from "../core/events.ts";
 import type { SpeedRow } from "../store/speeds.ts";
+import { MLX_PREFIX } from "./catalog.ts";
 import { normalizeModelName } from "./model-name.ts";
 
 /**
@@ -59,11 +60,16 @@ const RATES = {
   load: (r: SpeedRow) => (r.loadMs === null || r.loadMs <= 0 ? null : r.sizeBytes / (r.loadMs / 1000)),
 };
 type Rate = keyof typeof RATES;
+/** Per rate, the sum and count of factors: a mean, and the mean of the rest of the fleet by subtraction. */
+type Tally = Record<Rate, { sum: number; n: number }>;
+const emptyTally = (): Tally => ({ decode: { sum: 0, n: 0 }, prefill: { sum: 0, n: 0 }, load: { sum: 0, n: 0 } });
 
 export class Speeds {
   /** node id → normalized model → row. */
   private readonly rows = new Map<string, Map<string, SpeedRow>>();
   private readonly changed = new Set<SpeedRow>();
+  /** The factors tallied per node and fleet-wide, rebuilt after a change: a prediction (per candidate, per request) reads them. */
+  private tallies: { nodes: Map<string, Tally>; fleet: Tally } | null = null;
 
   /**
    * `bandwidthGbps`: the peak memory bandwidth a node's agent reports or its config declares (null: unknown), the
@@ -85,7 +91,7 @@ export class Speeds {
     const prefill = rate(usage.promptTokens, usage.promptNs);
     const loadMs = usage.loadNs !== undefined && usage.loadNs / 1e6 >= REAL_LOAD_MS ? usage.loadNs / 1e6 : null;
     if (decode === null && prefill === null && loadMs === null) return;
-    const name = normalizeModelName(model);
+    const name = nameOf(model);
     const models = this.ofNode(nodeId);
     let row = models.get(name);
     if (!row) {
@@ -98,11 +104,12 @@ export class Speeds {
     if (loadMs !== null) [row.loadMs, row.loadSamples] = [ewma(row.loadMs, loadMs), row.loadSamples + 1];
     row.updatedAt = now;
     this.changed.add(row);
+    this.tallies = null;
   }
 
   /** What `model` (of `sizeBytes`; 0: unknown) will do on the node: its own learned rates, else the node's factor × size. */
   predict(nodeId: string, model: string, sizeBytes: number): SpeedPrediction {
-    const row = this.rows.get(nodeId)?.get(normalizeModelName(model));
+    const row = this.rows.get(nodeId)?.get(nameOf(model));
     const bytes = sizeBytes > 0 ? sizeBytes : row?.sizeBytes || DEFAULT_MODEL_BYTES;
     const factor = this.factor(nodeId);
     const decode = row?.decodeTps != null ? { value: row.decodeTps, source: "learned" as const } : { value: factor.decodeBytesPerS / bytes, source: factor.sources.decode };
@@ -119,8 +126,13 @@ export class Speeds {
 
   /** The node's speed factors: learned from the models it ran (of known size), else priors. */
   factor(nodeId: string): NodeFactor {
-    const own = (r: Rate) => mean(this.samples(nodeId, r));
-    const fleet = (r: Rate) => mean([...this.rows.keys()].filter((id) => id !== nodeId).flatMap((id) => this.samples(id, r)));
+    const tallies = this.tallied();
+    const mine = tallies.nodes.get(nodeId) ?? emptyTally();
+    const own = (r: Rate) => (mine[r].n ? mine[r].sum / mine[r].n : null);
+    const fleet = (r: Rate) => {
+      const n = tallies.fleet[r].n - mine[r].n;
+      return n ? (tallies.fleet[r].sum - mine[r].sum) / n : null;
+    };
     const learnedDecode = own("decode");
     const bandwidth = this.bandwidthGbps(nodeId);
     const decodeBytesPerS = learnedDecode ?? (bandwidth ? bandwidth * 1e9 * DECODE_EFFICIENCY : (fleet("decode") ?? DEFAULT_BANDWIDTH_GBPS * 1e9 * DECODE_EFFICIENCY));
@@ -154,15 +166,30 @@ export class Speeds {
     return models;
   }
 
-  /** The node's factors of one rate, one per model of known size that has it. */
-  private samples(nodeId: string, r: Rate): number[] {
-    const out: number[] = [];
-    for (const row of this.rows.get(nodeId)?.values() ?? []) {
-      const f = row.sizeBytes > 0 ? RATES[r](row) : null;
-      if (f !== null) out.push(f);
+  /** Each node's factors (one per model of known size and rate), summed per node and fleet-wide. */
+  private tallied(): { nodes: Map<string, Tally>; fleet: Tally } {
+    if (this.tallies) return this.tallies;
+    const nodes = new Map<string, Tally>();
+    const fleet = emptyTally();
+    for (const [nodeId, models] of this.rows) {
+      const tally = emptyTally();
+      for (const row of models.values()) {
+        if (row.sizeBytes <= 0) continue;
+        for (const r of Object.keys(RATES) as Rate[]) {
+          const f = RATES[r](row);
+          if (f === null) continue;
+          for (const t of [tally[r], fleet[r]]) [t.sum, t.n] = [t.sum + f, t.n + 1];
+        }
+      }
+      nodes.set(nodeId, tally);
     }
-    return out;
+    return (this.tallies = { nodes, fleet });
   }
+}
+
+/** The one name a model's rates are kept under: Ollama's rule for Ollama's models; an MLX model's repo id has no tag. */
+function nameOf(model: string): string {
+  return model.startsWith(MLX_PREFIX) ? model : normalizeModelName(model);
 }
 
 /** Tokens per second, when there are enough tokens and a duration to tell. */
@@ -172,10 +199,6 @@ function rate(tokens: number | undefined, ns: number | undefined): number | null
 
 function ewma(previous: number | null, sample: number): number {
   return previous === null ? sample : previous + ALPHA * (sample - previous);
-}
-
-function mean(values: number[]): number | null {
-  return values.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
 }
 
 function ratio(a: number | null, b: number | null): number | null {

@@ -6,7 +6,7 @@ import { log } from "../log.ts";
 /** One node:model's learned rates; a rate is null until a sample big enough to mean something came. */
 export interface SpeedRow {
   nodeId: string;
-  /** The model's normalized name (model-name.ts). */
+  /** The model's name: normalized by Ollama's rule (model-name.ts), an MLX model's as it is. */
   model: string;
   /** The model's weights in bytes, when the node listed them (0: unknown); what ties its rates to the node's speed factor. */
   sizeBytes: number;
