@@ -69,6 +69,13 @@ test("with nothing learned, the reported or declared bandwidth is the prior", ()
   expect(p.source).toBe("prior");
 });
 
+test("the share of its bandwidth a node decodes at, learned where the bandwidth is known, carries to nodes not run yet", () => {
+  const bandwidth: Record<string, number> = { ultra: 800, max: 400 };
+  const s = new Speeds((id) => bandwidth[id] ?? null);
+  s.observe("ultra", "m", answer(40), 10 * GB); // 400 GB/s of 800: half
+  expect(s.predict("max", "m", 10 * GB)).toMatchObject({ decodeTps: expect.closeTo(20), source: "prior" });
+});
+
 test("a node nothing is known of takes the rest of the fleet's factors, else the default", () => {
   const s = new Speeds();
   expect(s.predict("new", "m", 10 * GB).decodeTps).toBeCloseTo((DEFAULT_BANDWIDTH_GBPS * DECODE_EFFICIENCY) / 10);

@@ -42,7 +42,7 @@ export const ALPHA = 0.4;
 export const MIN_TOKENS = 4;
 /** A load_duration below this is Ollama finding the model already resident, not a load. */
 export const REAL_LOAD_MS = 100;
-/** Of its peak memory bandwidth, what decoding gets on Apple silicon (llama.cpp reaches 60–75%). */
+/** Of its peak memory bandwidth, what decoding gets on Apple silicon (llama.cpp reaches 60–75%), until the fleet shows its own. */
 export const DECODE_EFFICIENCY = 0.65;
 /** Peak bandwidth assumed of a node nothing is known of: a Pro-class Mac. */
 export const DEFAULT_BANDWIDTH_GBPS = 200;
@@ -135,7 +135,7 @@ export class Speeds {
     };
     const learnedDecode = own("decode");
     const bandwidth = this.bandwidthGbps(nodeId);
-    const decodeBytesPerS = learnedDecode ?? (bandwidth ? bandwidth * 1e9 * DECODE_EFFICIENCY : (fleet("decode") ?? DEFAULT_BANDWIDTH_GBPS * 1e9 * DECODE_EFFICIENCY));
+    const decodeBytesPerS = learnedDecode ?? (bandwidth ? bandwidth * 1e9 * this.efficiency(tallies.nodes) : (fleet("decode") ?? DEFAULT_BANDWIDTH_GBPS * 1e9 * DECODE_EFFICIENCY));
     // Prefill follows the node's decode speed by the ratio the fleet shows between the two.
     const fleetRatio = ratio(fleet("prefill"), fleet("decode"));
     const learnedPrefill = own("prefill");
@@ -146,6 +146,16 @@ export class Speeds {
       loadBytesPerS: learnedLoad ?? fleet("load") ?? DEFAULT_LOAD_BYTES_PER_S,
       sources: { decode: learnedDecode === null ? "prior" : "predicted", prefill: learnedPrefill === null ? "prior" : "predicted", load: learnedLoad === null ? "prior" : "predicted" },
     };
+  }
+
+  /** The share of its peak bandwidth decoding gets, as the nodes whose bandwidth is known show it; else DECODE_EFFICIENCY. */
+  private efficiency(nodes: Map<string, Tally>): number {
+    let [sum, n] = [0, 0];
+    for (const [id, t] of nodes) {
+      const bandwidth = t.decode.n ? this.bandwidthGbps(id) : null;
+      if (bandwidth) [sum, n] = [sum + t.decode.sum / t.decode.n / (bandwidth * 1e9), n + 1];
+    }
+    return n ? sum / n : DECODE_EFFICIENCY;
   }
 
   /** What was learned on the node, per model. */
