@@ -16,6 +16,7 @@ import { Pulls } from "./fleet/pulls.ts";
 import { Queues } from "./fleet/queues.ts";
 import { Registry } from "./fleet/registry.ts";
 import { RepairStats } from "./fleet/repair-stats.ts";
+import { Speeds } from "./fleet/speeds.ts";
 import { ClientGate } from "./router/client-gate.ts";
 import { Toggles } from "./router/toggles.ts";
 import { migrate } from "./store/db.ts";
@@ -37,8 +38,9 @@ export async function idleSources(raw: Record<string, unknown> = {}): Promise<Ap
     clients: new ClientGate(),
     pulls: new Pulls(),
     pins: new Pins(store, live, registry),
-    warmer: new Warmer(async () => {}),
+    warmer: new Warmer(async () => 0),
     toolRepairs: new RepairStats(),
+    speeds: new Speeds((id) => registry.bandwidthGbps(id)),
     modelFacts: new ModelFacts(registry),
     toggles: new Toggles(),
     benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => "", credentials: () => ({}), readLines: async function* () {} }),

@@ -22,10 +22,12 @@ import { Queues } from "./fleet/queues.ts";
 import { ClientGate } from "./router/client-gate.ts";
 import { RepairStats } from "./fleet/repair-stats.ts";
 import { Toggles } from "./router/toggles.ts";
-import { Registry } from "./fleet/registry.ts";
+import { diskBytes, Registry } from "./fleet/registry.ts";
+import { Speeds } from "./fleet/speeds.ts";
 import { RouteError, UserError } from "./errors.ts";
 import { log } from "./log.ts";
 import { STORE_FILE, openStore, recordEvent } from "./store/db.ts";
+import { readSpeeds, startSpeedSaver } from "./store/speeds.ts";
 import { TraceWriter } from "./store/traces.ts";
 import { knownModel } from "./fleet/catalog.ts";
 import { within } from "./within.ts";
@@ -43,6 +45,8 @@ export interface Runtime {
   /** Loads models on nodes for the pins (the preloader, POST /fleet/pin). */
   warmer: Warmer;
   toolRepairs: RepairStats;
+  /** How fast each node:model runs, learned from the answers and loads (kept in the store). */
+  speeds: Speeds;
   /** What a node's /api/show says of each model: capabilities (thinking, tools, vision, …) and trained context. */
   modelFacts: ModelFacts;
   /** Runtime flips of features.autoPull / vramFallback (POST /dashboard/api/settings). */
@@ -80,6 +84,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   }
   const registry = new Registry(live.config, store);
   const queues = new Queues();
+  const speeds = new Speeds((id) => registry.bandwidthGbps(id), readSpeeds(store));
   const rt: Runtime = {
     live,
     registry,
@@ -90,8 +95,9 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     clients: new ClientGate(),
     pulls: new Pulls(),
     pins: new Pins(store, live, registry),
-    warmer: new Warmer(loadModel),
+    warmer: new Warmer(loadModel, (nodeId, model, loadNs) => speeds.observe(nodeId, model, { loadNs }, diskBytes(registry.get(nodeId), model))),
     toolRepairs: new RepairStats(),
+    speeds,
     modelFacts: new ModelFacts(registry),
     toggles: new Toggles(),
     benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => rt.url, credentials: internalHeaders, readLines: (body, idleMs) => readLines(body.getReader(), idleMs) }),
@@ -121,6 +127,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   const poller = startPoller(rt.registry, live, probeOllama);
   const preloader = startPreloader(rt);
   const rebalancer = startRebalancer(rt.registry, rt.queues, () => live.config);
+  const speedSaver = startSpeedSaver(speeds, store);
   await rt.agents.start(boundPort);
   rt.ready = true;
 
@@ -138,6 +145,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
       await rt.agents.close(); // ends the workers and their panes; a send still waiting answers "failed"
       await drain(app, server, rt);
       await rt.traces.close();
+      speedSaver.stop(); // saves what the last answers taught
       store.close();
     },
   };

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import os from "node:os";
-import { bandwidthForChip } from "../src/node/chips.ts";
+import { bandwidthForChip } from "../src/core/chips.ts";
 import {
   parseCpuinfo,
   parseMeminfo,
@@ -184,6 +184,10 @@ describe("bandwidthForChip", () => {
 
   test("reads a virtual machine's brand string", () => {
     expect(bandwidthForChip("Apple M1 (Virtual)")).toBe(68.25);
+  });
+
+  test("reads a chip named as a config writes it, without the maker", () => {
+    expect(bandwidthForChip("M4 Pro")).toBe(273);
   });
 
   test("is 0 for chips it doesn't know", () => {

@@ -91,6 +91,18 @@ describe("herd check-config", () => {
     expect(r.stderr).toContain("heartbeat.timeoutMs: 4000 must be greater than heartbeat.intervalMs (5000)");
   });
 
+  test("an agentless node's hardware: memory, a chip herd knows or a bandwidth, each bad one named", async () => {
+    const ok = await herd(["check-config", write("herd.config.ts", tsConfig(`{ nodes: [{ id: "mini", ollama: "http://10.0.0.3:11434", hardware: { memoryGb: 16, chip: "M2 Pro" } }, { id: "box", ollama: "http://10.0.0.4:11434", hardware: { bandwidthGbps: 400 } }] }`))]);
+    expect(ok.stderr).toBe("");
+    expect(ok.code).toBe(0);
+    const bad = await herd(["check-config", write("herd.config.json", JSON.stringify({ nodes: [{ id: "a", hardware: { memoryGb: 0, chip: "M9 Hyper", bandwidthGbps: -1, cores: 8 } }] }))]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("nodes[0].hardware.memoryGb: expected the node's memory in GB, at least 1");
+    expect(bad.stderr).toContain(`nodes[0].hardware.chip: expected an Apple chip herd knows: "M1", "M1 Pro"`);
+    expect(bad.stderr).toContain("nodes[0].hardware.bandwidthGbps: expected the peak memory bandwidth in GB/s, at least 1");
+    expect(bad.stderr).toContain("nodes[0].hardware.cores: unknown key");
+  });
+
   test("a .ts config that does not compile or has no default export gets one clear line", async () => {
     const broken = await herd(["check-config", write("herd.config.ts", "export default { server: { port: 1, }\n")]);
     expect(broken.code).toBe(1);

@@ -175,6 +175,10 @@ describe("acting from the dashboard", () => {
     expect(await studioCard.textContent()).toContain("qwen3:32b");
     expect(await studioCard.textContent()).toContain("/ 64 GB");
     expect(await page.locator('[data-node="air"]').textContent()).toContain("not reported (no agent)");
+    // The speeds herd learned from the requests sent at the start, per model, on the node that served them.
+    const speeds = await page.locator('[data-node="studio"] [data-speeds]').textContent();
+    expect(speeds).toContain("GB/s effective (learned)");
+    expect(speeds).toMatch(/qwen3:32b\S*\s*[\d.,]+ tok\/s/);
     expect(await page.locator(".live").textContent()).toBe("Live");
     // The store's size and what it keeps (store.traces' defaults).
     const store = page.locator(".stat", { hasText: "Store" });

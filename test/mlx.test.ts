@@ -106,6 +106,10 @@ describe("every surface answers from an MLX server", () => {
     }
     expect(streamedText).toBe(text);
     expect(usage?.completion_tokens).toBe(data.usage!.completion_tokens);
+    // MLX gives counts, no durations: the stream's first-to-last-chunk time is its decode time (the whole answer tells none).
+    const learned = await eventually(async () => (await getJson(`${url}/fleet/status`)).nodes.find((n: any) => n.node_id === "n1").speeds[`mlx:${CHAT}`], 3000, "the stream's decode rate");
+    expect(learned.samples.decode).toBe(1);
+    expect(learned.decode_tps).toBeGreaterThan(0);
   });
 
   test("Ollama: chat (whole and streamed) and generate", async () => {

@@ -148,8 +148,13 @@ export function pullModel(baseUrl: string, model: string, stream: boolean, signa
   return fetch(new URL("/api/pull", baseUrl), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model, stream }), signal });
 }
 
-/** Has a node's Ollama load `model` and keep it (keep_alive -1); an empty prompt loads without generating. Throws why not. */
-export async function loadModel(baseUrl: string, model: string, timeoutMs: number): Promise<void> {
+/**
+ * Has a node's Ollama load `model` and keep it (keep_alive -1); an empty prompt loads without generating. Throws why
+ * not. Resolves to how long the load took in ns: the answer's load_duration where it has one, else the call's own time
+ * (Ollama's answer to a load carries no durations; a model already resident answers in a few ms).
+ */
+export async function loadModel(baseUrl: string, model: string, timeoutMs: number): Promise<number> {
+  const started = performance.now();
   let res: Response;
   try {
     res = await fetch(new URL("/api/generate", baseUrl), {
@@ -161,6 +166,7 @@ export async function loadModel(baseUrl: string, model: string, timeoutMs: numbe
   } catch (e) {
     throw new Error(describeFetchError(e, timeoutMs));
   }
-  const body = (await res.json().catch(() => ({}))) as { error?: string };
+  const body = (await res.json().catch(() => ({}))) as { error?: string; load_duration?: unknown };
   if (!res.ok) throw new Error(body.error ?? `HTTP ${res.status}`);
+  return typeof body.load_duration === "number" && body.load_duration >= 0 ? body.load_duration : (performance.now() - started) * 1e6;
 }

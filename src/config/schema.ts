@@ -2,6 +2,7 @@
 // the assertion at the bottom keeps the two from drifting apart.
 import * as v from "valibot";
 import { secretSchema } from "../auth/secrets.ts";
+import { bandwidthForChip, CHIP_NAMES } from "../core/chips.ts";
 import type { HerdConfig } from "./types.ts";
 
 /** Concurrent requests per loaded model on a node, as Ollama's OLLAMA_NUM_PARALLEL defaults. */
@@ -67,6 +68,13 @@ const embedding = v.strictObject({
   vision: v.optional(embeddingServer(11438, ["dinov2-vit-s14", "clip", "siglip"])),
 });
 
+// What an agentless node's owner knows of it; an agent's own report wins where it gives one.
+const hardware = v.strictObject({
+  memoryGb: v.optional(v.pipe(v.number(), v.minValue(1, "expected the node's memory in GB, at least 1"), v.maxValue(4096, "expected at most 4096 GB"))),
+  chip: v.optional(v.pipe(name, v.check((chip) => bandwidthForChip(chip) > 0, `expected an Apple chip herd knows: ${CHIP_NAMES.map((c) => `"${c}"`).join(", ")} (or give bandwidthGbps instead)`))),
+  bandwidthGbps: v.optional(v.pipe(v.number(), v.minValue(1, "expected the peak memory bandwidth in GB/s, at least 1"), v.maxValue(10_000, "expected at most 10000 GB/s"))),
+});
+
 const node = v.strictObject({
   id: v.pipe(name, v.regex(/^[A-Za-z0-9._-]+$/, "expected letters, digits, '.', '_' or '-'")),
   ollama: v.optional(httpUrl),
@@ -81,6 +89,7 @@ const node = v.strictObject({
   transcription: v.optional(transcription),
   embedding: v.optional(embedding),
   token: v.optional(secretSchema),
+  hardware: v.optional(hardware),
 });
 
 const clientKey = v.strictObject({

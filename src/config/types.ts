@@ -119,6 +119,17 @@ export interface NodeConfig {
   embedding?: EmbeddingConfig;
   /** This node's own credential for its heartbeats; accepted besides auth.nodeToken. */
   token?: SecretValue;
+  /** What you know of an agentless node's machine: routing uses it where an agent would report it (an agent's report wins). */
+  hardware?: NodeHardwareConfig;
+}
+
+export interface NodeHardwareConfig {
+  /** Its unified memory, in GB: models bigger than it leaves room for are not sent there. */
+  memoryGb?: number;
+  /** Its Apple chip, e.g. "M2 Max" or "M4 Pro": gives its memory bandwidth when bandwidthGbps is not set. */
+  chip?: string;
+  /** Its peak memory bandwidth in GB/s: the first guess of its decode speed until herd has learned it. */
+  bandwidthGbps?: number;
 }
 
 export interface ImagesConfig {

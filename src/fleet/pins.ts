@@ -85,9 +85,9 @@ export class Pins {
       .map(([key]) => key);
   }
 
-  /** Would `model` fit beside the node's other pins? null when the node does not report its memory (agentless). */
+  /** Would `model` fit beside the node's other pins? null when nothing says the node's memory (an agentless node without `hardware.memoryGb`). */
   coResidence(node: NodeRecord, model: string): CoResidence | null {
-    const totalGb = node.report.memory?.total_gb ?? node.report.hardware?.memory_total_gb;
+    const totalGb = this.registry.hardware(node).memoryTotalGb;
     if (!totalGb) return null;
     const others = this.on(node.id).filter((p) => !sameModel(p.model, model));
     const sizes = [...others.map((p) => p.model), model].map((m) => ({ model: m, size_gb: sizeOn(node, m) }));

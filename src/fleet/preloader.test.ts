@@ -10,7 +10,7 @@ let asked: { host: string; model: string; body: Record<string, unknown> }[];
 let answer: () => Promise<Response>;
 /** The Ollama backend's own load, as the runtime gives it, over the fake fetch. */
 let warmer: Warmer;
-const warm = (url: string, model: string, timeoutMs: number) => warmer.warm(url, model, timeoutMs);
+const warm = (url: string, model: string, timeoutMs: number) => warmer.warm("studio", url, model, timeoutMs);
 
 beforeEach(() => {
   warmer = new Warmer(loadModel);
@@ -40,6 +40,18 @@ const settle = () => Bun.sleep(5);
 test("warming asks the node's Ollama to load the model and keep it: an empty prompt, keep_alive -1, no stream", async () => {
   await warm("http://studio.test:11434", "qwen3:8b", 1000);
   expect(asked).toEqual([{ host: "studio.test:11434", model: "qwen3:8b", body: { model: "qwen3:8b", prompt: "", keep_alive: -1, stream: false } }]);
+});
+
+test("a load's duration is told with the node it ran on, once for a shared warm: the node's load_duration, else the call's own time", async () => {
+  const loads: [string, string, number][] = [];
+  warmer = new Warmer(loadModel, (...load) => loads.push(load));
+  answer = async () => Response.json({ done: true, load_duration: 2_500_000_000 });
+  await Promise.all([warm("http://studio.test:11434", "qwen3:8b", 1000), warm("http://studio.test:11434", "qwen3:8b", 1000)]);
+  expect(loads).toEqual([["studio", "qwen3:8b", 2_500_000_000]]);
+  answer = async () => (await Bun.sleep(30), Response.json({ done: true, done_reason: "load" }));
+  await warm("http://studio.test:11434", "qwen3:8b", 1000);
+  expect(loads).toHaveLength(2);
+  expect(loads[1]![2]).toBeGreaterThanOrEqual(25e6);
 });
 
 test("a node:model is warmed once at a time: a warm while one runs shares it, one after it asks again", async () => {

@@ -12,20 +12,26 @@ import { loadedOn, onDisk, type Registry } from "./registry.ts";
 // A cycle every 12 heartbeats: 60 s at the default 5 s, seconds under the fast heartbeats of tests and demos.
 const HEARTBEATS_PER_CYCLE = 12;
 
-/** Has the Ollama at `url` load `model` and keep it; rejects with why not. */
-export type LoadModel = (url: string, model: string, timeoutMs: number) => Promise<void>;
+/** Has the Ollama at `url` load `model` and keep it; resolves to how long the load took (ns), rejects with why not. */
+export type LoadModel = (url: string, model: string, timeoutMs: number) => Promise<number>;
 
 /** Loads models on nodes, one load per node:model at a time: a warm while one runs shares it. */
 export class Warmer {
   private readonly loading = new Map<string, Promise<void>>();
 
-  constructor(private readonly load: LoadModel) {}
+  /** `loaded`: told of each load's duration (what the learned speeds keep). */
+  constructor(
+    private readonly load: LoadModel,
+    private readonly loaded: (nodeId: string, model: string, loadNs: number) => void = () => {},
+  ) {}
 
-  warm(url: string, model: string, timeoutMs: number): Promise<void> {
+  warm(nodeId: string, url: string, model: string, timeoutMs: number): Promise<void> {
     const key = `${url} ${normalizeModelName(model)}`;
     let load = this.loading.get(key);
     if (!load) {
-      load = this.load(url, model, timeoutMs).finally(() => this.loading.delete(key));
+      load = this.load(url, model, timeoutMs)
+        .then((ns) => this.loaded(nodeId, model, ns))
+        .finally(() => this.loading.delete(key));
       this.loading.set(key, load);
     }
     return load;
@@ -51,7 +57,7 @@ export function startPreloader(rt: PreloadSources, intervalMs = () => HEARTBEATS
   const reload = async (nodeId: string, url: string, models: string[]) => {
     for (const model of models) {
       try {
-        await rt.warmer.warm(url, model, rt.live.config.timeouts.firstByteMs);
+        await rt.warmer.warm(nodeId, url, model, rt.live.config.timeouts.firstByteMs);
         log.info(`preloader: reloaded pinned ${model} on ${nodeId}`);
       } catch (e) {
         log.warn(`preloader: pinned ${model} did not load on ${nodeId}: ${(e as Error).message}`);

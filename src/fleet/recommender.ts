@@ -226,7 +226,7 @@ class NodePlan {
       recommendations,
       total_recommended_ram_gb: total,
       ram_headroom_gb: this.usable === null ? null : round(this.usable - total),
-      ...(this.usable === null ? { note: "memory not reported: run the herd node agent on this machine to get recommendations" } : {}),
+      ...(this.usable === null ? { note: "memory not reported: run the herd node agent on this machine, or declare its hardware.memoryGb in the config, to get recommendations" } : {}),
     };
   }
 }

@@ -3,6 +3,7 @@
 // derived from the age of the last report: online → degraded → offline.
 import type { Database } from "bun:sqlite";
 import { type Config, DEFAULT_PARALLEL, type NodeEntry } from "../config/schema.ts";
+import { bandwidthForChip } from "../core/chips.ts";
 import { log } from "../log.ts";
 import { recordEvent } from "../store/db.ts";
 import { sameModel } from "./model-name.ts";
@@ -47,6 +48,14 @@ export interface NodeRecord {
   loadEvents: LoadEvent[];
 }
 
+/** What is known of a node's machine, reported or declared; null where nothing says. */
+export interface KnownHardware {
+  memoryTotalGb: number | null;
+  /** Peak memory bandwidth, GB/s. */
+  bandwidthGbps: number | null;
+  chip: string | null;
+}
+
 export class Registry {
   private nodes = new Map<string, NodeRecord>();
   private declared = new Map<string, NodeEntry>();
@@ -79,6 +88,27 @@ export class Registry {
   /** Concurrent requests per loaded model on the node: its `parallel`, or the default for a node the config does not declare. */
   parallel(id: string): number {
     return this.declared.get(id)?.parallel ?? DEFAULT_PARALLEL;
+  }
+
+  /**
+   * The node's machine as routing reads it: what its agent reports, else what its config entry declares
+   * (`nodes[].hardware`, for an agentless node), else null.
+   */
+  hardware(node: NodeRecord): KnownHardware {
+    const r = node.report;
+    const declared = this.declared.get(node.id)?.hardware;
+    const chip = r.hardware?.chip || declared?.chip || null;
+    return {
+      memoryTotalGb: r.memory?.total_gb ?? r.hardware?.memory_total_gb ?? declared?.memoryGb ?? null,
+      bandwidthGbps: r.hardware?.memory_bandwidth_gbps || declared?.bandwidthGbps || (declared?.chip && bandwidthForChip(declared.chip)) || null,
+      chip,
+    };
+  }
+
+  /** The node's peak memory bandwidth (GB/s) as reported or declared; null when unknown or the node is not known. */
+  bandwidthGbps(id: string): number | null {
+    const node = this.nodes.get(id);
+    return node ? this.hardware(node).bandwidthGbps : null;
   }
 
   get(id: string): NodeRecord | undefined {
@@ -269,6 +299,13 @@ export function loadedOn(node: NodeRecord, model: string): boolean {
 /** The node has the model on disk. */
 export function onDisk(node: NodeRecord, model: string): boolean {
   return (node.ollama?.models_available ?? []).some((m) => sameModel(m.name, model));
+}
+
+/** The model's size on the node's disk in bytes, as its Ollama lists it; 0 when unknown. Read as each answer ends. */
+export function diskBytes(node: NodeRecord | undefined, model: string): number {
+  const models = node?.ollama?.models_available ?? [];
+  // The served name is the node's own as a rule: an exact match first spares normalizing every name (22 µs for 100).
+  return (models.find((m) => m.name === model) ?? models.find((m) => sameModel(m.name, model)))?.size ?? 0;
 }
 
 /** The largest context window `model` is loaded with on any online node, if it is loaded anywhere. */

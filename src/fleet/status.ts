@@ -1,14 +1,17 @@
 // GET /fleet/status, /fleet/queue and /fleet/limits: the fleet in seed 000's shapes, plus herd's config block.
 import type { ConfigStatus, LiveConfig } from "../config/live.ts";
-import type { Config } from "../config/schema.ts";
+import type { Config, NodeEntry } from "../config/schema.ts";
+import { bandwidthForChip } from "../core/chips.ts";
 import { MLX_PREFIX } from "./catalog.ts";
 import type { OllamaSection } from "./heartbeat.ts";
+import { toGb } from "./node-models.ts";
 import type { Queues } from "./queues.ts";
 import type { RepairStats } from "./repair-stats.ts";
 import type { Pins } from "./pins.ts";
 import type { NodeRecord, Registry } from "./registry.ts";
+import type { Speeds } from "./speeds.ts";
 
-function nodeJson(registry: Registry, queues: Queues, pins: Pins, node: NodeRecord) {
+function nodeJson(registry: Registry, queues: Queues, pins: Pins, speeds: Speeds, node: NodeRecord) {
   const entry = registry.entry(node.id);
   const r = node.report;
   const loaded = node.ollama?.models_loaded ?? [];
@@ -24,7 +27,7 @@ function nodeJson(registry: Registry, queues: Queues, pins: Pins, node: NodeReco
     labels: { ...r.labels, ...entry?.labels },
     agent_version: r.agent_version ?? null,
     last_seen: node.lastSeen === null ? null : node.lastSeen / 1000,
-    hardware: r.hardware ?? null,
+    hardware: r.hardware ?? declaredHardware(entry?.hardware),
     ollama_url: registry.ollamaUrl(node),
     cpu: r.cpu ?? null,
     memory: r.memory ?? null,
@@ -34,8 +37,48 @@ function nodeJson(registry: Registry, queues: Queues, pins: Pins, node: NodeReco
     free_slots: freeSlots(registry, node, active),
     mlx_servers: r.mlx_servers ?? [],
     pinned: pins.on(node.id).map((p) => p.model),
+    capacity: capacityJson(speeds, node.id),
+    speeds: speedsJson(speeds, node.id),
     ...(r.mlx_bind_host ? { mlx_bind_host: r.mlx_bind_host } : {}),
   };
+}
+
+/** A config's `nodes[].hardware` in the shape of an agent's report, so a reader finds it where it looks for hardware. */
+function declaredHardware(h: NodeEntry["hardware"]) {
+  if (!h) return null;
+  const bandwidth = h.bandwidthGbps ?? (h.chip ? bandwidthForChip(h.chip) : undefined);
+  return { memory_total_gb: h.memoryGb ?? null, chip: h.chip ?? null, memory_bandwidth_gbps: bandwidth ?? null, source: "config" };
+}
+
+const round1 = (n: number) => Math.round(n * 10) / 10;
+
+/** Seed 000's optional `capacity`: how fast herd has found the node, per GB of model (decode ≈ its effective memory bandwidth). */
+function capacityJson(speeds: Speeds, nodeId: string) {
+  const f = speeds.factor(nodeId);
+  return {
+    decode_gb_per_s: round1(f.decodeBytesPerS / 1e9),
+    prefill_gb_per_s: round1(f.prefillBytesPerS / 1e9),
+    load_gb_per_s: round1(f.loadBytesPerS / 1e9),
+    sources: f.sources,
+  };
+}
+
+/** What herd learned of each model on the node (null: not yet). */
+function speedsJson(speeds: Speeds, nodeId: string) {
+  const rate = (n: number | null) => (n === null ? null : round1(n));
+  return Object.fromEntries(
+    speeds.learned(nodeId).map((s) => [
+      s.model,
+      {
+        decode_tps: rate(s.decodeTps),
+        prefill_tps: rate(s.prefillTps),
+        load_ms: s.loadMs === null ? null : Math.round(s.loadMs),
+        size_gb: s.sizeBytes ? toGb(s.sizeBytes) : null,
+        samples: { decode: s.decodeSamples, prefill: s.prefillSamples, load: s.loadSamples },
+        updated_at: s.updatedAt / 1000,
+      },
+    ]),
+  );
 }
 
 /** Seed 000's shape: the models on disk by name; herd adds each one's /api/tags entry as the node reported it. */
@@ -53,11 +96,12 @@ export interface FleetState {
   registry: Registry;
   queues: Queues;
   pins: Pins;
+  speeds: Speeds;
   live: LiveConfig;
 }
 
-export function fleetStatus(registry: Registry, queues: Queues, pins: Pins, config: ConfigStatus) {
-  const nodes = registry.all().map((n) => nodeJson(registry, queues, pins, n));
+export function fleetStatus(registry: Registry, queues: Queues, pins: Pins, speeds: Speeds, config: ConfigStatus) {
+  const nodes = registry.all().map((n) => nodeJson(registry, queues, pins, speeds, n));
   const online = nodes.filter((n) => n.status === "online");
   return {
     fleet: {

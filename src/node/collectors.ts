@@ -1,6 +1,6 @@
 import os from "node:os";
 import { readFile, statfs } from "node:fs/promises";
-import { bandwidthForChip } from "./chips.ts";
+import { bandwidthForChip } from "../core/chips.ts";
 
 export interface CpuInfo { cores_physical: number; utilization_pct: number }
 export interface MemoryInfo { total_gb: number; used_gb: number; available_gb: number; pressure: Pressure }

@@ -4,13 +4,14 @@
 import { eitherSignal } from "../abort.ts";
 import type { LiveConfig } from "../config/live.ts";
 import type { Encoder } from "../core/encoder.ts";
-import { type Chunk, endOf, errorOf, usageOf } from "../core/events.ts";
+import { type Chunk, endOf, errorOf, type Usage, usageOf } from "../core/events.ts";
 import type { InferenceRequest } from "../core/request.ts";
 import { RouteError } from "../errors.ts";
 import type { NodeOrdering } from "../fleet/ordering.ts";
 import type { Pulls } from "../fleet/pulls.ts";
 import type { Queues } from "../fleet/queues.ts";
-import type { Registry } from "../fleet/registry.ts";
+import { diskBytes, type Registry } from "../fleet/registry.ts";
+import type { Speeds } from "../fleet/speeds.ts";
 import { budgetHeaders } from "../router/body-rules.ts";
 import type { ClientGate } from "../router/client-gate.ts";
 import { dispatch } from "../router/dispatch.ts";
@@ -19,7 +20,7 @@ import type { Routed } from "../router/routed.ts";
 import type { Toggles } from "../router/toggles.ts";
 import type { RepairStats } from "../fleet/repair-stats.ts";
 import { ToolCallRepair } from "../router/tool-repair.ts";
-import type { TraceStatus, TraceWriter } from "../store/traces.ts";
+import type { Trace, TraceStatus, TraceWriter } from "../store/traces.ts";
 import { admit, leave, type RouteMeta } from "./admit.ts";
 import { errorHeaders, fleetHeaders } from "../core/fleet-headers.ts";
 import { keepRefused, newTrace, traceEnd, traceRefused, traceServed } from "./trace.ts";
@@ -35,6 +36,8 @@ export interface Pipeline {
   clients: ClientGate;
   traces: Pick<TraceWriter, "record" | "tally">;
   toolRepairs: RepairStats;
+  /** What each answer teaches of its node's speed. */
+  speeds: Pick<Speeds, "observe">;
   /** Aborted when a stop's grace period runs out: what is still waiting or streaming ends with an error. */
   shutdown: AbortController;
 }
@@ -81,6 +84,7 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
     row.prompt_tokens = usage?.promptTokens ?? null;
     row.completion_tokens = usage?.completionTokens ?? null;
     rt.traces.record(row);
+    if (usage) rt.speeds.observe(routed.nodeId, routed.servedModel, timed(usage, row, req.stream ?? false), diskBytes(rt.registry.get(routed.nodeId), routed.servedModel));
   };
   // A non-streaming answer is whole in its first line, so its budget diagnostics can go in the headers.
   const first = routed.call.first;
@@ -91,4 +95,14 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
     status: routed.call.status,
     headers: { "content-type": encoder.contentType, ...fleetHeaders(requested, routed, routed.retries), ...budget },
   });
+}
+
+/**
+ * The usage with a decode time: an MLX server gives counts but no durations, so a stream's decode time is the wall
+ * time from its first chunk to its last (queueing and prefill are before the first). A whole answer's first byte is
+ * its end: it tells no decode time.
+ */
+function timed(usage: Usage, row: Trace, stream: boolean): Usage {
+  if (usage.evalNs !== undefined || !stream || row.latency_ms === null || row.time_to_first_token_ms === null) return usage;
+  return { ...usage, evalNs: (row.latency_ms - row.time_to_first_token_ms) * 1e6 };
 }

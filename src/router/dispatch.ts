@@ -135,7 +135,7 @@ function unroutable(nodes: NodeView[], models: string[], failures: string[], exc
 }
 
 function nodeView(registry: Registry, node: NodeRecord): NodeView {
-  const memory = node.report.memory;
+  const hardware = registry.hardware(node);
   const ollama = node.ollama;
   const loaded = loadedViews.of(ollama?.models_loaded ?? NONE, (m) => ({ name: m.name, sizeGb: m.size_gb, contextLength: m.context_length }));
   const available = availableViews.of(ollama?.models_available ?? NONE, (m) => ({ name: m.name, sizeGb: diskGb(m) }));
@@ -143,9 +143,9 @@ function nodeView(registry: Registry, node: NodeRecord): NodeView {
     id: node.id,
     online: node.status === "online" && Boolean(ollama?.reachable) && registry.ollamaUrl(node) !== null,
     draining: registry.isDraining(node),
-    memoryTotalGb: memory?.total_gb ?? null,
-    memoryAvailableGb: memory?.available_gb ?? null,
-    bandwidthGbps: node.report.hardware?.memory_bandwidth_gbps || null,
+    memoryTotalGb: hardware.memoryTotalGb,
+    memoryAvailableGb: node.report.memory?.available_gb ?? null,
+    bandwidthGbps: hardware.bandwidthGbps,
     onlineForS: node.onlineSince === null ? 0 : (Date.now() - node.onlineSince) / 1000,
     loaded: loaded.list,
     loadedByKey: loaded.byKey,

@@ -156,4 +156,24 @@ export const migrations: { version: number; name: string; sql: string }[] = [
       );
     `,
   },
+  {
+    version: 9,
+    name: "learned node speeds",
+    // What herd learned of each node:model from its answers (fleet/speeds.ts), so a restart does not forget it.
+    sql: `
+      CREATE TABLE node_speeds (
+        node_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        size_bytes REAL NOT NULL,
+        decode_tps REAL,
+        decode_samples INTEGER NOT NULL,
+        prefill_tps REAL,
+        prefill_samples INTEGER NOT NULL,
+        load_ms REAL,
+        load_samples INTEGER NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (node_id, model)
+      );
+    `,
+  },
 ];

@@ -68,7 +68,7 @@ class LiveFeed {
   }
 
   private snapshot(): Uint8Array {
-    const { nodes, queues, timestamp } = fleetStatus(this.rt.registry, this.rt.queues, this.rt.pins, this.rt.live.status());
+    const { nodes, queues, timestamp } = fleetStatus(this.rt.registry, this.rt.queues, this.rt.pins, this.rt.speeds, this.rt.live.status());
     return utf8.encode(sse({ nodes, queues, timestamp }));
   }
 }

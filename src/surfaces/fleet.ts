@@ -19,7 +19,7 @@ export function fleetSurface(rt: FleetState & { toolRepairs: RepairStats }) {
   const refusals = new QuietLog(60_000);
   return new Elysia({ name: "fleet" })
     .use(routeFacts)
-    .get("/fleet/status", () => fleetStatus(rt.registry, rt.queues, rt.pins, rt.live.status()), { facts: READ })
+    .get("/fleet/status", () => fleetStatus(rt.registry, rt.queues, rt.pins, rt.speeds, rt.live.status()), { facts: READ })
     .get("/fleet/queue", () => fleetQueue(rt.registry, rt.queues, rt.toolRepairs), { facts: READ })
     .get("/fleet/limits", () => fleetLimits(rt.registry, rt.queues, rt.live.config), { facts: READ })
     // node: the heartbeat checks its node credential itself, as it needs the node id from the body.

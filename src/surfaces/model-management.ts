@@ -58,7 +58,7 @@ function recommendations(rt: ModelSources): RecommendationsAnswer {
   const now = Date.now() / 1000;
   const nodes = reachableNodes(rt.registry).map((n) => ({
       node_id: n.id,
-      total_ram_gb: n.report.hardware?.memory_total_gb ?? n.report.memory?.total_gb ?? null,
+      total_ram_gb: rt.registry.hardware(n).memoryTotalGb,
       models: diskModels(n),
     }));
   return recommend({ nodes, requests_24h: requestsByModel(rt.store, now - 86_400), now });

@@ -79,7 +79,7 @@ async function pin(rt: Fleet, pins: Pins, request: Request): Promise<Response> {
   const fit = force ? null : pins.coResidence(node, model);
   if (fit && !fit.fits) return overCommitted(model, node.id, fit);
   try {
-    await rt.warmer.warm(loadableUrl(rt.registry, node)!, model, rt.live.config.timeouts.firstByteMs);
+    await rt.warmer.warm(node.id, loadableUrl(rt.registry, node)!, model, rt.live.config.timeouts.firstByteMs);
   } catch (e) {
     return jsonError(503, `${model} is on disk on ${node.id} but did not load: ${(e as Error).message}`);
   }

@@ -105,6 +105,7 @@ function nodeCard(n) {
           ? h("div", { class: "chips" }, loaded.map((m) => h("span", { class: "chip" }, m.name, h("span", { class: "muted" }, fmt.gb(m.size_gb)), n.pinned.includes(m.name) && badge("pinned", "accent", "plain"))))
           : h("span", { class: "muted small" }, n.status === "online" ? "nothing loaded" : "—"),
       ),
+      speedsBlock(n),
       n.mlx_servers.length > 0 &&
         h(
           "div",
@@ -114,6 +115,29 @@ function nodeCard(n) {
         ),
       h("div", { class: "muted small" }, `Last seen ${fmt.ago(n.last_seen)}${n.agent_version ? ` · agent ${n.agent_version}` : ""}`),
     ),
+  );
+}
+
+/** What herd learned of the node's speed (/fleet/status `capacity` and `speeds`): per model, and its factor for the rest. */
+function speedsBlock(n) {
+  const rows = Object.entries(n.speeds ?? {}).map(([model, s]) => ({ model, ...s }));
+  const c = n.capacity;
+  const basis = c && (c.sources.decode === "predicted" ? "learned" : n.hardware?.memory_bandwidth_gbps ? "from its hardware" : "a guess");
+  return h(
+    "div",
+    { "data-speeds": "" },
+    h("div", { class: "k muted small", style: { marginBottom: "6px" } }, "Speeds", c && h("span", { title: "decode rate × model size: the effective memory bandwidth" }, ` · ${fmt.num(c.decode_gb_per_s, 0)} GB/s effective (${basis})`)),
+    rows.length
+      ? table(
+          [
+            { label: "Model", value: (r) => h("span", { class: "mono" }, r.model) },
+            { label: "Decode", value: (r) => (r.decode_tps === null ? "—" : `${fmt.num(r.decode_tps)} tok/s`), right: true },
+            { label: "Prefill", value: (r) => (r.prefill_tps === null ? "—" : `${fmt.num(r.prefill_tps, 0)} tok/s`), right: true },
+            { label: "Load", value: (r) => fmt.ms(r.load_ms), right: true },
+          ],
+          rows,
+        )
+      : h("span", { class: "muted small" }, "nothing learned yet: each answer teaches it"),
   );
 }
 

@@ -22,8 +22,11 @@ const BANDWIDTH_GBPS = new Map<string, number>([
   ["M5 Max", 614],
 ]);
 
-/** Memory bandwidth for a `machdep.cpu.brand_string` such as "Apple M2 Max"; 0 when the chip is unknown. */
+/** The chips known by name, as a config may write them ("M2 Max"). */
+export const CHIP_NAMES: readonly string[] = [...BANDWIDTH_GBPS.keys()];
+
+/** Memory bandwidth for a `machdep.cpu.brand_string` such as "Apple M2 Max", or a config's "M2 Max"; 0 when the chip is unknown. */
 export function bandwidthForChip(chip: string): number {
-  const name = /^Apple (M\d+(?: (?:Pro|Max|Ultra))?)\b/.exec(chip.trim())?.[1];
+  const name = /^(?:Apple )?(M\d+(?: (?:Pro|Max|Ultra))?)\b/.exec(chip.trim())?.[1];
   return (name && BANDWIDTH_GBPS.get(name)) || 0;
 }

@@ -1,0 +1,216 @@
+// How fast each node really is, learned from its own answers: per node:model the decode rate,
+// the prefill rate and the load time, each a decaying average that follows a change within a
+// few requests; and per node a speed factor that predicts a model it has not run yet from the
+// model's size. Decoding reads every weight once per token, so decode rate × model bytes is
+// about the node's effective memory bandwidth, the same for every model it runs; prefill and
+// loading scale with the model's size the same way. Pure: no I/O, no clock of its own.
+import type { Usage } from "../core/events.ts";
+import type { SpeedRow } from "../store/speeds.ts";
+import { MLX_PREFIX } from "./catalog.ts";
+import { normalizeModelName } from "./model-name.ts";
+
+/**
+ * Where a figure comes from: "learned" from this node:model's own answers, "predicted" from the node's speed
+ * factor (what it learned running other models, scaled by size), "prior" from what the node's hardware
+ * promises, the rest of the fleet, or a default.
+ */
+export type SpeedSource = "learned" | "predicted" | "prior";
+
+export interface SpeedPrediction {
+  /** Output tokens per second. */
+  decodeTps: number;
+  /** Prompt tokens per second (of the part the node does not hold cached). */
+  prefillTps: number;
+  /** A load of the model from disk, in ms, were it not resident. */
+  loadMs: number;
+  /** The decode rate's source: the figure that weighs most in a finish time. */
+  source: SpeedSource;
+  sources: { decode: SpeedSource; prefill: SpeedSource; load: SpeedSource };
+}
+
+/** A node's speed factors, in bytes of model per second: decode (≈ effective memory bandwidth), prefill and load. */
+export interface NodeFactor {
+  decodeBytesPerS: number;
+  prefillBytesPerS: number;
+  loadBytesPerS: number;
+  sources: { decode: SpeedSource; prefill: SpeedSource; load: SpeedSource };
+}
+
+/** How far each new sample moves an average: after 3 requests at a new speed, 78% of the way there. */
+export const ALPHA = 0.4;
+/** Fewer tokens than this time the overhead, not the rate. */
+export const MIN_TOKENS = 4;
+/** A load_duration below this is Ollama finding the model already resident, not a load. */
+export const REAL_LOAD_MS = 100;
+/** Of its peak memory bandwidth, what decoding gets on Apple silicon (llama.cpp reaches 60–75%), until the fleet shows its own. */
+export const DECODE_EFFICIENCY = 0.65;
+/** Peak bandwidth assumed of a node nothing is known of: a Pro-class Mac. */
+export const DEFAULT_BANDWIDTH_GBPS = 200;
+/** Prefill runs this many times faster than decode when nothing better is known (compute- rather than bandwidth-bound). */
+export const PREFILL_PER_DECODE = 10;
+/** Reading weights from an SSD into memory, when nothing better is known. */
+export const DEFAULT_LOAD_BYTES_PER_S = 2e9;
+/** The size taken for a model whose size is unknown. */
+export const DEFAULT_MODEL_BYTES = 5e9;
+
+/** The three rates a row keeps, and the factor each gives: bytes of model per second. */
+const RATES = {
+  decode: (r: SpeedRow) => (r.decodeTps === null ? null : r.decodeTps * r.sizeBytes),
+  prefill: (r: SpeedRow) => (r.prefillTps === null ? null : r.prefillTps * r.sizeBytes),
+  load: (r: SpeedRow) => (r.loadMs === null || r.loadMs <= 0 ? null : r.sizeBytes / (r.loadMs / 1000)),
+};
+type Rate = keyof typeof RATES;
+/** Per rate, the sum and count of factors: a mean, and the mean of the rest of the fleet by subtraction. */
+type Tally = Record<Rate, { sum: number; n: number }>;
+const emptyTally = (): Tally => ({ decode: { sum: 0, n: 0 }, prefill: { sum: 0, n: 0 }, load: { sum: 0, n: 0 } });
+
+export class Speeds {
+  /** node id → normalized model → row. */
+  private readonly rows = new Map<string, Map<string, SpeedRow>>();
+  private readonly changed = new Set<SpeedRow>();
+  /** The factors tallied per node and fleet-wide, rebuilt after a change: a prediction (per candidate, per request) reads them. */
+  private tallies: { nodes: Map<string, Tally>; fleet: Tally } | null = null;
+
+  /**
+   * `bandwidthGbps`: the peak memory bandwidth a node's agent reports or its config declares (null: unknown), the
+   * prior of its decode factor. `rows`: what the store kept.
+   */
+  constructor(
+    private readonly bandwidthGbps: (nodeId: string) => number | null = () => null,
+    rows: readonly SpeedRow[] = [],
+  ) {
+    for (const r of rows) this.ofNode(r.nodeId).set(r.model, { ...r });
+  }
+
+  /**
+   * Learns from one answer's usage (or a load's: a usage with only loadNs). Samples too small to mean anything are
+   * skipped. `sizeBytes`: the model's size on the node (0: unknown), kept to scale the node's factor.
+   */
+  observe(nodeId: string, model: string, usage: Omit<Usage, "type">, sizeBytes = 0, now = Date.now()): void {
+    const decode = rate(usage.completionTokens, usage.evalNs);
+    const prefill = rate(usage.promptTokens, usage.promptNs);
+    const loadMs = usage.loadNs !== undefined && usage.loadNs / 1e6 >= REAL_LOAD_MS ? usage.loadNs / 1e6 : null;
+    if (decode === null && prefill === null && loadMs === null) return;
+    const name = nameOf(model);
+    const models = this.ofNode(nodeId);
+    let row = models.get(name);
+    if (!row) {
+      row = { nodeId, model: name, sizeBytes: 0, decodeTps: null, decodeSamples: 0, prefillTps: null, prefillSamples: 0, loadMs: null, loadSamples: 0, updatedAt: now };
+      models.set(name, row);
+    }
+    if (sizeBytes > 0) row.sizeBytes = sizeBytes;
+    if (decode !== null) [row.decodeTps, row.decodeSamples] = [ewma(row.decodeTps, decode), row.decodeSamples + 1];
+    if (prefill !== null) [row.prefillTps, row.prefillSamples] = [ewma(row.prefillTps, prefill), row.prefillSamples + 1];
+    if (loadMs !== null) [row.loadMs, row.loadSamples] = [ewma(row.loadMs, loadMs), row.loadSamples + 1];
+    row.updatedAt = now;
+    this.changed.add(row);
+    this.tallies = null;
+  }
+
+  /** What `model` (of `sizeBytes`; 0: unknown) will do on the node: its own learned rates, else the node's factor × size. */
+  predict(nodeId: string, model: string, sizeBytes: number): SpeedPrediction {
+    const row = this.rows.get(nodeId)?.get(nameOf(model));
+    const bytes = sizeBytes > 0 ? sizeBytes : row?.sizeBytes || DEFAULT_MODEL_BYTES;
+    const factor = this.factor(nodeId);
+    const decode = row?.decodeTps != null ? { value: row.decodeTps, source: "learned" as const } : { value: factor.decodeBytesPerS / bytes, source: factor.sources.decode };
+    const prefill = row?.prefillTps != null ? { value: row.prefillTps, source: "learned" as const } : { value: factor.prefillBytesPerS / bytes, source: factor.sources.prefill };
+    const load = row?.loadMs != null ? { value: row.loadMs, source: "learned" as const } : { value: (bytes / factor.loadBytesPerS) * 1000, source: factor.sources.load };
+    return {
+      decodeTps: decode.value,
+      prefillTps: prefill.value,
+      loadMs: load.value,
+      source: decode.source,
+      sources: { decode: decode.source, prefill: prefill.source, load: load.source },
+    };
+  }
+
+  /** The node's speed factors: learned from the models it ran (of known size), else priors. */
+  factor(nodeId: string): NodeFactor {
+    const tallies = this.tallied();
+    const mine = tallies.nodes.get(nodeId) ?? emptyTally();
+    const own = (r: Rate) => (mine[r].n ? mine[r].sum / mine[r].n : null);
+    const fleet = (r: Rate) => {
+      const n = tallies.fleet[r].n - mine[r].n;
+      return n ? (tallies.fleet[r].sum - mine[r].sum) / n : null;
+    };
+    const learnedDecode = own("decode");
+    const bandwidth = this.bandwidthGbps(nodeId);
+    const decodeBytesPerS = learnedDecode ?? (bandwidth ? bandwidth * 1e9 * this.efficiency(tallies.nodes) : (fleet("decode") ?? DEFAULT_BANDWIDTH_GBPS * 1e9 * DECODE_EFFICIENCY));
+    // Prefill follows the node's decode speed by the ratio the fleet shows between the two.
+    const fleetRatio = ratio(fleet("prefill"), fleet("decode"));
+    const learnedPrefill = own("prefill");
+    const learnedLoad = own("load");
+    return {
+      decodeBytesPerS,
+      prefillBytesPerS: learnedPrefill ?? decodeBytesPerS * (fleetRatio ?? PREFILL_PER_DECODE),
+      loadBytesPerS: learnedLoad ?? fleet("load") ?? DEFAULT_LOAD_BYTES_PER_S,
+      sources: { decode: learnedDecode === null ? "prior" : "predicted", prefill: learnedPrefill === null ? "prior" : "predicted", load: learnedLoad === null ? "prior" : "predicted" },
+    };
+  }
+
+  /** The share of its peak bandwidth decoding gets, as the nodes whose bandwidth is known show it; else DECODE_EFFICIENCY. */
+  private efficiency(nodes: Map<string, Tally>): number {
+    let [sum, n] = [0, 0];
+    for (const [id, t] of nodes) {
+      const bandwidth = t.decode.n ? this.bandwidthGbps(id) : null;
+      if (bandwidth) [sum, n] = [sum + t.decode.sum / t.decode.n / (bandwidth * 1e9), n + 1];
+    }
+    return n ? sum / n : DECODE_EFFICIENCY;
+  }
+
+  /** What was learned on the node, per model. */
+  learned(nodeId: string): readonly SpeedRow[] {
+    return [...(this.rows.get(nodeId)?.values() ?? [])];
+  }
+
+  /** The rows changed since the last call (copies), for the store. */
+  takeChanged(): SpeedRow[] {
+    const rows = [...this.changed].map((r) => ({ ...r }));
+    this.changed.clear();
+    return rows;
+  }
+
+  private ofNode(nodeId: string): Map<string, SpeedRow> {
+    let models = this.rows.get(nodeId);
+    if (!models) this.rows.set(nodeId, (models = new Map()));
+    return models;
+  }
+
+  /** Each node's factors (one per model of known size and rate), summed per node and fleet-wide. */
+  private tallied(): { nodes: Map<string, Tally>; fleet: Tally } {
+    if (this.tallies) return this.tallies;
+    const nodes = new Map<string, Tally>();
+    const fleet = emptyTally();
+    for (const [nodeId, models] of this.rows) {
+      const tally = emptyTally();
+      for (const row of models.values()) {
+        if (row.sizeBytes <= 0) continue;
+        for (const r of Object.keys(RATES) as Rate[]) {
+          const f = RATES[r](row);
+          if (f === null) continue;
+          for (const t of [tally[r], fleet[r]]) [t.sum, t.n] = [t.sum + f, t.n + 1];
+        }
+      }
+      nodes.set(nodeId, tally);
+    }
+    return (this.tallies = { nodes, fleet });
+  }
+}
+
+/** The one name a model's rates are kept under: Ollama's rule for Ollama's models; an MLX model's repo id has no tag. */
+function nameOf(model: string): string {
+  return model.startsWith(MLX_PREFIX) ? model : normalizeModelName(model);
+}
+
+/** Tokens per second, when there are enough tokens and a duration to tell. */
+function rate(tokens: number | undefined, ns: number | undefined): number | null {
+  return tokens !== undefined && tokens >= MIN_TOKENS && ns !== undefined && ns > 0 ? tokens / (ns / 1e9) : null;
+}
+
+function ewma(previous: number | null, sample: number): number {
+  return previous === null ? sample : previous + ALPHA * (sample - previous);
+}
+
+function ratio(a: number | null, b: number | null): number | null {
+  return a !== null && b ? a / b : null;
+}
