@@ -44,6 +44,8 @@ export interface ServerConfig {
   maxBodyMb?: number;
   /** Largest request body of the routes that take images or audio (transcription), in MB. Default 64. */
   maxMediaBodyMb?: number;
+  /** Requests one client address may have sending their bodies at once; past it, a 429 and the connection closed. Default 32. */
+  clientMaxPendingBodies?: number;
 }
 
 /**
@@ -227,7 +229,9 @@ export interface RoutingConfig {
 export interface TimeoutsConfig {
   /** Connecting to a node. Default 5000. */
   connectMs?: number;
-  /** From dispatch to the first byte (includes a cold model load). Default 300000. */
+  /** A client sending its request body, from the first read to the last byte; past it, a 408 and the connection closed. Default 60000. */
+  requestBodyMs?: number;
+  /** From dispatch to the first byte (includes a cold model load), once per request over every node tried. Default 300000. */
   firstByteMs?: number;
   /** Longest silence inside a stream. Default 120000. */
   idleMs?: number;
