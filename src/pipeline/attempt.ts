@@ -52,11 +52,11 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
     if (attempts > a.maxRetries) break;
     if (tried?.excluded.includes(c.nodeId)) continue;
     // The first candidate always gets its try; a later one only while the budget lasts.
-    if (attempts > 0 && performance.now() >= deadline) break;
+    if (attempts > 0 && deadline - performance.now() < MIN_TRY_MS) break;
     attempts++;
     let slot: Slot;
     try {
-      slot = await a.queues.acquire(c.nodeId, c.model, a.slots.parallel(c.nodeId), Math.max(0, deadline - performance.now()), a.signal, a.maxPending);
+      slot = await a.queues.acquire(c.nodeId, c.model, a.slots.parallel(c.nodeId), Math.max(0, Math.round(deadline - performance.now())), a.signal, a.maxPending);
     } catch (e) {
       if (a.signal.aborted) throw e;
       // Moved by the rebalancer: not a failure of the node, so not a retry; the next candidate gets it.
@@ -88,6 +88,9 @@ function failed(tried: Tried | null, nodeId: string, e: Error): Tried {
   t.excluded.push(nodeId);
   return t;
 }
+
+/** Less of the budget than this is no try at all (a timer may fire a little early, leaving a sliver). */
+const MIN_TRY_MS = 10;
 
 /** The nodes excluded before a first candidate that answers: shared, never written to. */
 const NO_NODES: string[] = [];
