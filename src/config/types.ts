@@ -237,7 +237,7 @@ export interface TimeoutsConfig {
   idleMs?: number;
   /** An automatic pull of a missing model. Default 300000. */
   autoPullMs?: number;
-  /** An in-flight request older than this is reaped as a zombie. Default 600000. */
+  /** An in-flight request older than this is a zombie on the health page (a warning; it is not cut). Default 600000. */
   staleRequestMs?: number;
   /** One image generation, queue on the node included. Default 120000. */
   imageMs?: number;
