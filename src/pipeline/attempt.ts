@@ -47,12 +47,14 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
   // Made at the first failure: most requests are answered by their first candidate.
   let tried: Tried | null = null;
   let attempts = 0;
-  const deadline = performance.now() + a.waitMs;
+  // Set at the first candidate (scoring it takes no budget), so a first call given all of it says so.
+  let deadline: number | null = null;
   for (const c of candidates) {
     if (attempts > a.maxRetries) break;
     if (tried?.excluded.includes(c.nodeId)) continue;
     // The first candidate always gets its try; a later one only while the budget lasts.
-    if (attempts > 0 && deadline - performance.now() < MIN_TRY_MS) break;
+    if (deadline === null) deadline = performance.now() + a.waitMs;
+    else if (deadline - performance.now() < MIN_TRY_MS) break;
     attempts++;
     let slot: Slot;
     try {
