@@ -8,6 +8,7 @@ import { idleSources } from "./app-fixtures.ts";
 import { admitBody } from "./auth/limits.ts";
 import { refusal } from "./auth/refusal.ts";
 import { RouteTable } from "./auth/route-facts.ts";
+import { ClientGate } from "./router/client-gate.ts";
 
 const EXPECTED = `
 GET /healthz open json herd
@@ -100,7 +101,7 @@ async function idleApp() {
 async function factsOf(table: RouteTable, method: string, path: string): Promise<string> {
   const facts = table.of(method, path)!; // read() has checked that every route declares them
   const huge = new Request("http://herd/", { method: "POST", headers: { "content-length": String(1e12) } });
-  const limit = admitBody(huge, facts.body, { maxBodyMb: 1, maxMediaBodyMb: 2 } as never)!;
+  const limit = admitBody(huge, facts.body, { server: { maxBodyMb: 1, maxMediaBodyMb: 2 } } as never, "127.0.0.1", new ClientGate())!;
   const body = limit.includes("heartbeats") ? "heartbeat" : limit.includes("maxMediaBodyMb") ? "media" : "json";
   const refused = refusal(facts.errors, 401, "no");
   const shape: any = await refused.json();

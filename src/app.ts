@@ -1,7 +1,7 @@
 // The whole HTTP face of herd in one screen: each surface is a plugin.
 import { Elysia } from "elysia";
 import { authGuard } from "./auth/guard.ts";
-import { BodyTooLarge } from "./auth/limits.ts";
+import { BodyTimeout, BodyTooLarge, TooManyBodies } from "./auth/limits.ts";
 import { refusal, unroutedFormat } from "./auth/refusal.ts";
 import { RouteTable } from "./auth/route-facts.ts";
 import { log } from "./log.ts";
@@ -46,6 +46,8 @@ export type AppSources = Parameters<typeof authGuard>[0] &
   Parameters<typeof agentsSurface>[0] &
   Parameters<typeof mcpSurface>[0];
 
+const CLOSE = { Connection: "close" };
+
 export function buildApp(rt: AppSources) {
   const routes = new RouteTable();
   const app = new Elysia()
@@ -62,6 +64,9 @@ export function buildApp(rt: AppSources) {
       if (code === "VALIDATION") return refusal(format, 400, (error as Error).message);
       // A chunked body past the route's limit (herd's), or past the server-wide cap (Bun's).
       if (error instanceof BodyTooLarge) return refusal(format, 413, error.message);
+      // The rest of a body that is late, or one too many, is not waited for: the connection closes behind the answer.
+      if (error instanceof BodyTimeout) return refusal(format, 408, error.message, CLOSE);
+      if (error instanceof TooManyBodies) return refusal(format, 429, error.message, CLOSE);
       if (/exceeded maxRequestBodySize/.test((error as Error).message)) return refusal(format, 413, "request body too large");
       log.error(`${request.method} ${path} failed: ${(error as Error).message}`);
       return refusal(format, 500, "internal error; see the router's log");

@@ -144,15 +144,16 @@ describe("faults", () => {
     expect((await traceOf(url, "killed-openai")).error_message).toMatch(/node doomed/);
   });
 
-  test("a node that accepts and never answers: the next node serves after timeouts.firstByteMs; when all hang, a 503 in the client's format", async () => {
+  test("a node that accepts and never answers: the request fails after timeouts.firstByteMs, the node goes offline and the next node serves; when all hang, a 503 in the client's format", async () => {
     const FIRST_BYTE_MS = 500;
     const { url, nodes } = await fleet([{ id: "mute", hot: true }, { id: "backup", hot: false }], { firstByteMs: FIRST_BYTE_MS });
     nodes.mute!.setFaults({ hang: true });
-    const served = await timed(() => openai(url, "hang-one").chat.completions.create({ model: MODEL, messages: ask, max_tokens: 4 }));
-    expect(served.value?.choices[0]?.message.content).toBeTruthy();
-    expect(served.ms).toBeGreaterThanOrEqual(FIRST_BYTE_MS - 20);
-    expect(served.ms).toBeLessThan(FIRST_BYTE_MS + 1500);
-    expect(await traceOf(url, "hang-one")).toMatchObject({ node_id: "backup", status: "completed", retry_count: 1, excluded_nodes: ["mute"] });
+    // The node spent the request's whole first-byte budget: no time is left for another.
+    const cut = await timed(() => openai(url, "hang-one").chat.completions.create({ model: MODEL, messages: ask, max_tokens: 4 }));
+    expect(cut.error?.status).toBe(503);
+    expect(cut.ms).toBeGreaterThanOrEqual(FIRST_BYTE_MS - 20);
+    expect(cut.ms).toBeLessThan(FIRST_BYTE_MS + 1500);
+    expect(await traceOf(url, "hang-one")).toMatchObject({ status: "failed", excluded_nodes: ["mute"] });
 
     // Its polls hang too: it goes offline, saying why, and gets no more requests.
     const mute = await eventually(async () => {
@@ -160,6 +161,10 @@ describe("faults", () => {
       return n.status === "offline" && n;
     }, 3000, "mute offline");
     expect(mute.status_reason).toMatch(/no answer for \d+ s; Ollama at .*: no answer within 300 ms/);
+    const served = await timed(() => openai(url, "hang-one-after").chat.completions.create({ model: MODEL, messages: ask, max_tokens: 4 }));
+    expect(served.value?.choices[0]?.message.content).toBeTruthy();
+    expect(served.ms).toBeLessThan(FIRST_BYTE_MS);
+    expect(await traceOf(url, "hang-one-after")).toMatchObject({ node_id: "backup", status: "completed", retry_count: 0 });
 
     nodes.backup!.setFaults({ hang: true });
     const failed = await timed(() => ollama(url, "hang-all").chat({ model: MODEL, messages: ask, stream: false }));
@@ -179,6 +184,20 @@ describe("faults", () => {
     expect(refused.error).toBeInstanceOf(OpenAI.APIError);
     expect(refused.error.status).toBe(503);
     expect(refused.ms).toBeLessThan(500);
+  });
+
+  test("timeouts.firstByteMs is one budget per request: two nodes that never answer cost it once, not once each", async () => {
+    const FIRST_BYTE_MS = 1500;
+    // Polls slower than the wait, so both nodes are still online candidates when the request comes.
+    const { url, nodes } = await fleet([{ id: "mute-a", hot: true }, { id: "mute-b", hot: true }], { firstByteMs: FIRST_BYTE_MS });
+    nodes["mute-a"]!.setFaults({ hang: true });
+    nodes["mute-b"]!.setFaults({ hang: true });
+    const failed = await timed(() => openai(url, "hang-budget").chat.completions.create({ model: MODEL, messages: ask, max_tokens: 4 }));
+    expect(failed.error).toBeInstanceOf(OpenAI.APIError);
+    expect(failed.error.status).toBe(503);
+    expect(failed.ms).toBeGreaterThanOrEqual(FIRST_BYTE_MS - 20);
+    expect(failed.ms).toBeLessThan(FIRST_BYTE_MS + 700);
+    expect(failed.error.message).toMatch(/tried mute-[ab]: no answer within 1\d{3} ms/);
   });
 
   test("a slow node: a stream silent past timeouts.idleMs ends with an error in the client's format", async () => {

@@ -7,6 +7,7 @@ import { Elysia } from "elysia";
 import type { LiveConfig } from "../config/live.ts";
 import type { Config } from "../config/schema.ts";
 import { log } from "../log.ts";
+import { ClientGate } from "../router/client-gate.ts";
 import { Caller, KeyUsage } from "./caller.ts";
 import { clientOf, isAdmin } from "./credentials.ts";
 import { crossSiteRefusal } from "./cross-site.ts";
@@ -32,17 +33,18 @@ export function callerOf(request: Request): Caller | null {
 /** `routes`: the app's routes and their facts, read once every surface is in. */
 export function authGuard(rt: GuardSources, routes: RouteTable) {
   const usage = new KeyUsage();
+  const pendingBodies = new ClientGate();
   return new Elysia({ name: "auth" })
     .onStart(({ server }) => announce(rt.live.config, server?.port))
-    .onBeforeHandle({ as: "global" }, ({ request, route, server }) => guard(rt.live.config, usage, routes, request, route, server as Server));
+    .onBeforeHandle({ as: "global" }, ({ request, route, server }) => guard(rt.live.config, usage, pendingBodies, routes, request, route, server as Server));
 }
 
-function guard(config: Config, usage: KeyUsage, routes: RouteTable, request: Request, route: string, server: Server): Response | undefined {
+function guard(config: Config, usage: KeyUsage, pendingBodies: ClientGate, routes: RouteTable, request: Request, route: string, server: Server): Response | undefined {
   const facts = routes.of(request.method, route);
   // A route that does not say who may call it is closed, never open.
   if (!facts) return refusal("herd", 403, `${request.method} ${route} declares no access level, so herd refuses it`);
   const { access, errors } = facts;
-  const tooLarge = admitBody(request, facts.body, config.server);
+  const tooLarge = admitBody(request, facts.body, config, server?.requestIP(request)?.address ?? "unknown", pendingBodies);
   if (tooLarge) return refusal(errors, 413, tooLarge);
   const crossSite = crossSiteRefusal(request, facts);
   if (crossSite) return refusal(errors, crossSite.status, crossSite.message);

@@ -126,6 +126,7 @@ export const herdConfigSchema = v.strictObject({
     shutdownGraceMs: v.optional(ms, 10000),
     maxBodyMb: v.optional(megabytes, 16),
     maxMediaBodyMb: v.optional(megabytes, 64),
+    clientMaxPendingBodies: v.optional(v.pipe(count, v.minValue(1, "expected at least 1")), 32),
   }),
   nodes: v.optional(v.array(node), []),
   auth: section({
@@ -169,6 +170,7 @@ export const herdConfigSchema = v.strictObject({
   }),
   timeouts: section({
     connectMs: v.optional(ms, 5000),
+    requestBodyMs: v.optional(v.pipe(ms, v.minValue(1, "expected a duration in ms > 0")), 60000),
     firstByteMs: v.optional(ms, 300000),
     idleMs: v.optional(ms, 120000),
     autoPullMs: v.optional(ms, 300000),

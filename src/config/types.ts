@@ -46,6 +46,8 @@ export interface ServerConfig {
   maxBodyMb?: number;
   /** Largest request body of the routes that take images or audio (transcription), in MB. Default 64. */
   maxMediaBodyMb?: number;
+  /** Requests one client address may have sending their bodies at once; past it, a 429 and the connection closed. Default 32. */
+  clientMaxPendingBodies?: number;
 }
 
 export interface StoreConfig {
@@ -252,13 +254,15 @@ export interface RoutingConfig {
 export interface TimeoutsConfig {
   /** Connecting to a node. Default 5000. */
   connectMs?: number;
-  /** From dispatch to the first byte (includes a cold model load). Default 300000. */
+  /** A client sending its request body, from the first read to the last byte; past it, a 408 and the connection closed. Default 60000. */
+  requestBodyMs?: number;
+  /** From dispatch to the first byte (includes a cold model load), once per request over every node tried. Default 300000. */
   firstByteMs?: number;
   /** Longest silence inside a stream. Default 120000. */
   idleMs?: number;
   /** An automatic pull of a missing model. Default 300000. */
   autoPullMs?: number;
-  /** An in-flight request older than this is reaped as a zombie. Default 600000. */
+  /** An in-flight request older than this is a zombie on the health page (a warning; it is not cut). Default 600000. */
   staleRequestMs?: number;
   /** One image generation, queue on the node included. Default 120000. */
   imageMs?: number;

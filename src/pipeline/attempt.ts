@@ -1,8 +1,9 @@
 // The one attempt loop, for every kind of request (Ollama, MLX, images, transcription, native
 // embeddings): the candidates in order; on each, a slot on its node:model queue (so /fleet/queue,
 // the rebalancer and the drain see every request), then the call. A failure before the first byte
-// (a NodeFailure, no slot in time) moves on to the next candidate, at most routing.maxRetries more;
-// a RouteError from a call is the answer, with the nodes that failed before it.
+// (a NodeFailure, no slot in time) moves on to the next candidate, at most routing.maxRetries more,
+// while the request's one first-byte budget lasts; a RouteError from a call is the answer, with the
+// nodes that failed before it.
 import { NodeFailure, RouteError } from "../errors.ts";
 import { Moved, QueueFull, type Queues, type Slot, SlotTimeout } from "../fleet/queues.ts";
 
@@ -26,15 +27,15 @@ export interface Attempt<C extends Candidate, T> {
   queues: Queues;
   /** routing.maxRetries: how many candidates may be tried after the first. */
   maxRetries: number;
-  /** How long to wait for a slot; the wait counts against the first byte's deadline. */
+  /** The request's wait for its first byte, over every candidate: slot waits and calls spend one budget, never one each. */
   waitMs: number;
   signal: AbortSignal;
   /** How many requests run at once on a node's queue: the registry's nodes[].parallel for Ollama. */
   slots: { parallel(nodeId: string): number };
   /** The most requests that may wait on a queue (MLX servers' admission control); none: no cap. */
   maxPending?: number;
-  /** Calls the candidate once it holds its slot; `excluded` lists the nodes that failed before it. */
-  call(c: C, slot: Slot, excluded: string[]): Promise<T>;
+  /** Calls the candidate once it holds its slot; `excluded` lists the nodes that failed before it, `leftMs` what is left of the budget. */
+  call(c: C, slot: Slot, excluded: string[], leftMs: number): Promise<T>;
   exhausted(tried: Tried): RouteError;
 }
 
@@ -46,13 +47,18 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
   // Made at the first failure: most requests are answered by their first candidate.
   let tried: Tried | null = null;
   let attempts = 0;
+  // Set at the first candidate (scoring it takes no budget), so a first call given all of it says so.
+  let deadline: number | null = null;
   for (const c of candidates) {
     if (attempts > a.maxRetries) break;
     if (tried?.excluded.includes(c.nodeId)) continue;
+    // The first candidate always gets its try; a later one only while the budget lasts.
+    if (deadline === null) deadline = performance.now() + a.waitMs;
+    else if (deadline - performance.now() < MIN_TRY_MS) break;
     attempts++;
     let slot: Slot;
     try {
-      slot = await a.queues.acquire(c.nodeId, c.model, a.slots.parallel(c.nodeId), a.waitMs, a.signal, a.maxPending);
+      slot = await a.queues.acquire(c.nodeId, c.model, a.slots.parallel(c.nodeId), Math.max(0, Math.round(deadline - performance.now())), a.signal, a.maxPending);
     } catch (e) {
       if (a.signal.aborted) throw e;
       // Moved by the rebalancer: not a failure of the node, so not a retry; the next candidate gets it.
@@ -63,7 +69,7 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
       continue;
     }
     try {
-      return await a.call(c, slot, tried?.excluded ?? NO_NODES);
+      return await a.call(c, slot, tried?.excluded ?? NO_NODES, deadline - performance.now());
     } catch (e) {
       slot.release("failed");
       if (e instanceof RouteError) throw tried ? e.after(tried.excluded) : e;
@@ -84,6 +90,9 @@ function failed(tried: Tried | null, nodeId: string, e: Error): Tried {
   t.excluded.push(nodeId);
   return t;
 }
+
+/** Less of the budget than this is no try at all (a timer may fire a little early, leaving a sliver). */
+const MIN_TRY_MS = 10;
 
 /** The nodes excluded before a first candidate that answers: shared, never written to. */
 const NO_NODES: string[] = [];

@@ -1,5 +1,6 @@
-// The per-client in-flight cap (routing.clientMaxInFlight): one caller flooding
-// the herd gets 429s with Retry-After instead of starving everyone else.
+// A per-client count with a cap: the requests in flight (routing.clientMaxInFlight),
+// the bodies still arriving (server.clientMaxPendingBodies). One caller flooding
+// the herd gets 429s instead of starving everyone else.
 export class ClientGate {
   private inFlight = new Map<string, number>();
 

@@ -83,12 +83,12 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
     waitMs: config.timeouts.firstByteMs,
     signal,
     slots: registry,
-    async call(candidate, slot, excluded) {
+    async call(candidate, slot, excluded, leftMs) {
       const { model } = candidate;
       const loadedContext = nodes.find((n) => n.id === candidate.nodeId)?.loadedByKey.get(modelKey(model))?.contextLength;
       const { options, thinkingBudget, notes, contextRaised } = adjustOptions(req, model, { loadedContext, promptTokens: req.kind === "embed" ? null : req.promptTokens }, config.features.contextProtection);
       const call = await callOllama(registry.ollamaUrl(registry.get(candidate.nodeId)!)!, req.path, JSON.stringify(ollamaBody(req, model, options)), {
-        firstByteMs: Math.max(1, Math.round(config.timeouts.firstByteMs - slot.waitedMs)),
+        firstByteMs: Math.max(1, Math.round(leftMs)),
         idleMs: config.timeouts.idleMs,
         signal,
       });

@@ -3,6 +3,7 @@
 // 000's statuses: 400 no audio, 404 no STT model on any node, 502 failed, 503 disabled.
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
+import { readingBody } from "../auth/limits.ts";
 import { routeFacts } from "../auth/route-facts.ts";
 import { transcriptionJob } from "../backends/transcription.ts";
 import type { TranscriptionRequest } from "../core/media-request.ts";
@@ -27,7 +28,7 @@ async function transcribeRequest(rt: Pipeline, request: Request, clientIp: strin
   if (!request.headers.get("content-type")?.startsWith("multipart/form-data")) {
     return jsonError(400, 'send multipart/form-data with the audio file in the field "audio" (curl -F "audio=@recording.wav")');
   }
-  const form = await request.formData().catch(() => null);
+  const form = await readingBody(request, () => request.formData().catch(() => null));
   if (!form) return jsonError(400, "invalid multipart/form-data body");
   const audio = form.get("audio");
   if (!(audio instanceof File)) return jsonError(400, 'audio: required (the audio file, as a file field: -F "audio=@recording.wav")');

@@ -1,0 +1,52 @@
+import { expect, test } from "bun:test";
+import { NodeFailure, RouteError } from "../errors.ts";
+import { Queues } from "../fleet/queues.ts";
+import { type Attempt, type Candidate, attempt } from "./attempt.ts";
+
+const nodes = (...ids: string[]): Candidate[] => ids.map((nodeId) => ({ nodeId, model: "m" }));
+
+function loop(over: Partial<Attempt<Candidate, string>>): Attempt<Candidate, string> {
+  return {
+    queues: new Queues(),
+    maxRetries: 2,
+    waitMs: 100,
+    signal: new AbortController().signal,
+    slots: { parallel: () => 1 },
+    call: async () => "answer",
+    exhausted: (tried) => new RouteError(503, tried.failures.join("; ")),
+    ...over,
+  };
+}
+
+test("the first-byte budget is the request's: a node that uses it up leaves none for the next", async () => {
+  const given: string[] = [];
+  const t0 = performance.now();
+  const failed = attempt(nodes("a", "b", "c"), loop({
+    async call(c, _slot, _excluded, leftMs) {
+      given.push(c.nodeId);
+      await Bun.sleep(leftMs);
+      throw new NodeFailure(`no answer within ${Math.round(leftMs)} ms`);
+    },
+  }));
+  await expect(failed).rejects.toThrow(/^a: no answer within 100 ms$/);
+  expect(given).toEqual(["a"]);
+  expect(performance.now() - t0).toBeLessThan(150);
+});
+
+test("a node that fails fast leaves the rest of the budget to the next, and a queue wait spends it too", async () => {
+  const queues = new Queues();
+  const busy = await queues.acquire("b", "m", 1, 0); // b's one slot is taken: its candidate waits
+  const left: number[] = [];
+  const failed = attempt(nodes("a", "b"), loop({
+    queues,
+    async call(c, _slot, _excluded, leftMs) {
+      left.push(leftMs);
+      await Bun.sleep(30);
+      throw new NodeFailure(`${c.nodeId} refused`);
+    },
+  }));
+  await expect(failed).rejects.toThrow(/^a: a refused; b: no free slot within \d+ ms$/);
+  expect(left.length).toBe(1);
+  expect(left[0]!).toBeGreaterThan(95);
+  busy.release("completed");
+});
