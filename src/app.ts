@@ -55,6 +55,13 @@ export function buildApp(rt: AppSources) {
     .onRequest(({ set }) => {
       set.headers["X-Herd-Version"] = VERSION;
     })
+    // A handler's own Response takes the header itself: Elysia copies a Response into a new one, headers and all,
+    // whenever set.headers holds anything, and that copy cost more than the rest of Elysia's part of a request.
+    .onAfterHandle({ as: "global" }, ({ responseValue, set }) => {
+      if (!(responseValue instanceof Response)) return;
+      responseValue.headers.set("X-Herd-Version", VERSION);
+      delete set.headers["X-Herd-Version"];
+    })
     .onError(({ code, error, request, route }) => {
       // In the wire format the route declares (a path no route matches: its API's), so each SDK raises its own kind of error.
       const path = new URL(request.url).pathname;
