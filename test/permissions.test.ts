@@ -25,29 +25,31 @@ afterAll(cleanupFile);
 beforeAll(async () => {
   // Only the 70b is loaded: what auto-routing picks for a claude-* id when nothing restricts it.
   sim = await startSimOllama({ id: "big", memoryGb: 128, models: ["llama3.3:70b", "qwen2.5-coder:7b", "qwen3:8b"], loaded: ["llama3.3:70b"] });
+  router = await routerWith({
+    features: { autoPull: true },
+    modelMap: { "claude-opus-*": "llama3.3:70b", coder: "qwen2.5-coder:7b" },
+    auth: {
+      clients: [
+        { name: "plain", key: KEY.plain },
+        { name: "puller", key: KEY.puller, permissions: ["pull"] },
+        { name: "coder", key: KEY.coder, models: ["qwen2.5-coder:*", "claude-*"] },
+        { name: "tight", key: KEY.tight, rateLimit: { requestsPerMinute: 2 } },
+      ],
+    },
+  });
+  url = router.url;
+});
+
+/** A router over the node "big", with `config` beside it, once it sees the node online. */
+async function routerWith(config: Record<string, unknown>) {
   const dir = tmpDir();
   const file = join(dir, "herd.config.json");
-  writeFileSync(
-    file,
-    JSON.stringify({
-      nodes: [{ id: "big", ollama: sim.url }],
-      heartbeat: FAST,
-      features: { autoPull: true },
-      modelMap: { "claude-opus-*": "llama3.3:70b", coder: "qwen2.5-coder:7b" },
-      auth: {
-        clients: [
-          { name: "plain", key: KEY.plain },
-          { name: "puller", key: KEY.puller, permissions: ["pull"] },
-          { name: "coder", key: KEY.coder, models: ["qwen2.5-coder:*", "claude-*"] },
-          { name: "tight", key: KEY.tight, rateLimit: { requestsPerMinute: 2 } },
-        ],
-      },
-    }),
-  );
-  router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
-  url = router.url;
-  await eventually(async () => (await status()).nodes[0]?.status === "online", 4000, "big online");
-});
+  writeFileSync(file, JSON.stringify({ nodes: [{ id: "big", ollama: sim.url }], heartbeat: FAST, ...config }));
+  const started = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+  const online = async () => ((await (await fetch(`${started.url}/fleet/status`, { headers: bearer(KEY.plain) })).json()) as any).nodes[0]?.status === "online";
+  await eventually(online, 4000, "big online");
+  return started;
+}
 
 afterAll(async () => {
   await router?.stop();
@@ -55,10 +57,6 @@ afterAll(async () => {
 });
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
-
-async function status(): Promise<any> {
-  return (await fetch(`${url}/fleet/status`, { headers: bearer(KEY.plain) })).json();
-}
 
 function post(path: string, key: string | null, body: unknown): Promise<Response> {
   return fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...(key ? bearer(key) : {}) }, body: JSON.stringify(body) });
@@ -195,18 +193,7 @@ describe("POST /api/pull with an admin token set", () => {
   const ADMIN = "admin-token-5b4c3d2e1f0a9b8c";
 
   beforeAll(async () => {
-    const dir = tmpDir();
-    const file = join(dir, "herd.config.json");
-    writeFileSync(
-      file,
-      JSON.stringify({
-        nodes: [{ id: "big", ollama: sim.url }],
-        heartbeat: FAST,
-        auth: { adminToken: ADMIN, clients: [{ name: "plain", key: KEY.plain }, { name: "puller", key: KEY.puller, permissions: ["pull"] }] },
-      }),
-    );
-    guarded = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
-    await eventually(async () => ((await (await fetch(`${guarded.url}/fleet/status`, { headers: bearer(KEY.plain) })).json()) as any).nodes[0]?.status === "online", 4000, "big online");
+    guarded = await routerWith({ auth: { adminToken: ADMIN, clients: [{ name: "plain", key: KEY.plain }, { name: "puller", key: KEY.puller, permissions: ["pull"] }] } });
   });
 
   afterAll(async () => {
