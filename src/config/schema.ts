@@ -120,6 +120,7 @@ export const herdConfigSchema = v.strictObject({
     shutdownGraceMs: v.optional(ms, 10000),
     maxBodyMb: v.optional(megabytes, 16),
     maxMediaBodyMb: v.optional(megabytes, 64),
+    maxNodeLineMb: v.optional(megabytes, 16),
   }),
   nodes: v.optional(v.array(node), []),
   auth: section({

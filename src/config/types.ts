@@ -46,6 +46,8 @@ export interface ServerConfig {
   maxBodyMb?: number;
   /** Largest request body of the routes that take images or audio (transcription), in MB. Default 64. */
   maxMediaBodyMb?: number;
+  /** Longest line a node may stream (an NDJSON or SSE line), in MB; past it the answer ends with an error. Default 16. */
+  maxNodeLineMb?: number;
 }
 
 export interface StoreConfig {
@@ -243,7 +245,7 @@ export interface TimeoutsConfig {
   connectMs?: number;
   /** From dispatch to the first byte (includes a cold model load). Default 300000. */
   firstByteMs?: number;
-  /** Longest silence inside a stream. Default 120000. */
+  /** Longest a stream may go without a whole line (bytes dripped without one are no progress). Default 120000. */
   idleMs?: number;
   /** An automatic pull of a missing model. Default 300000. */
   autoPullMs?: number;
