@@ -247,15 +247,19 @@ export interface TimeoutsConfig {
   firstByteMs?: number;
   /** Longest a stream may go without a whole line (bytes dripped without one are no progress). Default 120000. */
   idleMs?: number;
+  /** A chat or generate request, admission to last byte; past it the answer ends with an error and its slot is freed. Default 900000. */
+  generationMs?: number;
+  /** Longest a streaming client may leave the answer unread; past it the stream is cut and its slot freed. Default 30000. */
+  clientReadMs?: number;
   /** An automatic pull of a missing model. Default 300000. */
   autoPullMs?: number;
-  /** An in-flight request older than this is reaped as a zombie. Default 600000. */
+  /** A slot held longer than this is reported by the zombie_requests health check. Default 600000. */
   staleRequestMs?: number;
   /** One image generation, queue on the node included. Default 120000. */
   imageMs?: number;
   /** One transcription. Default 300000. */
   transcriptionMs?: number;
-  /** One call to a native embedding server (the first may download its model). Default 30000. */
+  /** An embedding request, admission to answer (Ollama's, or one call to a native embedding server, whose first may download its model). Default 120000. */
   embeddingMs?: number;
 }
 
