@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { AgentFleet } from "./agents/fleet.ts";
 import { buildApp } from "./app.ts";
 import { internalHeaders } from "./auth/internal.ts";
-import { readLines } from "./backends/lines.ts";
+import { lineLimits, readLines } from "./backends/lines.ts";
 import { loadModel, probeOllama } from "./backends/ollama.ts";
 import { serverBodyCap } from "./auth/limits.ts";
 import type { LiveConfig } from "./config/live.ts";
@@ -100,7 +100,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     speeds,
     modelFacts: new ModelFacts(registry),
     toggles: new Toggles(),
-    benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => rt.url, credentials: internalHeaders, readLines: (body, idleMs) => readLines(body.getReader(), idleMs) }),
+    benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => rt.url, credentials: internalHeaders, readLines: (body, idleMs) => readLines(body.getReader(), { ...lineLimits(live.config), idleMs }) }),
     agents: new AgentFleet(live, () => rt.url),
     shutdown: new AbortController(),
     url: "",

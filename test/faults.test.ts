@@ -207,13 +207,13 @@ describe("faults", () => {
     let firstAt = 0;
     const first = () => void (firstAt ||= performance.now());
     const viaOllama = await timed(() => ollamaStream(ollama(url, "slow-ollama"), first));
-    expect(viaOllama.error?.message).toBe(`node slow failed mid-stream: no data from the node for ${IDLE_MS} ms`);
+    expect(viaOllama.error?.message).toBe(`node slow failed mid-stream: no whole line from the node for ${IDLE_MS} ms`);
     expect(performance.now() - firstAt).toBeGreaterThanOrEqual(IDLE_MS - 20);
     expect(performance.now() - firstAt).toBeLessThan(IDLE_MS + 700);
     firstAt = 0;
     const viaOpenai = await timed(() => openaiStream(openai(url, "slow-openai"), first));
     expect(viaOpenai.error).toBeInstanceOf(OpenAI.APIError);
-    expect(viaOpenai.error.message).toContain(`no data from the node for ${IDLE_MS} ms`);
+    expect(viaOpenai.error.message).toContain(`no whole line from the node for ${IDLE_MS} ms`);
     expect(performance.now() - firstAt).toBeLessThan(IDLE_MS + 700);
 
     for (const tag of ["slow-ollama", "slow-openai"]) {

@@ -184,7 +184,7 @@ describe("when nodes fail", () => {
     const started = Date.now();
     const res = await post(url, "/api/generate", { model: "llama3.2:3b", prompt: "hi" });
     const last = JSON.parse((await res.text()).trimEnd().split("\n").at(-1)!);
-    expect(last.error).toContain("no data from the node for 300 ms");
+    expect(last.error).toContain("no whole line from the node for 300 ms");
     expect(Date.now() - started).toBeLessThan(5000);
   });
 });

@@ -6,7 +6,7 @@ import type { Chunk } from "../core/events.ts";
 import type { Conversation, Message } from "../core/conversation.ts";
 import { replyCapOf } from "../core/request.ts";
 import { NodeFailure } from "../errors.ts";
-import { readLines } from "./lines.ts";
+import { type LineLimits, readLines } from "./lines.ts";
 import { MlxEvents, type MlxUsage, errorText } from "./mlx-events.ts";
 import { type OllamaCall, describeFetchError, noMoreChunks } from "./ollama.ts";
 import { functionTool } from "./ollama-render.ts";
@@ -27,7 +27,7 @@ export interface MlxCallOptions {
   /** The model name the answer carries ("mlx:<repo id>"). */
   servedAs: string;
   wallClockMs: number;
-  idleMs: number;
+  lines: LineLimits;
   signal: AbortSignal;
   /** Called once, with the finished answer's token counts. */
   onUsage(usage: MlxUsage): void;
@@ -91,7 +91,7 @@ export async function callMlx(baseUrl: string, request: Json, opts: MlxCallOptio
       cleanup();
       return { status: res.status, first: { events: [{ type: "error", message }] }, rest: noMoreChunks(), cancel: () => {} };
     }
-    const chunks = request.stream ? parse.stream(readLines(res.body!.getReader(), opts.idleMs)) : wholeAnswer(parse, (await res.json()) as Json);
+    const chunks = request.stream ? parse.stream(readLines(res.body!.getReader(), opts.lines)) : wholeAnswer(parse, (await res.json()) as Json);
     const rest = (async function* () {
       try {
         for await (const chunk of chunks) yield [chunk];

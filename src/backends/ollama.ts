@@ -7,7 +7,7 @@ import { NodeFailure } from "../errors.ts";
 import type { OllamaSection } from "../fleet/heartbeat.ts";
 import { modelList, psEntry, tagEntry, toGb, versionText } from "../fleet/node-models.ts";
 import { type Answer, postJson } from "./http1.ts";
-import { readLineBatches } from "./lines.ts";
+import { type LineLimits, readLineBatches } from "./lines.ts";
 import { ollamaChunk } from "./ollama-events.ts";
 
 const versionAnswer = v.object({ version: v.optional(versionText) });
@@ -70,7 +70,7 @@ export async function callOllama(
   baseUrl: string,
   path: string,
   body: string,
-  opts: { firstByteMs: number; idleMs: number; signal: AbortSignal },
+  opts: { firstByteMs: number; lines: LineLimits; signal: AbortSignal },
 ): Promise<OllamaCall> {
   // Aborted while it waited for its slot (the client left, herd is stopping): an abort listener would never fire.
   if (opts.signal.aborted) throw opts.signal.reason;
@@ -80,7 +80,7 @@ export async function callOllama(
   const timer = setTimeout(() => abort.abort(new NodeFailure(`no answer within ${opts.firstByteMs} ms`, null)), opts.firstByteMs);
   try {
     const res = await postJson(nodeUrl(baseUrl, path), body, abort.signal);
-    const { first, arrived, rest } = isStream(res) ? await streamed(res, opts.idleMs) : await whole(res);
+    const { first, arrived, rest } = isStream(res) ? await streamed(res, opts.lines) : await whole(res);
     if (!first) throw new NodeFailure(`empty response (HTTP ${res.status})`, res.status);
     if (res.status >= 500 || res.status === 404) throw new NodeFailure(errorOf(first) ?? `HTTP ${res.status}`, res.status);
     clearTimeout(timer);
@@ -122,8 +122,8 @@ function isStream(res: Answer): boolean {
 type Begun = Pick<OllamaCall, "arrived" | "rest"> & { first?: Chunk };
 
 /** A streamed answer: its first line and those that came with it, and the lines after them as they come. */
-async function streamed(res: Answer, idleMs: number): Promise<Begun> {
-  const lines = readLineBatches(res.body, idleMs);
+async function streamed(res: Answer, limits: LineLimits): Promise<Begun> {
+  const lines = readLineBatches(res.body, limits);
   const head = await lines.next();
   if (head.done) return { rest: noMoreChunks() };
   const [first, ...arrived] = head.value.map(ollamaChunk);

@@ -15,7 +15,10 @@ const httpUrl = v.pipe(
 const port = v.pipe(v.number(), v.integer("expected a whole number"), v.minValue(0), v.maxValue(65535));
 const ms = v.pipe(v.number(), v.minValue(0, "expected a duration in ms ≥ 0"));
 const count = v.pipe(v.number(), v.integer("expected a whole number"), v.minValue(0));
-const name = v.pipe(v.string(), v.trim(), v.nonEmpty("expected a non-empty string"));
+// Names end up in logs and headers: a control character (CR/LF) there would forge a line.
+const name = v.pipe(v.string(), v.trim(), v.nonEmpty("expected a non-empty string"), v.check((s) => !/\p{Cc}/u.test(s), "expected no control characters"));
+/** A node's id, in the config and in a heartbeat: it names the node in headers, logs and URLs. */
+export const nodeId = v.pipe(name, v.regex(/^[A-Za-z0-9._-]+$/, "expected letters, digits, '.', '_' or '-'"));
 const megabytes = v.pipe(v.number(), v.minValue(0.001, "expected a size in MB > 0"), v.maxValue(1024, "expected at most 1024 MB"));
 
 const mlxServer = v.strictObject({
@@ -76,7 +79,7 @@ const hardware = v.strictObject({
 });
 
 const node = v.strictObject({
-  id: v.pipe(name, v.regex(/^[A-Za-z0-9._-]+$/, "expected letters, digits, '.', '_' or '-'")),
+  id: nodeId,
   ollama: v.optional(httpUrl),
   mlx: v.optional(v.array(mlxServer), []),
   labels: v.optional(v.record(v.string(), v.string()), {}),
@@ -127,6 +130,7 @@ export const herdConfigSchema = v.strictObject({
     maxBodyMb: v.optional(megabytes, 16),
     maxMediaBodyMb: v.optional(megabytes, 64),
     clientMaxPendingBodies: v.optional(v.pipe(count, v.minValue(1, "expected at least 1")), 32),
+    maxNodeLineMb: v.optional(megabytes, 16),
   }),
   nodes: v.optional(v.array(node), []),
   auth: section({
@@ -173,11 +177,13 @@ export const herdConfigSchema = v.strictObject({
     requestBodyMs: v.optional(v.pipe(ms, v.minValue(1, "expected a duration in ms > 0")), 60000),
     firstByteMs: v.optional(ms, 300000),
     idleMs: v.optional(ms, 120000),
+    generationMs: v.optional(ms, 900000),
+    clientReadMs: v.optional(ms, 30000),
     autoPullMs: v.optional(ms, 300000),
     staleRequestMs: v.optional(ms, 600000),
     imageMs: v.optional(ms, 120000),
     transcriptionMs: v.optional(ms, 300000),
-    embeddingMs: v.optional(ms, 30000),
+    embeddingMs: v.optional(ms, 120000),
   }),
   features: section({
     autoPull: v.optional(v.boolean(), true),

@@ -48,6 +48,8 @@ export interface ServerConfig {
   maxMediaBodyMb?: number;
   /** Requests one client address may have sending their bodies at once; past it, a 429 and the connection closed. Default 32. */
   clientMaxPendingBodies?: number;
+  /** Longest line a node may stream (an NDJSON or SSE line), in MB; past it the answer ends with an error. Default 16. */
+  maxNodeLineMb?: number;
 }
 
 export interface StoreConfig {
@@ -258,17 +260,21 @@ export interface TimeoutsConfig {
   requestBodyMs?: number;
   /** From dispatch to the first byte (includes a cold model load), once per request over every node tried. Default 300000. */
   firstByteMs?: number;
-  /** Longest silence inside a stream. Default 120000. */
+  /** Longest a stream may go without a whole line (bytes dripped without one are no progress). Default 120000. */
   idleMs?: number;
+  /** A chat or generate request, admission to last byte; past it the answer ends with an error and its slot is freed. Default 900000. */
+  generationMs?: number;
+  /** Longest a streaming client may leave the answer unread; past it the stream is cut and its slot freed. Default 30000. */
+  clientReadMs?: number;
   /** An automatic pull of a missing model. Default 300000. */
   autoPullMs?: number;
-  /** An in-flight request older than this is a zombie on the health page (a warning; it is not cut). Default 600000. */
+  /** An in-flight request older than this is a zombie on the health page (a warning; the deadlines are what free its slot). Default 600000. */
   staleRequestMs?: number;
   /** One image generation, queue on the node included. Default 120000. */
   imageMs?: number;
   /** One transcription. Default 300000. */
   transcriptionMs?: number;
-  /** One call to a native embedding server (the first may download its model). Default 30000. */
+  /** An embedding request, admission to answer (Ollama's, or one call to a native embedding server, whose first may download its model). Default 120000. */
   embeddingMs?: number;
 }
 

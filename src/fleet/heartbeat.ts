@@ -3,6 +3,7 @@
 // newer agent can talk to an older router; only a model's entry is kept whole
 // (node-models.ts), for /api/tags and /api/ps.
 import * as v from "valibot";
+import { nodeId } from "../config/schema.ts";
 import { modelList, psEntry, tagEntry, versionText } from "./node-models.ts";
 
 const gb = v.pipe(v.number(), v.minValue(0));
@@ -42,7 +43,7 @@ const embeddingServer = v.object({
 });
 
 export const heartbeatSchema = v.object({
-  node_id: v.pipe(v.string(), v.nonEmpty("node_id is required")),
+  node_id: v.pipe(v.string(), v.nonEmpty("node_id is required"), nodeId),
   agent_version: v.optional(v.string()),
   ollama_url: v.optional(v.string()),
   draining: v.optional(v.boolean()),

@@ -15,13 +15,14 @@ import type { Speeds } from "../fleet/speeds.ts";
 import { budgetHeaders } from "../router/body-rules.ts";
 import type { ClientGate } from "../router/client-gate.ts";
 import { dispatch } from "../router/dispatch.ts";
-import { relay } from "../router/relay.ts";
+import { gather, relay } from "../router/relay.ts";
 import type { Routed } from "../router/routed.ts";
 import type { Toggles } from "../router/toggles.ts";
 import type { RepairStats } from "../fleet/repair-stats.ts";
 import { ToolCallRepair } from "../router/tool-repair.ts";
 import type { Trace, TraceStatus, TraceWriter } from "../store/traces.ts";
 import { admit, leave, type RouteMeta } from "./admit.ts";
+import { deadline } from "./deadline.ts";
 import { errorHeaders, fleetHeaders } from "../core/fleet-headers.ts";
 import { keepRefused, newTrace, traceEnd, traceRefused, traceServed } from "./trace.ts";
 
@@ -51,32 +52,27 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
     keepRefused(rt.traces, traceEnd(trace, "rejected", started, refused.message), refused.status);
     return encoder.error(refused.status, refused.message, errorHeaders(requested, refused));
   }
+  // The request's deadline and a stop that runs out of grace end the wait for a node (with their RouteError) and the relay alike.
+  const limit = deadline(rt.live.config, req.kind, rt.shutdown.signal);
   let routed: Routed;
-  // A stop that runs out of grace ends the wait for a node too (with its RouteError, a 503).
-  const dispatching = eitherSignal(req.signal, rt.shutdown.signal);
+  const dispatching = eitherSignal(req.signal, limit.signal);
   try {
     routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, config: rt.toggles.apply(rt.live.config), grant: meta.caller }, req, dispatching.signal);
   } catch (e) {
+    limit.release();
     leave(rt.clients, meta);
     const error = e instanceof RouteError ? e : new RouteError(502, (e as Error).message);
     rt.traces.record(traceRefused(trace, req.signal.aborted ? "client_disconnected" : "failed", started, error));
     return encoder.error(error.status, error.message, errorHeaders(requested, error));
   } finally {
-    // From here the relay follows the client (its stream's cancel) and the stop (its own listener).
+    // From here the relay follows the client (its stream's cancel) and the deadline (its own listener).
     dispatching.release();
   }
-  traceServed(trace, routed, started);
-  if (routed.adjustments.length) trace.adjustments = [...trace.adjustments, ...routed.adjustments];
-  // The node refused the request itself (a 4xx, e.g. a model that cannot embed): the client gets it in its own format.
-  if (routed.call.status >= 400) {
-    routed.call.cancel();
-    const message = errorOf(routed.call.first) ?? `node ${routed.nodeId} answered HTTP ${routed.call.status}`;
-    routed.slot.release("failed");
-    leave(rt.clients, meta);
-    rt.traces.record(traceEnd(trace, "failed", started, message));
-    return encoder.error(routed.call.status, message, fleetHeaders(requested, routed, routed.retries));
-  }
-  const finish = (status: TraceStatus, done: Chunk | null, error: string | null) => {
+  let finished = false;
+  const finish: Finish = (status, done, error) => {
+    if (finished) return;
+    finished = true;
+    limit.release();
     const row = traceEnd(trace, status, started, error);
     routed.slot.release(status === "completed" ? "completed" : "failed", row.latency_ms!);
     leave(rt.clients, meta);
@@ -86,12 +82,47 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
     rt.traces.record(row);
     if (usage) rt.speeds.observe(routed.nodeId, routed.servedModel, timed(usage, row, req.stream ?? false), diskBytes(rt.registry.get(routed.nodeId), routed.servedModel));
   };
+  // Whatever goes wrong from here, the node's slot and the client's place are given back.
+  try {
+    traceServed(trace, routed, started);
+    if (routed.adjustments.length) trace.adjustments = [...trace.adjustments, ...routed.adjustments];
+    return await answer(rt, req, encoder, routed, finish, limit.signal);
+  } catch (e) {
+    routed.call.cancel();
+    const error = new RouteError(500, `herd could not build the answer: ${(e as Error).message}`);
+    finish("failed", null, error.message);
+    return encoder.error(error.status, error.message, errorHeaders(requested, error));
+  }
+}
+
+type Finish = (status: TraceStatus, done: Chunk | null, error: string | null) => void;
+
+/** The node's answer, to the client: an error the node gave, one whole answer, or the stream relayed. */
+async function answer(rt: Pipeline, req: InferenceRequest, encoder: Encoder, routed: Routed, finish: Finish, limit: AbortSignal): Promise<Response> {
+  const requested = req.requested ?? req.model;
+  // The node refused the request itself (a 4xx, e.g. a model that cannot embed): the client gets it in its own format.
+  if (routed.call.status >= 400) {
+    routed.call.cancel();
+    const message = errorOf(routed.call.first) ?? `node ${routed.nodeId} answered HTTP ${routed.call.status}`;
+    finish("failed", null, message);
+    return encoder.error(routed.call.status, message, fleetHeaders(requested, routed, routed.retries));
+  }
+  // A client that asked for one answer gets one answer or one error, even from a node that streams anyway.
+  if (!req.stream) {
+    const gathering = eitherSignal(req.signal, limit);
+    const failure = await gather(routed, req.kind, gathering.signal).finally(gathering.release);
+    if (failure) {
+      finish(req.signal.aborted ? "client_disconnected" : "failed", null, failure.message);
+      return encoder.error(failure.status, failure.message, fleetHeaders(requested, routed, routed.retries));
+    }
+  }
   // A non-streaming answer is whole in its first line, so its budget diagnostics can go in the headers.
   const first = routed.call.first;
   const budget = routed.thinkingBudget && !req.stream && endOf(first)?.type === "done" ? budgetHeaders(routed.thinkingBudget, first) : {};
   const tools = req.kind === "chat" ? req.tools : [];
   const repair = tools.length ? new ToolCallRepair(tools, rt.toolRepairs.counter(routed.servedModel)) : null;
-  return new Response(relay(routed, req.kind, encoder, repair, finish, rt.shutdown.signal), {
+  const clientReadMs = rt.live.config.timeouts.clientReadMs;
+  return new Response(relay(routed, req.kind, encoder, repair, finish, limit, clientReadMs), {
     status: routed.call.status,
     headers: { "content-type": encoder.contentType, ...fleetHeaders(requested, routed, routed.retries), ...budget },
   });

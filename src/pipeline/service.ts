@@ -60,11 +60,14 @@ export async function runService<T>(rt: Pipeline, req: MediaRequest, meta: Route
         exhausted: ({ failures, excluded }) => new RouteError(503, `no node that offers it could be reached: ${failures.join("; ")}`, excluded.length, excluded),
       },
     );
-    traceServed(trace, served, started);
-    const row = traceEnd(trace, "completed", started, null);
-    served.slot.release("completed", row.latency_ms!);
-    rt.traces.record(row);
-    return reply.answer(served.value, fleetHeaders(requested, served, served.retries), served);
+    // Whatever goes wrong writing the answer, the node's slot is given back.
+    try {
+      traceServed(trace, served, started);
+      rt.traces.record(traceEnd(trace, "completed", started, null));
+      return reply.answer(served.value, fleetHeaders(requested, served, served.retries), served);
+    } finally {
+      served.slot.release("completed", performance.now() - started);
+    }
   } catch (e) {
     const error = e instanceof RouteError ? e : new RouteError(502, (e as Error).message);
     return refuse(error, req.signal.aborted ? "client_disconnected" : "failed");

@@ -2,6 +2,7 @@
 // it (then those of each fallback model), and hand them in that order to the
 // attempt loop, with the call to a node's Ollama. It returns once a node has
 // answered, so the headers it produces name the node that really serves.
+import { lineLimits } from "../backends/lines.ts";
 import { callOllama, pullModel } from "../backends/ollama.ts";
 import { ollamaBody } from "../backends/ollama-render.ts";
 import type { InferenceRequest } from "../core/request.ts";
@@ -89,7 +90,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
       const { options, thinkingBudget, notes, contextRaised } = adjustOptions(req, model, { loadedContext, promptTokens: req.kind === "embed" ? null : req.promptTokens }, config.features.contextProtection);
       const call = await callOllama(registry.ollamaUrl(registry.get(candidate.nodeId)!)!, req.path, JSON.stringify(ollamaBody(req, model, options)), {
         firstByteMs: Math.max(1, Math.round(leftMs)),
-        idleMs: config.timeouts.idleMs,
+        lines: lineLimits(config),
         signal,
       });
       return {

@@ -3,6 +3,7 @@
 // (a full queue answers 503 + Retry-After); and the wall clock, whose expiry
 // before the first byte is a 413 with the /compact hint. The attempt loop
 // skips a server that fails before answering for the next, as with Ollama nodes.
+import { lineLimits } from "../backends/lines.ts";
 import { WallClockTimeout, callMlx, openAiBody } from "../backends/mlx.ts";
 import { RouteError } from "../errors.ts";
 import { MLX_PREFIX, type MlxServer, mlxServers } from "../fleet/catalog.ts";
@@ -42,7 +43,7 @@ export async function dispatchMlx(deps: RouterDeps, req: InferenceRequest, model
       const call = await callMlx(url, request, {
         servedAs,
         wallClockMs: config.mlx.wallClockTimeoutMs,
-        idleMs: config.timeouts.idleMs,
+        lines: lineLimits(config),
         signal,
         onUsage: (usage) => queues.recordUsage(nodeId, servedAs, usage),
       }).catch((e) => {

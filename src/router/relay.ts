@@ -1,8 +1,9 @@
 // Relaying a node's answer to the client in the surface's wire format: its
 // chunks of Events through tool-call repair, then the encoder; keep-alives
 // while the node is silent; and an answer that always ends well-formed,
-// whatever the node did.
+// whatever the node did, by its deadline, and with a client that stops reading cut off.
 import type { Encoder } from "../core/encoder.ts";
+import { RouteError } from "../errors.ts";
 import { type Chunk, endOf } from "../core/events.ts";
 import type { RequestKind } from "../core/request.ts";
 import type { TraceStatus } from "../store/traces.ts";
@@ -20,7 +21,10 @@ export function relay(
   encoder: Encoder,
   repair: ToolCallRepair | null,
   finish: (s: TraceStatus, done: Chunk | null, e: string | null) => void,
-  shutdown: AbortSignal,
+  /** Aborted when the request's deadline passes or herd's stop runs out of grace: the answer ends with its reason. */
+  stop: AbortSignal,
+  /** How long the client may leave what was sent unread (0: for ever). */
+  clientReadMs: number,
 ): string | ReadableStream<Uint8Array> {
   let finished = false;
   let controller: ReadableStreamDefaultController<Uint8Array> | null = null;
@@ -37,7 +41,8 @@ export function relay(
   };
   const end = (status: TraceStatus, done: Chunk | null, error: string | null, tail: string) => {
     finished = true;
-    shutdown.removeEventListener("abort", cut);
+    stop.removeEventListener("abort", cut);
+    clearTimeout(stallTimer);
     if (tail) send(tail);
     flush();
     controller?.close();
@@ -66,12 +71,36 @@ export function relay(
     for (const c of repair.feed(chunk)) if (!finished) sent = handle(c) || sent;
     return sent;
   };
-  // herd is stopping and the grace period is over: the answer ends here, with an error the client can read.
+  // The deadline passed, or herd is stopping and the grace period is over: the answer ends here, with an error the client can read.
   const cut = () => {
     if (finished) return;
     routed.call.cancel();
-    const message = (shutdown.reason as Error).message;
+    const message = (stop.reason as Error).message;
     end("incomplete", null, message, encoder.fail(message));
+  };
+  // A client that stops reading would hold the node's slot for as long as it likes: since when the
+  // stream has waited for it to take what was sent (null while herd waits on the node), checked by
+  // one timer per stream rather than one per chunk.
+  let unreadSince: number | null = null;
+  let stallTimer: Timer | undefined;
+  const checkReading = () => {
+    if (finished) return;
+    const waited = unreadSince === null ? 0 : performance.now() - unreadSince;
+    if (waited < clientReadMs) {
+      stallTimer = setTimeout(checkReading, clientReadMs - waited);
+      return;
+    }
+    const message = `the client did not read the answer for ${clientReadMs} ms (timeouts.clientReadMs): cut off`;
+    controller?.error(new Error(message));
+    drop(message);
+  };
+  // The client is gone, or cut off: nothing more is sent, and the node's call ends.
+  const drop = (message: string) => {
+    finished = true;
+    stop.removeEventListener("abort", cut);
+    clearTimeout(stallTimer);
+    routed.call.cancel();
+    finish("client_disconnected", null, message);
   };
   feed(routed.call.first);
   for (const chunk of routed.call.arrived ?? []) feed(chunk);
@@ -84,11 +113,13 @@ export function relay(
     start(c) {
       controller = c;
       flush();
-      if (shutdown.aborted) cut();
-      else shutdown.addEventListener("abort", cut, { once: true });
+      if (clientReadMs > 0) stallTimer = setTimeout(checkReading, clientReadMs);
+      if (stop.aborted) cut();
+      else stop.addEventListener("abort", cut, { once: true });
     },
     // Reads on until the client gets something: a pull that enqueues nothing is not called again, and the stream would stall.
     async pull() {
+      unreadSince = null;
       let sent = false;
       while (!finished && !sent) {
         try {
@@ -112,13 +143,10 @@ export function relay(
           end("failed", null, message, encoder.fail(message));
         }
       }
+      unreadSince = performance.now();
     },
     cancel() {
-      if (finished) return;
-      finished = true;
-      shutdown.removeEventListener("abort", cut);
-      routed.call.cancel();
-      finish("client_disconnected", null, "the client went away");
+      if (!finished) drop("the client went away");
     },
   });
 }
@@ -139,4 +167,41 @@ async function nextChunks(routed: Routed, encoder: Encoder, send: (bytes: string
     if (won !== "tick") return won;
     send(keepAlive.bytes);
   }
+}
+
+/**
+ * A client that asked for one answer gets one answer or one error, never a body that breaks off: when the
+ * node streams anyway (NDJSON for stream:false), the whole answer is read before anything is sent, and its
+ * chunks are put in `arrived` for the relay. Says why it did not end well, or null.
+ */
+export async function gather(routed: Routed, kind: RequestKind, signal: AbortSignal): Promise<{ status: number; message: string } | null> {
+  const call = routed.call;
+  const chunks = [call.first, ...(call.arrived ?? [])];
+  let ended = kind === "embed" || chunks.some((c) => endOf(c));
+  if (!ended) {
+    const stop = () => call.cancel();
+    signal.addEventListener("abort", stop, { once: true });
+    try {
+      // Batch by batch, not a for-await: leaving that loop would close the node's body before its end.
+      while (!ended) {
+        const next = await call.rest.next();
+        if (next.done) break;
+        chunks.push(...next.value);
+        ended = next.value.some((c) => endOf(c));
+      }
+    } catch (e) {
+      if (!signal.aborted) return { status: 502, message: `node ${routed.nodeId} failed mid-answer: ${(e as Error).message}` };
+    } finally {
+      signal.removeEventListener("abort", stop);
+    }
+    if (signal.aborted) {
+      const reason = signal.reason as Error;
+      return { status: reason instanceof RouteError ? reason.status : 502, message: reason.message };
+    }
+  }
+  const last = chunks.map((c) => endOf(c)).find((e) => e);
+  if (last?.type === "error") return { status: 502, message: last.message };
+  if (!last && kind !== "embed") return { status: 502, message: `node ${routed.nodeId} closed the stream before it finished` };
+  routed.call = { ...call, arrived: chunks.slice(1) };
+  return null;
 }

@@ -25,7 +25,7 @@ export interface TokenRow {
 
 // The router's own timeout messages (src/backends/ollama.ts, src/backends/lines.ts, src/router/dispatch.ts):
 // a trace keeps the message, not a cause code.
-const TIMED_OUT = ["no answer within", "no free slot within", "no data from the node for"]
+const TIMED_OUT = ["no answer within", "no free slot within", "no whole line from the node for"]
   .map((text) => `error_message LIKE '%${text}%'`)
   .join(" OR ");
 

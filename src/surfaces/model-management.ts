@@ -7,7 +7,7 @@ import type { Database } from "bun:sqlite";
 import { routeFacts } from "../auth/route-facts.ts";
 import type { LiveConfig } from "../config/live.ts";
 import { probeOllama, pullModel } from "../backends/ollama.ts";
-import { readLines } from "../backends/lines.ts";
+import { lineLimits, readLines } from "../backends/lines.ts";
 import { reachableNodes } from "../fleet/catalog.ts";
 import { modelInventory } from "../fleet/model-inventory.ts";
 import { nameFault } from "../core/client-names.ts";
@@ -118,7 +118,7 @@ const pullOnto: Action = async (rt, url, node, model) => {
     const timer = setTimeout(() => abort.abort(new Error(`no answer within ${PULL_IDLE_MS} ms`)), PULL_IDLE_MS);
     const res = await pullModel(url, model, true, abort.signal).finally(() => clearTimeout(timer));
     let last: { status?: string; error?: string } = {};
-    for await (const line of readLines(res.body!.getReader(), PULL_IDLE_MS)) {
+    for await (const line of readLines(res.body!.getReader(), { ...lineLimits(rt.live.config), idleMs: PULL_IDLE_MS })) {
       last = JSON.parse(line);
       if (last.error) break;
     }
