@@ -4,7 +4,7 @@
 //   overhead  latency, throughput and CPU herd adds in front of one node (HERD_BENCH_BEFORE=<an older herd
 //             binary>: measured in the same rounds, so a change is compared with what came before it)
 //   client    Bun's fetch, undici's Pool and herd's own HTTP/1.1 client as herd's upstream client
-//   routing   one seeded mixed workload through each routing.strategy, on a fleet of unlike Macs
+//   routing   seeded mixed workloads (agent sessions among them) through each routing.strategy, on two fleets of unlike Macs
 //   load      1,000 concurrent streaming clients for 60 s through herd: errors, added latency, memory, CPU
 // Loopback only; every process it starts, it stops. Prints a Markdown section for docs/benchmarks.md.
 import { cpus, totalmem } from "node:os";

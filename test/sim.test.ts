@@ -453,6 +453,39 @@ describe("ollama sim as a particular Mac", () => {
   });
 });
 
+describe("ollama KV prompt cache", () => {
+  const chat = (node: SimNode, messages: unknown[]) =>
+    post(node, "/api/chat", { model: "llama3.2:3b", messages, stream: false, options: { num_predict: 5 } }).then(jsonOf);
+  const long = Array.from({ length: 300 }, (_, i) => `word${i}`).join(" ");
+
+  test("a turn that resends the conversation pays prefill only for its new tokens; prompt_eval_count stays the whole prompt", async () => {
+    const node = await ollamaNode({ tokensPerSecond: 100, numParallel: 2 });
+    const first = await chat(node, ask(long));
+    const turn = [...ask(long), first.message, { role: "user", content: "and then?" }];
+    const second = await chat(node, turn);
+    expect(second.prompt_eval_count).toBeGreaterThan(first.prompt_eval_count);
+    expect(first.prompt_eval_duration / 1e6).toBeGreaterThanOrEqual(290); // 300+ tokens at a tenth of 10 ms each
+    expect(second.prompt_eval_duration / 1e6).toBeLessThan(first.prompt_eval_duration / 1e6 / 4);
+    const { promptCacheHits, cachedPromptTokens } = node.state().counters;
+    expect(promptCacheHits).toBe(1);
+    expect(cachedPromptTokens).toBeGreaterThanOrEqual(first.prompt_eval_count);
+
+    // Another prompt shares only the template's role marker and pays nearly in full.
+    const other = await chat(node, ask(long.replace("word0", "other")));
+    expect(other.prompt_eval_duration / 1e6).toBeGreaterThanOrEqual(290);
+    expect(node.state().counters.cachedPromptTokens! - cachedPromptTokens!).toBe(1);
+  });
+
+  test("the cache goes with the runner: a reloaded model starts cold", async () => {
+    const node = await ollamaNode({ tokensPerSecond: 100 });
+    await chat(node, ask(long));
+    node.patch({ loaded: [] });
+    const again = await chat(node, ask(long));
+    expect(again.prompt_eval_duration / 1e6).toBeGreaterThanOrEqual(290);
+    expect(node.state().counters.promptCacheHits ?? 0).toBe(0);
+  });
+});
+
 describe("faults", () => {
   test("error500 answers with each API's own error shape", async () => {
     const node = await ollamaNode({ faults: { error500: true } });

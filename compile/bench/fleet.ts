@@ -1,11 +1,16 @@
-// Three unlike Macs for the routing comparison, simulated: each an Ollama sim
-// that generates as fast as its memory bandwidth allows for the model's size,
-// loads for longer the bigger the model, and runs OLLAMA_NUM_PARALLEL requests
-// per model at once. Each has a real node agent (src/node/agent.ts) reporting
-// it to the router by heartbeat, so herd learns memory and bandwidth the way it
-// does in production.
+// Unlike Macs for the routing comparison, simulated: each an Ollama sim that
+// generates as fast as its memory bandwidth allows for the model's size, loads
+// for longer the bigger the model, runs OLLAMA_NUM_PARALLEL requests per model
+// at once and keeps each slot's last prompt in its KV cache. Two fleets: one
+// whose nodes have a real node agent (src/node/agent.ts) reporting them by
+// heartbeat, so herd learns memory and bandwidth the way it does in production,
+// and a held-out one of other Macs named only by their Ollama URLs, of which
+// herd knows nothing but what Ollama answers.
+import { randomUUID } from "node:crypto";
+import { agentToken } from "../../src/auth/credentials.ts";
 import { LiveConfig } from "../../src/config/live.ts";
 import type { Config } from "../../src/config/schema.ts";
+import type { NodeConfig } from "../../src/config/types.ts";
 import { postTo, startAgent } from "../../src/node/agent.ts";
 import { simCollector } from "../../src/sim/collector.ts";
 import { type SimNode, startSimOllama } from "../../src/sim/index.ts";
@@ -23,53 +28,53 @@ export interface Mac {
   loaded: string[];
 }
 
-// What an operator would have pulled: every model that fits. Runner start-up (1 s) plus the file read makes a load.
-const RUNNER_START_MS = 1000;
-export const MACS: readonly Mac[] = [
-  {
-    id: "studio",
-    chip: "Apple M2 Ultra",
-    memoryGb: 192,
-    bandwidthGbps: 800,
-    diskGbps: 5,
-    numParallel: 4,
-    models: ["qwen2.5-coder:32b", "mistral:7b", "llama3.2:3b", "nomic-embed-text", "qwen3:8b", "gemma3:12b", "llama3.1:8b"],
-    loaded: ["qwen2.5-coder:32b", "llama3.2:3b", "nomic-embed-text"],
-  },
-  {
-    id: "mini",
-    chip: "Apple M4 Pro",
-    memoryGb: 32,
-    bandwidthGbps: 273,
-    diskGbps: 4,
-    numParallel: 2,
-    models: ["qwen2.5-coder:32b", "mistral:7b", "llama3.2:3b", "nomic-embed-text", "qwen3:8b", "gemma3:12b", "llama3.1:8b"],
-    loaded: ["mistral:7b", "llama3.2:3b"],
-  },
-  {
-    id: "air",
-    chip: "Apple M2",
-    memoryGb: 16,
-    bandwidthGbps: 100,
-    diskGbps: 2,
-    numParallel: 1,
-    models: ["mistral:7b", "llama3.2:3b", "nomic-embed-text", "qwen3:8b", "llama3.1:8b"],
-    loaded: ["llama3.2:3b", "nomic-embed-text"],
-  },
-];
+export interface BenchFleet {
+  name: "agents" | "agentless";
+  macs: readonly Mac[];
+}
 
-/** The router's view of the fleet: each node's parallel slots (its address comes by heartbeat). */
-export const fleetNodes = MACS.map((m) => ({ id: m.id, parallel: m.numParallel }));
+// What an operator would have pulled: every model the workload asks for that fits. Runner start-up (1 s) plus the file
+// read makes a load.
+const RUNNER_START_MS = 1000;
+const EVERY_MODEL = ["qwen2.5-coder:32b", "qwen2.5-coder:7b", "mistral:7b", "llama3.2:3b", "llama3.1:8b", "nomic-embed-text", "qwen3:8b", "gemma3:12b", "gpt-oss:20b"];
+const BUT_THE_32B = EVERY_MODEL.filter((m) => m !== "qwen2.5-coder:32b");
+
+export const AGENT_FLEET: BenchFleet = {
+  name: "agents",
+  macs: [
+    { id: "studio", chip: "Apple M2 Ultra", memoryGb: 192, bandwidthGbps: 800, diskGbps: 5, numParallel: 4, models: EVERY_MODEL, loaded: ["qwen2.5-coder:32b", "llama3.2:3b", "nomic-embed-text"] },
+    { id: "mini", chip: "Apple M4 Pro", memoryGb: 32, bandwidthGbps: 273, diskGbps: 4, numParallel: 2, models: EVERY_MODEL, loaded: ["mistral:7b", "llama3.2:3b"] },
+    { id: "air", chip: "Apple M2", memoryGb: 16, bandwidthGbps: 100, diskGbps: 2, numParallel: 1, models: BUT_THE_32B, loaded: ["llama3.2:3b", "nomic-embed-text"] },
+  ],
+};
+
+export const AGENTLESS_FLEET: BenchFleet = {
+  name: "agentless",
+  macs: [
+    { id: "ultra", chip: "Apple M3 Ultra", memoryGb: 192, bandwidthGbps: 819, diskGbps: 6, numParallel: 4, models: EVERY_MODEL, loaded: ["qwen2.5-coder:32b", "nomic-embed-text"] },
+    { id: "max", chip: "Apple M1 Max", memoryGb: 64, bandwidthGbps: 400, diskGbps: 5, numParallel: 2, models: EVERY_MODEL, loaded: ["llama3.2:3b", "mistral:7b"] },
+    { id: "m1", chip: "Apple M1", memoryGb: 16, bandwidthGbps: 68, diskGbps: 2, numParallel: 1, models: BUT_THE_32B, loaded: ["llama3.2:3b", "nomic-embed-text"] },
+  ],
+};
+
+export const FLEETS = [AGENT_FLEET, AGENTLESS_FLEET] as const;
 
 export interface Fleet {
   sims: SimNode[];
+  /**
+   * The router's view of the fleet: with agents each node's parallel slots and credential (a heartbeat without one proves
+   * nothing, so herd would not take the Ollama address it reports); agentless its Ollama URL only.
+   */
+  nodes: NodeConfig[];
+  /** Starts the agents (agentless: nothing), each sending its first heartbeat before this returns. */
+  report(routerUrl: string, routerConfig: Config): Promise<void>;
   stop(): Promise<void>;
 }
 
-/** Starts the sims, then their agents, each sending its first heartbeat before this returns. */
-export async function startFleet(routerUrl: string, routerConfig: Config): Promise<Fleet> {
+/** Starts the fleet's sims; their agents start once the router is up (report). */
+export async function startFleet(fleet: BenchFleet): Promise<Fleet> {
   const sims = await Promise.all(
-    MACS.map((m) =>
+    fleet.macs.map((m) =>
       startSimOllama({
         id: m.id,
         memoryGb: m.memoryGb,
@@ -82,22 +87,31 @@ export async function startFleet(routerUrl: string, routerConfig: Config): Promi
       }),
     ),
   );
-  const live = await LiveConfig.open(null, () => routerConfig);
-  const agents = MACS.map((m, i) =>
-    startAgent({
-      nodeId: m.id,
-      live,
-      ollamaUrl: sims[i]!.url,
-      send: postTo(routerUrl, routerConfig.timeouts.connectMs),
-      collector: simCollector(sims[i]!, { chip: m.chip, memoryBandwidthGbps: m.bandwidthGbps }),
-    }),
-  );
-  await Promise.all(agents.map((a) => a.beat()));
+  const stops: (() => void)[] = [];
+  const withAgents = fleet.name === "agents";
   return {
     sims,
+    nodes: fleet.macs.map((m, i) => (withAgents ? { id: m.id, parallel: m.numParallel, token: randomUUID() } : { id: m.id, ollama: sims[i]!.url })),
+    async report(routerUrl, routerConfig) {
+      if (!withAgents) return;
+      const live = await LiveConfig.open(null, () => routerConfig);
+      const agents = fleet.macs.map((m, i) =>
+        startAgent({
+          nodeId: m.id,
+          live,
+          ollamaUrl: sims[i]!.url,
+          send: postTo(routerUrl, routerConfig.timeouts.connectMs, () => agentToken(routerConfig, m.id)),
+          collector: simCollector(sims[i]!, { chip: m.chip, memoryBandwidthGbps: m.bandwidthGbps }),
+        }),
+      );
+      stops.push(() => {
+        for (const a of agents) a.stop();
+        live.close();
+      });
+      await Promise.all(agents.map((a) => a.beat()));
+    },
     async stop() {
-      for (const a of agents) a.stop();
-      live.close();
+      for (const stop of stops) stop();
       await Promise.all(sims.map((s) => s.stop()));
     },
   };

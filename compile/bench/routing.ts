@@ -1,103 +1,140 @@
-// Routing quality: the same seeded workload through herd once per
-// routing.strategy, each time on a fresh fleet and a fresh router, so no run
-// inherits another's loaded models or queue statistics.
+// Routing quality: the same seeded workloads through herd once per
+// routing.strategy, on two fleets (nodes with agents, and agentless ones), each
+// run on a fresh fleet and a fresh router, so no run inherits another's loaded
+// models, KV caches or queue statistics.
 import type { HerdConfig } from "../../src/config/types.ts";
 import { parseConfig } from "../../src/config/load.ts";
-import { MACS, fleetNodes, startFleet } from "./fleet.ts";
+import { type BenchFleet, FLEETS, startFleet } from "./fleet.ts";
 import { startHerd } from "./herd-process.ts";
 import { type Outcome, replay } from "./replay.ts";
 import { percentile, pct, secs, sorted } from "./stats.ts";
-import { DURATION_MS, type Job, SEED, workload } from "./workload.ts";
+import { AGENT_REPLY_TOKENS, DURATION_MS, type Job, RARE_MODEL, SEEDS, workload } from "./workload.ts";
 
 const STRATEGIES = ["score", "round-robin", "least-connections"] as const;
 
 export interface StrategyRun {
   strategy: (typeof STRATEGIES)[number];
+  fleet: BenchFleet;
+  seed: number;
   outcomes: Outcome[];
-  /** Per node: models loaded (cold starts) and evicted during the run, from the sims' counters. */
+  /** Per node, from the sims' counters: models loaded (cold starts), evicted, and prompt tokens the KV cache saved. */
   loads: Record<string, number>;
   evictions: Record<string, number>;
+  cachedPromptTokens: Record<string, number>;
 }
 
-// The strategies run side by side, each against its own fleet and router: the replay is light (simulated
-// nodes mostly wait out their token schedules), and one after another they would take minutes.
-export function compareStrategies(bin: string, jobs = workload()): Promise<StrategyRun[]> {
-  return Promise.all(STRATEGIES.map((strategy) => runStrategy(bin, strategy, jobs)));
+// One seed at a time; within it every fleet and strategy side by side, each against its own fleet and router: the
+// replay is light (simulated nodes mostly wait out their token schedules), and one after another they would take many minutes.
+export async function compareStrategies(bin: string): Promise<StrategyRun[]> {
+  const runs: StrategyRun[] = [];
+  for (const seed of SEEDS) {
+    const jobs = workload(seed);
+    runs.push(...(await Promise.all(FLEETS.flatMap((fleet) => STRATEGIES.map((strategy) => runStrategy(bin, fleet, strategy, seed, jobs))))));
+  }
+  return runs;
 }
 
-async function runStrategy(bin: string, strategy: StrategyRun["strategy"], jobs: Job[]): Promise<StrategyRun> {
+async function runStrategy(bin: string, bench: BenchFleet, strategy: StrategyRun["strategy"], seed: number, jobs: Job[]): Promise<StrategyRun> {
+  const fleet = await startFleet(bench);
   // VRAM fallback off: the comparison is about where a model runs, not which model answers.
-  const config: HerdConfig = { nodes: fleetNodes, routing: { strategy }, features: { vramFallback: false } };
-  const herd = await startHerd(bin, config);
-  const fleet = await startFleet(herd.url, parseConfig(config)).catch(async (e) => {
-    await herd.stop();
+  const config: HerdConfig = { nodes: fleet.nodes, routing: { strategy }, features: { vramFallback: false } };
+  const herd = await startHerd(bin, config).catch(async (e) => {
+    await fleet.stop();
     throw e;
   });
   try {
-    await seesFleet(herd.url);
+    await fleet.report(herd.url, parseConfig(config));
+    await seesFleet(herd.url, bench);
+    const began = performance.now();
     const outcomes = await replay(herd.url, jobs);
+    process.stderr.write(`routing: ${bench.name} ${strategy} seed ${seed}: ${outcomes.length} requests in ${Math.round((performance.now() - began) / 1000)} s\n`);
     const counter = (name: string) => Object.fromEntries(fleet.sims.map((s) => [s.id, s.state().counters[name] ?? 0]));
-    return { strategy, outcomes, loads: counter("loads"), evictions: counter("evictions") };
+    return { strategy, fleet: bench, seed, outcomes, loads: counter("loads"), evictions: counter("evictions"), cachedPromptTokens: counter("cachedPromptTokens") };
   } finally {
-    await fleet.stop();
     await herd.stop();
+    await fleet.stop();
   }
 }
 
-// The agents have reported: every node is online with what it has loaded.
-async function seesFleet(url: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
+// Every node is online with what it has loaded (by heartbeat, or herd's own polling of an agentless node).
+async function seesFleet(url: string, bench: BenchFleet): Promise<void> {
+  const loaded = bench.macs.reduce((n, m) => n + m.loaded.length, 0);
+  const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
-    const { models } = (await (await fetch(`${url}/api/ps`)).json()) as { models: { fleet_node: string }[] };
-    if (new Set(models.map((m) => m.fleet_node)).size === MACS.length) return;
+    const { fleet } = (await (await fetch(`${url}/fleet/status`)).json()) as { fleet: { nodes_online: number; models_loaded: number } };
+    if (fleet.nodes_online === bench.macs.length && fleet.models_loaded >= loaded) return;
     await Bun.sleep(50);
   }
-  throw new Error("herd did not see the whole fleet within 10 s");
+  throw new Error(`herd did not see the whole ${bench.name} fleet within 15 s`);
 }
 
 export function routingMarkdown(runs: StrategyRun[]): string {
-  const jobs = runs[0]?.outcomes.map((o) => o.job) ?? [];
+  const jobs = workload(SEEDS[0]!);
   const kinds = [...new Set(jobs.map((j) => j.kind))];
-  const mix = kinds.map((k) => `${jobs.filter((j) => j.kind === k).length} ${k}`).join(", ");
-  const fleet = MACS.map(
+  const fleets = FLEETS.map((f) => fleetMarkdown(f, runs.filter((r) => r.fleet === f), kinds)).join("\n\n");
+  const mixes = SEEDS.map((seed) => {
+    const js = workload(seed);
+    const turns = js.reduce((n, j) => n + 1 + (j.session?.next.length ?? 0), 0);
+    return `seed ${seed}: ${turns} requests (${kinds.map((k) => `${js.filter((j) => j.kind === k).length} ${k}`).join(", ")})`;
+  });
+  return `### Routing quality
+
+Seeded open-loop workloads of ${DURATION_MS / 1000} s, Poisson arrivals per stream (${mixes.join("; ")}), replayed through herd once per
+\`routing.strategy\` on each of two fleets, every run on a fresh fleet and a fresh router (features.vramFallback off, so every request
+gets the model it asked for). All runs of one seed go side by side; the seeds one after another. The streams: chat and bursts of 10–20
+chats to a small model, code (a file excerpt to the 32B coder), 7b (generate), embed, switch (someone trying another model for a few
+turns), rare (a 12 GB model, ${RARE_MODEL}, no node has loaded at start, asked every 8 s or so), long (a 1,000–2,500 word document),
+and agent: a coding agent's session (counted once in the mix, each of its turns in the requests) with the same 600-word
+system prompt in every session, its own task, then 3–7 more turns, each sent 0.2–1.5 s after the last answer with that answer and a
+tool's output (30–120 words) appended, the whole conversation resent; answers capped at ${AGENT_REPLY_TOKENS} tokens.
+
+A sim generates at 60% of its bandwidth over the model's size, prefills ten times as fast, loads in 1 s plus the model file at its disk
+rate, runs OLLAMA_NUM_PARALLEL requests per model at once (the rest wait), and keeps each parallel slot's last prompt and answer in
+its KV cache as Ollama does: a request takes the free slot sharing the longest prefix with its prompt and prefills only the rest.
+The replay and the sims share the bench process; each herd runs in its own. Latency (request → last byte) and time to first token
+(TTFT, streams; "agent TTFT" over every agent turn) in seconds; cold loads and share of requests per node; "cached" is the prompt
+tokens whose prefill the nodes' KV caches saved.
+
+${fleets}`;
+}
+
+function fleetMarkdown(bench: BenchFleet, runs: StrategyRun[], kinds: string[]): string {
+  const ids = bench.macs.map((m) => m.id);
+  const macs = bench.macs.map(
     (m) => `| ${m.id} | ${m.chip} | ${m.memoryGb} GB | ${m.bandwidthGbps} GB/s | ${m.numParallel} | ${m.diskGbps} GB/s | ${m.models.map((x) => (m.loaded.includes(x) ? `**${x}**` : x)).join(", ")} |`,
   );
   const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
+  const p = (values: number[], q: number) => secs(percentile(sorted(values), q));
   const rows = runs.map((r) => {
     const ok = r.outcomes.filter((o) => o.ok);
-    const latency = sorted(ok.map((o) => o.latencyMs));
-    const ttft = sorted(ok.filter((o) => o.job.stream).map((o) => o.firstTokenMs));
-    const share = MACS.map((m) => pct(r.outcomes.filter((o) => o.node === m.id).length, r.outcomes.length)).join(" / ");
-    return `| ${r.strategy} | ${ok.length}/${r.outcomes.length} | ${secs(percentile(latency, 0.5))} | ${secs(percentile(latency, 0.95))} | ${secs(percentile(latency, 0.99))} | ${secs(percentile(ttft, 0.5))} | ${secs(percentile(ttft, 0.95))} | ${sum(r.loads)} (${MACS.map((m) => r.loads[m.id]).join(" / ")}) | ${sum(r.evictions)} | ${share} |`;
+    const latency = ok.map((o) => o.latencyMs);
+    const ttft = ok.filter((o) => o.job.stream).map((o) => o.firstTokenMs);
+    const agent = ok.filter((o) => o.job.kind === "agent").map((o) => o.firstTokenMs);
+    const share = ids.map((id) => pct(r.outcomes.filter((o) => o.node === id).length, r.outcomes.length)).join(" / ");
+    return `| ${r.strategy} | ${r.seed} | ${ok.length}/${r.outcomes.length} | ${p(latency, 0.5)} | ${p(latency, 0.95)} | ${p(latency, 0.99)} | ${p(ttft, 0.5)} | ${p(ttft, 0.95)} | ${p(agent, 0.5)} | ${p(agent, 0.95)} | ${sum(r.loads)} (${ids.map((id) => r.loads[id]).join(" / ")}) | ${sum(r.evictions)} | ${sum(r.cachedPromptTokens)} | ${share} |`;
   });
   const perKind = runs.map((r) => {
-    const p95 = (kind: string) => secs(percentile(sorted(r.outcomes.filter((o) => o.ok && o.job.kind === kind).map((o) => o.latencyMs)), 0.95));
-    return `| ${r.strategy} | ${kinds.map(p95).join(" | ")} |`;
+    const p95 = (kind: string) => p(r.outcomes.filter((o) => o.ok && o.job.kind === kind).map((o) => o.latencyMs), 0.95);
+    return `| ${r.strategy} | ${r.seed} | ${kinds.map(p95).join(" | ")} |`;
   });
-  const nodes = MACS.map((m) => m.id).join(" / ");
-  return `### Routing quality
+  const told = bench.name === "agents" ? "each reported by a real node agent (the sim's collector) heartbeating to herd: herd knows memory, chip and bandwidth" : "named in the config by Ollama URL only: herd knows no memory, bandwidth or parallel slots";
+  return `#### Fleet "${bench.name}"
 
-${jobs.length} requests in ${DURATION_MS / 1000} s (seed ${SEED}; ${mix}), open loop with Poisson arrivals, replayed through herd once per
-\`routing.strategy\`, the three side by side, each on a fresh fleet and a fresh router (features.vramFallback off, so every request
-gets the model it asked for).
-The fleet is three simulated Macs, each reported by a real node agent (src/node/agent.ts with the sim's collector) heartbeating to herd
-every ${parseConfig({}).heartbeat.intervalMs / 1000} s; a sim generates at 60% of its bandwidth over the model's size, loads in 1 s plus the model file at its disk rate,
-and runs OLLAMA_NUM_PARALLEL requests per model at once (the rest wait). Loaded at start in bold. The replay and the sims share the bench
-process; herd runs in its own.
+Three simulated Macs, ${told}. Loaded at start in bold.
 
 | node | chip | memory | bandwidth | parallel | disk | models |
 |---|---|---|---|---|---|---|
-${fleet.join("\n")}
+${macs.join("\n")}
 
-Latency (request → last byte) and time to first token (streams) in seconds; cold loads per ${nodes}; share of requests per ${nodes}:
+Cold loads and share per ${ids.join(" / ")}:
 
-| strategy | ok | p50 | p95 | p99 | TTFT p50 | TTFT p95 | cold loads | evictions | share |
-|---|---|---|---|---|---|---|---|---|---|
+| strategy | seed | ok | p50 | p95 | p99 | TTFT p50 | TTFT p95 | agent TTFT p50 | agent TTFT p95 | cold loads | evictions | cached | share |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 ${rows.join("\n")}
 
 p95 latency by stream, in seconds:
 
-| strategy | ${kinds.join(" | ")} |
-|---|${kinds.map(() => "---").join("|")}|
+| strategy | seed | ${kinds.join(" | ")} |
+|---|---|${kinds.map(() => "---").join("|")}|
 ${perKind.join("\n")}`;
 }

@@ -1,10 +1,11 @@
 // The routing comparison's workload: a seeded, open-loop mix of what a small
 // team sends a home fleet. Arrivals are Poisson per stream, so the same seed
-// always gives the same requests at the same moments, whatever the router does.
+// always gives the same requests at the same moments, whatever the router does;
+// an agent session's turns follow each other (each waits for the last answer).
 import { prng } from "../../src/sim/replies.ts";
 
-export const SEED = 5;
-export const DURATION_MS = 24_000;
+export const SEEDS = [5, 6, 7];
+export const DURATION_MS = 30_000;
 
 export interface Job {
   atMs: number;
@@ -14,6 +15,13 @@ export interface Job {
   path: "/api/chat" | "/api/generate" | "/api/embed";
   body: Record<string, unknown>;
   stream: boolean;
+  /** An agent session: the body's messages are its first turn; each later turn resends the conversation, the answer and the next message. */
+  session?: AgentSession;
+}
+
+export interface AgentSession {
+  /** What the agent sends after each answer (a tool's output), and how long it works on an answer before it does. */
+  next: { content: string; afterMs: number }[];
 }
 
 type Random = () => number;
@@ -26,6 +34,9 @@ interface Stream {
 }
 
 const SWITCH_MODELS = ["qwen3:8b", "gemma3:12b", "llama3.1:8b"];
+// A 12 GB model (13.7 GiB resident) no node has loaded at start: where it lands decides how its few requests fare.
+export const RARE_MODEL = "gpt-oss:20b";
+const AGENT_MODEL = "qwen2.5-coder:7b";
 
 const STREAMS: Stream[] = [
   { kind: "chat", perSecond: 1.5, arrive: (r, at) => [chat(at, "chat", "llama3.2:3b", words(r, 10, 40))] },
@@ -48,10 +59,28 @@ const STREAMS: Stream[] = [
       return times(between(r, 3, 5), (i) => chat(at + i * 1000, "switch", model, words(r, 10, 60)));
     },
   },
+  { kind: "rare", perSecond: 1 / 8, arrive: (r, at) => [capped(chat(at, "rare", RARE_MODEL, words(r, 20, 80)), 200)] },
+  // A document pasted whole to be summarised.
+  { kind: "long", perSecond: 0.12, arrive: (r, at) => [chat(at, "long", "llama3.1:8b", words(r, 1000, 2500))] },
+  // A coding agent: the same system prompt in every session (agents ship one), its own task, then tool outputs turn by turn.
+  {
+    kind: "agent",
+    perSecond: 1 / 5,
+    arrive: (r, at) => {
+      const first = capped(chat(at, "agent", AGENT_MODEL, words(r, 20, 60)), AGENT_REPLY_TOKENS);
+      first.body.messages = [{ role: "system", content: agentSystem() }, ...(first.body.messages as unknown[])];
+      const next = times(between(r, 3, 7), () => ({ content: words(r, 30, 120), afterMs: between(r, 200, 1500) }));
+      return [{ ...first, session: { next } }];
+    },
+  },
 ];
 
-/** Every request of the workload, in arrival order. */
-export function workload(seed = SEED, durationMs = DURATION_MS): Job[] {
+// An agent's answers are short (a tool call, a line of reasoning).
+export const AGENT_REPLY_TOKENS = 60;
+const agentSystem = () => words(prng(1), 600, 600);
+
+/** Every request of the workload (an agent session as its first turn), in arrival order. */
+export function workload(seed: number, durationMs = DURATION_MS): Job[] {
   const jobs: Job[] = [];
   for (const [i, s] of STREAMS.entries()) {
     const random = prng(seed * 1000 + i); // a generator per stream: changing one stream leaves the others' requests as they were
@@ -67,6 +96,10 @@ function arrival(random: Random, perSecond: number): number {
 
 function chat(atMs: number, kind: string, model: string, content: string): Job {
   return { atMs, kind, model, path: "/api/chat", body: { model, messages: [{ role: "user", content }] }, stream: true };
+}
+
+function capped(job: Job, tokens: number): Job {
+  return { ...job, body: { ...job.body, options: { num_predict: tokens } } };
 }
 
 // The sim counts a prompt's tokens by its words.

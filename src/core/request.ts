@@ -21,6 +21,14 @@ export interface RequestBase {
   signal: AbortSignal;
 }
 
+/** The conversation a request continues, so routing can prefer the node still holding its prompt (router/session.ts). */
+export interface Session {
+  /** Where it was recognised (a header's name, or "prefix") and a hash of it: the same for every turn of one conversation. */
+  key: string;
+  /** Estimated tokens at this prompt's start that the node which served the previous turn still has in its KV cache. */
+  cachedTokens: number;
+}
+
 /** What a model must be able to do to serve the request: the model resolution and VRAM fallback read it. */
 export interface Needs {
   vision: boolean;
@@ -44,6 +52,8 @@ export interface InferenceRequest extends RequestBase, Conversation {
   strict: boolean;
   needs: Needs;
   promptTokens: number;
+  /** Set by the surface for a chat (or a request naming its session): which conversation it continues. */
+  session?: Session;
   /** The answer goes out as it is made (SSE, NDJSON lines), or whole. */
   stream: boolean;
   signal: AbortSignal;

@@ -27,7 +27,7 @@ export interface SimState {
   machine: SimMachine;
   /** Requests being answered right now (streams count until their last byte). */
   inFlight: number;
-  /** requests, errors, tokens, dropped, hung; Ollama adds loads, evictions, pulls; mlx adds promptCacheHits, cachedPromptTokens. */
+  /** requests, errors, tokens, dropped, hung; Ollama adds loads, evictions, pulls; both add promptCacheHits, cachedPromptTokens (prompt tokens whose prefill a KV cache saved). */
   counters: Record<string, number>;
   // Ollama nodes
   memoryGb?: number;

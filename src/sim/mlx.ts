@@ -4,7 +4,8 @@
 import { randomUUID } from "node:crypto";
 import { pyJson } from "./encoding.ts";
 import type { Faults } from "./faults.ts";
-import { parseMessages, parseTools, promptTokenIds, reply, tokenIds, type ChatMessage, type Reply } from "./replies.ts";
+import { commonPrefix } from "./prompt-cache.ts";
+import { parseMessages, parseTools, promptTokenIds, reply, replyTokenIds, tokenIds, type ChatMessage } from "./replies.ts";
 import { serveSim, silentDrop, silentTokens, type Backend, type Frame, type RequestContext, type SimServer } from "./server.ts";
 
 export interface SimMlxOptions {
@@ -31,13 +32,7 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
   const promptCache: number[][] = [];
 
   function cachedPrefix(prompt: number[]): number {
-    let best = 0;
-    for (const seq of promptCache) {
-      let n = 0;
-      while (n < prompt.length && n < seq.length && seq[n] === prompt[n]) n++;
-      best = Math.max(best, n);
-    }
-    return best;
+    return Math.max(0, ...promptCache.map((seq) => commonPrefix(seq, prompt)));
   }
 
   function remember(seq: number[]) {
@@ -129,7 +124,7 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
       for (const t of r.thinking) yield { token: true, data: stream ? sse(packet("", null, { reasoning: t })) : undefined };
       for (const t of r.content) yield { token: true, data: stream ? sse(packet(t, null)) : undefined };
       yield* silentTokens(r.callTokens);
-      remember([...prompt, ...generatedIds(r)]);
+      remember([...prompt, ...replyTokenIds(r)]);
       if (!stream) {
         const whole = packet(r.content.join(""), finishReason, { reasoning: r.thinking.join(""), tool_calls: toolCalls });
         yield { tail: true, data: pyJson({ ...whole, usage }) };
@@ -194,8 +189,4 @@ function pythonDecodeError(raw: string): string {
   const first = raw[at];
   if (first === undefined || !/[{["\-\dtfnNI]/.test(first)) return `Expecting value: line 1 column ${at + 1} (char ${at})`;
   return `Expecting ',' delimiter: line 1 column ${raw.length + 1} (char ${raw.length})`;
-}
-
-function generatedIds(r: Reply): number[] {
-  return tokenIds([...r.thinking, ...r.content].join(""));
 }

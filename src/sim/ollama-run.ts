@@ -3,7 +3,8 @@
 import type { Disk } from "./disk.ts";
 import { decodeTokensPerSecond, type SimModelSpec } from "./models.ts";
 import { OllamaError } from "./ollama-http.ts";
-import { promptTokenIds, reply, type ChatMessage, type Reply, type ToolSpec } from "./replies.ts";
+import type { CacheSlot } from "./prompt-cache.ts";
+import { promptTokenIds, reply, replyTokenIds, type ChatMessage, type Reply, type ToolSpec } from "./replies.ts";
 import { DEFAULT_KEEP_ALIVE_MS, defaultNumCtx, type Residency, type Resident } from "./residency.ts";
 import type { Frame, RequestContext } from "./server.ts";
 
@@ -34,7 +35,11 @@ export interface Run {
   resident: Resident;
   model: string;
   reply: Reply;
+  /** The whole prompt, as Ollama's prompt_eval_count reports it, cache hit or not. */
   promptTokens: number;
+  /** The prompt's tokens and the KV cache slot it runs in, which keeps them (and the answer) for the next request. */
+  prompt: number[];
+  slot: CacheSlot;
   timing: { began: number; loaded: number; prompted: number };
 }
 
@@ -64,17 +69,22 @@ export async function startRun(node: OllamaNode, req: RunRequest, ctx: RequestCo
   const r = await node.residency.acquire(spec, numCtx, ctx);
   timing.loaded = performance.now();
   // Like Ollama, a prompt longer than the runner's context is cut to fit, silently: only the count shows it.
-  const promptTokens = Math.min(promptTokenIds(messages).length, r.numCtx);
+  const prompt = promptTokenIds(messages).slice(0, r.numCtx);
+  const { slot, cached } = r.slots.claim(prompt);
+  if (cached > 0) ctx.count("promptCacheHits");
+  ctx.count("cachedPromptTokens", cached);
   try {
-    await ctx.sleep(promptEvalMs(promptTokens, ctx));
+    // Only what follows the slot's cached prefix is evaluated.
+    await ctx.sleep(promptEvalMs(prompt.length - cached, ctx));
   } catch (e) {
+    r.slots.release(slot, prompt.slice(0, cached));
     node.residency.release(r, DEFAULT_KEEP_ALIVE_MS);
     throw e;
   }
   timing.prompted = performance.now();
   const maxTokens = typeof options.num_predict === "number" && options.num_predict >= 0 ? options.num_predict : undefined;
   const answer = reply({ model: spec.name, messages, think: thinks && body.think !== false, format: req.format, tools, maxTokens });
-  return { resident: r, model, reply: answer, promptTokens, timing };
+  return { resident: r, model, reply: answer, promptTokens: prompt.length, prompt, slot, timing };
 }
 
 /** Frames that hand the model back to the scheduler once the last is sent (or the stream dies). */
@@ -82,6 +92,7 @@ export async function* releasing(node: OllamaNode, run: Run, keepAliveMs: number
   try {
     yield* frames;
   } finally {
+    run.resident.slots.release(run.slot, [...run.prompt, ...replyTokenIds(run.reply)]);
     node.residency.release(run.resident, keepAliveMs);
   }
 }

@@ -130,6 +130,11 @@ export function promptTokenIds(messages: ChatMessage[]): number[] {
   return [...ids, special("assistant")];
 }
 
+/** The tokens a reply generated (thinking, then content): what a prompt cache keeps after the prompt. */
+export function replyTokenIds(r: Reply): number[] {
+  return tokenIds([...r.thinking, ...r.content].join(""));
+}
+
 export function reply(req: ReplyRequest): Reply {
   const seed = createHash("sha256").update(`${req.model}\0${JSON.stringify(req.messages)}`).digest();
   const random = prng(seed.readUInt32LE(0));

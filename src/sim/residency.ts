@@ -5,6 +5,7 @@
 // OLLAMA_NUM_PARALLEL requests per loaded model at once.
 import { loadedBytes, sizeBytes, type SimModelSpec } from "./models.ts";
 import { OllamaError } from "./ollama-http.ts";
+import { PromptSlots } from "./prompt-cache.ts";
 import type { RequestContext } from "./server.ts";
 
 export const DEFAULT_KEEP_ALIVE_MS = 5 * 60_000;
@@ -23,6 +24,8 @@ export interface Resident {
   expiresAt: number;
   /** Settles when the model has finished loading. */
   ready: Promise<unknown>;
+  /** The runner's KV cache, one slot per parallel request; gone with the runner. */
+  slots: PromptSlots;
 }
 
 /** What loading needs from a request: a sleep and a signal that stop with it, and the node's counters. */
@@ -51,7 +54,7 @@ export class Residency {
     const total = specs.reduce((sum, s) => sum + loadedBytes(s), 0);
     if (total > this.memoryBytes) throw new Error(`loaded models need ${gib(total)} GiB, memory is ${gib(this.memoryBytes)} GiB`);
     this.models.clear();
-    for (const spec of specs) this.models.set(spec.name, newResident(spec, defaultNumCtx(spec), Promise.resolve()));
+    for (const spec of specs) this.models.set(spec.name, this.newResident(spec, defaultNumCtx(spec), Promise.resolve()));
   }
 
   /** Unloads every model `keep` rejects (e.g. one no longer on disk), busy or not. */
@@ -142,9 +145,15 @@ export class Residency {
       ctx.count("evictions");
     }
     ctx.count("loads");
-    const r = newResident(spec, numCtx, Bun.sleep(this.loadMs(spec)));
+    const r = this.newResident(spec, numCtx, Bun.sleep(this.loadMs(spec)));
     this.models.set(spec.name, r);
     return r;
+  }
+
+  private newResident(spec: SimModelSpec, numCtx: number, ready: Promise<unknown>): Resident {
+    const now = Date.now();
+    const slots = new PromptSlots(this.opts.numParallel);
+    return { spec, bytes: loadedBytes(spec), numCtx, inFlight: 0, running: 0, waiting: [], lastUsed: now, expiresAt: now + DEFAULT_KEEP_ALIVE_MS, ready, slots };
   }
 
   private loadMs(spec: SimModelSpec): number {
@@ -192,11 +201,6 @@ export class Residency {
 // Ollama's default context, raised for models that need more to be useful.
 export function defaultNumCtx(spec: SimModelSpec): number {
   return spec.family === "gptoss" ? 8192 : Math.min(4096, spec.contextLength);
-}
-
-function newResident(spec: SimModelSpec, numCtx: number, ready: Promise<unknown>): Resident {
-  const now = Date.now();
-  return { spec, bytes: loadedBytes(spec), numCtx, inFlight: 0, running: 0, waiting: [], lastUsed: now, expiresAt: now + DEFAULT_KEEP_ALIVE_MS, ready };
 }
 
 const gib = (bytes: number) => (bytes / 2 ** 30).toFixed(1);

@@ -13,6 +13,7 @@ import type { ModelFacts } from "../fleet/model-facts.ts";
 import { fitToContext, promptLimit } from "../router/context-management.ts";
 import { resolveModel } from "../router/model-resolution.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
+import { sessionOf } from "../router/session.ts";
 import { fleetHeaders } from "../core/fleet-headers.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
 import { promptTokens } from "../router/tokens.ts";
@@ -109,6 +110,7 @@ async function messages(rt: AnthropicSources, request: Request, clientIp: string
       strict: herd.strict,
       needs,
       promptTokens: tokens,
+      session: sessionOf(conversation, request.headers),
       stream,
       signal: request.signal,
     },

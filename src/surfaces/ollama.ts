@@ -13,6 +13,7 @@ import { modelsOnDisk, reachableNodes } from "../fleet/catalog.ts";
 import { GB, type TagEntry } from "../fleet/node-models.ts";
 import { onDisk } from "../fleet/registry.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
+import { sessionOf } from "../router/session.ts";
 import { estimatePrompt } from "../router/tokens.ts";
 import { headerValue } from "../core/fleet-headers.ts";
 import { nativeEmbed } from "../pipeline/native-embed.ts";
@@ -74,6 +75,7 @@ async function handle(rt: Pipeline, request: Request, kind: RequestKind, path: s
     strict: herd.strict,
     needs: needsOf(conversation),
     promptTokens: estimatePrompt(conversation),
+    session: kind === "embed" ? undefined : sessionOf(conversation, request.headers),
     stream,
     signal: request.signal,
   };

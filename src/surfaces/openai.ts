@@ -11,6 +11,7 @@ import { needsOf } from "../core/request.ts";
 import { modelsOnDisk } from "../fleet/catalog.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
 import { nativeEmbed } from "../pipeline/native-embed.ts";
+import { sessionOf } from "../router/session.ts";
 import { estimatePrompt } from "../router/tokens.ts";
 import type { Encoder } from "../core/encoder.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
@@ -51,7 +52,7 @@ async function chat(rt: OpenAiSources, request: Request, clientIp: string | null
   const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
   return route(
     rt,
-    { ...conversation, surface: "openai", kind: "chat", path: "/api/chat", model, fallbackModels: herd.fallbackModels, strict: herd.strict, needs: needsOf(conversation), promptTokens: estimatePrompt(conversation), stream, signal: request.signal },
+    { ...conversation, surface: "openai", kind: "chat", path: "/api/chat", model, fallbackModels: herd.fallbackModels, strict: herd.strict, needs: needsOf(conversation), promptTokens: estimatePrompt(conversation), session: sessionOf(conversation, request.headers), stream, signal: request.signal },
     chatEncoder(stream, includeUsage),
     { tags: herd.tags, clientIp, caller: callerOf(request) },
   );

@@ -9,6 +9,7 @@ import { routeFacts } from "../auth/route-facts.ts";
 import { needsOf } from "../core/request.ts";
 import { log } from "../log.ts";
 import { takeHerdFields } from "../router/herd-fields.ts";
+import { sessionOf } from "../router/session.ts";
 import { estimatePrompt } from "../router/tokens.ts";
 import { resolveModel } from "../router/model-resolution.ts";
 import { fleetHeaders } from "../core/fleet-headers.ts";
@@ -68,6 +69,7 @@ async function create(rt: Pipeline, request: Request, clientIp: string | null): 
       strict: herd.strict,
       needs,
       promptTokens: estimatePrompt(conversation),
+      session: sessionOf(conversation, request.headers),
       stream,
       signal: request.signal,
     },
