@@ -428,8 +428,8 @@ describe("request adjustments", () => {
 });
 
 describe("the rebalancer", () => {
-  // No queue or wait penalties: the scorer alone would queue everything on the hot node.
-  const stubborn = "scoring: { weights: { queueDepth: 0, waitTime: 0 } }";
+  // The point scorer with no queue or wait penalties: it alone would queue everything on the hot node.
+  const stubborn = 'routing: { strategy: "score" }, scoring: { weights: { queueDepth: 0, waitTime: 0 } }';
   const slowHot = { id: "hot", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 40, parallel: 1 };
   const idleCold = { id: "cold", models: ["llama3.2:3b"], loaded: [] as string[], parallel: 2 };
   const burst = (url: string) =>
@@ -479,7 +479,7 @@ describe("context protection", () => {
 
 describe("traces", () => {
   test("every request leaves a trace whose status says what really happened", async () => {
-    const { url, nodes } = await fleet([{ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 50 }]);
+    const { url, nodes } = await fleet([{ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 50 }], 'routing: { strategy: "score" }');
     const ok = await post(url, "/api/chat", { model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], metadata: { tags: ["app-x"] } }, { "X-Herd-Tags": "team-y" });
     await ok.text();
 

@@ -36,8 +36,8 @@ export interface Pipeline {
   clients: ClientGate;
   traces: Pick<TraceWriter, "record" | "tally">;
   toolRepairs: RepairStats;
-  /** What each answer teaches of its node's speed. */
-  speeds: Pick<Speeds, "observe">;
+  /** What each answer teaches of its node's speed, and what routing predicts from it. */
+  speeds: Pick<Speeds, "observe" | "predict" | "typicalReply">;
   /** Aborted when a stop's grace period runs out: what is still waiting or streaming ends with an error. */
   shutdown: AbortController;
 }
@@ -55,7 +55,7 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
   // A stop that runs out of grace ends the wait for a node too (with its RouteError, a 503).
   const dispatching = eitherSignal(req.signal, rt.shutdown.signal);
   try {
-    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, config: rt.toggles.apply(rt.live.config), grant: meta.caller }, req, dispatching.signal);
+    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, speeds: rt.speeds, config: rt.toggles.apply(rt.live.config), grant: meta.caller }, req, dispatching.signal);
   } catch (e) {
     leave(rt.clients, meta);
     const error = e instanceof RouteError ? e : new RouteError(502, (e as Error).message);
