@@ -4,6 +4,7 @@
 import { type InferenceRequest, replyCapOf } from "../core/request.ts";
 import { type FinishBreakdown, type FinishCandidate, rankByFinishTime } from "../fleet/finish-time.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
+import { GB } from "../fleet/node-models.ts";
 import type { Queues } from "../fleet/queues.ts";
 import { diskBytes, type Registry } from "../fleet/registry.ts";
 import { type NodeView, OS_RESERVE_GB, type Scored } from "../fleet/scorer.ts";
@@ -39,7 +40,7 @@ export function byFinishTime(
   const candidates = scored.map((s): FinishCandidate & { scored: Scored } => {
     const node = byId.get(s.nodeId)!;
     const q = queues.view(s.nodeId, model);
-    const bytes = diskBytes(registry.get(s.nodeId), model) || s.modelSizeGb * 1e9;
+    const bytes = diskBytes(registry.get(s.nodeId), model) || s.modelSizeGb * GB;
     return {
       scored: s,
       nodeId: s.nodeId,
