@@ -60,6 +60,8 @@ export const MACS: readonly Mac[] = [
 
 /** The router's view of the fleet: each node's parallel slots (its address comes by heartbeat). */
 export const fleetNodes = MACS.map((m) => ({ id: m.id, parallel: m.numParallel }));
+/** The agents' credential (the router's auth.nodeToken): only a proven heartbeat may say where the node's Ollama is. */
+export const FLEET_NODE_TOKEN = "bench-node-token";
 
 export interface Fleet {
   sims: SimNode[];
@@ -88,7 +90,7 @@ export async function startFleet(routerUrl: string, routerConfig: Config): Promi
       nodeId: m.id,
       live,
       ollamaUrl: sims[i]!.url,
-      send: postTo(routerUrl, routerConfig.timeouts.connectMs),
+      send: postTo(routerUrl, routerConfig.timeouts.connectMs, () => FLEET_NODE_TOKEN),
       collector: simCollector(sims[i]!, { chip: m.chip, memoryBandwidthGbps: m.bandwidthGbps }),
     }),
   );

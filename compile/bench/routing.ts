@@ -3,13 +3,13 @@
 // inherits another's loaded models or queue statistics.
 import type { HerdConfig } from "../../src/config/types.ts";
 import { parseConfig } from "../../src/config/load.ts";
-import { MACS, fleetNodes, startFleet } from "./fleet.ts";
+import { FLEET_NODE_TOKEN, MACS, fleetNodes, startFleet } from "./fleet.ts";
 import { startHerd } from "./herd-process.ts";
 import { type Outcome, replay } from "./replay.ts";
 import { percentile, pct, secs, sorted } from "./stats.ts";
 import { DURATION_MS, type Job, SEED, workload } from "./workload.ts";
 
-const STRATEGIES = ["score", "round-robin", "least-connections"] as const;
+const STRATEGIES = ["finish-time", "score", "round-robin", "least-connections"] as const;
 
 export interface StrategyRun {
   strategy: (typeof STRATEGIES)[number];
@@ -27,7 +27,7 @@ export function compareStrategies(bin: string, jobs = workload()): Promise<Strat
 
 async function runStrategy(bin: string, strategy: StrategyRun["strategy"], jobs: Job[]): Promise<StrategyRun> {
   // VRAM fallback off: the comparison is about where a model runs, not which model answers.
-  const config: HerdConfig = { nodes: fleetNodes, routing: { strategy }, features: { vramFallback: false } };
+  const config: HerdConfig = { nodes: fleetNodes, auth: { nodeToken: FLEET_NODE_TOKEN }, routing: { strategy }, features: { vramFallback: false } };
   const herd = await startHerd(bin, config);
   const fleet = await startFleet(herd.url, parseConfig(config)).catch(async (e) => {
     await herd.stop();
@@ -78,7 +78,7 @@ export function routingMarkdown(runs: StrategyRun[]): string {
   return `### Routing quality
 
 ${jobs.length} requests in ${DURATION_MS / 1000} s (seed ${SEED}; ${mix}), open loop with Poisson arrivals, replayed through herd once per
-\`routing.strategy\`, the three side by side, each on a fresh fleet and a fresh router (features.vramFallback off, so every request
+\`routing.strategy\`, the four side by side, each on a fresh fleet and a fresh router (features.vramFallback off, so every request
 gets the model it asked for).
 The fleet is three simulated Macs, each reported by a real node agent (src/node/agent.ts with the sim's collector) heartbeating to herd
 every ${parseConfig({}).heartbeat.intervalMs / 1000} s; a sim generates at 60% of its bandwidth over the model's size, loads in 1 s plus the model file at its disk rate,
