@@ -57,6 +57,13 @@ describe("the estimate", () => {
     expect(excluded).toEqual([{ nodeId: "full", reason: "model needs 20 GB; 10 GB free even after evicting idle models" }]);
   });
 
+  test("when none fits beside the models busy there, they are ranked anyway: Ollama loads once those finish", () => {
+    const busy = (id: string, freeGb: number) => node(id, { resident: false, sizeGb: 20, memory: { freeGb, idleGb: [] } });
+    const { ranked, excluded } = rankByFinishTime([busy("a", 4), busy("b", 8)], req);
+    expect(ranked.map((e) => e.candidate.nodeId)).toEqual(["a", "b"]);
+    expect(excluded.map((e) => e.nodeId)).toEqual(["a", "b"]);
+  });
+
   test("evicting idle models to make room costs their unloads, the biggest first", () => {
     const c = node("a", { resident: false, sizeGb: 20, memory: { freeGb: 5, idleGb: [3, 12, 4] } });
     expect(estimateFinish(c, req)).toMatchObject({ breakdown: { evict_ms: 2 * EVICT_MS } });
@@ -68,6 +75,11 @@ describe("the estimate", () => {
     expect(order([a, b])).toEqual(["b", "a"]);
     const c = node("c", { queue: { pending: 0, inFlight: 0, lastDispatchAt: 1000 }, speed: { decodeTps: 10, prefillTps: 500, loadMs: 5000 } });
     expect(order([a, c])).toEqual(["a", "c"]); // twice as slow is no tie
+  });
+
+  test("among nodes never dispatched to, the tie goes to the one with more slots, not the first by name", () => {
+    const cold = (id: string, slots: number) => node(id, { resident: false, slots });
+    expect(order([cold("air", 1), cold("studio", 4), cold("mini", 2)])[0]).toBe("studio");
   });
 
   test("a node that has the model keeps it unless a cold load elsewhere is clearly sooner", () => {

@@ -86,7 +86,8 @@ export function estimateFinish(c: FinishCandidate, req: FinishRequest): Estimate
 /**
  * The candidates by expected finish, soonest first, and those that cannot serve. A node that has the model keeps
  * it unless a cold load elsewhere is clearly sooner (hysteresis: two nodes do not trade a model back and forth);
- * near-ties go to the one dispatched to least recently, so equal nodes share the load.
+ * near-ties go to the one dispatched to least recently, so equal nodes share the load. A candidate that cannot fit
+ * is excluded, unless none fits: then all are ranked as if their busy models had finished.
  */
 export function rankByFinishTime<C extends FinishCandidate>(candidates: readonly C[], req: FinishRequest): { ranked: Estimated<C>[]; excluded: { nodeId: string; reason: string }[] } {
   const ranked: Estimated<C>[] = [];
@@ -96,13 +97,17 @@ export function rankByFinishTime<C extends FinishCandidate>(candidates: readonly
     if ("excluded" in e) excluded.push({ nodeId: c.nodeId, reason: e.excluded });
     else ranked.push({ ...e, candidate: c });
   }
+  // None fits beside the models busy there now: Ollama would load once they finish, so wait for that rather than refuse.
+  if (!ranked.length && candidates.length) return { ranked: rankByFinishTime(candidates.map((c) => ({ ...c, memory: null })), req).ranked, excluded };
   ranked.sort((a, b) => a.ms - b.ms || a.candidate.nodeId.localeCompare(b.candidate.nodeId));
   if (!ranked.length) return { ranked, excluded };
   const hot = ranked.find((e) => e.candidate.resident);
   const best = ranked[0]!;
   const lead = hot && !best.candidate.resident && !(best.ms < hot.ms * SPILL_RATIO && hot.ms - best.ms > SPILL_MIN_MS) ? hot : best;
   const tied = ranked.filter((e) => e.candidate.resident === lead.candidate.resident && e.ms <= lead.ms * TIE_RATIO + TIE_MS);
-  const first = tied.reduce((a, b) => (b.candidate.queue.lastDispatchAt < a.candidate.queue.lastDispatchAt ? b : a));
+  // Among those never dispatched to (a model loaded nowhere), the node with more slots: it takes a stream of requests better.
+  const prefersB = (a: Estimated<C>, b: Estimated<C>) => a.candidate.queue.lastDispatchAt - b.candidate.queue.lastDispatchAt || b.candidate.slots - a.candidate.slots;
+  const first = tied.reduce((a, b) => (prefersB(a, b) > 0 ? b : a));
   return { ranked: [first, ...ranked.filter((e) => e !== first)], excluded };
 }
 
