@@ -45,3 +45,9 @@ test("memory: an agent's free memory, else the declared memory less the OS's sha
   const ranked = rank([cold("busy", { memoryTotalGb: 32, memoryAvailableGb: 12, loaded }), cold("roomy", { memoryTotalGb: 64, memoryAvailableGb: 40 })], chat(), null, queues);
   expect(ranked.map((c) => c.nodeId)).toEqual(["roomy"]);
 });
+
+test("a node:model with a request running counts as resident (loaded or loading) before the next report says so", async () => {
+  const queues = new Queues();
+  await queues.acquire("a", MODEL, 2, 1000);
+  expect(rank([cold("a")], chat(), null, queues)[0]!.breakdown.load_ms).toBe(0);
+});

@@ -44,7 +44,8 @@ export function byFinishTime(
     return {
       scored: s,
       nodeId: s.nodeId,
-      resident: s.loaded,
+      // A request running there means the model is loaded or loading, before the next report says so.
+      resident: s.loaded || q.inFlight > 0,
       sizeGb: s.modelSizeGb,
       queue: q,
       slots: registry.parallel(s.nodeId),
