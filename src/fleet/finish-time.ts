@@ -6,7 +6,7 @@
 /** A node that could serve the request, as the estimate reads it. */
 export interface FinishCandidate {
   nodeId: string;
-  /** The model is loaded there now. */
+  /** The model is loaded there (or loading: a request of it runs there), so no load comes first. */
   resident: boolean;
   sizeGb: number;
   /** Its node:model queue: waiting, running, and when it last got a request (ms epoch; 0 = never). */
@@ -97,10 +97,11 @@ export function rankByFinishTime<C extends FinishCandidate>(candidates: readonly
     if ("excluded" in e) excluded.push({ nodeId: c.nodeId, reason: e.excluded });
     else ranked.push({ ...e, candidate: c });
   }
-  // None fits beside the models busy there now: Ollama would load once they finish, so wait for that rather than refuse.
-  if (!ranked.length && candidates.length) return { ranked: rankByFinishTime(candidates.map((c) => ({ ...c, memory: null })), req).ranked, excluded };
+  if (!ranked.length) {
+    // None fits beside the models busy there now: Ollama would load once they finish, so wait for that rather than refuse.
+    return { ranked: excluded.length ? rankByFinishTime(candidates.map((c) => ({ ...c, memory: null })), req).ranked : [], excluded };
+  }
   ranked.sort((a, b) => a.ms - b.ms || a.candidate.nodeId.localeCompare(b.candidate.nodeId));
-  if (!ranked.length) return { ranked, excluded };
   const hot = ranked.find((e) => e.candidate.resident);
   const best = ranked[0]!;
   const lead = hot && !best.candidate.resident && !(best.ms < hot.ms * SPILL_RATIO && hot.ms - best.ms > SPILL_MIN_MS) ? hot : best;
