@@ -431,8 +431,8 @@ describe("request adjustments", () => {
 });
 
 describe("the rebalancer", () => {
-  // No queue or wait penalties: the scorer alone would queue everything on the hot node.
-  const stubborn = "scoring: { weights: { queueDepth: 0, waitTime: 0 } }";
+  // The point scorer with no queue or wait penalties: it alone would queue everything on the hot node.
+  const stubborn = 'routing: { strategy: "score" }, scoring: { weights: { queueDepth: 0, waitTime: 0 } }';
   const slowHot = { id: "hot", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 40, parallel: 1 };
   const idleCold = { id: "cold", models: ["llama3.2:3b"], loaded: [] as string[], parallel: 2 };
   const burst = (url: string) =>
@@ -482,7 +482,7 @@ describe("context protection", () => {
 
 describe("traces", () => {
   test("every request leaves a trace whose status says what really happened", async () => {
-    const { url, nodes } = await fleet([{ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 50 }]);
+    const { url, nodes } = await fleet([{ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 50 }], 'routing: { strategy: "score" }');
     const ok = await post(url, "/api/chat", { model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], metadata: { tags: ["app-x"] } }, { "X-Herd-Tags": "team-y" });
     await ok.text();
 
@@ -513,5 +513,49 @@ describe("traces", () => {
     expect(completed.scores_breakdown.model_thermal).toBe(50);
     expect(traces.some((t: any) => t.status === "failed" && /failed mid-stream|closed the stream/.test(t.error_message))).toBe(true);
     expect(traces.some((t: any) => t.status === "failed" && t.error_message.includes("not found on any node"))).toBe(true);
+  });
+});
+
+describe('routing.strategy "finish-time" (the default)', () => {
+  const ask = (url: string, model: string, numPredict = 8) =>
+    post(url, "/api/generate", { model, prompt: "count to ten", stream: false, options: { num_predict: numPredict } }).then(async (res) => {
+      await res.json();
+      return res;
+    });
+
+  test("an agentless fleet: a model loaded nowhere goes to the node its first answers showed to be fastest, not the first idle one", async () => {
+    const models = ["llama3.2:3b", "qwen3:32b"];
+    const { url } = await fleet([
+      { id: "a-small", models, loaded: ["llama3.2:3b"], memoryBandwidthGbps: 100, parallel: 1 },
+      { id: "b-big", models, loaded: ["llama3.2:3b"], memoryBandwidthGbps: 800, parallel: 4 },
+    ]);
+    // Nothing is known at first: equal nodes to herd, so the first answers come from both.
+    const learned = [];
+    for (let i = 0; i < 4; i++) learned.push((await ask(url, "llama3.2:3b")).headers.get("x-fleet-node"));
+    expect(new Set(learned)).toEqual(new Set(["a-small", "b-big"]));
+
+    const res = await ask(url, "qwen3:32b");
+    expect(res.headers.get("x-fleet-node")).toBe("b-big");
+    // The verdict is the expected finish in ms, and its parts.
+    const parts: Record<string, number> = Object.fromEntries(res.headers.get("x-fleet-score-breakdown")!.split("; ").map((p) => [p.split("=")[0], Number(p.split("=")[1])]));
+    expect(Object.keys(parts)).toEqual(["wait_ms", "load_ms", "evict_ms", "prefill_ms", "decode_ms"]);
+    expect(parts.load_ms).toBeGreaterThan(0);
+    expect(Number(res.headers.get("x-fleet-score"))).toBeCloseTo(Object.values(parts).reduce((a, b) => a + b, 0), -1);
+    const traces = await eventually(async () => {
+      const t = (await getJson(`${url}/dashboard/api/traces?limit=10`)).traces;
+      return t.length === 5 && t;
+    }, 3000, "five traces");
+    expect(traces.find((t: any) => t.model === "qwen3:32b").scores_breakdown).toMatchObject({ wait_ms: 0, evict_ms: 0 });
+  });
+
+  test("a hot node's queue spills to a cold load elsewhere once that finishes sooner, loading one second replica", async () => {
+    const { url, nodes } = await fleet([
+      { id: "hot", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 20, parallel: 1 },
+      { id: "cold", models: ["llama3.2:3b"], loaded: [], tokensPerSecond: 20, parallel: 1 },
+    ]);
+    const served = await Promise.all(Array.from({ length: 6 }, async () => (await ask(url, "llama3.2:3b", 20)).headers.get("x-fleet-node")));
+    expect(served.filter((n) => n === "hot").length).toBeGreaterThanOrEqual(2);
+    expect(served.filter((n) => n === "cold").length).toBeGreaterThanOrEqual(2);
+    expect(nodes[1]!.state().counters.loads).toBe(1);
   });
 });

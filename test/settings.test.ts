@@ -62,7 +62,7 @@ describe("GET /dashboard/api/settings", () => {
     expect(c.context_protection).toEqual({ context_protection: "strip" });
     // herd's own sections, in herd's names (snake_case), unset optional settings as null.
     expect(c.timeouts).toMatchObject({ connect_ms: 5000, first_byte_ms: 300000 });
-    expect(c.routing).toMatchObject({ strategy: "score", client_max_in_flight: 0 });
+    expect(c.routing).toMatchObject({ strategy: "finish-time", client_max_in_flight: 0 });
     expect(c.features).toMatchObject({ image_generation: true, transcription: true });
     expect(c.features.auto_pull).toBeUndefined(); // shown once, under toggles
     expect(c.anthropic).toMatchObject({ auto_route: true, max_prompt_tokens: 180000, vision_model: null, api_key: "••••" });

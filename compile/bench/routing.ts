@@ -10,7 +10,7 @@ import { type Outcome, replay } from "./replay.ts";
 import { percentile, pct, secs, sorted } from "./stats.ts";
 import { AGENT_REPLY_TOKENS, DURATION_MS, type Job, RARE_MODEL, SEEDS, workload } from "./workload.ts";
 
-const STRATEGIES = ["score", "round-robin", "least-connections"] as const;
+const STRATEGIES = ["finish-time", "score", "round-robin", "least-connections"] as const;
 
 export interface StrategyRun {
   strategy: (typeof STRATEGIES)[number];

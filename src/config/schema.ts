@@ -165,8 +165,8 @@ export const herdConfigSchema = v.strictObject({
   }),
   routing: section({
     strategy: v.optional(
-      v.picklist(["score", "round-robin", "least-connections"], 'expected "score", "round-robin" or "least-connections"'),
-      "score",
+      v.picklist(["finish-time", "score", "round-robin", "least-connections"], 'expected "finish-time", "score", "round-robin" or "least-connections"'),
+      "finish-time",
     ),
     maxRetries: v.optional(count, 2),
     clientMaxInFlight: v.optional(count, 0),

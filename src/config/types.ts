@@ -241,10 +241,11 @@ export interface HeartbeatConfig {
 
 export interface RoutingConfig {
   /**
-   * How to order the nodes that can serve a request. "score" (default) weighs the signals in
-   * `scoring`; "round-robin" and "least-connections" ignore them and exist for comparison.
+   * How to order the nodes that can serve a request. "finish-time" (default) picks the node where it
+   * is expected to finish soonest, from the speeds herd learned of each node; "score" weighs the
+   * signals in `scoring`; "round-robin" and "least-connections" ignore them and exist for comparison.
    */
-  strategy?: "score" | "round-robin" | "least-connections";
+  strategy?: "finish-time" | "score" | "round-robin" | "least-connections";
   /** Other nodes tried when one fails before its first byte. Default 2. */
   maxRetries?: number;
   /** Requests one client may have in flight; 0 = unlimited. Default 0. */

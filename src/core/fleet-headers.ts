@@ -9,8 +9,13 @@ export interface Served {
   /** ollama or mlx; image, transcription, native or vision for a node's own services. */
   backend: string;
   fallback: boolean;
-  /** The scorer's verdict; null when the candidates were ordered by load alone (MLX servers, node services). */
+  /**
+   * The routing's verdict: the scorer's points, or under routing.strategy "finish-time" the expected finish in ms;
+   * null when the candidates were ordered by load alone (MLX servers, node services).
+   */
   score: number | null;
+  /** The verdict's parts (points, or ms), for the trace and X-Fleet-Score-Breakdown. */
+  breakdown?: Readonly<Record<string, number>> | null;
   contextOverflow: { estimated: number; contextLength: number } | null;
 }
 
@@ -24,6 +29,7 @@ export function fleetHeaders(requested: string, served: Served | null, retries: 
     "X-Fleet-Retries": String(retries),
   };
   if (served?.score != null) headers["X-Fleet-Score"] = String(Math.round(served.score));
+  if (served?.breakdown) headers["X-Fleet-Score-Breakdown"] = Object.entries(served.breakdown).map(([part, value]) => `${part}=${value}`).join("; ");
   if (served?.contextOverflow) {
     headers["X-Fleet-Context-Overflow"] = `estimated_tokens=${served.contextOverflow.estimated}; context_length=${served.contextOverflow.contextLength}`;
   }

@@ -18,8 +18,8 @@ const ranked = (...ids: string[]): Scored[] =>
 const ids = (scored: Scored[]) => scored.map((s) => s.nodeId);
 const noLoad = () => 0;
 
-test("the score strategy tries the nodes in the scorer's order", () => {
-  expect(ids(new NodeOrdering().order("score", "m", ranked("c", "a", "b"), noLoad))).toEqual(["c", "a", "b"]);
+test("the score and finish-time strategies try the nodes in the order they were ranked in", () => {
+  for (const strategy of ["score", "finish-time"] as const) expect(ids(new NodeOrdering().order(strategy, "m", ranked("c", "a", "b"), noLoad))).toEqual(["c", "a", "b"]);
 });
 
 test("least-connections tries the node with the fewest requests in flight first, equal loads by node id", () => {

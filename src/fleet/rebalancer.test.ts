@@ -72,3 +72,11 @@ test("only free slots count: not a node that is draining, offline, has its Ollam
   expect(pass(nodes)).toBe(1);
   expect(queues.view("busy", MODEL).pending).toBe(5);
 });
+
+test("not a node whose memory is too small for the model", async () => {
+  await load("busy", 1, 4);
+  const big = { [MODEL]: 20 };
+  const small = { id: "small", onDisk: big, parallel: 4, memory: { totalGb: 16, availableGb: 12 } };
+  expect(pass([{ id: "busy", loaded: big }, small])).toBe(0);
+  expect(pass([{ id: "busy", loaded: big }, { ...small, memory: { totalGb: 64, availableGb: 50 } }])).toBe(3);
+});

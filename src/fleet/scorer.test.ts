@@ -99,6 +99,12 @@ test("a large model prefers the fastest node, a small one the slower nodes, a me
   expect(affinity(12)).toEqual({ fast: 7.5, slow: 7.5 });
 });
 
+test("an offline node's bandwidth is no reference: the fastest online node takes the whole affinity", () => {
+  const fast = nodeView("fast", { ...cold(30), bandwidthGbps: 400, memoryTotalGb: 192, memoryAvailableGb: 180 });
+  const gone = nodeView("gone", { ...cold(30), bandwidthGbps: 800, online: false });
+  expect(score([fast, gone]).ranked[0]!.breakdown.role_affinity).toBe(15);
+});
+
 test("without bandwidth (or with bandwidthAware off) a node's memory tier stands for its speed", () => {
   const big = (memoryTotalGb: number | null) => only(nodeView("n", { ...hot(30), memoryTotalGb, memoryAvailableGb: memoryTotalGb })).breakdown.role_affinity;
   expect([big(128), big(64), big(32), big(16), big(null)]).toEqual([15, 11.3, 7.5, 3.8, 7.5]);

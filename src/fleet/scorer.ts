@@ -94,7 +94,8 @@ export function scoreNodes(
   const ranked: Scored[] = [];
   const eliminated: ScoreResult["eliminated"] = [];
   const tieBreak = new Map<string, QueueView>();
-  const bandwidths = nodes.map((n) => n.bandwidthGbps ?? 0);
+  // The reference speeds are those of the nodes that can serve: an offline fast node must not make the rest look slow.
+  const bandwidths = nodes.filter((n) => n.online).map((n) => n.bandwidthGbps ?? 0);
   const fastest = Math.max(1, ...bandwidths);
   const knownBandwidth = bandwidths.filter((b) => b > 0);
   const medianBandwidth = knownBandwidth.length ? knownBandwidth.sort((a, b) => a - b)[Math.floor(knownBandwidth.length / 2)]! : 0;

@@ -118,3 +118,12 @@ test("what changed is handed out once, and a new Speeds over those rows knows th
   expect(again.predict("a", "m", 0)).toMatchObject({ decodeTps: expect.closeTo(25), source: "learned" });
   expect(again.learned("a")).toHaveLength(1);
 });
+
+test("a model's usual reply length is learned from its answers on any node, for the finish time's decode", () => {
+  const s = new Speeds();
+  expect(s.typicalReply("qwen3:8b")).toBeNull();
+  s.observe("a", "qwen3:8b", answer(50, 100));
+  s.observe("b", "qwen3:8b", answer(50, 300));
+  expect(s.typicalReply("qwen3:8b")).toBeCloseTo(100 + ALPHA * 200);
+  expect(s.typicalReply("llama3.2:3b")).toBeNull();
+});

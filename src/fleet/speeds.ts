@@ -68,6 +68,8 @@ export class Speeds {
   /** node id → normalized model → row. */
   private readonly rows = new Map<string, Map<string, SpeedRow>>();
   private readonly changed = new Set<SpeedRow>();
+  /** Normalized model → the reply length it usually produces (tokens, a decaying average): the finish time's expected decode. */
+  private readonly replies = new Map<string, number>();
   /** The factors tallied per node and fleet-wide, rebuilt after a change: a prediction (per candidate, per request) reads them. */
   private tallies: { nodes: Map<string, Tally>; fleet: Tally } | null = null;
 
@@ -90,8 +92,9 @@ export class Speeds {
     const decode = rate(usage.completionTokens, usage.evalNs);
     const prefill = rate(usage.promptTokens, usage.promptNs);
     const loadMs = usage.loadNs !== undefined && usage.loadNs / 1e6 >= REAL_LOAD_MS ? usage.loadNs / 1e6 : null;
-    if (decode === null && prefill === null && loadMs === null) return;
     const name = nameOf(model);
+    if (usage.completionTokens) this.replies.set(name, ewma(this.replies.get(name) ?? null, usage.completionTokens));
+    if (decode === null && prefill === null && loadMs === null) return;
     const models = this.ofNode(nodeId);
     let row = models.get(name);
     if (!row) {
@@ -122,6 +125,11 @@ export class Speeds {
       source: decode.source,
       sources: { decode: decode.source, prefill: prefill.source, load: load.source },
     };
+  }
+
+  /** How many tokens `model` usually answers with, on any node; null before its first answer. */
+  typicalReply(model: string): number | null {
+    return this.replies.get(nameOf(model)) ?? null;
   }
 
   /** The node's speed factors: learned from the models it ran (of known size), else priors. */

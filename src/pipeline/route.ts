@@ -37,8 +37,8 @@ export interface Pipeline {
   clients: ClientGate;
   traces: Pick<TraceWriter, "record" | "tally">;
   toolRepairs: RepairStats;
-  /** What each answer teaches of its node's speed. */
-  speeds: Pick<Speeds, "observe">;
+  /** What each answer teaches of its node's speed, and what routing predicts from it. */
+  speeds: Pick<Speeds, "observe" | "predict" | "typicalReply">;
   /** Aborted when a stop's grace period runs out: what is still waiting or streaming ends with an error. */
   shutdown: AbortController;
 }
@@ -57,7 +57,7 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
   let routed: Routed;
   const dispatching = eitherSignal(req.signal, limit.signal);
   try {
-    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, config: rt.toggles.apply(rt.live.config), grant: meta.caller }, req, dispatching.signal);
+    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, speeds: rt.speeds, config: rt.toggles.apply(rt.live.config), grant: meta.caller }, req, dispatching.signal);
   } catch (e) {
     limit.release();
     leave(rt.clients, meta);

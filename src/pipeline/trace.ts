@@ -2,7 +2,6 @@
 // ended. A row is built when the request comes in, filled as it goes, and recorded once, at its end.
 import type { ClientKey } from "../core/client-key.ts";
 import type { Slot } from "../fleet/queues.ts";
-import type { Breakdown } from "../fleet/scorer.ts";
 import type { RouteError } from "../errors.ts";
 import { newRequestId, type Trace, type TraceStatus, type TraceWriter } from "../store/traces.ts";
 import type { RouteMeta } from "./admit.ts";
@@ -34,7 +33,7 @@ export interface Traced {
 
 /** What answered, as its trace records it. */
 export interface Answered extends Served {
-  breakdown: Breakdown | null;
+  breakdown: NonNullable<Served["breakdown"]> | null;
   retries: number;
   excluded: string[];
   slot: Slot;

@@ -17,6 +17,7 @@ import { type DiskModel, type LoadedModel, type NodeView, type Scored, scoreNode
 import { attempt } from "../pipeline/attempt.ts";
 import { resolveAlias } from "./aliases.ts";
 import { adjustOptions } from "./body-rules.ts";
+import { byFinishTime, type Timed } from "./finish-order.ts";
 import { dispatchMlx } from "./mlx-dispatch.ts";
 import type { Routed, RouterDeps } from "./routed.ts";
 import { vramSubstitute } from "./vram-fallback.ts";
@@ -68,17 +69,18 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
   const nodes = registry.all().map((n) => nodeView(registry, n));
   const models = [req.model, ...(req.strict ? [] : req.fallbackModels)].map((m) => normalizeModelName(resolveAlias(m, config.modelMap)));
   const requested = models[0]!;
-  // Each model is scored once: the VRAM-fallback check and the candidates share the ranking.
-  const rankings = new Map<string, Scored[]>();
+  // Each model is scored once: the VRAM-fallback check and the candidates share the scorer's verdict.
+  const scores = new Map<string, Scored[]>();
   const score = (model: string): Scored[] => {
-    if (!rankings.has(model)) rankings.set(model, scoreNodes(nodes, (id) => queues.view(id, model), { model, promptTokens: req.promptTokens }, config.scoring).ranked);
-    return rankings.get(model)!;
+    if (!scores.has(model)) scores.set(model, scoreNodes(nodes, (id) => queues.view(id, model), { model, promptTokens: req.promptTokens }, config.scoring).ranked);
+    return scores.get(model)!;
   };
+  const rank = (model: string): Ranked[] => (config.routing.strategy === "finish-time" ? byFinishTime(deps, nodes, score(model), req) : score(model));
   if (config.features.vramFallback && !req.strict) {
     const standIn = vramSubstitute(requested, score(requested), nodes, req.needs, (m) => deps.grant?.mayServe(m) ?? true);
     if (standIn) models.unshift(standIn);
   }
-  return attempt(inOrder(deps, models, score), {
+  return attempt(inOrder(deps, models, rank), {
     queues,
     maxRetries: config.routing.maxRetries,
     waitMs: config.timeouts.firstByteMs,
@@ -113,10 +115,13 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
   });
 }
 
-/** Each model's nodes in the routing order, lazily: a fallback model is scored (and takes its round-robin turn) only once the ones before it failed. */
-function* inOrder({ ordering, queues, config }: RouterDeps, models: string[], score: (model: string) => Scored[]): Generator<Scored> {
-  for (const model of models) yield* ordering.order(config.routing.strategy, model, score(model), (id) => queues.nodeLoad(id).inFlight);
+/** Each model's nodes in the routing order, lazily: a fallback model is ranked (and takes its round-robin turn) only once the ones before it failed. */
+function* inOrder({ ordering, queues, config }: RouterDeps, models: string[], rank: (model: string) => Ranked[]): Generator<Ranked> {
+  for (const model of models) yield* ordering.order(config.routing.strategy, model, rank(model), (id) => queues.nodeLoad(id).inFlight);
 }
+
+/** A candidate as the scorer ranked it, or by its finish time. */
+type Ranked = Scored | Timed;
 
 /** 404 when no node has any of the models, 503 when some node has one but none could serve it now. */
 function unroutable(nodes: NodeView[], models: string[], failures: string[], excluded: string[]): RouteError {

@@ -8,6 +8,7 @@ import type { Pulls } from "../fleet/pulls.ts";
 import type { Queues } from "../fleet/queues.ts";
 import type { Registry } from "../fleet/registry.ts";
 import type { Scored } from "../fleet/scorer.ts";
+import type { Speeds } from "../fleet/speeds.ts";
 import type { Answered } from "../pipeline/trace.ts";
 import type { Adjusted } from "./body-rules.ts";
 
@@ -28,4 +29,6 @@ export interface RouterDeps {
   pulls: Pulls;
   config: Config;
   grant: KeyGrant | null;
+  /** What the finish-time strategy predicts from. */
+  speeds: Pick<Speeds, "predict" | "typicalReply">;
 }

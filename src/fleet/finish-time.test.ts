@@ -1,0 +1,97 @@
+import { describe, expect, test } from "bun:test";
+import { EVICT_MS, type FinishCandidate, type FinishRequest, estimateFinish, rankByFinishTime } from "./finish-time.ts";
+
+const req: FinishRequest = { promptTokens: 1000, outputTokens: 200, typicalOutputTokens: 200 };
+
+function node(id: string, over: Partial<FinishCandidate> = {}): FinishCandidate {
+  return {
+    nodeId: id,
+    resident: true,
+    sizeGb: 10,
+    queue: { pending: 0, inFlight: 0, lastDispatchAt: 0 },
+    slots: 1,
+    speed: { decodeTps: 20, prefillTps: 500, loadMs: 5000 },
+    memory: null,
+    cachedPrefixTokens: 0,
+    ...over,
+  };
+}
+
+const order = (cs: FinishCandidate[], r = req) => rankByFinishTime(cs, r).ranked.map((e) => e.candidate.nodeId);
+
+describe("the estimate", () => {
+  test("adds the wait, the load, the prefill of what is not cached and the decode, in ms", () => {
+    const c = node("a", { resident: false, queue: { pending: 1, inFlight: 2, lastDispatchAt: 0 }, slots: 2, cachedPrefixTokens: 500 });
+    // Two requests ahead (one queued, one beyond the slots but one), each 2 s prefill + 10 s decode, over 2 slots.
+    expect(estimateFinish(c, req)).toMatchObject({ ms: 12000 + 5000 + 1000 + 10000, breakdown: { wait_ms: 12000, load_ms: 5000, evict_ms: 0, prefill_ms: 1000, decode_ms: 10000 } });
+  });
+
+  test("a free slot means no wait", () => {
+    expect(estimateFinish(node("a", { queue: { pending: 0, inFlight: 3, lastDispatchAt: 0 }, slots: 4 }), req)).toMatchObject({ breakdown: { wait_ms: 0 } });
+  });
+
+  test("a slow idle node loses to a fast busy one when the queue is short", () => {
+    const slowIdle = node("slow", { speed: { decodeTps: 10, prefillTps: 200, loadMs: 5000 } });
+    const fastBusy = node("fast", { queue: { pending: 0, inFlight: 1, lastDispatchAt: 0 }, speed: { decodeTps: 80, prefillTps: 2000, loadMs: 2000 } });
+    // slow: 5 s prefill + 20 s decode; fast: one ahead of 3 s, then 3 s.
+    expect(order([slowIdle, fastBusy])).toEqual(["fast", "slow"]);
+  });
+
+  test("and wins when the fast one's queue is long", () => {
+    const slowIdle = node("slow", { speed: { decodeTps: 10, prefillTps: 200, loadMs: 5000 } });
+    const fastBusy = node("fast", { queue: { pending: 8, inFlight: 1, lastDispatchAt: 0 }, speed: { decodeTps: 80, prefillTps: 2000, loadMs: 2000 } });
+    expect(order([fastBusy, slowIdle])).toEqual(["slow", "fast"]);
+  });
+
+  test("a cold load on a big fast node beats a long queue on a small one", () => {
+    const small = node("small", { queue: { pending: 4, inFlight: 1, lastDispatchAt: 0 } });
+    const big = node("big", { resident: false, slots: 4, speed: { decodeTps: 60, prefillTps: 3000, loadMs: 6000 }, memory: { freeGb: 150, idleGb: [] } });
+    expect(order([small, big])).toEqual(["big", "small"]);
+  });
+
+  test("a model that does not fit, even after evicting the idle models, is excluded", () => {
+    const full = node("full", { resident: false, sizeGb: 20, memory: { freeGb: 4, idleGb: [6] } });
+    const roomy = node("roomy", { resident: false, sizeGb: 20, memory: { freeGb: 40, idleGb: [] } });
+    const { ranked, excluded } = rankByFinishTime([full, roomy], req);
+    expect(ranked.map((e) => e.candidate.nodeId)).toEqual(["roomy"]);
+    expect(excluded).toEqual([{ nodeId: "full", reason: "model needs 20 GB; 10 GB free even after evicting idle models" }]);
+  });
+
+  test("when none fits beside the models busy there, they are ranked anyway: Ollama loads once those finish", () => {
+    const busy = (id: string, freeGb: number) => node(id, { resident: false, sizeGb: 20, memory: { freeGb, idleGb: [] } });
+    const { ranked, excluded } = rankByFinishTime([busy("a", 4), busy("b", 8)], req);
+    expect(ranked.map((e) => e.candidate.nodeId)).toEqual(["a", "b"]);
+    expect(excluded.map((e) => e.nodeId)).toEqual(["a", "b"]);
+  });
+
+  test("evicting idle models to make room costs their unloads, the biggest first", () => {
+    const c = node("a", { resident: false, sizeGb: 20, memory: { freeGb: 5, idleGb: [3, 12, 4] } });
+    expect(estimateFinish(c, req)).toMatchObject({ breakdown: { evict_ms: 2 * EVICT_MS } });
+  });
+
+  test("near-ties go to the node dispatched to least recently, so equal nodes share the load", () => {
+    const a = node("a", { queue: { pending: 0, inFlight: 0, lastDispatchAt: 2000 } });
+    const b = node("b", { queue: { pending: 0, inFlight: 0, lastDispatchAt: 1000 }, speed: { decodeTps: 19.5, prefillTps: 500, loadMs: 5000 } });
+    expect(order([a, b])).toEqual(["b", "a"]);
+    const c = node("c", { queue: { pending: 0, inFlight: 0, lastDispatchAt: 1000 }, speed: { decodeTps: 10, prefillTps: 500, loadMs: 5000 } });
+    expect(order([a, c])).toEqual(["a", "c"]); // twice as slow is no tie
+  });
+
+  test("among nodes never dispatched to, the tie goes to the one with more slots, not the first by name", () => {
+    const cold = (id: string, slots: number) => node(id, { resident: false, slots });
+    expect(order([cold("air", 1), cold("studio", 4), cold("mini", 2)])[0]).toBe("studio");
+  });
+
+  test("a node that has the model keeps it unless a cold load elsewhere is clearly sooner", () => {
+    const hot = node("hot", { queue: { pending: 0, inFlight: 1, lastDispatchAt: 0 } }); // 12 s ahead + 12 s
+    const closeCold = node("cold", { resident: false, speed: { decodeTps: 20, prefillTps: 500, loadMs: 7000 } }); // 19 s: sooner, not by 25%
+    expect(order([hot, closeCold])).toEqual(["hot", "cold"]);
+    const fastCold = node("cold", { resident: false, speed: { decodeTps: 40, prefillTps: 1000, loadMs: 3000 } }); // 9 s
+    expect(order([hot, fastCold])).toEqual(["cold", "hot"]);
+  });
+
+  test("a prefix the node holds cached is not prefilled again (session affinity's input)", () => {
+    const cached = node("cached", { cachedPrefixTokens: 1000, queue: { pending: 0, inFlight: 1, lastDispatchAt: 0 }, slots: 1, speed: { decodeTps: 20, prefillTps: 100, loadMs: 0 } });
+    expect(estimateFinish(cached, { promptTokens: 1000, outputTokens: 10, typicalOutputTokens: 10 })).toMatchObject({ breakdown: { prefill_ms: 0 } });
+  });
+});

@@ -1,0 +1,117 @@
+// When a request would finish on each candidate node, in ms: the wait for a slot, the load of a
+// model not resident (after evicting idle models to make room), the prefill of the prompt and
+// the decode of the expected reply, all from the speeds herd learned (or predicts) of that node.
+// The smallest wins. Pure: the dispatcher gathers the inputs, so the choice is easy to test.
+
+/** A node that could serve the request, as the estimate reads it. */
+export interface FinishCandidate {
+  nodeId: string;
+  /** The model is loaded there (or loading: a request of it runs there), so no load comes first. */
+  resident: boolean;
+  sizeGb: number;
+  /** Its node:model queue: waiting, running, and when it last got a request (ms epoch; 0 = never). */
+  queue: { pending: number; inFlight: number; lastDispatchAt: number };
+  /** Requests the node runs at once per model. */
+  slots: number;
+  speed: { decodeTps: number; prefillTps: number; loadMs: number };
+  /**
+   * Room for the model there, in GB: free now, and the sizes of the loaded models nothing uses (which a load
+   * may evict); null when the node's memory is unknown.
+   */
+  memory: { freeGb: number; idleGb: number[] } | null;
+  /** Prompt tokens the node likely still holds cached for this request (session affinity); 0 when none. */
+  cachedPrefixTokens: number;
+}
+
+export interface FinishRequest {
+  promptTokens: number;
+  /** The reply's expected length: its cap, else what the model usually produces. */
+  outputTokens: number;
+  /** What the model usually produces: the length of the requests queued ahead. */
+  typicalOutputTokens: number;
+}
+
+/** The estimate's parts, in ms: the trace's breakdown. */
+export type FinishBreakdown = {
+  wait_ms: number;
+  load_ms: number;
+  evict_ms: number;
+  prefill_ms: number;
+  decode_ms: number;
+};
+
+export interface Estimated<C> {
+  candidate: C;
+  ms: number;
+  breakdown: FinishBreakdown;
+}
+
+/** Ollama's unload of an idle model before a load: short, but not free. */
+export const EVICT_MS = 500;
+/** Estimates this close to the best (5%, or 50 ms: below that they are noise) are a tie, broken by who was dispatched to least recently. */
+export const TIE_RATIO = 1.05;
+export const TIE_MS = 50;
+/** A cold load elsewhere beats the node that has the model only when it finishes this much sooner (both): */
+export const SPILL_RATIO = 0.75;
+export const SPILL_MIN_MS = 1000;
+
+/** The estimate for one candidate, or why it cannot serve at all. */
+export function estimateFinish(c: FinishCandidate, req: FinishRequest): Estimated<FinishCandidate> | { excluded: string } {
+  const prefillMs = (tokens: number) => (Math.max(0, tokens) / c.speed.prefillTps) * 1000;
+  const decodeMs = (tokens: number) => (tokens / c.speed.decodeTps) * 1000;
+  let evictions = 0;
+  if (!c.resident && c.memory && c.sizeGb > c.memory.freeGb) {
+    let room = c.memory.freeGb;
+    for (const gb of [...c.memory.idleGb].sort((a, b) => b - a)) {
+      if (room >= c.sizeGb) break;
+      room += gb;
+      evictions++;
+    }
+    if (room < c.sizeGb) return { excluded: `model needs ${c.sizeGb} GB; ${round(room)} GB free even after evicting idle models` };
+  }
+  // The requests ahead of this one (those queued, and those running beyond the slots but one) are taken to be typical.
+  const ahead = c.queue.inFlight < c.slots ? 0 : c.queue.pending + c.queue.inFlight - c.slots + 1;
+  const serviceMs = prefillMs(req.promptTokens) + decodeMs(req.typicalOutputTokens);
+  const breakdown: FinishBreakdown = {
+    wait_ms: round((ahead * serviceMs) / Math.max(1, c.slots)),
+    load_ms: c.resident ? 0 : round(c.speed.loadMs),
+    evict_ms: evictions * EVICT_MS,
+    prefill_ms: round(prefillMs(req.promptTokens - c.cachedPrefixTokens)),
+    decode_ms: round(decodeMs(req.outputTokens)),
+  };
+  const ms = round(breakdown.wait_ms + breakdown.load_ms + breakdown.evict_ms + breakdown.prefill_ms + breakdown.decode_ms);
+  return { candidate: c, ms, breakdown };
+}
+
+/**
+ * The candidates by expected finish, soonest first, and those that cannot serve. A node that has the model keeps
+ * it unless a cold load elsewhere is clearly sooner (hysteresis: two nodes do not trade a model back and forth);
+ * near-ties go to the one dispatched to least recently, so equal nodes share the load. A candidate that cannot fit
+ * is excluded, unless none fits: then all are ranked as if their busy models had finished.
+ */
+export function rankByFinishTime<C extends FinishCandidate>(candidates: readonly C[], req: FinishRequest): { ranked: Estimated<C>[]; excluded: { nodeId: string; reason: string }[] } {
+  const ranked: Estimated<C>[] = [];
+  const excluded: { nodeId: string; reason: string }[] = [];
+  for (const c of candidates) {
+    const e = estimateFinish(c, req);
+    if ("excluded" in e) excluded.push({ nodeId: c.nodeId, reason: e.excluded });
+    else ranked.push({ ...e, candidate: c });
+  }
+  if (!ranked.length) {
+    // None fits beside the models busy there now: Ollama would load once they finish, so wait for that rather than refuse.
+    return { ranked: excluded.length ? rankByFinishTime(candidates.map((c) => ({ ...c, memory: null })), req).ranked : [], excluded };
+  }
+  ranked.sort((a, b) => a.ms - b.ms || a.candidate.nodeId.localeCompare(b.candidate.nodeId));
+  const hot = ranked.find((e) => e.candidate.resident);
+  const best = ranked[0]!;
+  const lead = hot && !best.candidate.resident && !(best.ms < hot.ms * SPILL_RATIO && hot.ms - best.ms > SPILL_MIN_MS) ? hot : best;
+  const tied = ranked.filter((e) => e.candidate.resident === lead.candidate.resident && e.ms <= lead.ms * TIE_RATIO + TIE_MS);
+  // Among those never dispatched to (a model loaded nowhere), the node with more slots: it takes a stream of requests better.
+  const prefersB = (a: Estimated<C>, b: Estimated<C>) => a.candidate.queue.lastDispatchAt - b.candidate.queue.lastDispatchAt || b.candidate.slots - a.candidate.slots;
+  const first = tied.reduce((a, b) => (prefersB(a, b) > 0 ? b : a));
+  return { ranked: [first, ...ranked.filter((e) => e !== first)], excluded };
+}
+
+function round(n: number): number {
+  return Math.round(n * 10) / 10;
+}

@@ -1,0 +1,53 @@
+import { expect, test } from "bun:test";
+import { Queues } from "../fleet/queues.ts";
+import { type NodeView, scoreNodes } from "../fleet/scorer.ts";
+import { nodeView, quietly, testFleet } from "../fleet/test-fixtures.ts";
+import { byFinishTime, DEFAULT_REPLY_TOKENS } from "./finish-order.ts";
+
+const MODEL = "qwen3:8b";
+const OTHER = "llama3.2:3b";
+/** Every node decodes 100 tokens/s, prefills 1000 and loads in 2 s; `typical`: the model's usual reply. */
+const speeds = (typical: number | null = null) => ({
+  predict: () => ({ decodeTps: 100, prefillTps: 1000, loadMs: 2000, source: "prior" as const, sources: { decode: "prior" as const, prefill: "prior" as const, load: "prior" as const } }),
+  typicalReply: () => typical,
+});
+const chat = (numPredict?: number) => ({ kind: "chat" as const, promptTokens: 500, options: numPredict === undefined ? {} : { num_predict: numPredict } });
+
+function rank(nodes: NodeView[], req = chat(), typical: number | null = null, queues = new Queues()) {
+  const { registry, config } = testFleet(nodes.map((n) => ({ id: n.id, parallel: 2 })));
+  const scored = scoreNodes(nodes, (id) => queues.view(id, MODEL), { model: MODEL, promptTokens: req.promptTokens }, config.scoring).ranked;
+  return quietly(() => byFinishTime({ registry, queues, speeds: speeds(typical) }, nodes, scored, req));
+}
+
+const cold = (id: string, over: Partial<NodeView> = {}) => nodeView(id, { available: [{ name: MODEL, sizeGb: 20 }], ...over });
+
+test("the reply's cap sets the decode, else the model's usual reply, else the default", () => {
+  const decode = (req: ReturnType<typeof chat>, typical: number | null) => rank([cold("a")], req, typical)[0]!.breakdown.decode_ms;
+  expect(decode(chat(50), 300)).toBe(500);
+  expect(decode(chat(), 300)).toBe(3000);
+  expect(decode(chat(-1), null)).toBe(DEFAULT_REPLY_TOKENS * 10);
+});
+
+test("each candidate's score is its estimate in ms, the breakdown its parts", () => {
+  const [only] = rank([cold("a")], chat(100));
+  expect(only).toMatchObject({ nodeId: "a", score: 2000 + 500 + 1000, breakdown: { wait_ms: 0, load_ms: 2000, evict_ms: 0, prefill_ms: 500, decode_ms: 1000 } });
+});
+
+test("memory: an agent's free memory, else the declared memory less the OS's share and the loaded models; idle models may be evicted, busy ones not", async () => {
+  const loaded = [{ name: OTHER, sizeGb: 10 }];
+  // Declared 40 GB (agentless): 40 - 6 - 10 = 24 GB free, room for 20 GB.
+  expect(rank([cold("a", { memoryTotalGb: 40, memoryAvailableGb: null, loaded })])[0]!.breakdown.evict_ms).toBe(0);
+  // Declared 32 GB: 16 GB free, so the idle model goes first.
+  expect(rank([cold("a", { memoryTotalGb: 32, memoryAvailableGb: null, loaded })])[0]!.breakdown.evict_ms).toBe(500);
+  // The agent says 12 GB free; the loaded model is busy: no room now, so the node that has room wins.
+  const queues = new Queues();
+  await queues.acquire("busy", OTHER, 1, 1000);
+  const ranked = rank([cold("busy", { memoryTotalGb: 32, memoryAvailableGb: 12, loaded }), cold("roomy", { memoryTotalGb: 64, memoryAvailableGb: 40 })], chat(), null, queues);
+  expect(ranked.map((c) => c.nodeId)).toEqual(["roomy"]);
+});
+
+test("a node:model with a request running counts as resident (loaded or loading) before the next report says so", async () => {
+  const queues = new Queues();
+  await queues.acquire("a", MODEL, 2, 1000);
+  expect(rank([cold("a")], chat(), null, queues)[0]!.breakdown.load_ms).toBe(0);
+});
