@@ -1,6 +1,6 @@
 // `npm run bench [section …]`: what a user of herd feels, on this machine.
 // Sections (default: all of them, in this order):
-//   binary    size of the compiled binary, time to ready, memory at idle
+//   binary    size of the compiled binary, time to ready, memory at idle and through the fuzz's 10,000 requests
 //   overhead  latency, throughput and CPU herd adds in front of one node (HERD_BENCH_BEFORE=<an older herd
 //             binary>: measured in the same rounds, so a change is compared with what came before it)
 //   client    Bun's fetch, undici's Pool and herd's own HTTP/1.1 client as herd's upstream client
@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { startSimOllama } from "../src/sim/index.ts";
 import { binaryMarkdown, measureBinary } from "./bench/binary.ts";
 import { clientsMarkdown, compareClients } from "./bench/clients.ts";
+import { fuzzMemoryRow, measureFuzzMemory } from "./bench/fuzz-memory.ts";
 import { startHerd } from "./bench/herd-process.ts";
 import { loadMarkdown, measureLoad } from "./bench/load.ts";
 import { MODEL } from "./bench/matrix.ts";
@@ -33,7 +34,7 @@ const out: string[] = [];
 const sim = await startSimOllama({ id: "bench", models: [MODEL], loaded: [MODEL], tokensPerSecond: 1_000_000 });
 const oneNode = { nodes: [{ id: "bench", ollama: sim.url, parallel: 256 }] };
 try {
-  if (runs("binary")) out.push(binaryMarkdown(HOST_TARGET, await measureBinary(bin, oneNode)));
+  if (runs("binary")) out.push(binaryMarkdown(HOST_TARGET, await measureBinary(bin, oneNode), fuzzMemoryRow(await measureFuzzMemory(bin))));
   if (runs("overhead")) {
     const herd = await startHerd(bin, oneNode);
     const before = process.env.HERD_BENCH_BEFORE ? await startHerd(process.env.HERD_BENCH_BEFORE, oneNode) : undefined;

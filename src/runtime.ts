@@ -20,6 +20,7 @@ import { Pins } from "./fleet/pins.ts";
 import { Pulls } from "./fleet/pulls.ts";
 import { Queues } from "./fleet/queues.ts";
 import { ClientGate } from "./router/client-gate.ts";
+import { startIdleShrink } from "./core/idle-shrink.ts";
 import { RepairStats } from "./fleet/repair-stats.ts";
 import { Toggles } from "./router/toggles.ts";
 import { diskBytes, Registry } from "./fleet/registry.ts";
@@ -128,6 +129,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   const preloader = startPreloader(rt);
   const rebalancer = startRebalancer(rt.registry, rt.queues, () => live.config);
   const speedSaver = startSpeedSaver(speeds, store);
+  const idleShrink = startIdleShrink();
   await rt.agents.start(boundPort);
   rt.ready = true;
 
@@ -140,6 +142,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
       rt.ready = false;
       poller.stop();
       preloader.stop();
+      idleShrink.stop();
       rebalancer.stop();
       await rt.benchmarks.cancel(); // before the store closes under it
       await rt.agents.close(); // ends the workers and their panes; a send still waiting answers "failed"

@@ -1,5 +1,5 @@
 // What a user of the binary feels before any request: its size, how soon it is
-// ready, and its memory at idle.
+// ready, its memory at idle and through a burst of bad input.
 import { statSync } from "node:fs";
 import type { HerdConfig } from "../../src/config/types.ts";
 import { rssMb, startHerd } from "./herd-process.ts";
@@ -29,12 +29,14 @@ export async function measureBinary(bin: string, config: HerdConfig): Promise<Bi
   return { sizeMiB: statSync(bin).size / 1024 ** 2, readyMs: percentile(sorted(ready), 0.5), rssMiB };
 }
 
-export function binaryMarkdown(target: string, f: BinaryFacts): string {
+/** `fuzz`: the table's last row, the memory through a burst of bad input (fuzz-memory.ts). */
+export function binaryMarkdown(target: string, f: BinaryFacts, fuzz: string): string {
   return `### The binary
 
 | measure | value |
 |---|---|
 | binary size (${target}) | ${f.sizeMiB.toFixed(1)} MiB |
 | time to ready (spawn → /healthz 200), median of ${STARTS} | ${ms(f.readyMs)} ms |
-| RSS at idle, ${IDLE_MS / 1000} s after ready, one agentless node | ${f.rssMiB.toFixed(1)} MiB |`;
+| RSS at idle, ${IDLE_MS / 1000} s after ready, one agentless node | ${f.rssMiB.toFixed(1)} MiB |
+${fuzz}`;
 }
