@@ -114,6 +114,10 @@ describe("fuzz", () => {
     for (const settled of after) expect(settled).toBeLessThan(1.25 * before!);
   });
 
+  test("no line of the router's log was forged: a CR/LF a client sent never starts a line of its own", () => {
+    expect(router.output().split("\n").filter((line) => line.includes("INFO forged"))).toEqual([]);
+  });
+
   test("no client key pulled a model: the node has only its own and what the admin pulled", async () => {
     const pulledByAdmin = outcomes.filter((o) => o.sent.route === "POST /api/pull" && o.status === 200 && o.sent.init.headers.authorization === `Bearer ${ADMIN_TOKEN}`);
     const extra = ((await (await fetch(`${sim.url}/api/tags`)).json()) as { models: { name: string }[] }).models.map((m) => m.name).filter((m) => !FUZZ_MODELS.some((own) => sameModel(own, m)));
