@@ -1,7 +1,8 @@
 // The dashboard's analytics APIs over a store that already has history: traces
 // are written with the project's own TraceWriter before a real router starts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { cpSync, writeFileSync } from "node:fs";
+import { Database } from "bun:sqlite";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { STORE_FILE, openStore } from "../src/store/db.ts";
 import { type Trace, TraceWriter } from "../src/store/traces.ts";
@@ -54,7 +55,11 @@ beforeAll(async () => {
   for (const trace of TRACES) writer.record(trace);
   await writer.close();
   db.close();
-  cpSync(dataDir, join(dir, "pruned"), { recursive: true });
+  // A consistent copy of the store, whatever the trace writer's thread still has open (a directory copy can race its WAL file).
+  mkdirSync(join(dir, "pruned"));
+  const source = new Database(join(dataDir, STORE_FILE));
+  source.exec(`VACUUM INTO '${join(dir, "pruned", STORE_FILE)}'`);
+  source.close();
   writeFileSync(join(dir, "herd.config.ts"), "export default { nodes: [] };\n");
   writeFileSync(join(dir, "pruned.config.ts"), "export default { nodes: [], store: { traces: { maxAgeDays: 1 } } };\n");
   const args = (config: string, data: string) => ["serve", "--config", join(dir, config), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, data)];
