@@ -21,7 +21,7 @@ export interface RequestBase {
   signal: AbortSignal;
 }
 
-/** The conversation a request continues, so routing can prefer the node still holding its prompt (router/session.ts). */
+/** The conversation a request continues, so routing can prefer the node still holding its prompt (core/session.ts). */
 export interface Session {
   /** Where it was recognised (a header's name, or "prefix") and a hash of it: the same for every turn of one conversation. */
   key: string;

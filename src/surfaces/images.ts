@@ -11,7 +11,7 @@ import type { ImageRequest } from "../core/media-request.ts";
 import type { Pipeline } from "../pipeline/route.ts";
 import { runService, type ServiceReply } from "../pipeline/service.ts";
 import type { Answered } from "../pipeline/trace.ts";
-import { takeHerdFields } from "../router/herd-fields.ts";
+import { takeHerdFields } from "./herd-fields.ts";
 import { readJsonObject } from "./body.ts";
 import { jsonError, openaiError } from "../core/wire-errors.ts";
 

@@ -7,7 +7,7 @@ import type { Chunk, ToolCall, Usage } from "../core/events.ts";
 import type { Conversation, Message, Options, Tool } from "../core/conversation.ts";
 import { argumentsObject, argumentsText } from "../core/tool-arguments.ts";
 import type { Encoder } from "../core/encoder.ts";
-import { thinkingTokens } from "../router/tokens.ts";
+import { thinkingTokens } from "../core/tokens.ts";
 import { codexRewrite, type Offered } from "./codex-rewrites.ts";
 import { randomId } from "./ids.ts";
 import { numericOptions } from "./numeric-options.ts";

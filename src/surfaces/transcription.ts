@@ -9,7 +9,7 @@ import { transcriptionJob } from "../backends/transcription.ts";
 import type { TranscriptionRequest } from "../core/media-request.ts";
 import type { Pipeline } from "../pipeline/route.ts";
 import { runService } from "../pipeline/service.ts";
-import { takeHerdFields } from "../router/herd-fields.ts";
+import { takeHerdFields } from "./herd-fields.ts";
 import { bodyNamesProblem } from "../core/client-names.ts";
 import { jsonError } from "../core/wire-errors.ts";
 

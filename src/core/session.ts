@@ -4,8 +4,8 @@
 // cache), so a later turn is cheapest there. A client that names its session
 // is taken at its word; otherwise the conversation's stable start (its system
 // text and first user message) identifies it.
-import type { Conversation } from "../core/conversation.ts";
-import type { Session } from "../core/request.ts";
+import type { Conversation } from "./conversation.ts";
+import type { Session } from "./request.ts";
 import { estimatePrompt } from "./tokens.ts";
 
 /**
