@@ -6,7 +6,7 @@ import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { keyRefusal } from "../auth/refusal.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
-import { fleetImageModels, isOllamaImageModel } from "../backends/image.ts";
+import { fleetImageModels, isOllamaImageModel } from "../fleet/image-models.ts";
 import { type InferenceRequest, type RequestKind, needsOf } from "../core/request.ts";
 import { normalizeModelName } from "../fleet/model-name.ts";
 import { modelsOnDisk, reachableNodes } from "../fleet/catalog.ts";

@@ -4,7 +4,7 @@
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
-import { fleetImageModels } from "../backends/image.ts";
+import { fleetImageModels } from "../fleet/image-models.ts";
 import type { Chunk } from "../core/events.ts";
 import type { Conversation } from "../core/conversation.ts";
 import { needsOf } from "../core/request.ts";
