@@ -3,7 +3,7 @@
 // serve. An id nothing can serve is a 404, in the words of the surface that asked.
 import type { Config } from "../config/schema.ts";
 import type { KeyGrant } from "../core/client-key.ts";
-import type { InferenceRequest, Surface } from "../core/request.ts";
+import type { InferenceRequest } from "../core/request.ts";
 import { RouteError } from "../errors.ts";
 import type { Registry } from "../fleet/registry.ts";
 import { type Resolution, resolveModel } from "../router/model-resolution.ts";
@@ -20,18 +20,16 @@ const ANTHROPIC: Words = {
   note: (asked, r) => `"${asked}": ${r.reason}`,
 };
 
-const OPENAI: Words = {
+const RESPONSES: Words = {
   notFound: (asked) => `model "${asked}" is neither mapped (modelMap) nor on any online node, and nothing could be auto-routed to it`,
   note: (asked, r) => `"${asked}" → ${r.model}: ${r.reason}`,
 };
-
-const WORDS: Record<Surface, Words> = { anthropic: ANTHROPIC, responses: OPENAI, openai: OPENAI, ollama: OPENAI };
 
 /** Sets the request's model to what its agent id resolves to (the id kept as `requested`), or says why it cannot. */
 export function resolveAgentModel(registry: Registry, config: Config, req: InferenceRequest, grant: KeyGrant | null): RouteError | null {
   if (!req.resolve) return null;
   const asked = req.model;
-  const words = WORDS[req.surface];
+  const words = req.surface === "anthropic" ? ANTHROPIC : RESPONSES;
   const resolution = resolveModel(registry, config, asked, req.needs, req.strict, grant);
   if (!resolution) return new RouteError(404, words.notFound(asked, config));
   req.requested = asked;

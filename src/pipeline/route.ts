@@ -51,7 +51,7 @@ export interface Pipeline {
 }
 
 export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encoder, meta: RouteMeta): Promise<Response> {
-  // Before admission, which checks the model that will serve; a request refused here leaves no trace, as a 400 does not.
+  // Before admission, which checks the model that will serve; a request refused here leaves no trace, as a 400 leaves none.
   const unfit = req.resolve || req.fitContext || req.thinkAsk ? await modelStages(rt, req, meta) : null;
   if (unfit) return encoder.error(unfit.status, unfit.message, errorHeaders(req.requested ?? req.model, unfit));
   const started = performance.now();
