@@ -62,6 +62,16 @@ test("every listed exception still exists: one that is gone leaves the list", ()
   expect([...KNOWN_DEBT].filter((edge) => !edges.has(edge)).sort()).toEqual([]);
 });
 
+/** The inference surfaces and their codecs: they decode a wire and encode an answer, the pipeline does the rest. */
+const INFERENCE_SURFACES = /^src\/surfaces\/(ollama|openai|anthropic|responses|images|transcription|codex-rewrites|herd-fields|body|embed-input|numeric-options|sse|ids)[-.]/;
+
+test("the inference surfaces import nothing of the router or the backends: resolving, fitting, planning and calling are the pipeline's", () => {
+  const reaching = [...importGraph()]
+    .filter(([from]) => INFERENCE_SURFACES.test(from))
+    .flatMap(([from, targets]) => targets.filter((to) => /^src\/(router|backends)\//.test(to)).map((to) => `${from} -> ${to}`));
+  expect(reaching.sort()).toEqual([]);
+});
+
 test("only the command builds the runtime: nothing of the app or the request path imports runtime.ts", () => {
   const importers = [...importGraph()].filter(([, targets]) => targets.includes("src/runtime.ts")).map(([from]) => from);
   expect(importers).toEqual(["src/commands/run.ts"]);

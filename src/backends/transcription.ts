@@ -2,24 +2,11 @@
 // service a node agent runs over Qwen3-ASR), and one transcription on a node, the least busy tried first.
 import { agentToken } from "../auth/credentials.ts";
 import type { Config } from "../config/schema.ts";
-import type { TranscriptionRequest } from "../core/media-request.ts";
+import type { Transcribed, Transcript, TranscriptionRequest } from "../core/media-request.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
 import type { Queues } from "../fleet/queues.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import { errorOf, postToNode, type ServiceCall, type ServiceJob, serviceNodes } from "./node-service.ts";
-
-/** Seed 000's answer to POST /api/transcribe. */
-export interface Transcript {
-  text: string;
-  language: string;
-  chunks: { text: string; start: number; end: number; chunk_index: number; language: string }[];
-}
-
-export interface Transcribed {
-  transcript: Transcript;
-  /** How long the transcription took on the node, in ms. */
-  transcriptionMs: number;
-}
 
 /** The transcription models a node's agent offers; none when it runs no transcription service. */
 function transcriptionModelsOn(node: NodeRecord): string[] {

@@ -1,4 +1,4 @@
-// The requests a node's own service answers, typed as a chat request is (core/request.ts): an image
+// The requests a node's own service answers, typed as a chat request is (core/request.ts), and its answers: an image
 // to generate, audio to transcribe, texts a native embedding server embeds. Each surface decodes its
 // wire into one of these once; each backend renders it to its node's wire.
 import type { RequestBase } from "./request.ts";
@@ -21,6 +21,13 @@ export interface ImageRequest extends RequestBase {
   response: "png" | "b64_json";
 }
 
+/** A generated image, as a node gives it. */
+export interface GeneratedImage {
+  png: Uint8Array;
+  /** How long the generation took on the node, in ms. */
+  generationMs: number;
+}
+
 /** Audio to transcribe (POST /api/transcribe). */
 export interface TranscriptionRequest extends RequestBase {
   kind: "transcription";
@@ -28,6 +35,19 @@ export interface TranscriptionRequest extends RequestBase {
   model: string | null;
   audio: { bytes: Uint8Array; name: string; type: string };
   language: string | null;
+}
+
+/** Seed 000's answer to POST /api/transcribe. */
+export interface Transcript {
+  text: string;
+  language: string;
+  chunks: { text: string; start: number; end: number; chunk_index: number; language: string }[];
+}
+
+export interface Transcribed {
+  transcript: Transcript;
+  /** How long the transcription took on the node, in ms. */
+  transcriptionMs: number;
 }
 
 /** Texts a node's native embedding server embeds (an embed request whose model is one of theirs). */

@@ -21,13 +21,20 @@ export interface RequestBase {
   signal: AbortSignal;
 }
 
-/** The conversation a request continues, so routing can prefer the node still holding its prompt (router/session.ts). */
+/** The conversation a request continues, so routing can prefer the node still holding its prompt (core/session.ts). */
 export interface Session {
   /** Where it was recognised (a header's name, or "prefix") and a hash of it: the same for every turn of one conversation. */
   key: string;
   /** Estimated tokens at this prompt's start that the node which served the previous turn still has in its KV cache. */
   cachedTokens: number;
 }
+
+/** How the client asked its model to think; `think` is decided for the model that serves (pipeline/thinking.ts). */
+export type ThinkAsk =
+  /** Anthropic's thinking "enabled" or "disabled": sent only to a model whose capabilities list thinking. */
+  | { think: boolean }
+  /** An OpenAI reasoning effort: by the model's family (fleet/thinking-models.ts:effortThink). */
+  | { effort: string };
 
 /** What a model must be able to do to serve the request: the model resolution and VRAM fallback read it. */
 export interface Needs {
@@ -41,11 +48,16 @@ export interface InferenceRequest extends RequestBase, Conversation {
   path: string;
   /** The model to route: what the client asked for, or what its id resolved to. */
   model: string;
-  /** The client's own id when a surface resolved it (claude-sonnet-4-5, gpt-5-codex); else `model`. */
+  /** The client's own id when the pipeline resolved it (claude-sonnet-4-5, gpt-5-codex); else `model`. */
   requested?: string;
-  /** Why `model` became what it is, when a surface resolved an agent's id (claude-*, gpt-5-codex) first. */
+  /** `model` is a coding agent's id (claude-*, gpt-5-codex) for the pipeline to resolve to a local model before admission (pipeline/resolve.ts). */
+  resolve?: boolean;
+  /** Why `model` became what it is, once resolved. */
   resolution?: string;
-  /** What the surface changed about the request (e.g. old tool results cleared), for the trace. */
+  /** Fit the prompt to the serving model's context, leaving this much room for the reply (pipeline/context-fit.ts). */
+  fitContext?: { replyTokens: number };
+  thinkAsk?: ThinkAsk;
+  /** What the pipeline changed about the request (e.g. old tool results cleared), for the trace. */
   adjustments?: string[];
   fallbackModels: string[];
   /** The client asked for exactly this model (X-Fleet-No-Fallback, "fallback": false): no fallback models, no VRAM fallback. */

@@ -30,3 +30,17 @@ export function takesThink(model: string): boolean {
 export function takesThinkLevel(model: string): boolean {
   return THINK_LEVELS.test(family(model));
 }
+
+/**
+ * Ollama's `think` for an OpenAI reasoning effort (Chat Completions'
+ * reasoning_effort, Responses' reasoning.effort): gpt-oss takes a level, other
+ * thinking models on or off; a model that cannot think is not asked to (Ollama
+ * refuses `think: true` there, and a level from any model but gpt-oss).
+ */
+export function effortThink(effort: string | undefined, model: string): boolean | string | undefined {
+  if (effort === undefined) return undefined;
+  if (effort === "none" || effort === "minimal") return false;
+  if (!takesThink(model)) return undefined;
+  if (!takesThinkLevel(model)) return true;
+  return effort === "low" || effort === "high" ? effort : effort === "xhigh" ? "high" : "medium";
+}

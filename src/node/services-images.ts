@@ -3,7 +3,8 @@
 import * as v from "valibot";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { type ImageJob, imageJobSchema, isPng } from "../backends/image.ts";
+import { isPng } from "../backends/image.ts";
+import { type ImageJob, imageJobSchema } from "../fleet/image-models.ts";
 import type { NodeEntry } from "../config/schema.ts";
 import { formatIssues } from "../config/problems.ts";
 import { jsonError } from "../core/wire-errors.ts";

@@ -3,7 +3,7 @@
 // the DIR/AUDIO-STEM.json it writes, and answers in seed 000's shape (X-Transcription-Time: ms).
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { Transcript } from "../backends/transcription.ts";
+import type { Transcript } from "../core/media-request.ts";
 import type { NodeEntry } from "../config/schema.ts";
 import { jsonError } from "../core/wire-errors.ts";
 import { type Deadline, inTempDir, OneAtATime, runCli } from "./services-cli.ts";

@@ -1,4 +1,5 @@
-// One request end to end: dispatch it, relay the node's lines to the client in
+// One request end to end: the stages that need the model it will run (resolution, context
+// fitting, thinking), then dispatch it, relay the node's lines to the client in
 // the surface's wire format, and leave a trace. Headers go out only once a
 // node has answered, so X-Fleet-Node always names the node that served.
 import { eitherSignal } from "../abort.ts";
@@ -7,6 +8,7 @@ import type { Encoder } from "../core/encoder.ts";
 import { type Chunk, endOf, errorOf, type Usage, usageOf } from "../core/events.ts";
 import type { InferenceRequest } from "../core/request.ts";
 import { RouteError } from "../errors.ts";
+import type { ModelFacts } from "../fleet/model-facts.ts";
 import type { NodeOrdering } from "../fleet/ordering.ts";
 import type { Pulls } from "../fleet/pulls.ts";
 import type { Queues } from "../fleet/queues.ts";
@@ -22,6 +24,9 @@ import type { RepairStats } from "../fleet/repair-stats.ts";
 import { ToolCallRepair } from "../router/tool-repair.ts";
 import type { Trace, TraceStatus, TraceWriter } from "../store/traces.ts";
 import { admit, leave, type RouteMeta } from "./admit.ts";
+import { fitContext } from "./context-fit.ts";
+import { resolveAgentModel } from "./resolve.ts";
+import { decideThink } from "./thinking.ts";
 import { deadline } from "./deadline.ts";
 import { errorHeaders, fleetHeaders } from "../core/fleet-headers.ts";
 import { keepRefused, newTrace, traceEnd, traceRefused, traceServed } from "./trace.ts";
@@ -39,11 +44,16 @@ export interface Pipeline {
   toolRepairs: RepairStats;
   /** What each answer teaches of its node's speed, and what routing predicts from it. */
   speeds: Pick<Speeds, "observe" | "predict" | "typicalReply">;
+  /** What a node says of a model: its trained context (context fitting) and whether it thinks. */
+  modelFacts: Pick<ModelFacts, "canThink" | "contextLength">;
   /** Aborted when a stop's grace period runs out: what is still waiting or streaming ends with an error. */
   shutdown: AbortController;
 }
 
 export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encoder, meta: RouteMeta): Promise<Response> {
+  // Before admission, which checks the model that will serve; a request refused here leaves no trace, as a 400 leaves none.
+  const unfit = req.resolve || req.fitContext || req.thinkAsk ? await modelStages(rt, req, meta) : null;
+  if (unfit) return encoder.error(unfit.status, unfit.message, errorHeaders(req.requested ?? req.model, unfit));
   const started = performance.now();
   const requested = req.requested ?? req.model;
   const trace = newTrace(req, meta);
@@ -93,6 +103,13 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
     finish("failed", null, error.message);
     return encoder.error(error.status, error.message, errorHeaders(requested, error));
   }
+}
+
+/** The stages that need the model the request will run on, which only agents' surfaces ask for: resolution, context fitting, thinking. */
+async function modelStages(rt: Pipeline, req: InferenceRequest, meta: RouteMeta): Promise<RouteError | null> {
+  const unfit = resolveAgentModel(rt.registry, rt.live.config, req, meta.caller) ?? (await fitContext(rt.modelFacts, rt.live.config, req));
+  if (!unfit) await decideThink(rt.modelFacts, req);
+  return unfit;
 }
 
 type Finish = (status: TraceStatus, done: Chunk | null, error: string | null) => void;

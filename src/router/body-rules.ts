@@ -13,7 +13,7 @@ import { replyCapOf } from "../core/request.ts";
 import { reasons } from "../fleet/thinking-models.ts";
 import { log } from "../log.ts";
 import { contextSize } from "./context-size.ts";
-import { thinkingTokens } from "./tokens.ts";
+import { thinkingTokens } from "../core/tokens.ts";
 
 /** Raise a thinking model's num_predict by this factor, to at least THINKING_MIN_PREDICT and at most THINKING_MAX_PREDICT. */
 const THINKING_OVERHEAD = 4;

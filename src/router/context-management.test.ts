@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { fitToContext, promptLimit } from "./context-management.ts";
 import type { Message } from "../core/conversation.ts";
-import { textTokens } from "./tokens.ts";
+import { textTokens } from "../core/tokens.ts";
 
 const CLEARED = "[tool result cleared by herd to fit the model's context window]";
 

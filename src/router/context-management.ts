@@ -5,7 +5,7 @@
 // cleared is said in the trace. Coding agents resend their whole history each
 // turn, so this is where long sessions keep working on local context windows.
 import type { Message } from "../core/conversation.ts";
-import { textTokens } from "./tokens.ts";
+import { textTokens } from "../core/tokens.ts";
 
 /** The newest tool results are never cleared: the model is usually working on them. */
 const KEEP_RECENT = 3;

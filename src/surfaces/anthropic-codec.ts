@@ -18,7 +18,7 @@ import { EVENT_STREAM, sse } from "./sse.ts";
 type Json = Record<string, unknown>;
 
 export interface Translated {
-  /** The conversation, without `think`: that depends on the model (see thinkFor). */
+  /** The conversation, without `think`: that depends on the model (pipeline/thinking.ts). */
   conversation: Conversation;
   /** The client's stop_sequences, which the answer is scanned for (see StopScanner). */
   stops: string[];
@@ -231,9 +231,10 @@ export interface TurnOptions {
   model: string;
   /**
    * herd's count of the prompt: input_tokens in message_start, message_delta and the Message alike, as
-   * count_tokens reports it (the node's own count comes only at the end; it goes in the trace).
+   * count_tokens reports it (the node's own count comes only at the end; it goes in the trace). Read when the answer
+   * starts: the pipeline may clear old tool results first.
    */
-  inputTokens: number;
+  inputTokens: () => number;
   stops: string[];
   /** thinking.display "omitted": thinking blocks without their text (it is in the signature). */
   omitThinking: boolean;
@@ -241,13 +242,14 @@ export interface TurnOptions {
 
 /** Writes an answer's Events as an Anthropic Message: SSE events, or one object. */
 export function messagesEncoder(stream: boolean, opts: TurnOptions & { pingEveryMs: number }): Encoder {
-  const turn = new Turn(opts);
+  let started: Turn | undefined;
+  const turn = () => (started ??= new Turn(opts));
   return {
     contentType: stream ? EVENT_STREAM : "application/json",
     encode(chunk: Chunk) {
-      const events = turn.feed(chunk);
+      const events = turn().feed(chunk);
       if (stream) return events.map((e) => sse(e, e.type)).join("");
-      return turn.message.stop_reason ? JSON.stringify(turn.message) : "";
+      return turn().message.stop_reason ? JSON.stringify(turn().message) : "";
     },
     end: () => "",
     fail: (message) => {
@@ -284,7 +286,7 @@ class Turn {
       content: [],
       stop_reason: null,
       stop_sequence: null,
-      usage: { input_tokens: opts.inputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 },
+      usage: { input_tokens: opts.inputTokens(), cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 },
     };
   }
 

@@ -28,11 +28,6 @@ export function setsThink(thinking: ThinkingRequest): boolean {
   return thinking.type === "enabled" || thinking.type === "disabled";
 }
 
-/** Ollama's `think` for the request, on a model that can think or not (unknown counts as not). */
-export function thinkFor(thinking: ThinkingRequest, canThink: boolean): boolean | undefined {
-  return canThink && setsThink(thinking) ? thinking.type === "enabled" : undefined;
-}
-
 const SIGNATURE_PREFIX = "herd.thinking.";
 
 /** A thinking block's signature: its text, base64-encoded under a prefix that marks it as herd's. */

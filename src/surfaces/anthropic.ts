@@ -1,38 +1,30 @@
 // The Anthropic Messages API over the fleet, for Claude Code and the Anthropic
 // SDKs: POST /v1/messages (SSE or one Message), count_tokens, and the GET probe
-// Claude Code may send. The model id (claude-*, or a local name) is resolved
-// to a local model first, whose capabilities decide Ollama's `think`; the
-// translation lives in anthropic-codec.ts.
+// Claude Code may send. The model id (claude-*, or a local name) goes to the
+// pipeline to resolve to a local model, fit its context and decide Ollama's
+// `think` by what that model can do; the translation lives in anthropic-codec.ts.
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { keyRefusal } from "../auth/refusal.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { presentedKey, sameSecret } from "../auth/tokens.ts";
-import { needsOf, replyCapOf } from "../core/request.ts";
-import type { ModelFacts } from "../fleet/model-facts.ts";
-import { fitToContext, promptLimit } from "../router/context-management.ts";
-import { resolveModel } from "../router/model-resolution.ts";
-import { takeHerdFields } from "../router/herd-fields.ts";
-import { sessionOf } from "../router/session.ts";
+import { type InferenceRequest, needsOf, replyCapOf } from "../core/request.ts";
+import { takeHerdFields } from "./herd-fields.ts";
+import { sessionOf } from "../core/session.ts";
 import { fleetHeaders } from "../core/fleet-headers.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
-import { promptTokens } from "../router/tokens.ts";
+import { promptTokens } from "../core/tokens.ts";
 import { messagesEncoder, messagesConversation } from "./anthropic-codec.ts";
 import { anthropicError } from "../core/wire-errors.ts";
-import { setsThink, thinkFor } from "./anthropic-thinking.ts";
+import { setsThink } from "./anthropic-thinking.ts";
 import { modelOf, readJsonObject } from "./body.ts";
-
-/** What the Anthropic surface reads: the pipeline, and what a node says of a model (its trained context, whether it thinks). */
-interface AnthropicSources extends Pipeline {
-  modelFacts: ModelFacts;
-}
 
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
 
 /** Anthropic's API: for any client, in Anthropic's error format. */
 const API: RouteFacts = { access: "client", body: "json", errors: "anthropic" };
 
-export function anthropicSurface(rt: AnthropicSources) {
+export function anthropicSurface(rt: Pipeline) {
   return new Elysia({ name: "anthropic" })
     .use(routeFacts)
     .post("/v1/messages", async ({ request, server }: Ctx) => echoVersion(request, await messages(rt, request, server?.requestIP(request)?.address ?? null)), { parse: "none", facts: API })
@@ -53,7 +45,7 @@ function echoVersion(request: Request, response: Response): Response {
   return response;
 }
 
-async function messages(rt: AnthropicSources, request: Request, clientIp: string | null): Promise<Response> {
+async function messages(rt: Pipeline, request: Request, clientIp: string | null): Promise<Response> {
   const { anthropic, timeouts } = rt.live.config;
   const body = await readJsonObject(request);
   const named = typeof body === "string" ? { error: body } : modelOf(body, "model: required");
@@ -71,51 +63,31 @@ async function messages(rt: AnthropicSources, request: Request, clientIp: string
   if (typeof translated === "string") return refuse(400, translated);
 
   const { conversation } = translated;
-  const needs = needsOf(conversation);
-  const resolution = resolveModel(rt.registry, rt.live.config, requested, needs, herd.strict, callerOf(request));
-  if (!resolution) {
-    const why = anthropic.autoRoute ? "no online node has a chat model to auto-route it to" : "anthropic.autoRoute is off";
-    return refuse(404, `model "${requested}" not found: no modelMap entry, no local model of that name, and ${why}`);
-  }
-  // Old tool results go first when the conversation outgrows what the model was trained for (herd sizes
-  // num_ctx up to that per node) or the router's cap; what still does not fit is refused, not cut by Ollama.
-  const replyTokens = replyCapOf(conversation) ?? anthropic.defaultMaxTokens;
-  const trained = await rt.modelFacts.contextLength(resolution.model);
-  const limit = promptLimit(trained ?? undefined, replyTokens, anthropic.maxPromptTokens);
-  const fitted = await fitToContext(conversation, await promptTokens(conversation), limit);
-  const tokens = fitted.tokens;
-  if (tokens > limit) {
-    const over = limit < anthropic.maxPromptTokens ? `over what ${resolution.model} can take (${trained}-token context, less room for the reply)` : `over this router's limit of ${anthropic.maxPromptTokens} (anthropic.maxPromptTokens)`;
-    return refuse(413, `prompt is too long: about ${tokens} tokens, ${over}. Run /compact in Claude Code (or shorten the conversation) and resubmit.`);
-  }
-
-  // Only "enabled" and "disabled" set think, and only on a model that can take it: a lookup, remembered per model.
-  const canThink = setsThink(translated.thinking) && (await rt.modelFacts.canThink(resolution.model));
-  const think = thinkFor(translated.thinking, canThink);
-  if (think !== undefined) conversation.think = think;
-
   const stream = body.stream === true;
+  const req: InferenceRequest = {
+    ...conversation,
+    surface: "anthropic",
+    kind: "chat",
+    path: "/api/chat",
+    model: requested,
+    resolve: true,
+    // Old tool results go first when the conversation outgrows the model's context (pipeline/context-fit.ts).
+    fitContext: { replyTokens: replyCapOf(conversation) ?? anthropic.defaultMaxTokens },
+    // Only "enabled" and "disabled" set think, and only on a model that can take it.
+    thinkAsk: setsThink(translated.thinking) ? { think: translated.thinking.type === "enabled" } : undefined,
+    fallbackModels: herd.fallbackModels,
+    strict: herd.strict,
+    needs: needsOf(conversation),
+    promptTokens: await promptTokens(conversation),
+    session: sessionOf(conversation, request.headers),
+    stream,
+    signal: request.signal,
+  };
   return route(
     rt,
-    {
-      ...conversation,
-      surface: "anthropic",
-      kind: "chat",
-      path: "/api/chat",
-      model: resolution.model,
-      requested,
-      resolution: `"${requested}": ${resolution.reason}`,
-      adjustments: fitted.note ? [fitted.note] : [],
-      fallbackModels: herd.fallbackModels,
-      strict: herd.strict,
-      needs,
-      promptTokens: tokens,
-      session: sessionOf(conversation, request.headers),
-      stream,
-      signal: request.signal,
-    },
-    // Pings well inside the window in which herd itself waits on a silent node.
-    messagesEncoder(stream, { model: requested, inputTokens: tokens, stops: translated.stops, omitThinking: translated.thinking.omitted, pingEveryMs: Math.min(10_000, timeouts.idleMs / 4) }),
+    req,
+    // Pings well inside the window in which herd itself waits on a silent node; input_tokens once the pipeline has fitted the prompt.
+    messagesEncoder(stream, { model: requested, inputTokens: () => req.promptTokens, stops: translated.stops, omitThinking: translated.thinking.omitted, pingEveryMs: Math.min(10_000, timeouts.idleMs / 4) }),
     { tags: userId ? [...herd.tags, `user:${userOf(userId)}`] : herd.tags, clientIp, caller: callerOf(request) },
   );
 }
@@ -131,7 +103,7 @@ function userOf(userId: string): string {
 }
 
 // Counting a prompt is work done for the key (a prompt may be megabytes): it takes from the key's per-minute budget.
-async function countTokens(rt: AnthropicSources, request: Request): Promise<Response> {
+async function countTokens(rt: Pipeline, request: Request): Promise<Response> {
   const over = callerOf(request)?.take();
   if (over) return keyRefusal("anthropic", over);
   const body = await readJsonObject(request);

@@ -12,7 +12,7 @@ import { responsesEncoder } from "./responses-codec.ts";
 type Wire = "anthropic" | "chat" | "responses" | "ollama";
 
 const encoders: Record<Wire, (stream: boolean) => Encoder> = {
-  anthropic: (stream) => messagesEncoder(stream, { model: "claude", inputTokens: 3, stops: [], omitThinking: false, pingEveryMs: 1000 }),
+  anthropic: (stream) => messagesEncoder(stream, { model: "claude", inputTokens: () => 3, stops: [], omitThinking: false, pingEveryMs: 1000 }),
   chat: (stream) => chatEncoder(stream, true),
   responses: (stream) => responsesEncoder(stream, { offered: new Map(), echo: {} }, () => {}),
   // An answer without the node's bytes (an MLX server's): Ollama's lines written from its Events.

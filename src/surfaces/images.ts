@@ -5,13 +5,14 @@ import { Elysia } from "elysia";
 import * as v from "valibot";
 import { callerOf } from "../auth/guard.ts";
 import { routeFacts } from "../auth/route-facts.ts";
-import { fleetImageModels, type GeneratedImage, imageJob, imageJobSchema, imageModelField, imageOptions, promptField } from "../backends/image.ts";
 import { formatIssues } from "../config/problems.ts";
-import type { ImageRequest } from "../core/media-request.ts";
+import type { GeneratedImage, ImageRequest } from "../core/media-request.ts";
+import { fleetImageModels, imageJobSchema, imageModelField, imageOptions, promptField } from "../fleet/image-models.ts";
 import type { Pipeline } from "../pipeline/route.ts";
-import { runService, type ServiceReply } from "../pipeline/service.ts";
+import { generateImage } from "../pipeline/media.ts";
+import type { ServiceReply } from "../pipeline/service.ts";
 import type { Answered } from "../pipeline/trace.ts";
-import { takeHerdFields } from "../router/herd-fields.ts";
+import { takeHerdFields } from "./herd-fields.ts";
 import { readJsonObject } from "./body.ts";
 import { jsonError, openaiError } from "../core/wire-errors.ts";
 
@@ -61,7 +62,7 @@ async function parse<S extends v.GenericSchema>(request: Request, schema: S, err
 /** Generates the image on the fleet; `reply` writes it, or the error, in the route's format. */
 function generate(rt: Pipeline, request: Request, clientIp: string | null, tags: string[], req: ImageRequest, reply: ServiceReply<GeneratedImage>): Promise<Response> {
   const meta = { tags, clientIp, caller: callerOf(request) };
-  return runService(rt, req, meta, () => imageJob(rt.registry, rt.queues, rt.live.config, req), reply);
+  return generateImage(rt, req, meta, reply);
 }
 
 function pngResponse(image: GeneratedImage, headers: Record<string, string>, served: Answered): Response {

@@ -6,7 +6,7 @@ import { openaiError } from "../core/wire-errors.ts";
 import { type Chunk, type DoneReason, fold, type Usage } from "../core/events.ts";
 import type { Conversation, Message, Options, ToolCall } from "../core/conversation.ts";
 import { argumentsObject, argumentsText } from "../core/tool-arguments.ts";
-import { takesThink, takesThinkLevel } from "../fleet/thinking-models.ts";
+import { effortThink } from "../fleet/thinking-models.ts";
 import type { Encoder } from "../core/encoder.ts";
 import { randomId } from "./ids.ts";
 import { numericOptions } from "./numeric-options.ts";
@@ -50,23 +50,9 @@ export function chatConversation(body: Json): Conversation | string {
   Object.assign(out, format);
   const effort = body.reasoning_effort;
   if (effort !== undefined && effort !== null && typeof effort !== "string") return "reasoning_effort: expected a string";
-  const think = thinkFor(effort ?? undefined, typeof body.model === "string" ? body.model : "");
+  const think = effortThink(effort ?? undefined, typeof body.model === "string" ? body.model : "");
   if (think !== undefined) out.think = think;
   return out;
-}
-
-/**
- * Ollama's `think` for an OpenAI reasoning effort (Chat Completions'
- * reasoning_effort, Responses' reasoning.effort): gpt-oss takes a level, other
- * thinking models on or off; a model that cannot think is not asked to (Ollama
- * refuses `think: true` there, and a level from any model but gpt-oss).
- */
-export function thinkFor(effort: string | undefined, model: string): boolean | string | undefined {
-  if (effort === undefined) return undefined;
-  if (effort === "none" || effort === "minimal") return false;
-  if (!takesThink(model)) return undefined;
-  if (!takesThinkLevel(model)) return true;
-  return effort === "low" || effort === "high" ? effort : effort === "xhigh" ? "high" : "medium";
 }
 
 function message(m: Json, i: number): Message | string {

@@ -3,7 +3,7 @@
 import { Elysia } from "elysia";
 import { routeFacts } from "../auth/route-facts.ts";
 import { embeddingKind } from "../backends/embedding.ts";
-import { serviceImageModel } from "../backends/image.ts";
+import { serviceImageModel } from "../fleet/image-models.ts";
 import { pullModel } from "../backends/ollama.ts";
 import { fleetTranscriptionModels } from "../backends/transcription.ts";
 import { markPulled, notPullable, type Pulls, pullTarget } from "../fleet/pulls.ts";

@@ -7,11 +7,11 @@ import type { Chunk, ToolCall, Usage } from "../core/events.ts";
 import type { Conversation, Message, Options, Tool } from "../core/conversation.ts";
 import { argumentsObject, argumentsText } from "../core/tool-arguments.ts";
 import type { Encoder } from "../core/encoder.ts";
-import { thinkingTokens } from "../router/tokens.ts";
+import { thinkingTokens } from "../core/tokens.ts";
 import { codexRewrite, type Offered } from "./codex-rewrites.ts";
 import { randomId } from "./ids.ts";
 import { numericOptions } from "./numeric-options.ts";
-import { dataUrlBase64, ollamaFormat, thinkFor } from "./openai-codec.ts";
+import { dataUrlBase64, ollamaFormat } from "./openai-codec.ts";
 import { openaiError } from "../core/wire-errors.ts";
 import { EVENT_STREAM, sse } from "./sse.ts";
 
@@ -74,12 +74,10 @@ export function readResponsesRequest(body: Json): Translated | string {
   return t;
 }
 
-/** The conversation for the model that will serve (its reasoning effort is a `think` only some models take). */
-export function conversationFor(t: Translated, model: string): Conversation {
+/** The conversation, without `think`: a reasoning effort is one only some models take (pipeline/thinking.ts). */
+export function conversationOf(t: Translated): Conversation {
   const out: Conversation = { messages: t.messages, tools: t.tools, options: t.options, extra: {} };
   if (t.format !== undefined) out.format = t.format;
-  const think = thinkFor(t.effort, model);
-  if (think !== undefined) out.think = think;
   return out;
 }
 

@@ -1,22 +1,20 @@
 // The OpenAI Responses API over the fleet: what Codex speaks. Stateless: each
-// request carries the whole conversation (Codex's default, store=false). The
-// model id is resolved first (gpt-5-codex → the best loaded coder; an image
-// asks for a vision model), then the request is decoded into the typed
-// conversation and routed like any other; see responses-codec.ts and docs/responses.md.
+// request carries the whole conversation (Codex's default, store=false),
+// decoded into the typed conversation; the pipeline resolves the model id
+// (gpt-5-codex → the best loaded coder; an image asks for a vision model) and
+// routes it like any other; see responses-codec.ts and docs/responses.md.
 import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { routeFacts } from "../auth/route-facts.ts";
 import { needsOf } from "../core/request.ts";
 import { log } from "../log.ts";
-import { takeHerdFields } from "../router/herd-fields.ts";
-import { sessionOf } from "../router/session.ts";
-import { estimatePrompt } from "../router/tokens.ts";
-import { resolveModel } from "../router/model-resolution.ts";
-import { fleetHeaders } from "../core/fleet-headers.ts";
+import { takeHerdFields } from "./herd-fields.ts";
+import { sessionOf } from "../core/session.ts";
+import { estimatePrompt } from "../core/tokens.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 import { openaiError } from "../core/wire-errors.ts";
-import { conversationFor, readResponsesRequest, responsesEncoder } from "./responses-codec.ts";
+import { conversationOf, readResponsesRequest, responsesEncoder } from "./responses-codec.ts";
 
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
 
@@ -48,13 +46,8 @@ async function create(rt: Pipeline, request: Request, clientIp: string | null): 
     warned.add(what);
     log.warn(`/v1/responses: dropped ${what}: herd does not translate them (said once per type)`);
   }
-  const needs = needsOf(translated);
-  const resolved = resolveModel(rt.registry, rt.live.config, requested, needs, herd.strict, callerOf(request));
-  if (!resolved) {
-    return openaiError(404, `model "${requested}" is neither mapped (modelMap) nor on any online node, and nothing could be auto-routed to it`, fleetHeaders(requested, null, 0));
-  }
   const stream = body.stream === true;
-  const conversation = conversationFor(translated, resolved.model);
+  const conversation = conversationOf(translated);
   return route(
     rt,
     {
@@ -62,12 +55,13 @@ async function create(rt: Pipeline, request: Request, clientIp: string | null): 
       surface: "responses",
       kind: "chat",
       path: "/api/chat",
-      model: resolved.model,
-      requested,
-      resolution: `"${requested}" → ${resolved.model}: ${resolved.reason}`,
+      model: requested,
+      resolve: true,
+      // A reasoning effort is a `think` only some models take: decided for the model it resolves to.
+      thinkAsk: translated.effort ? { effort: translated.effort } : undefined,
       fallbackModels: herd.fallbackModels,
       strict: herd.strict,
-      needs,
+      needs: needsOf(translated),
       promptTokens: estimatePrompt(conversation),
       session: sessionOf(conversation, request.headers),
       stream,

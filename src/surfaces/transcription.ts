@@ -5,11 +5,10 @@ import { Elysia } from "elysia";
 import { callerOf } from "../auth/guard.ts";
 import { readingBody } from "../auth/limits.ts";
 import { routeFacts } from "../auth/route-facts.ts";
-import { transcriptionJob } from "../backends/transcription.ts";
 import type { TranscriptionRequest } from "../core/media-request.ts";
 import type { Pipeline } from "../pipeline/route.ts";
-import { runService } from "../pipeline/service.ts";
-import { takeHerdFields } from "../router/herd-fields.ts";
+import { transcribe } from "../pipeline/media.ts";
+import { takeHerdFields } from "./herd-fields.ts";
 import { bodyNamesProblem } from "../core/client-names.ts";
 import { jsonError } from "../core/wire-errors.ts";
 
@@ -51,7 +50,7 @@ async function transcribeRequest(rt: Pipeline, request: Request, clientIp: strin
     audio: { bytes: new Uint8Array(await audio.arrayBuffer()), name: audio.name || "audio", type: audio.type },
     signal: request.signal,
   };
-  return runService(rt, req, meta, () => transcriptionJob(rt.registry, rt.queues, rt.live.config, req), {
+  return transcribe(rt, req, meta, {
     answer: (done, headers, served) =>
       Response.json(done.transcript, { headers: { ...headers, "X-Fleet-Model": served.servedModel, "X-Transcription-Time": String(done.transcriptionMs) } }),
     error: jsonError,

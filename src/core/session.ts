@@ -4,8 +4,8 @@
 // cache), so a later turn is cheapest there. A client that names its session
 // is taken at its word; otherwise the conversation's stable start (its system
 // text and first user message) identifies it.
-import type { Conversation } from "../core/conversation.ts";
-import type { Session } from "../core/request.ts";
+import type { Conversation } from "./conversation.ts";
+import type { Session } from "./request.ts";
 import { estimatePrompt } from "./tokens.ts";
 
 /**
@@ -31,8 +31,8 @@ function stablePrefixKey(messages: NonNullable<Conversation["messages"]>): strin
   return `prefix:${hash(start.map((m) => `${m.role}\0${m.content}`).join("\0"))}`;
 }
 
-// The last turn's node evaluated its prompt and wrote its reply: everything up to the last assistant message.
-function cachedTokens({ messages = [], system, tools }: Pick<Conversation, "messages" | "system" | "tools">): number {
+/** What the node that served the last turn evaluated and wrote: everything up to the last assistant message. */
+export function cachedTokens({ messages = [], system, tools }: Pick<Conversation, "messages" | "system" | "tools">): number {
   const lastReply = messages.findLastIndex((m) => m.role === "assistant");
   return lastReply === -1 ? 0 : estimatePrompt({ messages: messages.slice(0, lastReply + 1), system, tools });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { Message } from "../core/conversation.ts";
+import type { Message } from "./conversation.ts";
 import { sessionOf } from "./session.ts";
 import { estimatePrompt } from "./tokens.ts";
 

@@ -11,7 +11,7 @@
 //   count_tokens, clearing old tool results, and the 413 over the limit.
 // Local models' vocabularies differ (Llama 3 extends cl100k; Qwen's is of the
 // same kind), so both are estimates for budgets and caps, never a bill.
-import type { Conversation } from "../core/conversation.ts";
+import type { Conversation } from "./conversation.ts";
 import { log } from "../log.ts";
 
 const CHARS_PER_TOKEN = 4;

@@ -1,0 +1,47 @@
+import { expect, test } from "bun:test";
+import type { Message } from "../core/conversation.ts";
+import { promptTokens } from "../core/tokens.ts";
+import { testConfig } from "../fleet/test-fixtures.ts";
+import { fitContext } from "./context-fit.ts";
+import { chatRequest } from "./test-fixtures.ts";
+
+const file = (i: number) => `export const value${i} = ${i};\n`.repeat(200);
+const history = (n: number): Message[] => [
+  { role: "user", content: "fix the failing test" },
+  ...Array.from({ length: n }, (_, i): Message[] => [{ role: "assistant", content: "", toolCalls: [{ name: "read", arguments: { path: `f${i}.ts` } }] }, { role: "tool", content: file(i) }]).flat(),
+];
+const trained = (contextLength: number | null) => ({ contextLength: async () => contextLength });
+
+async function request(n: number, replyTokens = 1000) {
+  const messages = history(n);
+  return chatRequest({ model: "qwen2.5-coder:7b", messages, promptTokens: await promptTokens({ messages, tools: [] }), fitContext: { replyTokens }, session: { key: "prefix:1", cachedTokens: 99_999 } });
+}
+
+test("a request that does not ask, or fits, is left alone", async () => {
+  const config = testConfig({});
+  const plain = chatRequest({ promptTokens: 1_000_000 });
+  expect(await fitContext(trained(8192), config, plain)).toBeNull();
+  expect(plain.promptTokens).toBe(1_000_000);
+  const fits = await request(2);
+  const before = fits.promptTokens;
+  expect(await fitContext(trained(32_768), config, fits)).toBeNull();
+  expect([fits.promptTokens, fits.adjustments, fits.session?.cachedTokens]).toEqual([before, undefined, 99_999]);
+});
+
+test("old tool results are cleared to fit the model's context: the prompt's size, the trace's note and the session's cached share follow", async () => {
+  const req = await request(8);
+  const before = req.promptTokens;
+  expect(await fitContext(trained(8192), testConfig({}), req)).toBeNull();
+  expect(req.promptTokens).toBeLessThan(before);
+  expect(req.promptTokens).toBeLessThanOrEqual(8192 - 1000);
+  expect(req.adjustments).toEqual([expect.stringMatching(/^cleared the \d oldest tool result\(s\) \(\d+ → \d+ tokens\) to fit 7192$/)]);
+  expect(req.session?.cachedTokens).toBeLessThan(99_999);
+});
+
+test("what still does not fit is a 413 naming the model's context, or the router's cap", async () => {
+  const overModel = await fitContext(trained(2048), testConfig({}), await request(3));
+  expect(overModel?.status).toBe(413);
+  expect(overModel?.message).toMatch(/^prompt is too long: about \d+ tokens, over what qwen2.5-coder:7b can take \(2048-token context, less room for the reply\)\. Run \/compact in Claude Code/);
+  const overCap = await fitContext(trained(null), testConfig({ anthropic: { maxPromptTokens: 1000 } }), await request(3));
+  expect(overCap?.message).toMatch(/over this router's limit of 1000 \(anthropic.maxPromptTokens\)/);
+});
