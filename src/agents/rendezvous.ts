@@ -85,6 +85,7 @@ export class Turn {
   delivered = false;
   ask: Ask | null = null;
   private waiter: Waiter | null = null;
+  private expiry: Timer | null = null;
 
   constructor(
     readonly content: string,
@@ -120,6 +121,17 @@ export class Turn {
       return "send";
     }
     return this.task ? "ticket" : null;
+  }
+
+  /** Calls `expire` after `ms` unless the turn ended first: a worker that never replies does not hold its turn for ever. */
+  expireAfter(ms: number, expire: () => void): void {
+    this.expiry = setTimeout(expire, ms);
+  }
+
+  /** The turn is over (replied, failed, cancelled, given up): its clock stops and an open question goes stale. */
+  end(): void {
+    if (this.expiry) clearTimeout(this.expiry);
+    this.ask?.settle(null);
   }
 
   /** Opens a question; it settles null after timeoutMs, or when a newer one replaces it. */
