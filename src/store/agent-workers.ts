@@ -2,6 +2,7 @@
 // removed when it stops or exits, so a router that was killed (SIGKILL, a crash) finds
 // the workers it left on its next start, whatever port that is (agents/fleet.ts).
 import type { Database } from "bun:sqlite";
+import { recordEvent } from "./db.ts";
 
 export interface WorkerRow {
   sessionId: string;
@@ -22,8 +23,9 @@ type Stored = { session_id: string; profile: string; role: string; tmux_socket: 
 export class WorkerRoster {
   constructor(private readonly db: Database) {}
 
+  // A write the store refuses (disk full) is logged, not thrown: the worker runs on, only a crash would forget it.
   add(w: WorkerRow): void {
-    this.db.run("INSERT OR REPLACE INTO agent_workers (session_id, profile, role, tmux_socket, pane_id, pane_pid, router_pid, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
+    recordEvent(this.db, "INSERT OR REPLACE INTO agent_workers (session_id, profile, role, tmux_socket, pane_id, pane_pid, router_pid, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
       w.sessionId,
       w.profile,
       w.role,
@@ -36,7 +38,7 @@ export class WorkerRoster {
   }
 
   remove(sessionId: string): void {
-    this.db.run("DELETE FROM agent_workers WHERE session_id = ?", [sessionId]);
+    recordEvent(this.db, "DELETE FROM agent_workers WHERE session_id = ?", [sessionId]);
   }
 
   all(): WorkerRow[] {
