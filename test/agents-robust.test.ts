@@ -158,6 +158,7 @@ describe("turns never wedge", () => {
     expect((await status(w.sessionId)).state).toBe("idle");
     const again = await call("POST", `/sessions/${w.sessionId}/cancel`);
     expect([again.status, again.body.error]).toEqual([409, "no_open_turn"]);
+    expect((await call("POST", `/sessions/${w.sessionId}/cancel`, { body: { turnId: "x" } })).body.detail).toContain("turnId: unknown key");
 
     const ticket = (await call("POST", `/sessions/${w.sessionId}/message`, { body: { content: "silent", wait: false } })).body.ticket;
     const mcp = await mcpClient(fleet.url, PRIMARY);

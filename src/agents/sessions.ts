@@ -7,14 +7,14 @@ import { dirname } from "node:path";
 import { expandPath } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import { log } from "../log.ts";
+import type { WorkerRoster } from "../store/agent-workers.ts";
 import { Answer, answer, badRequest, refuse } from "./answers.ts";
 import { type Principal, ROLES, type Role } from "./authz.ts";
 import type { Credentials } from "./credentials.ts";
 import { subscriptionLeaks, workerEnv } from "./environment.ts";
 import type { SpawnInput } from "./inputs.ts";
-import type { WorkerRoster } from "../store/agent-workers.ts";
-import { endWorkerProcesses } from "./processes.ts";
 import { BackendTimeout, type PaneBackend, type PaneInfo } from "./panes.ts";
+import { endWorkerProcesses } from "./processes.ts";
 import { newId, type Turn } from "./rendezvous.ts";
 import { NotARepo, TICKET, worktreeFor } from "./worktrees.ts";
 

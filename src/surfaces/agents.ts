@@ -17,6 +17,7 @@ const replyBody = inputOf(replyFields);
 const askBody = inputOf(askFields);
 const spawnBody = inputOf(spawnFields);
 const drainQuery = inputOf(peekFields);
+const cancelBody = inputOf({});
 const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
 /** Every caller here is a lead or a worker with its own credential, which each handler checks (`as`). */
 const OWN: RouteFacts = { access: "own", body: "json", errors: "herd" };
@@ -53,7 +54,7 @@ export function agentsSurface(rt: MetricsSources) {
         return input instanceof Answer ? input : fleet.drain(c, params.id, input.peek);
       }), { facts: OWN })
     .delete("/sessions/:id/replies/:msgId", ({ request, params }) => as(request, (c) => fleet.ack(c, params.id, params.msgId)), { facts: OWN })
-    .post("/sessions/:id/cancel", ({ request, params }) => as(request, (c) => fleet.cancel(c, params.id)), { facts: OWN })
+    .post("/sessions/:id/cancel", ({ request, params }) => withBody(request, cancelBody, (c) => fleet.cancel(c, params.id)), { parse: "none", facts: OWN })
     .post("/sessions/:id/ask", ({ request, params }) => withBody(request, askBody, (c, input) => fleet.ask(c, params.id, input)), { parse: "none", facts: OWN })
     .get("/sessions/:id/status", ({ request, params }) => as(request, (c) => fleet.status(c, params.id)), { facts: OWN })
     .get("/tasks/:ticket", ({ request, params }) => as(request, (c) => fleet.task(c, params.ticket)), { facts: OWN });
