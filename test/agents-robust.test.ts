@@ -136,7 +136,9 @@ describe("turns never wedge", () => {
     const w = await spawn();
     const sent = await call("POST", `/sessions/${w.sessionId}/message`, { body: { content: "silent", wait: false } });
     expect(sent.body.status).toBe("accepted");
-    expect((await status(w.sessionId)).state).toBe("working");
+    const open = await status(w.sessionId);
+    expect(open.state).toBe("working");
+    expect(open.turn.expiresAt - open.turn.since).toBeWithin(1500, 1600); // agents.turnTimeoutMs after it was sent
     const task = await eventually(async () => {
       const t = (await call("GET", `/tasks/${sent.body.ticket}`)).body;
       return t.phase === "failed" && t;

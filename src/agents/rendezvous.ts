@@ -86,6 +86,8 @@ export class Turn {
   ask: Ask | null = null;
   private waiter: Waiter | null = null;
   private expiry: Timer | null = null;
+  /** When the turn is given up if the worker has not replied (ms epoch). */
+  private expiresAt: number | null = null;
 
   constructor(
     readonly content: string,
@@ -126,6 +128,7 @@ export class Turn {
   /** Calls `expire` after `ms` unless the turn ended first: a worker that never replies does not hold its turn for ever. */
   expireAfter(ms: number, expire: () => void): void {
     this.expiry = setTimeout(expire, ms);
+    this.expiresAt = Date.now() + ms;
   }
 
   /** The turn is over (replied, failed, cancelled, given up): its clock stops and an open question goes stale. */
@@ -161,6 +164,7 @@ export class Turn {
     return {
       phase: this.ask ? "asking" : this.delivered ? "working" : "queued",
       since: this.since,
+      expiresAt: this.expiresAt,
       ticket: this.task?.ticket ?? null,
       waiting: this.waiter ? { timeoutMs: this.waiter.timeoutMs, since: this.waiter.since } : null,
       ask: this.ask ? { turnId: this.ask.turnId, question: this.ask.question, timeoutMs: this.ask.timeoutMs, since: this.ask.since } : null,
