@@ -38,8 +38,8 @@ export interface Fleet {
 /** The herd key workers get (auth.clients "workers", the profiles' clientKey). */
 export const WORKERS_KEY = "hk-workers-key-1234";
 
-/** `agents`: more of the config's agents section (e.g. `turnTimeoutMs: 1500,`). */
-export async function startFleet(opts: { nodes?: string; agents?: string } = {}): Promise<Fleet> {
+/** `agents`: more of the config's agents section (e.g. `turnTimeoutMs: 1500,`); `env`: more of the router's environment. */
+export async function startFleet(opts: { nodes?: string; agents?: string; env?: Record<string, string> } = {}): Promise<Fleet> {
   const dir = tmpDir();
   const standIns = join(dir, "stand-ins");
   mkdirSync(standIns);
@@ -73,6 +73,7 @@ export async function startFleet(opts: { nodes?: string; agents?: string } = {})
     SECRET_NOT_LISTED: "hidden",
     ANTHROPIC_API_KEY: "sk-ant-not-for-workers",
     TMUX: "/tmp/not-the-fleet,1,0",
+    ...opts.env,
   };
   return launch(dir, standIns, env);
 }

@@ -68,6 +68,20 @@ describe("before the first spawn", () => {
   });
 });
 
+describe("without tmux on the router's machine", () => {
+  test("GET /sessions and GET /agents are a 502 backend_error that says so, not a 500", async () => {
+    const bare = await startFleet({ env: { PATH: "/nonexistent" } });
+    try {
+      for (const path of ["/sessions", "/agents"]) {
+        const r = await bare.call("GET", path);
+        expect([path, r.status, r.body.error, r.body.detail]).toEqual([path, 502, "backend_error", expect.stringContaining("tmux is not installed")]);
+      }
+    } finally {
+      await bare.stop();
+    }
+  });
+});
+
 describe("REST and MCP say the same", () => {
   test("an unknown field is a 400 naming it on both faces", async () => {
     const rest = await call("POST", "/sessions/w-none/message", { body: { content: "x", timeoutMS: 5 } });

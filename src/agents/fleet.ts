@@ -124,12 +124,21 @@ export class AgentFleet {
 
   /** GET /sessions: the backend's own workspace list. */
   workspaces(caller: Principal): Promise<Answer> {
-    return this.guard(caller, "READ", async () => answer({ backend: this.panes().kind, sessions: await this.panes().workspaces() }));
+    return this.guard(caller, "READ", () => this.raw("sessions", () => this.panes().workspaces()));
   }
 
   /** GET /agents: every pane the backend tracks. */
   agents(caller: Principal): Promise<Answer> {
-    return this.guard(caller, "READ", async () => answer({ backend: this.panes().kind, agents: await this.panes().panes() }));
+    return this.guard(caller, "READ", () => this.raw("agents", () => this.panes().panes()));
+  }
+
+  /** A raw backend list (none while no server runs); a backend that cannot answer (tmux missing) is a 502 saying why. */
+  private async raw(key: string, list: () => Promise<unknown[]>): Promise<Answer> {
+    try {
+      return answer({ backend: this.panes().kind, [key]: await list() });
+    } catch (e) {
+      return refuse(502, "backend_error", (e as Error).message);
+    }
   }
 
   spawn(caller: Principal, input: SpawnInput): Promise<Answer> {
