@@ -19,6 +19,7 @@ import { RepairStats } from "./fleet/repair-stats.ts";
 import { Speeds } from "./fleet/speeds.ts";
 import { ClientGate } from "./router/client-gate.ts";
 import { Toggles } from "./router/toggles.ts";
+import { WorkerRoster } from "./store/agent-workers.ts";
 import { migrate } from "./store/db.ts";
 
 /** `raw`: the config as written in herd.config.ts; the defaults (open mode, no nodes) when empty. */
@@ -44,7 +45,7 @@ export async function idleSources(raw: Record<string, unknown> = {}): Promise<Ap
     modelFacts: new ModelFacts(registry),
     toggles: new Toggles(),
     benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => "", credentials: () => ({}), readLines: async function* () {} }),
-    agents: new AgentFleet(live, () => ""),
+    agents: new AgentFleet(live, () => "", new WorkerRoster(store)),
     shutdown: new AbortController(),
     startedAt: Date.now(),
     ready: true,

@@ -84,6 +84,8 @@ DELETE /members/:paneId own json herd
 POST /sessions/:id/message own json herd
 POST /sessions/:id/reply own json herd
 GET /sessions/:id/replies own json herd
+DELETE /sessions/:id/replies/:msgId own json herd
+POST /sessions/:id/cancel own json herd
 POST /sessions/:id/ask own json herd
 GET /sessions/:id/status own json herd
 GET /tasks/:ticket own json herd

@@ -28,6 +28,7 @@ import { Speeds } from "./fleet/speeds.ts";
 import { RouteError, UserError } from "./errors.ts";
 import { log } from "./log.ts";
 import { STORE_FILE, openStore, recordEvent } from "./store/db.ts";
+import { WorkerRoster } from "./store/agent-workers.ts";
 import { readSpeeds, startSpeedSaver } from "./store/speeds.ts";
 import { TraceWriter } from "./store/traces.ts";
 import { knownModel } from "./fleet/catalog.ts";
@@ -102,7 +103,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     modelFacts: new ModelFacts(registry),
     toggles: new Toggles(),
     benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => rt.url, credentials: internalHeaders, readLines: (body, idleMs) => readLines(body.getReader(), { ...lineLimits(live.config), idleMs }) }),
-    agents: new AgentFleet(live, () => rt.url),
+    agents: new AgentFleet(live, () => rt.url, new WorkerRoster(store)),
     shutdown: new AbortController(),
     url: "",
     startedAt: Date.now(),

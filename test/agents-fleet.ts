@@ -30,13 +30,16 @@ export interface Fleet {
   stopRouter(): Promise<number>;
   /** Stops the router, then kills the fleet's tmux server in case the router could not. */
   stop(): Promise<void>;
+  /** Kills the router (SIGKILL, no shutdown) and starts another on the same config and data dir, on a new port. */
+  crash(): Promise<Fleet>;
 }
 
 /** Profiles: "stand-in" (REST, the default), "stand-in-mcp" (--mcp), "single" (capacity 1), "leaky" (a provider key in reach). */
 /** The herd key workers get (auth.clients "workers", the profiles' clientKey). */
 export const WORKERS_KEY = "hk-workers-key-1234";
 
-export async function startFleet(opts: { nodes?: string } = {}): Promise<Fleet> {
+/** `agents`: more of the config's agents section (e.g. `turnTimeoutMs: 1500,`); `env`: more of the router's environment. */
+export async function startFleet(opts: { nodes?: string; agents?: string; env?: Record<string, string> } = {}): Promise<Fleet> {
   const dir = tmpDir();
   const standIns = join(dir, "stand-ins");
   mkdirSync(standIns);
@@ -59,6 +62,7 @@ export async function startFleet(opts: { nodes?: string } = {}): Promise<Fleet> 
     },
     defaultProfile: "stand-in",
     credentials: { primary: { env: "TEST_PRIMARY_TOKEN" }, architect: { file: "architect.token" } },
+    ${opts.agents ?? ""}
   },
 };\n`,
   );
@@ -69,7 +73,12 @@ export async function startFleet(opts: { nodes?: string } = {}): Promise<Fleet> 
     SECRET_NOT_LISTED: "hidden",
     ANTHROPIC_API_KEY: "sk-ant-not-for-workers",
     TMUX: "/tmp/not-the-fleet,1,0",
+    ...opts.env,
   };
+  return launch(dir, standIns, env);
+}
+
+async function launch(dir: string, standIns: string, env: Record<string, string>): Promise<Fleet> {
   const router = await startRouterProcess(["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")], { env });
   const socket = `herd-${new URL(router.url).port}`;
   const tmux = async (args: string[]) => {
@@ -98,6 +107,10 @@ export async function startFleet(opts: { nodes?: string } = {}): Promise<Fleet> 
       await router.stop();
       await tmux(["kill-server"]); // in case the router could not
       rmSync(join(process.env.TMUX_TMPDIR || "/tmp", `tmux-${process.getuid!()}`, socket), { force: true });
+    },
+    async crash() {
+      await router.stop("SIGKILL");
+      return launch(dir, standIns, env);
     },
   };
 }

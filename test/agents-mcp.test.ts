@@ -158,10 +158,10 @@ describe("REST and MCP give the same outcomes", () => {
 });
 
 describe("identity comes from the connection", () => {
-  test("tools/list has the eleven fleet tools", async () => {
+  test("tools/list has the twelve fleet tools", async () => {
     const { tools } = await primary.client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(
-      ["fleet_ack", "fleet_ask", "fleet_list", "fleet_poll", "fleet_profiles", "fleet_reply", "fleet_send", "fleet_spawn", "fleet_status", "fleet_stop", "fleet_whoami"].sort(),
+      ["fleet_ack", "fleet_ask", "fleet_cancel", "fleet_list", "fleet_poll", "fleet_profiles", "fleet_reply", "fleet_send", "fleet_spawn", "fleet_status", "fleet_stop", "fleet_whoami"].sort(),
     );
     expect(tools.find((t) => t.name === "fleet_reply")!.inputSchema.properties).not.toHaveProperty("target");
   });

@@ -34,10 +34,12 @@ export interface CredentialPolicy {
 export function credentialPolicy(config: Config, env = process.env): CredentialPolicy {
   const requested = new Set(Object.values(config.agents.profiles).flatMap((p) => p.env));
   const blocked = blockedNames(config, requested, env);
-  const allowed = [...requested].filter((n) => !blocked.has(n)).sort();
+  // A provider credential in reach is not passed either: a spawn of a profile that asks for it is refused (subscription_boundary).
+  const refused = [...requested].filter((n) => isProviderCredential(n, env));
+  const allowed = [...requested].filter((n) => !blocked.has(n) && !refused.includes(n)).sort();
   const known = [...new Set([...requested, ...blocked])].sort();
   const present = Object.keys(config.agents.profiles).length > 0;
-  return { present, policy: present ? "allow-list" : "", known, allowed, knownCount: known.length, allowedCount: allowed.length, blockedCount: blocked.size };
+  return { present, policy: present ? "allow-list" : "", known, allowed, knownCount: known.length, allowedCount: allowed.length, blockedCount: known.length - allowed.length };
 }
 
 function blockedNames(config: Config, requested: Set<string>, env: NodeJS.ProcessEnv): Set<string> {
@@ -64,8 +66,10 @@ function inherited(config: Config, profile: Profile, env: NodeJS.ProcessEnv): st
 
 /** The provider credentials a worker of this profile would inherit, if any: a spawn refuses them. */
 export function subscriptionLeaks(config: Config, profile: Profile, env = process.env): string[] {
-  return inherited(config, profile, env).filter((n) => PROVIDER_CREDENTIALS.includes(n));
+  return inherited(config, profile, env).filter((n) => isProviderCredential(n, env));
 }
+
+const isProviderCredential = (name: string, env: NodeJS.ProcessEnv) => PROVIDER_CREDENTIALS.includes(name) && env[name] !== undefined;
 
 export interface WorkerIdentity {
   herdUrl: string;

@@ -3,13 +3,16 @@
 // the caller against the Authz table here, so the faces stay thin adapters.
 import { join } from "node:path";
 import type { LiveConfig } from "../config/live.ts";
-import { Answer, answer } from "./answers.ts";
+import { log } from "../log.ts";
+import type { WorkerRoster } from "../store/agent-workers.ts";
+import { Answer, answer, refuse } from "./answers.ts";
 import { type Action, forbidden, type Principal } from "./authz.ts";
 import { Credentials } from "./credentials.ts";
 import { credentialPolicy } from "./environment.ts";
 import type { AskInput, ReplyInput, SendInput, SpawnInput } from "./inputs.ts";
 import { MessageService } from "./messages.ts";
 import type { PaneBackend } from "./panes.ts";
+import { endWorkerProcesses } from "./processes.ts";
 import { configDirOf, SessionManager } from "./sessions.ts";
 import { TmuxBackend } from "./tmux.ts";
 
@@ -27,6 +30,7 @@ export class AgentFleet {
   constructor(
     private readonly live: LiveConfig,
     herdUrl: () => string,
+    private readonly roster: WorkerRoster,
   ) {
     const agents = () => live.config.agents;
     this.credentials = new Credentials(() => ({ primary: agents().credentials.primary?.value ?? null, architect: agents().credentials.architect?.value ?? null }));
@@ -36,9 +40,10 @@ export class AgentFleet {
       config: () => live.config,
       configDir: () => configDirOf(live.current.source.path),
       herdUrl,
+      roster,
       onGone: (member, detail) => this.messages.fail(member, detail),
     });
-    this.messages = new MessageService(this.sessions, () => this.panes());
+    this.messages = new MessageService(this.sessions, () => this.panes(), () => live.config);
   }
 
   /** Workers can be spawned: the config has profiles. */
@@ -48,9 +53,27 @@ export class AgentFleet {
 
   /** The fleet's panes live on a tmux socket named after the router's port: one fleet per router. */
   async start(port: number): Promise<void> {
-    this.backend = new TmuxBackend(`herd-${port}`, join(this.live.config.server.dataDir, "agents"));
+    const privateDir = join(this.live.config.server.dataDir, "agents");
+    await this.stopLeftovers(privateDir);
+    this.backend = new TmuxBackend(`herd-${port}`, privateDir);
     // Panes left by an earlier router on this port have no valid credentials any more.
     if (this.configured) await this.backend.shutdown().catch(() => {});
+  }
+
+  /**
+   * The workers a router that died without a shutdown (SIGKILL, a crash) left running, on whatever
+   * port it had: stopped, with everything they started. Not re-adopted: their environment (HERD_URL,
+   * the base URLs, an agent's MCP config) names the dead router's port, which no one can change in a
+   * running process, their credentials died with it, and so did the lead waiting on their turn.
+   */
+  private async stopLeftovers(privateDir: string): Promise<void> {
+    for (const row of this.roster.all()) {
+      if (row.routerPid !== process.pid && isRunning(row.routerPid)) continue; // a live router's worker
+      await endWorkerProcesses(row.sessionId, null);
+      await new TmuxBackend(row.tmuxSocket, privateDir).killWorkspace(row.sessionId).catch(() => {});
+      this.roster.remove(row.sessionId);
+      log.info(`agents: stopped ${row.sessionId} (${row.profile}), left running by a router that did not shut down`);
+    }
   }
 
   /** The router is stopping: every worker ends, and the fleet's tmux server with them. */
@@ -101,12 +124,21 @@ export class AgentFleet {
 
   /** GET /sessions: the backend's own workspace list. */
   workspaces(caller: Principal): Promise<Answer> {
-    return this.guard(caller, "READ", async () => answer({ backend: this.panes().kind, sessions: await this.panes().workspaces() }));
+    return this.guard(caller, "READ", () => this.raw("sessions", () => this.panes().workspaces()));
   }
 
   /** GET /agents: every pane the backend tracks. */
   agents(caller: Principal): Promise<Answer> {
-    return this.guard(caller, "READ", async () => answer({ backend: this.panes().kind, agents: await this.panes().panes() }));
+    return this.guard(caller, "READ", () => this.raw("agents", () => this.panes().panes()));
+  }
+
+  /** A raw backend list (none while no server runs); a backend that cannot answer (tmux missing) is a 502 saying why. */
+  private async raw(key: string, list: () => Promise<unknown[]>): Promise<Answer> {
+    try {
+      return answer({ backend: this.panes().kind, [key]: await list() });
+    } catch (e) {
+      return refuse(502, "backend_error", (e as Error).message);
+    }
   }
 
   spawn(caller: Principal, input: SpawnInput): Promise<Answer> {
@@ -118,8 +150,8 @@ export class AgentFleet {
 
   stop(caller: Principal, paneId: string): Promise<Answer> {
     return this.guard(caller, "STOP", async () => {
-      await this.sessions.stop(paneId);
-      return new Answer(204, null);
+      if (await this.sessions.stop(paneId)) return new Answer(204, null);
+      return refuse(404, "unknown_pane", `no worker has pane ${paneId}; GET /members lists them`, { paneId });
     });
   }
 
@@ -133,6 +165,10 @@ export class AgentFleet {
 
   ask(caller: Principal, sessionId: string, input: AskInput): Promise<Answer> {
     return this.guard(caller, "ASK", () => this.messages.ask(sessionId, input), sessionId);
+  }
+
+  cancel(caller: Principal, sessionId: string): Promise<Answer> {
+    return this.guard(caller, "SEND", async () => this.messages.cancel(sessionId));
   }
 
   drain(caller: Principal, sessionId: string, peek = false): Promise<Answer> {
@@ -169,5 +205,15 @@ export class AgentFleet {
   private panes(): PaneBackend {
     if (!this.backend) throw new Error("the agent fleet has not started");
     return this.backend;
+  }
+}
+
+/** Whether a process exists (EPERM: it does, another user's). */
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
   }
 }

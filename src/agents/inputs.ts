@@ -1,5 +1,6 @@
 // What callers send, checked once for both faces: REST bodies and MCP tool
-// arguments use the same fields, defaults and clamps (the seed's numbers).
+// arguments use the same fields, defaults and clamps (the seed's numbers), and
+// the same rule for a field the route does not know: a 400 naming it (inputOf).
 import * as v from "valibot";
 import { formatIssues } from "../config/problems.ts";
 import { type Answer, badRequest } from "./answers.ts";
@@ -20,10 +21,17 @@ const timeout = ({ defaultMs, maxMs }: typeof SEND_TIMEOUT) =>
     defaultMs,
   );
 
+/** true/false, or "true"/"false" as a query string carries them. */
+const queryFlag = v.pipe(
+  v.union([flag, v.picklist(["true", "false"])], "expected true or false"),
+  v.transform((f) => f === true || f === "true"),
+);
+
 export const sendFields = { content: nonBlank, turnId: v.optional(nonBlank), timeoutMs: timeout(SEND_TIMEOUT), wait: v.optional(flag, true) };
 /** No blank check: a missing or empty reply is delivered as "" (the seed). turnDone is herd's hook: see docs/agents.md. */
 export const replyFields = { content: v.optional(text, ""), turnDone: v.optional(flag, false) };
 export const askFields = { question: nonBlank, timeoutMs: timeout(ASK_TIMEOUT) };
+export const peekFields = { peek: v.optional(queryFlag, false) };
 export const spawnFields = {
   role: v.optional(text),
   profile: v.optional(text),
@@ -31,6 +39,12 @@ export const spawnFields = {
   worktree: v.optional(v.union([flag, text], "expected true, false or a ticket")),
   ticket: v.optional(text),
 };
+
+/**
+ * A route's input, on either face: an unknown field is a 400 that names it and lists the known ones,
+ * so a typo (timeoutMS, peak) is never silently dropped into a default.
+ */
+export const inputOf = <E extends v.ObjectEntries>(entries: E) => v.strictObject(entries);
 
 export type SendInput = v.InferOutput<v.ObjectSchema<typeof sendFields, undefined>>;
 export type ReplyInput = v.InferOutput<v.ObjectSchema<typeof replyFields, undefined>>;

@@ -3,6 +3,7 @@
 // worker's reply resolves the waiting send, else its async ticket, else lands in
 // the session's inbox, which a lead drains. A worker's question (ask) goes to the
 // lead waiting on its turn, whose answer names the question's turnId.
+import type { Config } from "../config/schema.ts";
 import { type Answer, answer, refuse } from "./answers.ts";
 import type { AskInput, ReplyInput, SendInput } from "./inputs.ts";
 import { PaneGone, type PaneBackend } from "./panes.ts";
@@ -18,10 +19,13 @@ export class MessageService {
   private tasks = new Map<string, Task>();
   /** Send outcomes since start, for /metrics. */
   readonly outcomes = new Map<string, number>();
+  /** Replies refused because the worker's inbox was full, since start, for /metrics. */
+  inboxRefusals = 0;
 
   constructor(
     private readonly sessions: SessionManager,
     private readonly backend: () => PaneBackend,
+    private readonly config: () => Config,
   ) {}
 
   /** POST /sessions/{id}/message: a new turn, or (with turnId) the answer to a worker's question. */
@@ -36,6 +40,10 @@ export class MessageService {
     }
     const task = input.wait ? null : new Task(sessionId);
     const turn = (member.turn = new Turn(input.content, task));
+    const { turnTimeoutMs } = this.config().agents;
+    turn.expireAfter(turnTimeoutMs, () =>
+      this.abandon(member, turn, `no reply within ${turnTimeoutMs} ms (agents.turnTimeoutMs): the turn is given up and the worker is idle again; a later reply waits in GET /sessions/${sessionId}/replies`),
+    );
     if (task) {
       this.keep(task);
       void this.deliver(member, turn);
@@ -63,8 +71,31 @@ export class MessageService {
       if (taker === "send") return result("resolved_send", true);
       if (taker === "ticket") return result("resolved_async_ticket", true);
     }
+    const full = this.inboxFull(member, content);
+    if (full) {
+      this.inboxRefusals++;
+      return refuse(429, "inbox_full", `${full}: a lead must drain it first (GET /sessions/${sessionId}/replies)`, { sessionId });
+    }
     member.inbox.push({ msgId: newId("msg"), content });
     return result("queued", false);
+  }
+
+  /** What taking `content` into the worker's inbox would overrun (agents.inbox), or null when it fits. */
+  private inboxFull(member: Member, content: string): string | null {
+    const { maxReplies, maxBytes } = this.config().agents.inbox;
+    if (member.inbox.length >= maxReplies) return `the inbox holds ${member.inbox.length} replies, its cap (agents.inbox.maxReplies)`;
+    const bytes = member.inbox.reduce((sum, r) => sum + Buffer.byteLength(r.content), Buffer.byteLength(content));
+    if (bytes > maxBytes) return `with this reply the inbox would hold ${bytes} bytes, over its cap of ${maxBytes} (agents.inbox.maxBytes)`;
+    return null;
+  }
+
+  /** POST /sessions/{id}/cancel: a lead gives up the worker's open turn; whoever waits on it learns "failed". */
+  cancel(sessionId: string): Answer {
+    const member = this.sessions.get(sessionId);
+    if (!member) return sessionNotFound(sessionId);
+    if (!member.turn) return refuse(409, "no_open_turn", "the worker has no open turn to cancel", { sessionId });
+    this.abandon(member, member.turn, "the turn was cancelled by a lead");
+    return answer({ sessionId, cancelled: true });
   }
 
   /** POST /sessions/{id}/ask, by the worker that owns the session: blocks until a lead answers. */
@@ -107,8 +138,12 @@ export class MessageService {
 
   /** The worker stopped or exited: whoever waits on its turn learns it now. */
   fail(member: Member, detail: string): void {
-    const turn = member.turn;
-    if (!turn) return;
+    if (member.turn) this.abandon(member, member.turn, detail);
+  }
+
+  /** Ends `turn` as failed, if it is still the worker's open one: the worker is idle again. */
+  private abandon(member: Member, turn: Turn, detail: string): void {
+    if (member.turn !== turn) return;
     this.close(member, turn);
     turn.settle({ kind: "failed", detail });
   }
@@ -160,7 +195,7 @@ export class MessageService {
 
   private close(member: Member, turn: Turn): void {
     if (member.turn === turn) member.turn = null;
-    turn.ask?.settle(null);
+    turn.end();
   }
 
   /** The pane's tail after the turn's own text: what the worker printed for it. */

@@ -56,5 +56,6 @@ export function renderMetrics(rt: MetricsSources): string {
     family("herd_agents_workers", "gauge", "Agent workers by profile and state.", countBy(members, (m) => ({ profile: m.profile, state: stateOf(m) }))),
     family("herd_agents_sends_total", "counter", "Sends to workers by outcome.", [...rt.agents.messages.outcomes].map(([outcome, n]) => [{ outcome }, n])),
     family("herd_agents_held_replies", "gauge", "Replies waiting in the workers' inboxes.", [[{}, members.reduce((sum, m) => sum + m.inbox.length, 0)]]),
+    family("herd_agents_inbox_refusals_total", "counter", "Replies refused because the worker's inbox was full (agents.inbox).", [[{}, rt.agents.messages.inboxRefusals]]),
   ].join("\n\n") + "\n";
 }

@@ -50,6 +50,8 @@ export interface PaneBackend {
   kill(paneId: string): Promise<void>;
   panes(): Promise<PaneInfo[]>;
   workspaces(): Promise<WorkspaceInfo[]>;
+  /** Ends one workspace (by name) and its panes; the backend's server too when it was the last. */
+  killWorkspace(name: string): Promise<void>;
   /** Ends every pane of the fleet. */
   shutdown(): Promise<void>;
 }

@@ -85,6 +85,9 @@ export class Turn {
   delivered = false;
   ask: Ask | null = null;
   private waiter: Waiter | null = null;
+  private expiry: Timer | null = null;
+  /** When the turn is given up if the worker has not replied (ms epoch). */
+  private expiresAt: number | null = null;
 
   constructor(
     readonly content: string,
@@ -122,6 +125,18 @@ export class Turn {
     return this.task ? "ticket" : null;
   }
 
+  /** Calls `expire` after `ms` unless the turn ended first: a worker that never replies does not hold its turn for ever. */
+  expireAfter(ms: number, expire: () => void): void {
+    this.expiry = setTimeout(expire, ms);
+    this.expiresAt = Date.now() + ms;
+  }
+
+  /** The turn is over (replied, failed, cancelled, given up): its clock stops and an open question goes stale. */
+  end(): void {
+    if (this.expiry) clearTimeout(this.expiry);
+    this.ask?.settle(null);
+  }
+
   /** Opens a question; it settles null after timeoutMs, or when a newer one replaces it. */
   open(question: string, timeoutMs: number): { turnId: string; answer: Promise<string | null> } {
     this.ask?.settle(null);
@@ -149,6 +164,7 @@ export class Turn {
     return {
       phase: this.ask ? "asking" : this.delivered ? "working" : "queued",
       since: this.since,
+      expiresAt: this.expiresAt,
       ticket: this.task?.ticket ?? null,
       waiting: this.waiter ? { timeoutMs: this.waiter.timeoutMs, since: this.waiter.since } : null,
       ask: this.ask ? { turnId: this.ask.turnId, question: this.ask.question, timeoutMs: this.ask.timeoutMs, since: this.ask.since } : null,

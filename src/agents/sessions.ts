@@ -7,12 +7,14 @@ import { dirname } from "node:path";
 import { expandPath } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import { log } from "../log.ts";
+import type { WorkerRoster } from "../store/agent-workers.ts";
 import { Answer, answer, badRequest, refuse } from "./answers.ts";
 import { type Principal, ROLES, type Role } from "./authz.ts";
 import type { Credentials } from "./credentials.ts";
 import { subscriptionLeaks, workerEnv } from "./environment.ts";
 import type { SpawnInput } from "./inputs.ts";
 import { BackendTimeout, type PaneBackend, type PaneInfo } from "./panes.ts";
+import { endWorkerProcesses } from "./processes.ts";
 import { newId, type Turn } from "./rendezvous.ts";
 import { NotARepo, TICKET, worktreeFor } from "./worktrees.ts";
 
@@ -25,6 +27,8 @@ export interface Member {
   sessionId: string;
   /** null while the pane is being created. */
   paneId: string | null;
+  /** The pane's first process, whose process group is the worker's. */
+  panePid: number | null;
   profile: string;
   role: Role;
   cwd: string;
@@ -51,6 +55,8 @@ export interface SessionDeps {
   /** The config file's folder: relative profile cwds are relative to it. */
   configDir: () => string;
   herdUrl: () => string;
+  /** The roster's copy in the store, so a router killed without a shutdown finds its workers (fleet.ts). */
+  roster: WorkerRoster;
   /** A worker stopped or exited: its open turn fails with `detail`. */
   onGone: (member: Member, detail: string) => void;
 }
@@ -107,6 +113,7 @@ export class SessionManager {
     const member: Member = {
       sessionId: newId("w"),
       paneId: null,
+      panePid: null,
       profile: profileName!,
       role: role as Role,
       cwd,
@@ -139,23 +146,27 @@ export class SessionManager {
     try {
       const pane = await this.deps.backend().spawn({ name: member.sessionId, cwd, argv: [command, ...profile.args], env }, config.agents.spawnTimeoutMs);
       member.paneId = pane.paneId;
+      member.panePid = pane.pid;
     } catch (e) {
       if (e instanceof BackendTimeout) return failed(refuse(502, "spawn_timeout", `the worker's pane did not start within ${config.agents.spawnTimeoutMs} ms (agents.spawnTimeoutMs)`));
       return failed(refuse(502, "spawn_failed", (e as Error).message));
     }
+    this.deps.roster.add({ sessionId: member.sessionId, profile: member.profile, role: member.role, tmuxSocket: this.deps.backend().location, paneId: member.paneId!, panePid: member.panePid!, routerPid: process.pid, startedAt: member.startedAt });
     this.watch();
     log.info(`agents: spawned ${member.sessionId} (${member.profile}, ${member.role}) in ${member.paneId}`);
     return answer(spawnView(member), 201);
   }
 
-  /** Tears a worker down; an unknown pane is no error (the seed's DELETE always answers 204). */
-  async stop(paneId: string): Promise<void> {
+  /** Tears a worker down, its detached children too; false for a pane no worker has (the caller says so). */
+  async stop(paneId: string): Promise<boolean> {
     const member = this.all().find((m) => m.paneId === paneId);
-    if (!member) return;
+    if (!member) return false;
     this.members.delete(member.sessionId);
     this.end(member, "the worker was stopped");
+    await endWorkerProcesses(member.sessionId, member.exited ? null : member.panePid);
     await this.deps.backend().kill(paneId);
     log.info(`agents: stopped ${member.sessionId}`);
+    return true;
   }
 
   /** The roster joined with what the backend sees of each pane. */
@@ -175,8 +186,10 @@ export class SessionManager {
   async shutdown(): Promise<void> {
     if (this.monitor) clearInterval(this.monitor);
     this.monitor = null;
-    for (const m of this.all()) this.end(m, "the router is stopping");
+    const members = this.all();
     this.members.clear();
+    for (const m of members) this.end(m, "the router is stopping");
+    await Promise.all(members.map((m) => endWorkerProcesses(m.sessionId, m.exited ? null : m.panePid)));
   }
 
   private running(profile: string): number {
@@ -185,6 +198,7 @@ export class SessionManager {
 
   private end(member: Member, detail: string): void {
     this.deps.credentials.revoke(member.sessionId);
+    this.deps.roster.remove(member.sessionId);
     this.deps.onGone(member, detail);
   }
 
@@ -214,6 +228,7 @@ export class SessionManager {
         m.exited = { status: pane?.exitStatus ?? null, at: Date.now() };
         if (pane) await this.deps.backend().kill(m.paneId!); // remain-on-exit kept it for the status; now it goes
         this.end(m, exitDetail(pane));
+        await endWorkerProcesses(m.sessionId, null); // what it left running would keep its (revoked) credential
         log.info(`agents: ${m.sessionId} exited (${pane?.exitStatus ?? "pane gone"})`);
       }
     } catch (e) {

@@ -28,7 +28,8 @@ const LAUNCH = 'set -a; . "$1"; set +a; rm -f "$1"; __herd_exit="$2"; shift 2; "
 
 const shellQuote = (v: string) => `'${v.replaceAll("'", "'\\''")}'`;
 const COMMAND_TIMEOUT_MS = 10_000;
-const GONE = /can't find (pane|session|window)|no server running|no current target|server exited/;
+// "error connecting to <socket>": no tmux server on the socket yet (before the first spawn, after a restart).
+const GONE = /can't find (pane|session|window)|no server running|no current target|server exited|error connecting to/;
 
 // Public pane ids carry no "%" (it would need escaping in DELETE /members/{paneId}).
 const toPublic = (tmuxId: string) => `pane-${tmuxId.slice(1)}`;
@@ -132,6 +133,17 @@ export class TmuxBackend implements PaneBackend {
       windows: Number(windows),
       attached: attached !== "0",
     }));
+  }
+
+  async killWorkspace(name: string): Promise<void> {
+    try {
+      await this.run(["kill-session", "-t", `=${name}`]);
+      if ((await this.workspaces()).length) return;
+      await this.run(["kill-server"]);
+      rmSync(socketPath(this.location), { force: true });
+    } catch (e) {
+      if (!(e instanceof PaneGone)) throw e;
+    }
   }
 
   async shutdown(): Promise<void> {

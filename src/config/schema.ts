@@ -237,6 +237,11 @@ export const herdConfigSchema = v.strictObject({
     defaultProfile: v.optional(name),
     credentials: section({ primary: v.optional(secretSchema), architect: v.optional(secretSchema) }),
     spawnTimeoutMs: v.optional(v.pipe(ms, v.minValue(100, "expected at least 100 ms")), 10000),
+    turnTimeoutMs: v.optional(v.pipe(ms, v.minValue(1000, "expected at least 1000 ms")), 1_800_000),
+    inbox: section({
+      maxReplies: v.optional(v.pipe(count, v.minValue(1, "expected at least 1")), 100),
+      maxBytes: v.optional(v.pipe(count, v.minValue(1, "expected at least 1 byte")), 8 * 1024 * 1024),
+    }),
   }),
 });
 

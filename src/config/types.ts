@@ -359,6 +359,18 @@ export interface AgentsConfig {
   };
   /** How long a worker's pane may take to start before 502 spawn_timeout. Default 10000. */
   spawnTimeoutMs?: number;
+  /**
+   * How long a turn may stay open without the worker's reply before herd gives it up: the turn
+   * fails ("failed", its ticket too) and the worker is idle again. Default 1800000 (30 minutes).
+   */
+  turnTimeoutMs?: number;
+  /** Each worker's inbox of held replies: a reply past either cap is refused (429 inbox_full) until a lead drains it. */
+  inbox?: {
+    /** Default 100. */
+    maxReplies?: number;
+    /** The held replies' content in bytes (UTF-8), together. Default 8388608 (8 MB). */
+    maxBytes?: number;
+  };
 }
 
 export interface AgentProfileConfig {

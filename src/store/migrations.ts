@@ -176,4 +176,22 @@ export const migrations: { version: number; name: string; sql: string }[] = [
       );
     `,
   },
+  {
+    version: 10,
+    name: "agent fleet roster",
+    // The agent fleet's live workers (agents/sessions.ts), so a router that crashed can find and stop them
+    // when it starts again, on whatever port: their tmux socket, pane pid and the router that spawned them.
+    sql: `
+      CREATE TABLE agent_workers (
+        session_id TEXT PRIMARY KEY,
+        profile TEXT NOT NULL,
+        role TEXT NOT NULL,
+        tmux_socket TEXT NOT NULL,
+        pane_id TEXT NOT NULL,
+        pane_pid INTEGER NOT NULL,
+        router_pid INTEGER NOT NULL,
+        started_at REAL NOT NULL
+      );
+    `,
+  },
 ];

@@ -5,17 +5,19 @@ import { Elysia } from "elysia";
 import * as v from "valibot";
 import { Answer, badRequest, refuse } from "../agents/answers.ts";
 import type { Principal } from "../agents/authz.ts";
-import { askFields, check, replyFields, sendFields, spawnFields } from "../agents/inputs.ts";
+import { askFields, check, inputOf, peekFields, replyFields, sendFields, spawnFields } from "../agents/inputs.ts";
 import { renderMetrics } from "../agents/metrics.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { bearerToken } from "../auth/tokens.ts";
 import type { MetricsSources } from "../agents/metrics.ts";
 import { readJsonObject } from "./body.ts";
 
-const sendBody = v.object(sendFields);
-const replyBody = v.object(replyFields);
-const askBody = v.object(askFields);
-const spawnBody = v.object(spawnFields);
+const sendBody = inputOf(sendFields);
+const replyBody = inputOf(replyFields);
+const askBody = inputOf(askFields);
+const spawnBody = inputOf(spawnFields);
+const drainQuery = inputOf(peekFields);
+const cancelBody = inputOf({});
 const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
 /** Every caller here is a lead or a worker with its own credential, which each handler checks (`as`). */
 const OWN: RouteFacts = { access: "own", body: "json", errors: "herd" };
@@ -45,7 +47,14 @@ export function agentsSurface(rt: MetricsSources) {
     .delete("/members/:paneId", ({ request, params }) => as(request, (c) => fleet.stop(c, params.paneId)), { facts: OWN })
     .post("/sessions/:id/message", ({ request, params }) => withBody(request, sendBody, (c, input) => fleet.send(c, params.id, input)), { parse: "none", facts: OWN })
     .post("/sessions/:id/reply", ({ request, params }) => withBody(request, replyBody, (c, input) => fleet.reply(c, params.id, input)), { parse: "none", facts: OWN })
-    .get("/sessions/:id/replies", ({ request, params }) => as(request, (c) => fleet.drain(c, params.id)), { facts: OWN })
+    // ?peek=true leaves the replies held, for an ack of each (DELETE …/replies/{msgId}): fleet_poll's peek and fleet_ack.
+    .get("/sessions/:id/replies", ({ request, params, query }) =>
+      as(request, (c) => {
+        const input = check(drainQuery, query);
+        return input instanceof Answer ? input : fleet.drain(c, params.id, input.peek);
+      }), { facts: OWN })
+    .delete("/sessions/:id/replies/:msgId", ({ request, params }) => as(request, (c) => fleet.ack(c, params.id, params.msgId)), { facts: OWN })
+    .post("/sessions/:id/cancel", ({ request, params }) => withBody(request, cancelBody, (c) => fleet.cancel(c, params.id)), { parse: "none", facts: OWN })
     .post("/sessions/:id/ask", ({ request, params }) => withBody(request, askBody, (c, input) => fleet.ask(c, params.id, input)), { parse: "none", facts: OWN })
     .get("/sessions/:id/status", ({ request, params }) => as(request, (c) => fleet.status(c, params.id)), { facts: OWN })
     .get("/tasks/:ticket", ({ request, params }) => as(request, (c) => fleet.task(c, params.ticket)), { facts: OWN });

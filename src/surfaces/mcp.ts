@@ -14,7 +14,7 @@ import * as v from "valibot";
 import { Answer, badRequest } from "../agents/answers.ts";
 import type { Principal } from "../agents/authz.ts";
 import type { AgentFleet } from "../agents/fleet.ts";
-import { askFields, check, replyFields, sendFields, spawnFields } from "../agents/inputs.ts";
+import { askFields, check, inputOf, peekFields, replyFields, sendFields, spawnFields } from "../agents/inputs.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { VERSION } from "../version.ts";
 import { authenticated } from "./agents.ts";
@@ -43,33 +43,34 @@ const id = (what: string) => v.pipe(v.string(`expected ${what}`), v.nonEmpty(`ex
 const own = (caller: Principal) => (caller.kind === "member" ? caller.sessionId : "");
 
 const TOOLS: Tool[] = [
-  tool("fleet_list", "The workers (as GET /members), the configured leads and each profile's capacity.", v.strictObject({}), (f, c) => f.list(c)),
-  tool("fleet_profiles", "The worker profiles and the default one (GET /profiles).", v.strictObject({}), (f, c) => f.profiles(c)),
-  tool("fleet_spawn", "Spawn a worker (POST /members). Primary only.", v.strictObject(spawnFields), (f, c, a) => f.spawn(c, a)),
-  tool("fleet_stop", "Stop a worker by pane id (DELETE /members/{paneId}). Primary only.", v.strictObject({ paneId: id("a pane id") }), async (f, c, a) => {
+  tool("fleet_list", "The workers (as GET /members), the configured leads and each profile's capacity.", inputOf({}), (f, c) => f.list(c)),
+  tool("fleet_profiles", "The worker profiles and the default one (GET /profiles).", inputOf({}), (f, c) => f.profiles(c)),
+  tool("fleet_spawn", "Spawn a worker (POST /members). Primary only.", inputOf(spawnFields), (f, c, a) => f.spawn(c, a)),
+  tool("fleet_stop", "Stop a worker by pane id (DELETE /members/{paneId}); 404 unknown_pane when no worker has it. Primary only.", inputOf({ paneId: id("a pane id") }), async (f, c, a) => {
     const done = await f.stop(c, a.paneId);
     return done.status === 204 ? new Answer(200, { paneId: a.paneId, stopped: true }) : done;
   }),
+  tool("fleet_cancel", "Give up a worker's open turn: whoever waits on it gets status failed, and the worker is idle again (POST /sessions/{target}/cancel).", inputOf({ target: id("the worker's session id") }), (f, c, a) => f.cancel(c, a.target)),
   tool(
     "fleet_send",
     "Send a worker a turn and wait for its reply, or answer its question (turnId). POST /sessions/{target}/message.",
-    v.strictObject({ target: id("the worker's session id"), ...sendFields }),
+    inputOf({ target: id("the worker's session id"), ...sendFields }),
     (f, c, { target, ...input }) => f.send(c, target, input),
   ),
-  tool("fleet_reply", "A worker's reply for its own turn (POST /sessions/{own id}/reply).", v.strictObject(replyFields), (f, c, a) => f.reply(c, own(c), a)),
-  tool("fleet_ask", "A worker's question to the lead waiting on its turn (POST /sessions/{own id}/ask).", v.strictObject(askFields), (f, c, a) => f.ask(c, own(c), a)),
+  tool("fleet_reply", "A worker's reply for its own turn (POST /sessions/{own id}/reply).", inputOf(replyFields), (f, c, a) => f.reply(c, own(c), a)),
+  tool("fleet_ask", "A worker's question to the lead waiting on its turn (POST /sessions/{own id}/ask).", inputOf(askFields), (f, c, a) => f.ask(c, own(c), a)),
   tool(
     "fleet_poll",
     "With target: drain that worker's held replies (GET /sessions/{target}/replies; peek: true leaves them held for fleet_ack). With ticket: an async send's task (GET /tasks/{ticket}).",
-    v.strictObject({ target: v.optional(id("a session id")), ticket: v.optional(id("a ticket")), peek: v.optional(v.boolean("expected true or false"), false) }),
+    inputOf({ target: v.optional(id("a session id")), ticket: v.optional(id("a ticket")), ...peekFields }),
     (f, c, a) => {
       if ((a.target === undefined) === (a.ticket === undefined)) return badRequest("target, ticket: give exactly one");
       return a.target !== undefined ? f.drain(c, a.target, a.peek) : f.task(c, a.ticket!);
     },
   ),
-  tool("fleet_status", "A worker's live status and readiness (GET /sessions/{target}/status).", v.strictObject({ target: id("a session id") }), (f, c, a) => f.status(c, a.target)),
-  tool("fleet_ack", "Drop one held reply of a worker by msgId, leaving the others. Primary only.", v.strictObject({ target: id("a session id"), msgId: id("a msgId") }), (f, c, a) => f.ack(c, a.target, a.msgId)),
-  tool("fleet_whoami", "Who this connection's credential is.", v.strictObject({}), (f, c) => f.whoami(c)),
+  tool("fleet_status", "A worker's live status and readiness (GET /sessions/{target}/status).", inputOf({ target: id("a session id") }), (f, c, a) => f.status(c, a.target)),
+  tool("fleet_ack", "Drop one held reply of a worker by msgId, leaving the others (DELETE /sessions/{target}/replies/{msgId}). Primary only.", inputOf({ target: id("a session id"), msgId: id("a msgId") }), (f, c, a) => f.ack(c, a.target, a.msgId)),
+  tool("fleet_whoami", "Who this connection's credential is.", inputOf({}), (f, c) => f.whoami(c)),
 ];
 
 /** The same body as REST; the HTTP status it would have is in _meta. */
