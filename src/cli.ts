@@ -1,6 +1,7 @@
 #!/usr/bin/env bun
 // herd's one entry point: `bun src/cli.ts …` from a checkout and the compiled
 // `herd …` binary behave the same.
+import { existsSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
 import { Secret } from "./auth/secrets.ts";
@@ -20,7 +21,7 @@ const COMMON = `
   --host ADDR       router address                  (env HERD_HOST; default server.host, 0.0.0.0)
   --data-dir DIR    SQLite store and state          (env HERD_DATA_DIR; default server.dataDir, ~/.herd)
   -h, --help        this help
-  --version         print herd's version`;
+  -v, --version     print herd's version`;
 
 const HELP: Record<string, string> = {
   herd: `herd ${VERSION}: one endpoint for the Ollama and MLX servers on all your Macs.
@@ -58,6 +59,7 @@ The agent reads its own entry (by node id) from the same config file as the rout
   --token-file FILE the node credential, read from FILE (env HERD_NODE_TOKEN holds the value itself;
                     default: this node's token in the config, else auth.nodeToken)
   --config FILE     the fleet's config (env HERD_CONFIG; default ./herd.config.*)
+  --data-dir DIR    the agent's state, e.g. MLX servers' logs (env HERD_DATA_DIR; default server.dataDir)
   --enroll          instead of running: make this node's credential (in --token-file FILE, default
                     ~/.herd/nodes/ID.token, 0600; kept if it is there) and print the config entry and
                     the steps for the router's machine. Without one, a heartbeat cannot say where the
@@ -100,20 +102,23 @@ const OPTIONS = {
   mlx: { type: "boolean" },
   force: { type: "boolean" },
   help: { type: "boolean", short: "h" },
-  version: { type: "boolean" },
+  version: { type: "boolean", short: "v" },
 } as const;
 
 /** Which options each command accepts; anything else is a usage error, not silently ignored. */
 const ACCEPTS: Record<string, (keyof typeof OPTIONS)[]> = {
   herd: ["config", "port", "host", "data-dir", "node-id", "ollama"],
   serve: ["config", "port", "host", "data-dir"],
-  node: ["config", "node-id", "ollama", "router", "token-file", "enroll"],
+  node: ["config", "data-dir", "node-id", "ollama", "router", "token-file", "enroll"],
   sim: ["config", "port", "host", "data-dir", "nodes", "base-port", "no-router", "mlx"],
   init: ["force"],
   "check-config": [],
   schema: [],
   version: [],
 };
+
+/** How many arguments after the command each takes (init's DIR, check-config's FILE); more is a usage error. */
+const POSITIONALS: Record<string, number> = { init: 1, "check-config": 1 };
 
 class UsageError extends Error {}
 
@@ -135,6 +140,8 @@ async function main(argv: string[]): Promise<number> {
   for (const key of Object.keys(values) as (keyof typeof OPTIONS)[]) {
     if (key !== "help" && key !== "version" && !ACCEPTS[command]!.includes(key)) throw new UsageError(`herd ${command === "herd" ? "" : `${command} `}does not take --${key}`);
   }
+  const extra = positionals.slice(command === "herd" ? 0 : 1 + (POSITIONALS[command] ?? 0));
+  if (extra.length) throw new UsageError(`herd ${command === "herd" ? "" : `${command} `}does not take "${extra[0]}"`);
   const env = process.env;
   const configFlag = values.config ?? env.HERD_CONFIG;
   const overrides = {
@@ -149,10 +156,13 @@ async function main(argv: string[]): Promise<number> {
       return print(VERSION);
     case "schema":
       return print(JSON.stringify(configJsonSchema(), null, 2));
-    case "init":
-      for (const path of init(positionals[1] ?? ".", values.force ?? false)) console.log(`wrote ${path}`);
+    case "init": {
+      const dir = positionals[1] ?? ".";
+      if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UsageError(`init: ${dir} is not a directory; create it first`);
+      for (const path of init(dir, values.force ?? false)) console.log(`wrote ${path}`);
       console.log("next: edit herd.config.ts, then run `herd`");
       return 0;
+    }
     case "check-config": {
       const file = positionals[1] ?? configFlag;
       if (!file) throw new UsageError("check-config needs a FILE");
@@ -163,8 +173,9 @@ async function main(argv: string[]): Promise<number> {
       return runNode({
         configFlag,
         nodeId,
-        ollamaUrl: values.ollama,
-        routerUrl: values.router ?? env.HERD_ROUTER ?? "http://127.0.0.1:11435",
+        dataDir: overrides.dataDir,
+        ollamaUrl: urlValue("--ollama", values.ollama),
+        routerUrl: urlValue(values.router !== undefined ? "--router" : "HERD_ROUTER", values.router ?? env.HERD_ROUTER) ?? "http://127.0.0.1:11435",
         token: nodeTokenOverride(values["token-file"], env.HERD_NODE_TOKEN),
       });
     case "sim":
@@ -179,7 +190,7 @@ async function main(argv: string[]): Promise<number> {
     case "serve":
       return runRouter({ configFlag, overrides, localAgent: null });
     default:
-      return runRouter({ configFlag, overrides, localAgent: { nodeId, ollamaUrl: values.ollama } });
+      return runRouter({ configFlag, overrides, localAgent: { nodeId, ollamaUrl: urlValue("--ollama", values.ollama) } });
   }
 }
 
@@ -202,6 +213,13 @@ function portValue(flag: string, raw: string | undefined): number | undefined {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`${flag}: expected a port number 0-65535, got "${raw}"`);
   return n;
+}
+
+function urlValue(flag: string, raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  const url = URL.canParse(raw) ? new URL(raw) : null;
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname) throw new UsageError(`${flag}: expected a URL such as http://10.0.0.2:11435, got "${raw}"`);
+  return raw.replace(/\/+$/, "");
 }
 
 function countValue(flag: string, raw: string | undefined, fallback: number): number {

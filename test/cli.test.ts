@@ -10,6 +10,7 @@ describe("herd CLI", () => {
   test("version and --help for every command", async () => {
     expect((await herd(["version"])).stdout.trim()).toBe(pkg.version);
     expect(await herd(["--version"])).toMatchObject({ code: 0, stdout: `${pkg.version}\n` });
+    expect(await herd(["-v"])).toMatchObject({ code: 0, stdout: `${pkg.version}\n` });
     const top = await herd(["--help"]);
     expect(top.code).toBe(0);
     for (const cmd of ["serve", "node", "sim", "init", "check-config", "version"]) {
@@ -29,6 +30,14 @@ describe("herd CLI", () => {
       [["node", "--port", "1"], "herd node does not take --port"],
       [["sim", "--nodes", "0"], `--nodes: expected a whole number 1-64, got "0"`],
       [["check-config"], "check-config needs a FILE"],
+      [["node", "--router", "localhost:11435"], `--router: expected a URL such as http://10.0.0.2:11435, got "localhost:11435"`],
+      [["node", "--ollama", "127.0.0.1"], `--ollama: expected a URL`],
+      [["--ollama", "ftp://x"], `--ollama: expected a URL`],
+      [["init", join(tmpDir(), "missing")], "is not a directory; create it first"],
+      [["serve", "extra"], `herd serve does not take "extra"`],
+      [["stray"], `unknown command "stray"`],
+      [["init", ".", "two"], `herd init does not take "two"`],
+      [["version", "now"], `herd version does not take "now"`],
     ];
     for (const [args, message] of cases) {
       const r = await herd(args);
@@ -36,6 +45,8 @@ describe("herd CLI", () => {
       expect(r.stderr).toContain(message);
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
     }
+    const env = await herd(["node"], { env: { HERD_ROUTER: "10.0.0.1:11435" } });
+    expect(env).toMatchObject({ code: 2, stderr: expect.stringContaining(`HERD_ROUTER: expected a URL`) });
   });
 
   test("with no config and no Ollama, `herd` starts, says what it found, serves, and stops cleanly on SIGTERM", async () => {

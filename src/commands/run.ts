@@ -46,10 +46,10 @@ export async function runRouter(opts: {
   return 0;
 }
 
-export async function runNode(opts: { configFlag?: string; nodeId: string; ollamaUrl?: string; routerUrl: string; token?: string }): Promise<number> {
+export async function runNode(opts: { configFlag?: string; nodeId: string; dataDir?: string; ollamaUrl?: string; routerUrl: string; token?: string }): Promise<number> {
   const stopped = untilSignal();
   // An agent needs only its own credential: secrets meant for the router need not be readable here.
-  const live = await openLive(opts.configFlag, (c) => c, { secrets: "lenient" });
+  const live = await openLive(opts.configFlag, withOverrides({ dataDir: opts.dataDir }), { secrets: "lenient" });
   // HERD_NODE_TOKEN / --token-file win; else the config's, read on every beat so a reload rotates it.
   const token = () => opts.token ?? agentToken(live.config, opts.nodeId);
   try {
