@@ -69,6 +69,8 @@ The agent reads its own entry (by node id) from the same config file as the rout
 
 Starts N simulated Ollama nodes (deterministic replies, realistic models and timings) and a
 router in front of them that uses them as its nodes. The config's other settings still apply.
+Its store is its own (server.dataDir/sim, e.g. ~/.herd/sim) unless --data-dir says otherwise, so
+demo traffic stays out of the real analytics.
   --nodes N         how many simulated nodes (default 3)
   --base-port P     first node's port; the others follow (default 11501; 0 = any free ports)
   --no-router       only the simulated nodes, e.g. to point another herd at them

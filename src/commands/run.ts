@@ -3,7 +3,7 @@
 import { join } from "node:path";
 import { agentToken } from "../auth/credentials.ts";
 import { LiveConfig } from "../config/live.ts";
-import { findConfig, type LoadOptions, parseConfig } from "../config/load.ts";
+import { expandPath, findConfig, type LoadOptions, parseConfig } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import type { OllamaSection } from "../fleet/heartbeat.ts";
 import { UserError } from "../errors.ts";
@@ -86,7 +86,8 @@ export async function runSim(opts: { configFlag?: string; overrides: Overrides; 
     const mlx = opts.mlx ? { mlx: [{ model: SIM_MLX_MODEL, port: opts.basePort ? opts.basePort + sims.length : await freePort() }], mlxCommand: [...selfCommand(), "sim-mlx-server"] } : {};
     // The demo fleet replaces the config's nodes; everything else in the config still applies and reloads.
     const simNodes = parseConfig({ nodes: sims.map((s, i) => ({ id: s.id, ollama: s.url, ...(i === 0 ? mlx : {}) })) }).nodes;
-    const overrides = withOverrides(opts.overrides);
+    // Demo traffic must not land in the real store: its own data dir unless one is given.
+    const overrides = withOverrides(opts.overrides, SIM_DATA_DIR);
     live = await openLive(opts.configFlag, (c) => ({ ...overrides(c), nodes: simNodes }));
     const running = (router = await startRouter(live));
     announce(router);
@@ -107,6 +108,9 @@ export async function runSim(opts: { configFlag?: string; overrides: Overrides; 
   await Promise.all(sims.map((s) => s.stop()));
   return 0;
 }
+
+/** Where `herd sim` keeps its store when not told: beside the real one, not in it. */
+const SIM_DATA_DIR = "sim";
 
 const SIM_MLX_MODEL = "mlx-community/Qwen3-Coder-30B-A3B-Instruct-4bit";
 
@@ -130,14 +134,16 @@ async function openLive(configFlag: string | undefined, transform: (c: Config) =
   return live;
 }
 
-function withOverrides(o: Overrides): (c: Config) => Config {
+/** The command line's overrides; `subdir`: the data dir's, when none is given, is under the config's. */
+function withOverrides(o: Overrides, subdir?: string): (c: Config) => Config {
   return (c) => ({
     ...c,
     server: {
       ...c.server,
       host: o.host ?? c.server.host,
       port: o.port ?? c.server.port,
-      dataDir: o.dataDir ?? c.server.dataDir,
+      // "~" from the defaults (no config file) or HERD_DATA_DIR is $HOME, never a folder named "~" in the cwd.
+      dataDir: expandPath(o.dataDir ?? (subdir ? join(c.server.dataDir, subdir) : c.server.dataDir)),
     },
   });
 }
