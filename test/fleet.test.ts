@@ -299,3 +299,23 @@ describe("an agent stopped with SIGTERM says goodbye", () => {
     await node.stop();
   });
 });
+
+describe("queue latency", () => {
+  test("the average /fleet/status shows is measured: a fast answer shows as fast, not as a 5 s prior", async () => {
+    const node = await sim("quick");
+    const { dir, file } = fleetConfig(`{ id: "quick", ollama: "${node.url}" }`);
+    const r = await router(dir, file);
+    await eventually(async () => (await statusOf(r.url, "quick")) === "online", 3000, "quick online");
+    const started = performance.now();
+    const res = await fetch(`${r.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], stream: false }) });
+    expect(res.status).toBe(200);
+    await res.json();
+    const wall = performance.now() - started;
+    const queue = (await getJson(`${r.url}/fleet/status`)).queues["quick:llama3.2:3b"];
+    expect(queue.completed).toBe(1);
+    expect(queue.avg_latency_ms).toBeGreaterThan(0);
+    expect(queue.avg_latency_ms).toBeLessThanOrEqual(wall);
+    await r.stop();
+    await node.stop();
+  });
+});
