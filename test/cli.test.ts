@@ -4,6 +4,7 @@ import { hostname } from "node:os";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
+import { startSimOllama } from "../src/sim/index.ts";
 import { eventually, getJson, herd, startRouterProcess, tmpDir } from "./helpers.ts";
 
 describe("herd CLI", () => {
@@ -96,6 +97,24 @@ describe("herd CLI", () => {
     expect(badDir.stderr).toContain("cannot open the store in");
     expect(badDir.stderr).toContain("--data-dir");
     await first.stop();
+  });
+
+  test("`herd init` + plain `herd` is one node: the local agent reports as the entry for its own Ollama", async () => {
+    const node = await startSimOllama({ id: "mine", port: 0, models: ["llama3.2:3b", "qwen3:8b"], loaded: [], memoryGb: 16 });
+    const dir = tmpDir();
+    expect((await herd(["init", dir])).code).toBe(0);
+    // The starter entry, for this Mac's Ollama (a simulated one on another port here).
+    const config = join(dir, "herd.config.ts");
+    writeFileSync(config, readFileSync(config, "utf8").replace("http://127.0.0.1:11434", node.url));
+    const router = await startRouterProcess(["--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data"), "--ollama", node.url.replace("127.0.0.1", "localhost")], { cwd: dir });
+    await router.waitFor(/local agent reports as node "this-mac", the config's entry for the Ollama at/);
+    await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "this-mac")?.source === "agent", 3000, "this-mac from its agent");
+    const status = await getJson(`${router.url}/fleet/status`);
+    expect(status.nodes.map((n: any) => n.node_id)).toEqual(["this-mac"]);
+    const tags = await getJson(`${router.url}/api/tags`);
+    expect(tags.models.map((m: any) => m.name).sort()).toEqual(["llama3.2:3b", "qwen3:8b"]);
+    expect(await router.stop()).toBe(0);
+    await node.stop();
   });
 
   test("an invalid config at start exits 1 with the problems", async () => {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { agentToken } from "../auth/credentials.ts";
 import { LiveConfig } from "../config/live.ts";
 import { expandPath, findConfig, type LoadOptions, parseConfig } from "../config/load.ts";
-import type { Config } from "../config/schema.ts";
+import type { Config, NodeEntry } from "../config/schema.ts";
 import type { OllamaSection } from "../fleet/heartbeat.ts";
 import { UserError } from "../errors.ts";
 import { log } from "../log.ts";
@@ -14,6 +14,7 @@ import { STORE_FILE } from "../store/db.ts";
 import { simCollector } from "../sim/collector.ts";
 import { type SimNode, demoFleet, startSimOllama } from "../sim/index.ts";
 import { VERSION } from "../version.ts";
+import { localNodeId } from "./local-node.ts";
 
 export interface Overrides {
   port?: number;
@@ -30,11 +31,11 @@ export async function runRouter(opts: {
   const live = await openLive(opts.configFlag, withOverrides(opts.overrides));
   const router = await startRouter(live);
   announce(router);
-  const agent = opts.localAgent
-    ? startAgent({ ...opts.localAgent, live, send: async (hb) => void router.rt.registry.heartbeat(hb, null, true) })
-    : null;
-  if (agent && opts.localAgent) {
-    const url = opts.localAgent.ollamaUrl ?? live.config.nodes.find((n) => n.id === opts.localAgent!.nodeId)?.ollama ?? DEFAULT_OLLAMA;
+  const local = opts.localAgent && localAgent(live.config.nodes, opts.localAgent);
+  // --ollama wins; without it the agent follows its entry's ollama through reloads.
+  const agent = local ? startAgent({ nodeId: local.nodeId, ollamaUrl: opts.localAgent!.ollamaUrl, live, send: async (hb) => void router.rt.registry.heartbeat(hb, null, true) }) : null;
+  if (agent && local) {
+    const url = local.ollamaUrl;
     const ollama = await agent.beat();
     log.info(ollama.reachable ? `local Ollama at ${url}: ${found(ollama)}` : `local Ollama at ${url} unreachable; run \`herd sim\` or edit herd.config.ts (in a checkout of herd: \`npm start -- sim\`)`);
   }
@@ -44,6 +45,14 @@ export async function runRouter(opts: {
   await router.stop();
   live.close();
   return 0;
+}
+
+/** The local agent's node id and Ollama: one node with the config's entry for the same Ollama, if there is one. */
+function localAgent(nodes: NodeEntry[], agent: { nodeId: string; ollamaUrl?: string }): { nodeId: string; ollamaUrl: string } {
+  const ollamaUrl = agent.ollamaUrl ?? nodes.find((n) => n.id === agent.nodeId)?.ollama ?? DEFAULT_OLLAMA;
+  const nodeId = localNodeId(nodes, agent.nodeId, ollamaUrl);
+  if (nodeId !== agent.nodeId) log.info(`local agent reports as node "${nodeId}", the config's entry for the Ollama at ${ollamaUrl}`);
+  return { nodeId, ollamaUrl };
 }
 
 export async function runNode(opts: { configFlag?: string; nodeId: string; dataDir?: string; ollamaUrl?: string; routerUrl: string; token?: string }): Promise<number> {
