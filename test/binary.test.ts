@@ -36,7 +36,8 @@ describe(`the ${HOST_TARGET} binary, alone in an empty folder`, () => {
     const config = (id: string) => `import type { HerdConfig } from "./herd";\nexport default { nodes: [{ id: "${id}", ollama: "http://127.0.0.1:9" }] } satisfies HerdConfig;\n`;
     writeFileSync(join(dir, "herd.config.ts"), config("first"));
     const router = await startRouterProcess(["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", "data"], { bin, cwd: dir });
-    expect((await getJson(`${router.url}/healthz`)).status).toBe("ok");
+    // Alive, but nothing answers at its one node's address: degraded, and why.
+    expect(await getJson(`${router.url}/healthz`)).toMatchObject({ status: "degraded", reasons: expect.arrayContaining(["no node is online (1 known)"]) });
     const ids = async () => (await getJson(`${router.url}/fleet/status`)).nodes.map((n: any) => n.node_id);
     expect(await ids()).toEqual(["first"]);
     writeFileSync(join(dir, "herd.config.ts"), config("second"));

@@ -55,8 +55,24 @@ describe("herd CLI", () => {
     const router = await startRouterProcess(["--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data"), "--ollama", "http://127.0.0.1:9"], { cwd: dir });
     await router.waitFor(/local Ollama at http:\/\/127\.0\.0\.1:9 unreachable; run `herd sim` or edit herd\.config\.ts/);
     expect(router.output()).toContain(`no herd.config.* in ${dir}; running on defaults`);
-    const health = await getJson(`${router.url}/healthz`);
-    expect(health).toMatchObject({ status: "ok", version: pkg.version, config_hash: "defaults" });
+    // Alive (200) but not able to serve: /healthz, the Health page and a chat's 404 say why and what to run.
+    const healthz = await fetch(`${router.url}/healthz`);
+    expect(healthz.status).toBe(200);
+    const health: any = await healthz.json();
+    expect(health).toMatchObject({ status: "degraded", version: pkg.version, config_hash: "defaults" });
+    const self_ = hostname().replace(/\.local$/, "");
+    expect(health.reasons).toEqual([
+      "no online node reaches its Ollama",
+      `${self_}: Ollama at http://127.0.0.1:9 does not answer (connection refused); start Ollama with \`ollama serve\` (on a Mac the router reaches over the network: \`OLLAMA_HOST=0.0.0.0 ollama serve\`)`,
+    ]);
+    const check = (await getJson(`${router.url}/dashboard/api/health?refresh=1`)).checks.find((c: any) => c.id === "ollama_unreachable");
+    expect(check).toMatchObject({ severity: "critical", nodes: [self_], finding: `no node reaches its Ollama: ${self_}: Ollama at http://127.0.0.1:9 does not answer (connection refused)` });
+    expect(check.recommendation).toContain("`ollama serve`");
+    const chat = await fetch(`${router.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }] }) });
+    expect(chat.status).toBe(404);
+    expect(((await chat.json()) as any).error).toStartWith(
+      `model "llama3.2:3b" not found on any node; no node reports any model (${self_}: Ollama at http://127.0.0.1:9 does not answer (connection refused)): start Ollama with \`ollama serve\` (on a Mac the router reaches over the network: \`OLLAMA_HOST=0.0.0.0 ollama serve\`)`,
+    );
     const status = await getJson(`${router.url}/fleet/status`);
     const self = status.nodes.find((n: any) => n.node_id === hostname().replace(/\.local$/, ""));
     expect(self).toMatchObject({ status: "online", source: "agent", declared: false });

@@ -289,7 +289,7 @@ describe("an agent stopped with SIGTERM says goodbye", () => {
     }
     // Undeclared: nothing else reports for it.
     expect(await nodeOf(r.url, "mac-1")).toMatchObject({ status: "offline", status_reason: "its agent stopped" });
-    expect((await nodeOf(r.url, "mac-1")).ollama).toMatchObject({ reachable: false, models_loaded: [] });
+    expect((await nodeOf(r.url, "mac-1")).ollama).toBeNull();
     // Declared with an Ollama URL: the router polls it again.
     await eventually(async () => {
       const n = await nodeOf(r.url, "den");

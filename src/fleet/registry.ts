@@ -163,7 +163,7 @@ export class Registry {
     node.lastAgentBeat = null;
     node.lastSeen = null;
     node.report = {};
-    if (node.ollama) node.ollama = { ...node.ollama, reachable: false, error: "its agent stopped", models_loaded: [] };
+    node.ollama = null;
     this.transition(node, "offline", "its agent stopped");
     return node;
   }
