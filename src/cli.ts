@@ -3,15 +3,17 @@
 // `herd …` binary behave the same.
 import { existsSync, statSync } from "node:fs";
 import { hostname } from "node:os";
+import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { Secret } from "./auth/secrets.ts";
 import { checkConfig } from "./commands/check-config.ts";
 import { enroll, enrollmentSteps } from "./commands/enroll.ts";
 import { init } from "./commands/init.ts";
+import { SERVICE_ACTIONS, service } from "./commands/service.ts";
 import { runNode, runRouter, runSim } from "./commands/run.ts";
 import { configJsonSchema } from "./config/json-schema.ts";
 import { runSimMlxServer } from "./sim/mlx-cli.ts";
-import { ConfigError } from "./config/load.ts";
+import { ConfigError, findConfig } from "./config/load.ts";
 import { UserError } from "./errors.ts";
 import { VERSION } from "./version.ts";
 
@@ -37,6 +39,7 @@ Commands:
   init [DIR]          write a starter herd.config.ts with its types (herd.d.ts) and JSON Schema
   check-config FILE   validate a config; exit 1 with one line per problem
   schema              print the config's JSON Schema
+  service ACTION      install | uninstall | status: start herd at login (a macOS LaunchAgent)
   version             print herd's version (also --version)
 
 Options:${COMMON}
@@ -85,6 +88,18 @@ DIR/herd.schema.json (for .json/.yaml configs). Never overwrites a config withou
 
 Validates FILE as herd would load it. Prints a summary and exits 0, or one line per problem and exits 1.`,
   schema: "Usage: herd schema\n\nPrints the JSON Schema of herd's config to stdout.",
+  service: `Usage: herd service install|uninstall|status [--agent-only] [options]
+
+Runs herd at login as a macOS LaunchAgent, restarted if it dies: the router with its local agent
+(label herd.router), or with --agent-only the node agent alone (herd.node). install writes
+~/Library/LaunchAgents/LABEL.plist with the flags given here and loads it with launchctl; logs go
+to ~/Library/Logs/herd/LABEL.log. uninstall unloads and removes it; status says whether it runs.
+  --agent-only      the node agent (\`herd node\`) instead of the router
+  --config FILE     the config the service runs (default ./herd.config.*; recorded as an absolute path)
+  --router URL      --agent-only: the router (default http://127.0.0.1:11435)
+  --node-id ID, --ollama URL, --token-file FILE, --data-dir DIR, --port N, --host ADDR
+                    passed on to the service's command (see \`herd --help\`, \`herd node --help\`)
+  --dry-run         install: print the plist instead of writing it (on any OS)`,
   version: "Usage: herd version\n\nPrints herd's version.",
 };
 
@@ -103,6 +118,8 @@ const OPTIONS = {
   "no-router": { type: "boolean" },
   mlx: { type: "boolean" },
   force: { type: "boolean" },
+  "agent-only": { type: "boolean" },
+  "dry-run": { type: "boolean" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean", short: "v" },
 } as const;
@@ -117,10 +134,11 @@ const ACCEPTS: Record<string, (keyof typeof OPTIONS)[]> = {
   "check-config": [],
   schema: [],
   version: [],
+  service: ["config", "port", "host", "data-dir", "node-id", "ollama", "router", "token-file", "agent-only", "dry-run"],
 };
 
 /** How many arguments after the command each takes (init's DIR, check-config's FILE); more is a usage error. */
-const POSITIONALS: Record<string, number> = { init: 1, "check-config": 1 };
+const POSITIONALS: Record<string, number> = { init: 1, "check-config": 1, service: 1 };
 
 class UsageError extends Error {}
 
@@ -189,6 +207,20 @@ async function main(argv: string[]): Promise<number> {
         withRouter: !values["no-router"],
         mlx: values.mlx ?? false,
       });
+    case "service": {
+      const action = SERVICE_ACTIONS.find((a) => a === positionals[1]);
+      if (!action) throw new UsageError(`service needs an action: ${SERVICE_ACTIONS.join(", ")}${positionals[1] ? `, got "${positionals[1]}"` : ""}`);
+      const agentOnly = values["agent-only"] ?? false;
+      const options = () => {
+        const config = findConfig(configFlag);
+        if (!config) throw new UsageError("service install needs a config: pass --config FILE or run it where herd.config.* is");
+        const { router, ...rest } = { router: urlValue("--router", values.router), nodeId: values["node-id"], ollama: urlValue("--ollama", values.ollama), tokenFile: values["token-file"] };
+        if (router && !agentOnly) throw new UsageError("--router is for --agent-only (the router's own agent needs none)");
+        return { agentOnly, config: resolve(config), router, ...rest, dataDir: values["data-dir"], port: overrides.port, host: values.host };
+      };
+      for (const line of service(action, agentOnly, options, values["dry-run"] ?? false)) console.log(line);
+      return 0;
+    }
     case "serve":
       return runRouter({ configFlag, overrides, localAgent: null });
     default:

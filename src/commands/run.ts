@@ -15,6 +15,7 @@ import { simCollector } from "../sim/collector.ts";
 import { type SimNode, demoFleet, startSimOllama } from "../sim/index.ts";
 import { VERSION } from "../version.ts";
 import { localNodeId } from "./local-node.ts";
+import { selfCommand } from "./self.ts";
 
 export interface Overrides {
   port?: number;
@@ -122,11 +123,6 @@ export async function runSim(opts: { configFlag?: string; overrides: Overrides; 
 const SIM_DATA_DIR = "sim";
 
 const SIM_MLX_MODEL = "mlx-community/Qwen3-Coder-30B-A3B-Instruct-4bit";
-
-// How this program starts itself: the compiled binary alone, or bun and the entry script.
-function selfCommand(): string[] {
-  return Bun.main.startsWith("/$bunfs/") ? [process.execPath] : [process.execPath, Bun.main];
-}
 
 async function freePort(): Promise<number> {
   const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
