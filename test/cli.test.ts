@@ -48,7 +48,7 @@ describe("herd CLI", () => {
     }
     const env = await herd(["node"], { env: { HERD_ROUTER: "10.0.0.1:11435" } });
     expect(env).toMatchObject({ code: 2, stderr: expect.stringContaining(`HERD_ROUTER: expected a URL`) });
-  });
+  }, 30_000);
 
   test("with no config and no Ollama, `herd` starts, says what it found, serves, and stops cleanly on SIGTERM", async () => {
     const dir = tmpDir();

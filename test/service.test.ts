@@ -114,5 +114,5 @@ describe("herd service", () => {
       expect(r.stderr).toContain(message);
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
     }
-  });
+  }, 30_000);
 });
