@@ -62,7 +62,7 @@ describe("herd CLI", () => {
     expect(health).toMatchObject({ status: "degraded", version: pkg.version, config_hash: "defaults" });
     const self_ = hostname().replace(/\.local$/, "");
     expect(health.reasons).toEqual([
-      "no online node reaches its Ollama",
+      "no online node reaches its Ollama (nor runs a healthy MLX server)",
       `${self_}: Ollama at http://127.0.0.1:9 does not answer (connection refused); start Ollama with \`ollama serve\` (on a Mac the router reaches over the network: \`OLLAMA_HOST=0.0.0.0 ollama serve\`)`,
     ]);
     const check = (await getJson(`${router.url}/dashboard/api/health?refresh=1`)).checks.find((c: any) => c.id === "ollama_unreachable");

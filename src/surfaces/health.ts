@@ -8,7 +8,7 @@ import type { AgentFleet } from "../agents/fleet.ts";
 import { routeFacts } from "../auth/route-facts.ts";
 import type { LiveConfig } from "../config/live.ts";
 import { ollamaDown, START_OLLAMA } from "../fleet/ollama-down.ts";
-import type { Registry } from "../fleet/registry.ts";
+import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import { VERSION } from "../version.ts";
 
 /** What /healthz reports on. */
@@ -45,16 +45,18 @@ export function healthSurface(rt: Health) {
     }, { facts: { access: "open", body: "json", errors: "herd" } });
 }
 
-/** Why the fleet cannot serve as configured; empty when it can. */
+/** Why the fleet cannot serve, or not as configured; empty when it can. */
 function degradedReasons(registry: Registry, live: LiveConfig): string[] {
   const nodes = registry.all();
   const reasons: string[] = [];
-  const down = ollamaDown(nodes, (n) => registry.ollamaUrl(n));
   const online = nodes.filter((n) => n.status === "online");
-  // A fleet with no node at all is a setup (an agents-only router, one waiting for its first agent), not a fault.
-  if (nodes.length && !online.length) reasons.push(`no node is online (${nodes.length} known)`);
-  if (online.length && !online.some((n) => n.ollama?.reachable)) reasons.push("no online node reaches its Ollama");
-  for (const d of down) reasons.push(`${d.finding}; ${START_OLLAMA}`);
+  // A fleet with no node at all is a setup (an agents-only router, one waiting for its first agent), not a fault;
+  // one node down among others that serve is the Health page's to report.
+  const serves = (n: NodeRecord) => n.ollama?.reachable || n.report.mlx_servers?.some((m) => m.status === "healthy");
+  if (nodes.length && !online.some(serves)) {
+    reasons.push(online.length ? "no online node reaches its Ollama (nor runs a healthy MLX server)" : `no node is online (${nodes.length} known)`);
+    for (const d of ollamaDown(nodes, (n) => registry.ollamaUrl(n))) reasons.push(`${d.finding}; ${START_OLLAMA}`);
+  }
   const error = live.status().last_error;
   if (error) reasons.push(`the last config edit was refused (${error.message}); still running hash ${live.current.source.hash}`);
   return reasons;
