@@ -11,7 +11,9 @@ import { enroll, enrollmentSteps } from "./commands/enroll.ts";
 import { init } from "./commands/init.ts";
 import { SERVICE_ACTIONS, service } from "./commands/service.ts";
 import { runNode, runRouter, runSim } from "./commands/run.ts";
+import * as v from "valibot";
 import { configJsonSchema } from "./config/json-schema.ts";
+import { nodeId as nodeIdRule } from "./config/schema.ts";
 import { runSimMlxServer } from "./sim/mlx-cli.ts";
 import { ConfigError, findConfig } from "./config/load.ts";
 import { UserError } from "./errors.ts";
@@ -149,7 +151,8 @@ async function main(argv: string[]): Promise<number> {
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   } catch (e) {
-    throw new UsageError((e as Error).message.replace(/\. To specify.*$/s, ""));
+    // One line: node's parser adds hints over several ("To specify an option argument …").
+    throw new UsageError((e as Error).message.split("\n")[0]!.replace(/\. To specify.*$|\.$/, ""));
   }
   const { values, positionals } = parsed;
   const command = positionals[0] ?? "herd";
@@ -169,7 +172,7 @@ async function main(argv: string[]): Promise<number> {
     host: values.host ?? env.HERD_HOST,
     dataDir: values["data-dir"] ?? env.HERD_DATA_DIR,
   };
-  const nodeId = values["node-id"] ?? env.HERD_NODE_ID ?? hostname().replace(/\.local$/, "");
+  const nodeId = nodeIdValue(values["node-id"] !== undefined ? "--node-id" : "HERD_NODE_ID", values["node-id"] ?? env.HERD_NODE_ID) ?? hostname().replace(/\.local$/, "");
 
   switch (command) {
     case "version":
@@ -247,6 +250,14 @@ function portValue(flag: string, raw: string | undefined): number | undefined {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`${flag}: expected a port number 0-65535, got "${raw}"`);
   return n;
+}
+
+// The rule the router holds heartbeats to: an agent with another id would run, but never be taken.
+function nodeIdValue(flag: string, raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  const checked = v.safeParse(nodeIdRule, raw);
+  if (!checked.success) throw new UsageError(`${flag}: ${checked.issues[0].message}, got "${raw}"`);
+  return raw;
 }
 
 function urlValue(flag: string, raw: string | undefined): string | undefined {

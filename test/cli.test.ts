@@ -38,6 +38,8 @@ describe("herd CLI", () => {
       [["serve", "extra"], `herd serve does not take "extra"`],
       [["stray"], `unknown command "stray"`],
       [["init", ".", "two"], `herd init does not take "two"`],
+      [["node", "--node-id", "bad/id"], `--node-id: expected letters, digits, '.', '_' or '-', got "bad/id"`],
+      [["serve", "--port", "-1"], "Option '--port' argument is ambiguous"],
       [["version", "now"], `herd version does not take "now"`],
     ];
     for (const [args, message] of cases) {
