@@ -7,13 +7,15 @@ export const ollamaUnreachable: HealthCheck = {
   id: "ollama_unreachable",
   name: "Ollama reachable",
   run({ nodes, ollamaDown }) {
-    const reached = nodes.filter((n) => n.ollama?.reachable).length;
-    // An offline node's is nodes_offline's finding already.
-    const up = new Set(nodes.filter((n) => n.status !== "offline").map((n) => n.id));
-    const problems = ollamaDown.filter((d) => up.has(d.node)).map(({ node, finding }) => ({
+    // An offline node's is nodes_offline's finding already, and its last report is stale.
+    const upNodes = nodes.filter((n) => n.status !== "offline");
+    const up = new Set(upNodes.map((n) => n.id));
+    const reached = upNodes.filter((n) => n.ollama?.reachable).length;
+    // Folded into one finding, `; `-separated: the fleet-wide part is said once, before the first.
+    const problems = ollamaDown.filter((d) => up.has(d.node)).map(({ node, finding }, i) => ({
       severity: reached ? ("warning" as const) : ("critical" as const),
       node,
-      finding: reached ? finding : `no node reaches its Ollama: ${finding}`,
+      finding: reached || i > 0 ? finding : `no node reaches its Ollama: ${finding}`,
       recommendation: `${START_OLLAMA}, or fix the node's ollama address in the config.`,
     }));
     return fold(problems, `${reached} node(s) reach their Ollama`);
