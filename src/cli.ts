@@ -1,16 +1,21 @@
 #!/usr/bin/env bun
 // herd's one entry point: `bun src/cli.ts …` from a checkout and the compiled
 // `herd …` binary behave the same.
+import { existsSync, statSync } from "node:fs";
 import { hostname } from "node:os";
+import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { Secret } from "./auth/secrets.ts";
 import { checkConfig } from "./commands/check-config.ts";
 import { enroll, enrollmentSteps } from "./commands/enroll.ts";
 import { init } from "./commands/init.ts";
+import { SERVICE_ACTIONS, service } from "./commands/service.ts";
 import { runNode, runRouter, runSim } from "./commands/run.ts";
+import * as v from "valibot";
 import { configJsonSchema } from "./config/json-schema.ts";
+import { nodeId as nodeIdRule } from "./config/schema.ts";
 import { runSimMlxServer } from "./sim/mlx-cli.ts";
-import { ConfigError } from "./config/load.ts";
+import { ConfigError, findConfig } from "./config/load.ts";
 import { UserError } from "./errors.ts";
 import { VERSION } from "./version.ts";
 
@@ -20,7 +25,7 @@ const COMMON = `
   --host ADDR       router address                  (env HERD_HOST; default server.host, 0.0.0.0)
   --data-dir DIR    SQLite store and state          (env HERD_DATA_DIR; default server.dataDir, ~/.herd)
   -h, --help        this help
-  --version         print herd's version`;
+  -v, --version     print herd's version`;
 
 const HELP: Record<string, string> = {
   herd: `herd ${VERSION}: one endpoint for the Ollama and MLX servers on all your Macs.
@@ -36,6 +41,7 @@ Commands:
   init [DIR]          write a starter herd.config.ts with its types (herd.d.ts) and JSON Schema
   check-config FILE   validate a config; exit 1 with one line per problem
   schema              print the config's JSON Schema
+  service ACTION      install | uninstall | status: start herd at login (a macOS LaunchAgent)
   version             print herd's version (also --version)
 
 Options:${COMMON}
@@ -58,6 +64,7 @@ The agent reads its own entry (by node id) from the same config file as the rout
   --token-file FILE the node credential, read from FILE (env HERD_NODE_TOKEN holds the value itself;
                     default: this node's token in the config, else auth.nodeToken)
   --config FILE     the fleet's config (env HERD_CONFIG; default ./herd.config.*)
+  --data-dir DIR    the agent's state, e.g. MLX servers' logs (env HERD_DATA_DIR; default server.dataDir)
   --enroll          instead of running: make this node's credential (in --token-file FILE, default
                     ~/.herd/nodes/ID.token, 0600; kept if it is there) and print the config entry and
                     the steps for the router's machine. Without one, a heartbeat cannot say where the
@@ -67,6 +74,8 @@ The agent reads its own entry (by node id) from the same config file as the rout
 
 Starts N simulated Ollama nodes (deterministic replies, realistic models and timings) and a
 router in front of them that uses them as its nodes. The config's other settings still apply.
+Its store is its own (server.dataDir/sim, e.g. ~/.herd/sim) unless --data-dir says otherwise, so
+demo traffic stays out of the real analytics.
   --nodes N         how many simulated nodes (default 3)
   --base-port P     first node's port; the others follow (default 11501; 0 = any free ports)
   --no-router       only the simulated nodes, e.g. to point another herd at them
@@ -81,6 +90,18 @@ DIR/herd.schema.json (for .json/.yaml configs). Never overwrites a config withou
 
 Validates FILE as herd would load it. Prints a summary and exits 0, or one line per problem and exits 1.`,
   schema: "Usage: herd schema\n\nPrints the JSON Schema of herd's config to stdout.",
+  service: `Usage: herd service install|uninstall|status [--agent-only] [options]
+
+Runs herd at login as a macOS LaunchAgent, restarted if it dies: the router with its local agent
+(label herd.router), or with --agent-only the node agent alone (herd.node). install writes
+~/Library/LaunchAgents/LABEL.plist with the flags given here and loads it with launchctl; logs go
+to ~/Library/Logs/herd/LABEL.log. uninstall unloads and removes it; status says whether it runs.
+  --agent-only      the node agent (\`herd node\`) instead of the router
+  --config FILE     the config the service runs (default ./herd.config.*; recorded as an absolute path)
+  --router URL      --agent-only: the router (default http://127.0.0.1:11435)
+  --node-id ID, --ollama URL, --token-file FILE, --data-dir DIR, --port N, --host ADDR
+                    passed on to the service's command (see \`herd --help\`, \`herd node --help\`)
+  --dry-run         install: print the plist instead of writing it (on any OS)`,
   version: "Usage: herd version\n\nPrints herd's version.",
 };
 
@@ -99,21 +120,27 @@ const OPTIONS = {
   "no-router": { type: "boolean" },
   mlx: { type: "boolean" },
   force: { type: "boolean" },
+  "agent-only": { type: "boolean" },
+  "dry-run": { type: "boolean" },
   help: { type: "boolean", short: "h" },
-  version: { type: "boolean" },
+  version: { type: "boolean", short: "v" },
 } as const;
 
 /** Which options each command accepts; anything else is a usage error, not silently ignored. */
 const ACCEPTS: Record<string, (keyof typeof OPTIONS)[]> = {
   herd: ["config", "port", "host", "data-dir", "node-id", "ollama"],
   serve: ["config", "port", "host", "data-dir"],
-  node: ["config", "node-id", "ollama", "router", "token-file", "enroll"],
+  node: ["config", "data-dir", "node-id", "ollama", "router", "token-file", "enroll"],
   sim: ["config", "port", "host", "data-dir", "nodes", "base-port", "no-router", "mlx"],
   init: ["force"],
   "check-config": [],
   schema: [],
   version: [],
+  service: ["config", "port", "host", "data-dir", "node-id", "ollama", "router", "token-file", "agent-only", "dry-run"],
 };
+
+/** How many arguments after the command each takes (init's DIR, check-config's FILE); more is a usage error. */
+const POSITIONALS: Record<string, number> = { init: 1, "check-config": 1, service: 1 };
 
 class UsageError extends Error {}
 
@@ -124,7 +151,8 @@ async function main(argv: string[]): Promise<number> {
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   } catch (e) {
-    throw new UsageError((e as Error).message.replace(/\. To specify.*$/s, ""));
+    // One line: node's parser adds hints over several ("To specify an option argument …").
+    throw new UsageError((e as Error).message.split("\n")[0]!.replace(/\. To specify.*$|\.$/, ""));
   }
   const { values, positionals } = parsed;
   const command = positionals[0] ?? "herd";
@@ -135,6 +163,8 @@ async function main(argv: string[]): Promise<number> {
   for (const key of Object.keys(values) as (keyof typeof OPTIONS)[]) {
     if (key !== "help" && key !== "version" && !ACCEPTS[command]!.includes(key)) throw new UsageError(`herd ${command === "herd" ? "" : `${command} `}does not take --${key}`);
   }
+  const extra = positionals.slice(command === "herd" ? 0 : 1 + (POSITIONALS[command] ?? 0));
+  if (extra.length) throw new UsageError(`herd ${command === "herd" ? "" : `${command} `}does not take "${extra[0]}"`);
   const env = process.env;
   const configFlag = values.config ?? env.HERD_CONFIG;
   const overrides = {
@@ -142,17 +172,20 @@ async function main(argv: string[]): Promise<number> {
     host: values.host ?? env.HERD_HOST,
     dataDir: values["data-dir"] ?? env.HERD_DATA_DIR,
   };
-  const nodeId = values["node-id"] ?? env.HERD_NODE_ID ?? hostname().replace(/\.local$/, "");
+  const nodeId = nodeIdValue(values["node-id"] !== undefined ? "--node-id" : "HERD_NODE_ID", values["node-id"] ?? env.HERD_NODE_ID) ?? hostname().replace(/\.local$/, "");
 
   switch (command) {
     case "version":
       return print(VERSION);
     case "schema":
       return print(JSON.stringify(configJsonSchema(), null, 2));
-    case "init":
-      for (const path of init(positionals[1] ?? ".", values.force ?? false)) console.log(`wrote ${path}`);
+    case "init": {
+      const dir = positionals[1] ?? ".";
+      if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UsageError(`init: ${dir} is not a directory; create it first`);
+      for (const path of init(dir, values.force ?? false)) console.log(`wrote ${path}`);
       console.log("next: edit herd.config.ts, then run `herd`");
       return 0;
+    }
     case "check-config": {
       const file = positionals[1] ?? configFlag;
       if (!file) throw new UsageError("check-config needs a FILE");
@@ -163,8 +196,9 @@ async function main(argv: string[]): Promise<number> {
       return runNode({
         configFlag,
         nodeId,
-        ollamaUrl: values.ollama,
-        routerUrl: values.router ?? env.HERD_ROUTER ?? "http://127.0.0.1:11435",
+        dataDir: overrides.dataDir,
+        ollamaUrl: urlValue("--ollama", values.ollama),
+        routerUrl: urlValue(values.router !== undefined ? "--router" : "HERD_ROUTER", values.router ?? env.HERD_ROUTER) ?? "http://127.0.0.1:11435",
         token: nodeTokenOverride(values["token-file"], env.HERD_NODE_TOKEN),
       });
     case "sim":
@@ -176,10 +210,24 @@ async function main(argv: string[]): Promise<number> {
         withRouter: !values["no-router"],
         mlx: values.mlx ?? false,
       });
+    case "service": {
+      const action = SERVICE_ACTIONS.find((a) => a === positionals[1]);
+      if (!action) throw new UsageError(`service needs an action: ${SERVICE_ACTIONS.join(", ")}${positionals[1] ? `, got "${positionals[1]}"` : ""}`);
+      const agentOnly = values["agent-only"] ?? false;
+      const options = () => {
+        const config = findConfig(configFlag);
+        if (!config) throw new UsageError("service install needs a config: pass --config FILE or run it where herd.config.* is");
+        const { router, ...rest } = { router: urlValue("--router", values.router), nodeId: values["node-id"], ollama: urlValue("--ollama", values.ollama), tokenFile: values["token-file"] };
+        if (router && !agentOnly) throw new UsageError("--router is for --agent-only (the router's own agent needs none)");
+        return { agentOnly, config: resolve(config), router, ...rest, dataDir: values["data-dir"], port: overrides.port, host: values.host };
+      };
+      for (const line of service(action, agentOnly, options, values["dry-run"] ?? false)) console.log(line);
+      return 0;
+    }
     case "serve":
       return runRouter({ configFlag, overrides, localAgent: null });
     default:
-      return runRouter({ configFlag, overrides, localAgent: { nodeId, ollamaUrl: values.ollama } });
+      return runRouter({ configFlag, overrides, localAgent: { nodeId, ollamaUrl: urlValue("--ollama", values.ollama) } });
   }
 }
 
@@ -202,6 +250,21 @@ function portValue(flag: string, raw: string | undefined): number | undefined {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`${flag}: expected a port number 0-65535, got "${raw}"`);
   return n;
+}
+
+// The rule the router holds heartbeats to: an agent with another id would run, but never be taken.
+function nodeIdValue(flag: string, raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  const checked = v.safeParse(nodeIdRule, raw);
+  if (!checked.success) throw new UsageError(`${flag}: ${checked.issues[0].message}, got "${raw}"`);
+  return raw;
+}
+
+function urlValue(flag: string, raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  const url = URL.canParse(raw) ? new URL(raw) : null;
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname) throw new UsageError(`${flag}: expected a URL such as http://10.0.0.2:11435, got "${raw}"`);
+  return raw.replace(/\/+$/, "");
 }
 
 function countValue(flag: string, raw: string | undefined, fallback: number): number {

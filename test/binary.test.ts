@@ -25,6 +25,23 @@ describe(`the ${HOST_TARGET} binary, alone in an empty folder`, () => {
     expect(bad.stderr).toContain(`server.prot: unknown key; did you mean "port"?`);
   });
 
+  test("a bad flag or value is one line and exit 2, no stack; -v is the version", async () => {
+    expect((await herd(["-v"], { bin, cwd: dir })).stdout.trim()).toBe(pkg.version);
+    for (const [args, message] of [
+      [["node", "--router", "localhost:11435"], `herd: --router: expected a URL such as http://10.0.0.2:11435, got "localhost:11435"; see \`herd --help\``],
+      [["init", join(dir, "missing")], `herd: init: ${join(dir, "missing")} is not a directory; create it first; see \`herd --help\``],
+    ] as [string[], string][]) {
+      expect(await herd(args, { bin, cwd: dir })).toEqual({ code: 2, stdout: "", stderr: `${message}\n` });
+    }
+  });
+
+  test("its LaunchAgent runs the binary itself", async () => {
+    writeFileSync(join(dir, "service.config.ts"), "export default {};\n");
+    const r = await herd(["service", "install", "--dry-run", "--config", "service.config.ts"], { bin, cwd: dir, env: { HOME: tmpDir() } });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`<array>\n    <string>${bin}</string>\n    <string>--config</string>\n    <string>${join(dir, "service.config.ts")}</string>\n  </array>`);
+  });
+
   test("`herd init` writes the config, its types and schema from inside the binary", async () => {
     const r = await herd(["init"], { bin, cwd: dir });
     expect(r.code).toBe(0);
@@ -36,7 +53,8 @@ describe(`the ${HOST_TARGET} binary, alone in an empty folder`, () => {
     const config = (id: string) => `import type { HerdConfig } from "./herd";\nexport default { nodes: [{ id: "${id}", ollama: "http://127.0.0.1:9" }] } satisfies HerdConfig;\n`;
     writeFileSync(join(dir, "herd.config.ts"), config("first"));
     const router = await startRouterProcess(["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", "data"], { bin, cwd: dir });
-    expect((await getJson(`${router.url}/healthz`)).status).toBe("ok");
+    // Alive, but nothing answers at its one node's address: degraded, and why.
+    expect(await getJson(`${router.url}/healthz`)).toMatchObject({ status: "degraded", reasons: expect.arrayContaining(["no node is online (1 known)"]) });
     const ids = async () => (await getJson(`${router.url}/fleet/status`)).nodes.map((n: any) => n.node_id);
     expect(await ids()).toEqual(["first"]);
     writeFileSync(join(dir, "herd.config.ts"), config("second"));

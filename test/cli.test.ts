@@ -4,12 +4,14 @@ import { hostname } from "node:os";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
+import { startSimOllama } from "../src/sim/index.ts";
 import { eventually, getJson, herd, startRouterProcess, tmpDir } from "./helpers.ts";
 
 describe("herd CLI", () => {
   test("version and --help for every command", async () => {
     expect((await herd(["version"])).stdout.trim()).toBe(pkg.version);
     expect(await herd(["--version"])).toMatchObject({ code: 0, stdout: `${pkg.version}\n` });
+    expect(await herd(["-v"])).toMatchObject({ code: 0, stdout: `${pkg.version}\n` });
     const top = await herd(["--help"]);
     expect(top.code).toBe(0);
     for (const cmd of ["serve", "node", "sim", "init", "check-config", "version"]) {
@@ -29,6 +31,16 @@ describe("herd CLI", () => {
       [["node", "--port", "1"], "herd node does not take --port"],
       [["sim", "--nodes", "0"], `--nodes: expected a whole number 1-64, got "0"`],
       [["check-config"], "check-config needs a FILE"],
+      [["node", "--router", "localhost:11435"], `--router: expected a URL such as http://10.0.0.2:11435, got "localhost:11435"`],
+      [["node", "--ollama", "127.0.0.1"], `--ollama: expected a URL`],
+      [["--ollama", "ftp://x"], `--ollama: expected a URL`],
+      [["init", join(tmpDir(), "missing")], "is not a directory; create it first"],
+      [["serve", "extra"], `herd serve does not take "extra"`],
+      [["stray"], `unknown command "stray"`],
+      [["init", ".", "two"], `herd init does not take "two"`],
+      [["node", "--node-id", "bad/id"], `--node-id: expected letters, digits, '.', '_' or '-', got "bad/id"`],
+      [["serve", "--port", "-1"], "Option '--port' argument is ambiguous"],
+      [["version", "now"], `herd version does not take "now"`],
     ];
     for (const [args, message] of cases) {
       const r = await herd(args);
@@ -36,15 +48,33 @@ describe("herd CLI", () => {
       expect(r.stderr).toContain(message);
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
     }
-  });
+    const env = await herd(["node"], { env: { HERD_ROUTER: "10.0.0.1:11435" } });
+    expect(env).toMatchObject({ code: 2, stderr: expect.stringContaining(`HERD_ROUTER: expected a URL`) });
+  }, 30_000);
 
   test("with no config and no Ollama, `herd` starts, says what it found, serves, and stops cleanly on SIGTERM", async () => {
     const dir = tmpDir();
     const router = await startRouterProcess(["--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data"), "--ollama", "http://127.0.0.1:9"], { cwd: dir });
     await router.waitFor(/local Ollama at http:\/\/127\.0\.0\.1:9 unreachable; run `herd sim` or edit herd\.config\.ts/);
     expect(router.output()).toContain(`no herd.config.* in ${dir}; running on defaults`);
-    const health = await getJson(`${router.url}/healthz`);
-    expect(health).toMatchObject({ status: "ok", version: pkg.version, config_hash: "defaults" });
+    // Alive (200) but not able to serve: /healthz, the Health page and a chat's 404 say why and what to run.
+    const healthz = await fetch(`${router.url}/healthz`);
+    expect(healthz.status).toBe(200);
+    const health: any = await healthz.json();
+    expect(health).toMatchObject({ status: "degraded", version: pkg.version, config_hash: "defaults" });
+    const self_ = hostname().replace(/\.local$/, "");
+    expect(health.reasons).toEqual([
+      "no online node reaches its Ollama (nor runs a healthy MLX server)",
+      `${self_}: Ollama at http://127.0.0.1:9 does not answer (connection refused); start Ollama with \`ollama serve\` (on a Mac the router reaches over the network: \`OLLAMA_HOST=0.0.0.0 ollama serve\`)`,
+    ]);
+    const check = (await getJson(`${router.url}/dashboard/api/health?refresh=1`)).checks.find((c: any) => c.id === "ollama_unreachable");
+    expect(check).toMatchObject({ severity: "critical", nodes: [self_], finding: `no node reaches its Ollama: ${self_}: Ollama at http://127.0.0.1:9 does not answer (connection refused)` });
+    expect(check.recommendation).toContain("`ollama serve`");
+    const chat = await fetch(`${router.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }] }) });
+    expect(chat.status).toBe(404);
+    expect(((await chat.json()) as any).error).toStartWith(
+      `model "llama3.2:3b" not found on any node; no node reports any model (${self_}: Ollama at http://127.0.0.1:9 does not answer (connection refused)): start Ollama with \`ollama serve\` (on a Mac the router reaches over the network: \`OLLAMA_HOST=0.0.0.0 ollama serve\`)`,
+    );
     const status = await getJson(`${router.url}/fleet/status`);
     const self = status.nodes.find((n: any) => n.node_id === hostname().replace(/\.local$/, ""));
     expect(self).toMatchObject({ status: "online", source: "agent", declared: false });
@@ -85,6 +115,24 @@ describe("herd CLI", () => {
     expect(badDir.stderr).toContain("cannot open the store in");
     expect(badDir.stderr).toContain("--data-dir");
     await first.stop();
+  });
+
+  test("`herd init` + plain `herd` is one node: the local agent reports as the entry for its own Ollama", async () => {
+    const node = await startSimOllama({ id: "mine", port: 0, models: ["llama3.2:3b", "qwen3:8b"], loaded: [], memoryGb: 16 });
+    const dir = tmpDir();
+    expect((await herd(["init", dir])).code).toBe(0);
+    // The starter entry, for this Mac's Ollama (a simulated one on another port here).
+    const config = join(dir, "herd.config.ts");
+    writeFileSync(config, readFileSync(config, "utf8").replace("http://127.0.0.1:11434", node.url));
+    const router = await startRouterProcess(["--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data"), "--ollama", node.url.replace("127.0.0.1", "localhost")], { cwd: dir });
+    await router.waitFor(/local agent reports as node "this-mac", the config's entry for the Ollama at/);
+    await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "this-mac")?.source === "agent", 3000, "this-mac from its agent");
+    const status = await getJson(`${router.url}/fleet/status`);
+    expect(status.nodes.map((n: any) => n.node_id)).toEqual(["this-mac"]);
+    const tags = await getJson(`${router.url}/api/tags`);
+    expect(tags.models.map((m: any) => m.name).sort()).toEqual(["llama3.2:3b", "qwen3:8b"]);
+    expect(await router.stop()).toBe(0);
+    await node.stop();
   });
 
   test("an invalid config at start exits 1 with the problems", async () => {

@@ -270,3 +270,52 @@ describe("the store", () => {
     await node.stop();
   });
 });
+
+describe("an agent stopped with SIGTERM says goodbye", () => {
+  test("the router drops its report at once (offline, or polled again when the config gives its Ollama) and logs the join and the leave", async () => {
+    const node = await sim("den");
+    // Slow timeouts: without a goodbye the node would stay online for 15 s.
+    const SLOW = `heartbeat: { intervalMs: 300, timeoutMs: 15000, offlineMs: 30000 }, auth: { nodeToken: "fleet-token" }`;
+    const { dir, file } = fleetConfig(`{ id: "den", ollama: "${node.url}" }`, SLOW);
+    const r = await router(dir, file);
+    const agent = (id: string) =>
+      spawnHerd(["node", "--router", r.url, "--ollama", node.url, "--node-id", id, "--config", file, "--data-dir", join(dir, `agent-${id}`)], { env: { HERD_NODE_TOKEN: "fleet-token" } });
+    for (const id of ["mac-1", "den"]) {
+      const a = agent(id);
+      await eventually(async () => (await nodeOf(r.url, id))?.source === "agent", 5000, `${id} reporting as an agent`);
+      await r.waitFor(new RegExp(`node ${id}: agent \\S+ joined from 127\\.0\\.0\\.1`));
+      expect(await a.stop("SIGTERM")).toBe(0);
+      await r.waitFor(new RegExp(`node ${id}: agent left \\(stopped\\)`), 2000);
+    }
+    // Undeclared: nothing else reports for it.
+    expect(await nodeOf(r.url, "mac-1")).toMatchObject({ status: "offline", status_reason: "its agent stopped" });
+    expect((await nodeOf(r.url, "mac-1")).ollama).toBeNull();
+    // Declared with an Ollama URL: the router polls it again.
+    await eventually(async () => {
+      const n = await nodeOf(r.url, "den");
+      return n?.status === "online" && n.source === "poll";
+    }, 3000, "den polled again");
+    await r.stop();
+    await node.stop();
+  });
+});
+
+describe("queue latency", () => {
+  test("the average /fleet/status shows is measured: a fast answer shows as fast, not as a 5 s prior", async () => {
+    const node = await sim("quick");
+    const { dir, file } = fleetConfig(`{ id: "quick", ollama: "${node.url}" }`);
+    const r = await router(dir, file);
+    await eventually(async () => (await statusOf(r.url, "quick")) === "online", 3000, "quick online");
+    const started = performance.now();
+    const res = await fetch(`${r.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], stream: false }) });
+    expect(res.status).toBe(200);
+    await res.json();
+    const wall = performance.now() - started;
+    const queue = (await getJson(`${r.url}/fleet/status`)).queues["quick:llama3.2:3b"];
+    expect(queue.completed).toBe(1);
+    expect(queue.avg_latency_ms).toBeGreaterThan(0);
+    expect(queue.avg_latency_ms).toBeLessThanOrEqual(wall);
+    await r.stop();
+    await node.stop();
+  });
+});

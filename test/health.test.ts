@@ -21,7 +21,7 @@ const FIRST_BYTE_MS = 2000;
 const NODE_TOKEN = "health-test-node-token";
 const CHECK_IDS = [
   "config_reload_error", "context_waste", "disk_space_low", "embed_error_rate", "error_rate", "memory_pressure", "mlx_server_unhealthy",
-  "model_thrashing", "nodes_offline", "nomic_loaded_in_ollama", "priority_models", "request_timeouts", "retry_rate",
+  "model_thrashing", "nodes_offline", "nomic_loaded_in_ollama", "ollama_unreachable", "priority_models", "request_timeouts", "retry_rate",
   "store_writable", "text_embedding_backend_missing", "text_embedding_ollama_bypass", "thermal", "vision_backend_missing", "zombie_requests",
 ];
 
@@ -204,6 +204,21 @@ test("nodes_offline: a declared node nobody can reach is critical, and the check
   expect(check.recommendation).toContain("start herd node (or Ollama) on gone");
   writeConfig();
   expect((await until("nodes_offline", "ok")).finding).toBe("all 1 node(s) online");
+});
+
+test("ollama_unreachable: an agent that reports while its Ollama does not answer is a warning while another node serves; /healthz stays ok", async () => {
+  const beats = (async () => {
+    for (let i = 0; i < 20; i++) {
+      await heartbeat({ node_id: "no-ollama", ollama_url: "http://127.0.0.1:9", ollama: { reachable: false, error: "connection refused", models_loaded: [], models_available: [] } });
+      await Bun.sleep(100);
+    }
+  })();
+  const check = await until("ollama_unreachable", "warning");
+  expect(check.nodes).toEqual(["no-ollama"]);
+  expect(check.finding).toBe("no-ollama: Ollama at http://127.0.0.1:9 does not answer (connection refused)");
+  expect(check.recommendation).toContain("`OLLAMA_HOST=0.0.0.0 ollama serve`");
+  expect(await getJson(`${router.url}/healthz`)).toMatchObject({ status: "ok", reasons: [] });
+  await beats;
 });
 
 test("config_reload_error: a broken edit is a warning naming the problem, until the file is fixed", async () => {

@@ -52,9 +52,16 @@ describe("live reload", () => {
     expect(ids(bad)).toEqual(["a"]);
     expect(bad.config.last_error.message).toContain(`nodes[0].olama: unknown key; did you mean "ollama"?`);
     await router.waitFor(/config not reloaded, keeping [0-9a-f]{12}: .*olama/);
-    const health = await getJson(`${router.url}/healthz`);
-    expect(health.status).toBe("ok");
+    const healthz = await fetch(`${router.url}/healthz`);
+    expect(healthz.status).toBe(200);
+    const health: any = await healthz.json();
+    expect(health.status).toBe("degraded");
     expect(health.config_error).toContain("olama");
+    // Its node is not up either (nothing listens at its address): every reason, each once.
+    expect(health.reasons).toHaveLength(3);
+    expect(health.reasons[0]).toBe("no node is online (1 known)");
+    expect(health.reasons[1]).toStartWith("a: Ollama at http://127.0.0.1:1 does not answer (connection refused); start Ollama with `ollama serve`");
+    expect(health.reasons[2]).toMatch(new RegExp(`^the last config edit was refused \\(.*olama.*\\); still running hash ${good.config.hash}$`));
 
     writeFileSync(file, config(["c"]));
     const fixed = await eventually(async () => {
@@ -62,6 +69,7 @@ describe("live reload", () => {
       return s.config.last_error === null && ids(s)[0] === "c" && s;
     }, 3000, "the fix to apply");
     expect(fixed.config.hash).not.toBe(good.config.hash);
+    expect((await getJson(`${router.url}/healthz`)).reasons.some((r: string) => r.includes("config"))).toBe(false);
   });
 
   test("editors that save by writing a new file and renaming it over the old one are seen", async () => {

@@ -1,9 +1,10 @@
 // `herd sim`: the newcomer's demo fleet, from the command line.
 import { describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
-import { getJson, spawnHerd, tmpDir } from "./helpers.ts";
+import { getJson, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
 
 describe("herd sim", () => {
   test("brings up simulated nodes behind a router; a first chat through the router answers", async () => {
@@ -36,5 +37,27 @@ describe("herd sim", () => {
     await Bun.sleep(200);
     expect(sim.output()).not.toContain("serving on");
     expect(await sim.stop()).toBe(0);
+  });
+
+  test("keeps its store apart from the real one unless told; with no config, ~ is $HOME, not a folder in the cwd", async () => {
+    const home = tmpDir();
+    const cwd = tmpDir();
+    const env = { HOME: home };
+    const sim = spawnHerd(["sim", "--nodes", "1", "--base-port", "0", "--port", "0", "--host", "127.0.0.1"], { cwd, env });
+    await sim.waitFor(/try: curl/);
+    expect(sim.output()).toContain(`store: ${join(home, ".herd", "sim", "herd.sqlite")}\n`);
+    expect(await sim.stop()).toBe(0);
+    const router = await startRouterProcess(["serve", "--port", "0", "--host", "127.0.0.1"], { cwd, env });
+    await router.waitFor(/store: /);
+    expect(router.output()).toContain(`store: ${join(home, ".herd", "herd.sqlite")}\n`);
+    expect(await router.stop()).toBe(0);
+    expect(existsSync(join(home, ".herd", "herd.sqlite"))).toBe(true);
+    expect(existsSync(join(cwd, "~"))).toBe(false);
+    // An env value with ~ is expanded as well.
+    const fromEnv = await startRouterProcess(["serve", "--port", "0", "--host", "127.0.0.1"], { cwd, env: { ...env, HERD_DATA_DIR: "~/elsewhere" } });
+    await fromEnv.waitFor(/store: /);
+    expect(fromEnv.output()).toContain(`store: ${join(home, "elsewhere", "herd.sqlite")}\n`);
+    await fromEnv.stop();
+    expect(existsSync(join(cwd, "~"))).toBe(false);
   });
 });

@@ -1,5 +1,5 @@
 // herd with the official Ollama client: point its host at the router.
-// Run: bun examples/clients/ollama-sdk.ts   (with `npm start -- sim` running)
+// Run: npx bun examples/clients/ollama-sdk.ts   (with `npm start -- sim` running)
 import { Ollama } from "ollama";
 
 const ollama = new Ollama({ host: process.env.HERD ?? "http://localhost:11435" });

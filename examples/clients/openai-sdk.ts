@@ -1,5 +1,5 @@
 // herd with the official OpenAI client: the base URL is the router's /v1.
-// Run: bun examples/clients/openai-sdk.ts   (with `npm start -- sim` running)
+// Run: npx bun examples/clients/openai-sdk.ts   (with `npm start -- sim` running)
 import OpenAI from "openai";
 
 const openai = new OpenAI({ baseURL: `${process.env.HERD ?? "http://localhost:11435"}/v1`, apiKey: "unused" });

@@ -13,7 +13,8 @@ import type { HerdConfig } from "./herd";
 export default {
   server: { port: 11435, dataDir: "~/.herd" },
   nodes: [
-    // Agentless: the router polls this Ollama itself. Add one entry per Mac.
+    // This Mac: plain \`herd\` reports it with its own agent; \`herd serve\` polls this Ollama instead.
+    // Add one entry per Mac; each other Mac's Ollama must listen on the network (OLLAMA_HOST=0.0.0.0).
     { id: "this-mac", ollama: "http://127.0.0.1:11434" },
     // { id: "studio", ollama: "http://10.0.0.2:11434",
     //   mlx: [{ model: "mlx-community/Qwen3-Coder-30B-A3B-Instruct-4bit", port: 11440, kvBits: 8 }] },

@@ -3,8 +3,8 @@
 import { join } from "node:path";
 import { agentToken } from "../auth/credentials.ts";
 import { LiveConfig } from "../config/live.ts";
-import { findConfig, type LoadOptions, parseConfig } from "../config/load.ts";
-import type { Config } from "../config/schema.ts";
+import { expandPath, findConfig, type LoadOptions, parseConfig } from "../config/load.ts";
+import type { Config, NodeEntry } from "../config/schema.ts";
 import type { OllamaSection } from "../fleet/heartbeat.ts";
 import { UserError } from "../errors.ts";
 import { log } from "../log.ts";
@@ -14,6 +14,8 @@ import { STORE_FILE } from "../store/db.ts";
 import { simCollector } from "../sim/collector.ts";
 import { type SimNode, demoFleet, startSimOllama } from "../sim/index.ts";
 import { VERSION } from "../version.ts";
+import { localNodeId } from "./local-node.ts";
+import { selfCommand } from "./self.ts";
 
 export interface Overrides {
   port?: number;
@@ -30,11 +32,11 @@ export async function runRouter(opts: {
   const live = await openLive(opts.configFlag, withOverrides(opts.overrides));
   const router = await startRouter(live);
   announce(router);
-  const agent = opts.localAgent
-    ? startAgent({ ...opts.localAgent, live, send: async (hb) => void router.rt.registry.heartbeat(hb, null, true) })
-    : null;
-  if (agent && opts.localAgent) {
-    const url = opts.localAgent.ollamaUrl ?? live.config.nodes.find((n) => n.id === opts.localAgent!.nodeId)?.ollama ?? DEFAULT_OLLAMA;
+  const local = opts.localAgent && localAgent(live.config.nodes, opts.localAgent);
+  // --ollama wins; without it the agent follows its entry's ollama through reloads.
+  const agent = local ? startAgent({ nodeId: local.nodeId, ollamaUrl: opts.localAgent!.ollamaUrl, live, send: async (hb) => void router.rt.registry.heartbeat(hb, null, true) }) : null;
+  if (agent && local) {
+    const url = local.ollamaUrl;
     const ollama = await agent.beat();
     log.info(ollama.reachable ? `local Ollama at ${url}: ${found(ollama)}` : `local Ollama at ${url} unreachable; run \`herd sim\` or edit herd.config.ts (in a checkout of herd: \`npm start -- sim\`)`);
   }
@@ -46,10 +48,18 @@ export async function runRouter(opts: {
   return 0;
 }
 
-export async function runNode(opts: { configFlag?: string; nodeId: string; ollamaUrl?: string; routerUrl: string; token?: string }): Promise<number> {
+/** The local agent's node id and Ollama: one node with the config's entry for the same Ollama, if there is one. */
+function localAgent(nodes: NodeEntry[], agent: { nodeId: string; ollamaUrl?: string }): { nodeId: string; ollamaUrl: string } {
+  const ollamaUrl = agent.ollamaUrl ?? nodes.find((n) => n.id === agent.nodeId)?.ollama ?? DEFAULT_OLLAMA;
+  const nodeId = localNodeId(nodes, agent.nodeId, ollamaUrl);
+  if (nodeId !== agent.nodeId) log.info(`local agent reports as node "${nodeId}", the config's entry for the Ollama at ${ollamaUrl}`);
+  return { nodeId, ollamaUrl };
+}
+
+export async function runNode(opts: { configFlag?: string; nodeId: string; dataDir?: string; ollamaUrl?: string; routerUrl: string; token?: string }): Promise<number> {
   const stopped = untilSignal();
   // An agent needs only its own credential: secrets meant for the router need not be readable here.
-  const live = await openLive(opts.configFlag, (c) => c, { secrets: "lenient" });
+  const live = await openLive(opts.configFlag, withOverrides({ dataDir: opts.dataDir }), { secrets: "lenient" });
   // HERD_NODE_TOKEN / --token-file win; else the config's, read on every beat so a reload rotates it.
   const token = () => opts.token ?? agentToken(live.config, opts.nodeId);
   try {
@@ -86,7 +96,8 @@ export async function runSim(opts: { configFlag?: string; overrides: Overrides; 
     const mlx = opts.mlx ? { mlx: [{ model: SIM_MLX_MODEL, port: opts.basePort ? opts.basePort + sims.length : await freePort() }], mlxCommand: [...selfCommand(), "sim-mlx-server"] } : {};
     // The demo fleet replaces the config's nodes; everything else in the config still applies and reloads.
     const simNodes = parseConfig({ nodes: sims.map((s, i) => ({ id: s.id, ollama: s.url, ...(i === 0 ? mlx : {}) })) }).nodes;
-    const overrides = withOverrides(opts.overrides);
+    // Demo traffic must not land in the real store: its own data dir unless one is given.
+    const overrides = withOverrides(opts.overrides, SIM_DATA_DIR);
     live = await openLive(opts.configFlag, (c) => ({ ...overrides(c), nodes: simNodes }));
     const running = (router = await startRouter(live));
     announce(router);
@@ -108,12 +119,10 @@ export async function runSim(opts: { configFlag?: string; overrides: Overrides; 
   return 0;
 }
 
-const SIM_MLX_MODEL = "mlx-community/Qwen3-Coder-30B-A3B-Instruct-4bit";
+/** Where `herd sim` keeps its store when not told: beside the real one, not in it. */
+const SIM_DATA_DIR = "sim";
 
-// How this program starts itself: the compiled binary alone, or bun and the entry script.
-function selfCommand(): string[] {
-  return Bun.main.startsWith("/$bunfs/") ? [process.execPath] : [process.execPath, Bun.main];
-}
+const SIM_MLX_MODEL = "mlx-community/Qwen3-Coder-30B-A3B-Instruct-4bit";
 
 async function freePort(): Promise<number> {
   const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
@@ -130,14 +139,16 @@ async function openLive(configFlag: string | undefined, transform: (c: Config) =
   return live;
 }
 
-function withOverrides(o: Overrides): (c: Config) => Config {
+/** The command line's overrides; `subdir`: the data dir's, when none is given, is under the config's. */
+function withOverrides(o: Overrides, subdir?: string): (c: Config) => Config {
   return (c) => ({
     ...c,
     server: {
       ...c.server,
       host: o.host ?? c.server.host,
       port: o.port ?? c.server.port,
-      dataDir: o.dataDir ?? c.server.dataDir,
+      // "~" from the defaults (no config file) or HERD_DATA_DIR is $HOME, never a folder named "~" in the cwd.
+      dataDir: expandPath(o.dataDir ?? (subdir ? join(c.server.dataDir, subdir) : c.server.dataDir)),
     },
   });
 }

@@ -47,6 +47,8 @@ export const heartbeatSchema = v.object({
   agent_version: v.optional(v.string()),
   ollama_url: v.optional(v.string()),
   draining: v.optional(v.boolean()),
+  /** The agent is stopping: the router forgets what it reported now, not when its beats time out. */
+  goodbye: v.optional(v.literal(true)),
   cpu: v.optional(v.object({ cores_physical: v.number(), utilization_pct: v.number() })),
   memory: v.optional(
     v.object({ total_gb: gb, used_gb: gb, available_gb: gb, pressure: v.picklist(["nominal", "warning", "critical"]) }),

@@ -165,13 +165,18 @@ test("a node's load counts the requests running and waiting on all its models, a
   await waiting;
 });
 
-test("finished requests count as completed or failed; each completed latency moves the average a fifth of the way", async () => {
+test("finished requests count as completed or failed; each completed latency moves the estimate a fifth of the way from its prior, the shown average from the first measurement", async () => {
   const before = Date.now();
   const [a, b] = await Promise.all([acquire(2), acquire(2)]);
   expect(view().lastDispatchAt).toBeGreaterThanOrEqual(before);
+  expect(entry().avg_latency_ms).toBeNull();
   a.release("completed", 1000);
   b.release("failed", 100);
-  expect(entry()).toMatchObject({ completed: 1, failed: 1, in_flight: 0, avg_latency_ms: 4200 });
+  expect(entry()).toMatchObject({ completed: 1, failed: 1, in_flight: 0, avg_latency_ms: 1000 });
+  expect(view().avgLatencyMs).toBe(4200);
+  const c = await acquire(2);
+  c.release("completed", 2000);
+  expect(entry().avg_latency_ms).toBe(1200);
 });
 
 test("the start of the oldest running request is known while any runs", async () => {

@@ -47,7 +47,10 @@ interface Queue {
   /** Waiting requests the rebalancer moved to another node. */
   moved: number;
   failed: number;
+  /** For estimates: starts at a prior, so an unmeasured queue is not taken for an instant one. */
   avgLatencyMs: number;
+  /** For display: completed requests' latency only; null until one has completed. */
+  measuredLatencyMs: number | null;
   lastDispatchAt: number;
   /** When each request now running got its slot, oldest first (a Set keeps insertion order). */
   running: Set<{ since: number }>;
@@ -74,6 +77,8 @@ export interface UsageTotals {
 const DEFAULT_LATENCY_MS = 5000;
 /** Weight of the newest sample in the running latency average. */
 const EWMA = 0.2;
+
+const blend = (average: number, sample: number) => average * (1 - EWMA) + sample * EWMA;
 
 export class Queues {
   private queues = new Map<string, Queue>();
@@ -110,7 +115,10 @@ export class Queues {
         q.running.delete(running);
         q.inFlight--;
         q[outcome]++;
-        if (latencyMs !== undefined && outcome === "completed") q.avgLatencyMs = q.avgLatencyMs * (1 - EWMA) + latencyMs * EWMA;
+        if (latencyMs !== undefined && outcome === "completed") {
+          q.avgLatencyMs = blend(q.avgLatencyMs, latencyMs);
+          q.measuredLatencyMs = q.measuredLatencyMs === null ? latencyMs : blend(q.measuredLatencyMs, latencyMs);
+        }
         this.wakeWaiters(q);
       },
     };
@@ -167,7 +175,8 @@ export class Queues {
     failed: number;
     rebalanced: number;
     concurrency: number;
-    avg_latency_ms: number;
+    /** Measured only: null until a request has completed (estimates read view()). */
+    avg_latency_ms: number | null;
     max_queue_depth: number | null;
     usage: UsageTotals;
   }[] {
@@ -181,7 +190,7 @@ export class Queues {
       failed: q.failed,
       rebalanced: q.moved,
       concurrency: q.concurrency,
-      avg_latency_ms: Math.round(q.avgLatencyMs * 10) / 10,
+      avg_latency_ms: q.measuredLatencyMs === null ? null : Math.round(q.measuredLatencyMs * 10) / 10,
       max_queue_depth: q.maxPending,
       usage: { ...q.usage },
     }));
@@ -201,6 +210,7 @@ export class Queues {
         failed: 0,
         moved: 0,
         avgLatencyMs: DEFAULT_LATENCY_MS,
+        measuredLatencyMs: null,
         lastDispatchAt: 0,
         running: new Set(),
         maxPending: null,

@@ -128,10 +128,8 @@ export class Registry {
    */
   heartbeat(hb: Heartbeat, remoteAddress: string | null, proven: boolean): NodeRecord {
     const node = this.nodes.get(hb.node_id) ?? blank(hb.node_id);
-    if (!this.nodes.has(hb.node_id)) {
-      this.nodes.set(hb.node_id, node);
-      log.info(`node ${hb.node_id} joined (agent${remoteAddress ? ` at ${remoteAddress}` : ""})`);
-    }
+    if (hb.goodbye) return this.goodbye(node);
+    if (!this.nodes.has(hb.node_id)) this.nodes.set(hb.node_id, node);
     const { node_id: _, ...report } = hb;
     const polled = !proven && Boolean(this.declared.get(hb.node_id)?.ollama);
     if (proven) {
@@ -146,9 +144,27 @@ export class Registry {
     // A node herd polls is up when its poll says so, whatever an unproven heartbeat claims.
     if (polled) return node;
     if (report.ollama) this.setOllama(node, report.ollama);
+    if (node.lastAgentBeat === null || this.now() - node.lastAgentBeat > this.config.heartbeat.offlineMs) {
+      log.info(`node ${hb.node_id}: agent ${hb.agent_version ?? "?"} joined${remoteAddress ? ` from ${remoteAddress}` : ""}`);
+    }
     node.source = "agent";
     node.lastAgentBeat = this.now();
     this.seen(node);
+    return node;
+  }
+
+  /**
+   * An agent stopping: what it reported goes now. The node is offline until its next report; one the config
+   * gives an Ollama URL is polled again from the next poll on.
+   */
+  private goodbye(node: NodeRecord): NodeRecord {
+    if (node.lastAgentBeat === null) return node;
+    log.info(`node ${node.id}: agent left (stopped)`);
+    node.lastAgentBeat = null;
+    node.lastSeen = null;
+    node.report = {};
+    node.ollama = null;
+    this.transition(node, "offline", "its agent stopped");
     return node;
   }
 

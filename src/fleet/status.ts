@@ -153,7 +153,7 @@ export function fleetQueue(registry: Registry, queues: Queues, repairs: RepairSt
     completed: entries.reduce((n, q) => n + q.completed, 0),
     failed: entries.reduce((n, q) => n + q.failed, 0),
     // The longest wait a queued request faces now: a cautious client backs off by this much.
-    estimated_wait_ms: Math.round(Math.max(0, ...entries.map((q) => (q.pending * q.avg_latency_ms) / Math.max(1, q.concurrency)))),
+    estimated_wait_ms: Math.round(Math.max(0, ...entries.map((q) => (q.pending * queues.view(q.node_id, q.model).avgLatencyMs) / Math.max(1, q.concurrency)))),
     nodes_online: registry.all().filter((n) => n.status === "online").length,
     queues: Object.fromEntries(
       entries.map((q) => {

@@ -31,7 +31,7 @@ export interface AgentOptions {
 export interface AgentHandle {
   /** Sends one heartbeat now and returns what the local Ollama looked like. */
   beat(): Promise<OllamaSection>;
-  /** Stops heartbeats and the MLX servers; resolves once they have exited. */
+  /** Stops heartbeats and the MLX servers, and tells the router; resolves once they have exited. */
   stop(): Promise<void>;
 }
 
@@ -86,6 +86,8 @@ export function startAgent(opts: AgentOptions): AgentHandle {
       mlx_bind_host: entry()?.mlxBindHost ?? "127.0.0.1",
       ...(entry()?.draining ? { draining: true } : {}),
     };
+    // A beat under way as the agent stops must not follow its goodbye.
+    if (stopped) return ollama;
     try {
       await opts.send(hb);
       if (lastSendError) log.info(`node ${opts.nodeId}: router reachable again`);
@@ -111,7 +113,9 @@ export function startAgent(opts: AgentOptions): AgentHandle {
       if (timer) clearTimeout(timer);
       unsubscribe();
       services.stop();
-      await mlx.stop();
+      // A goodbye, so the router stops routing here now rather than when the beats time out; best effort.
+      const goodbye = opts.send({ node_id: opts.nodeId, agent_version: VERSION, goodbye: true }).catch(() => {});
+      await Promise.all([mlx.stop(), goodbye]);
     },
   };
 }

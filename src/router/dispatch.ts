@@ -12,6 +12,7 @@ import type { OllamaSection } from "../fleet/heartbeat.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
 import { diskGb } from "../fleet/node-models.ts";
 import { markPulled, notPullable, pullTarget } from "../fleet/pulls.ts";
+import { ollamaDown, START_OLLAMA } from "../fleet/ollama-down.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import { type DiskModel, type LoadedModel, type NodeView, type Scored, scoreNodes } from "../fleet/scorer.ts";
 import { attempt } from "../pipeline/attempt.ts";
@@ -111,7 +112,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
         adjustments: notes,
       };
     },
-    exhausted: ({ failures, excluded }) => unroutable(nodes, models, failures, excluded),
+    exhausted: ({ failures, excluded }) => unroutable(registry, nodes, models, failures, excluded),
   });
 }
 
@@ -124,7 +125,7 @@ function* inOrder({ ordering, queues, config }: RouterDeps, models: string[], ra
 type Ranked = Scored | Timed;
 
 /** 404 when no node has any of the models, 503 when some node has one but none could serve it now. */
-function unroutable(nodes: NodeView[], models: string[], failures: string[], excluded: string[]): RouteError {
+function unroutable(registry: Registry, nodes: NodeView[], models: string[], failures: string[], excluded: string[]): RouteError {
   const holders = models.flatMap((model) =>
     nodes
       .filter((n) => n.availableByKey.has(modelKey(model)) || n.loadedByKey.has(modelKey(model)))
@@ -133,11 +134,17 @@ function unroutable(nodes: NodeView[], models: string[], failures: string[], exc
   const asked = models.map((m) => `"${m}"`).join(", ");
   if (!holders.length) {
     const known = [...new Set(nodes.filter((n) => n.online).flatMap((n) => n.available.map((m) => m.name)))].sort();
-    const hint = known.length ? `; the fleet has: ${known.slice(0, 20).join(", ")}${known.length > 20 ? ", …" : ""}` : "; no node reports any model";
+    const hint = known.length ? `; the fleet has: ${known.slice(0, 20).join(", ")}${known.length > 20 ? ", …" : ""}` : `; no node reports any model${noOllama(registry)}`;
     return new RouteError(404, `model ${asked} not found on any node${hint}`);
   }
   const why = failures.length ? `; tried ${failures.join("; ")}` : "";
   return new RouteError(503, `model ${asked} exists but no node can serve it right now: ${holders.join(", ")}${why}`, excluded.length, excluded, 5);
+}
+
+/** Why nothing is there, when it is that no Ollama answers: which, and how to start one. */
+function noOllama(registry: Registry): string {
+  const down = ollamaDown(registry.all(), (n) => registry.ollamaUrl(n));
+  return down.length ? ` (${down.map((d) => d.finding).join("; ")}): ${START_OLLAMA}` : "";
 }
 
 function nodeView(registry: Registry, node: NodeRecord): NodeView {

@@ -10,6 +10,7 @@ import { trafficByModel } from "../../store/health-stats.ts";
 import type { Pins } from "../pins.ts";
 import type { Queues } from "../queues.ts";
 import type { Registry } from "../registry.ts";
+import { ollamaDown } from "../ollama-down.ts";
 import { CHECKS } from "./checks/index.ts";
 import { contextUsageReport } from "./context-usage.ts";
 import { type CheckResult, type HealthCheck, type HealthInput, SEVERITIES, type Severity, worst } from "./types.ts";
@@ -44,6 +45,7 @@ function snapshot(rt: HealthSources, now: number): HealthInput {
     config: rt.live.config,
     configStatus: rt.live.status(),
     nodes: registry.all().map((n) => ({ ...n, declared: registry.entry(n.id) !== undefined, loadEvents: [...n.loadEvents] })),
+    ollamaDown: ollamaDown(registry.all(), (n) => registry.ollamaUrl(n)),
     pins: Object.entries(rt.pins.perNode()).flatMap(([node_id, models]) => models.map((model) => ({ node_id, model }))),
     queues: queues.entries().map((q) => ({
       node_id: q.node_id,

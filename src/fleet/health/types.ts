@@ -4,6 +4,7 @@ import type { ConfigStatus } from "../../config/live.ts";
 import type { Config } from "../../config/schema.ts";
 import type { ModelTraffic } from "../../store/health-stats.ts";
 import type { TraceWrites } from "../../store/traces.ts";
+import type { OllamaDown } from "../ollama-down.ts";
 import type { NodeRecord } from "../registry.ts";
 import type { ContextUsage } from "./context-usage.ts";
 
@@ -33,6 +34,8 @@ export interface HealthInput {
   config: Config;
   configStatus: ConfigStatus;
   nodes: NodeInput[];
+  /** The nodes whose Ollama does not answer. */
+  ollamaDown: OllamaDown[];
   /** Every pin: the config's and the API's. */
   pins: { node_id: string; model: string }[];
   queues: QueueInput[];

@@ -10,6 +10,7 @@ import { memoryPressure } from "./memory-pressure.ts";
 import { mlxServerUnhealthy } from "./mlx-server-unhealthy.ts";
 import { modelThrashing } from "./model-thrashing.ts";
 import { nodesOffline } from "./nodes-offline.ts";
+import { ollamaUnreachable } from "./ollama-unreachable.ts";
 import { nomicLoadedInOllama } from "./nomic-loaded-in-ollama.ts";
 import { priorityModels } from "./priority-models.ts";
 import { requestTimeouts } from "./request-timeouts.ts";
@@ -21,6 +22,7 @@ import { zombieRequests } from "./zombie-requests.ts";
 
 export const CHECKS: readonly HealthCheck[] = [
   nodesOffline,
+  ollamaUnreachable,
   memoryPressure,
   thermal,
   diskSpaceLow,
