@@ -7,6 +7,7 @@ import * as v from "valibot";
 import YAML from "yaml";
 import { authProblems } from "../auth/credentials.ts";
 import { resolveSecrets } from "../auth/secrets.ts";
+import { type ConfigFile, graphHash, importGraph, isScript, readGraph, SyntaxProblems } from "./graph.ts";
 import { formatIssues, formatPath } from "./problems.ts";
 import { type Config, herdConfigSchema } from "./schema.ts";
 import { within } from "../within.ts";
@@ -14,8 +15,10 @@ import { within } from "../within.ts";
 export interface ConfigSource {
   /** Absolute path of the file, or null when herd runs on defaults. */
   path: string | null;
-  /** First 12 hex digits of the file's SHA-256 ("defaults" without a file). */
+  /** First 12 hex digits of the SHA-256 of the file and every file it imports ("defaults" without a file). */
   hash: string;
+  /** The file and every file it imports: what a live config watches. */
+  files: string[];
   loadedAt: number;
 }
 
@@ -54,7 +57,7 @@ export function findConfig(explicit: string | undefined, dir = process.cwd()): s
 }
 
 export function defaultSnapshot(): ConfigSnapshot {
-  return { config: parseConfig({}), source: { path: null, hash: "defaults", loadedAt: Date.now() } };
+  return { config: parseConfig({}), source: { path: null, hash: "defaults", files: [], loadedAt: Date.now() } };
 }
 
 export async function loadConfig(path: string, opts: LoadOptions = {}): Promise<ConfigSnapshot> {
@@ -65,10 +68,18 @@ export async function loadConfig(path: string, opts: LoadOptions = {}): Promise<
     const why = (e as NodeJS.ErrnoException).code === "ENOENT" ? "file not found" : `cannot read it (${(e as Error).message})`;
     throw new ConfigError(path, [`${why}; pass --config PATH, set HERD_CONFIG, or run \`herd init\``]);
   }
-  const hash = new Bun.CryptoHasher("sha256").update(text).digest("hex").slice(0, 12);
+  let files: ConfigFile[];
   try {
-    const config = parseConfig(await evaluate(path, text, hash), path, opts);
-    return { config: resolvePaths(config, path), source: { path, hash, loadedAt: Date.now() } };
+    files = readGraph(path, text);
+  } catch (e) {
+    const problems = e instanceof SyntaxProblems ? e.problems : [(e as Error).message];
+    // The same bad save is reported once: the problems name what is wrong in the files the main one imports.
+    throw new ConfigError(path, problems, graphHash([{ path, text: text + problems.join("\n") }]));
+  }
+  const hash = graphHash(files);
+  try {
+    const config = parseConfig(await evaluate(files), path, opts);
+    return { config: resolvePaths(config, path), source: { path, hash, files: files.map((f) => f.path), loadedAt: Date.now() } };
   } catch (e) {
     if (e instanceof ConfigError) throw new ConfigError(path, e.problems, hash);
     throw e;
@@ -86,14 +97,14 @@ export function parseConfig(raw: unknown, file: string | null = null, opts: Load
   return result.output;
 }
 
-async function evaluate(path: string, text: string, hash: string): Promise<unknown> {
+async function evaluate(files: ConfigFile[]): Promise<unknown> {
+  const { path, text } = files[0]!;
   const ext = extname(path).toLowerCase();
   try {
     if (ext === ".json") return JSON.parse(text);
     if (ext === ".yaml" || ext === ".yml") return YAML.parse(text);
-    if (ext === ".ts" || ext === ".js" || ext === ".mjs" || ext === ".mts") {
-      // The query makes each content version a distinct module, so a reload re-evaluates the file.
-      const mod = await within(import(`${path}?v=${hash}`), EVALUATE_TIMEOUT_MS, () => {
+    if (isScript(path)) {
+      const mod = await within(importGraph(files), EVALUATE_TIMEOUT_MS, () => {
         throw new Error(`it did not finish evaluating within ${EVALUATE_TIMEOUT_MS / 1000} s`);
       });
       if (mod.default === undefined) throw new Error("it has no default export; write `export default { … } satisfies HerdConfig`");

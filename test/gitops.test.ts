@@ -1,0 +1,66 @@
+// GitOps: a config kept in git, its imports, its identity on every node, and checks before it is applied.
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { eventually, getJson, herd, startRouterProcess, tmpDir } from "./helpers.ts";
+
+const MAIN = `import { nodes } from "./fleet/nodes.ts";\nexport default { nodes };\n`;
+const nodesTs = (ids: string[]) => `export const nodes = ${JSON.stringify(ids.map((id) => ({ id, ollama: "http://127.0.0.1:1" })))};\n`;
+
+function fleetDir(ids: string[]): { dir: string; file: string; nodesFile: string } {
+  const dir = tmpDir();
+  mkdirSync(join(dir, "fleet"));
+  const file = join(dir, "herd.config.ts");
+  const nodesFile = join(dir, "fleet", "nodes.ts");
+  writeFileSync(file, MAIN);
+  writeFileSync(nodesFile, nodesTs(ids));
+  return { dir, file, nodesFile };
+}
+
+const hashOf = (stdout: string) => /hash ([0-9a-f]{12})/.exec(stdout)?.[1];
+
+describe("a .ts config that imports another file", () => {
+  test("the hash covers the imported file: two fleets that differ only there have different hashes", async () => {
+    const one = fleetDir(["a"]);
+    const two = fleetDir(["a", "b"]);
+    const [r1, r2] = [await herd(["check-config", one.file]), await herd(["check-config", two.file])];
+    expect(r1.code).toBe(0);
+    expect(r2.stdout).toContain("2 node(s): a, b");
+    expect(hashOf(r1.stdout)).not.toBe(hashOf(r2.stdout));
+  });
+
+  test("an edit to the imported file reloads the router: new nodes and a new hash", async () => {
+    const { dir, file, nodesFile } = fleetDir(["a"]);
+    const router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+    const status = () => getJson(`${router.url}/fleet/status`);
+    const before = await status();
+    expect(before.nodes.map((n: any) => n.node_id)).toEqual(["a"]);
+    writeFileSync(nodesFile, nodesTs(["a", "b"]));
+    const after = await eventually(async () => {
+      const s = await status();
+      return s.nodes.length === 2 && s;
+    }, 3000, "node b from the imported file");
+    expect(after.config.hash).not.toBe(before.config.hash);
+    // And once more: the second edit is read too, not a module cached by the first reload.
+    writeFileSync(nodesFile, nodesTs(["c"]));
+    await eventually(async () => (await status()).nodes.map((n: any) => n.node_id).join() === "c", 3000, "node c alone");
+  });
+});
+
+describe("config errors", () => {
+  test("a TypeScript syntax error names file:line:column and the message, in the imported file too", async () => {
+    const dir = tmpDir();
+    const file = join(dir, "herd.config.ts");
+    writeFileSync(file, `export default {\n  nodes: [\n    { id: "a" ,\n    { id: "b" }\n  ],\n};\n`);
+    const r = await herd(["check-config", file]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`${file}:4:5: Expected identifier but found "{"`);
+    expect(r.stderr).not.toContain("errors building");
+
+    const { file: main, nodesFile } = fleetDir(["a"]);
+    writeFileSync(nodesFile, `export const nodes = [;\n`);
+    const imported = await herd(["check-config", main]);
+    expect(imported.code).toBe(1);
+    expect(imported.stderr).toMatch(new RegExp(`${nodesFile.replaceAll(/[.]/g, "\\.")}:1:\\d+: `));
+  });
+});
