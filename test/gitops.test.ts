@@ -63,4 +63,30 @@ describe("config errors", () => {
     expect(imported.code).toBe(1);
     expect(imported.stderr).toMatch(new RegExp(`${nodesFile.replaceAll(/[.]/g, "\\.")}:1:\\d+: `));
   });
+
+  test("one pass reports every problem once: shape errors with duplicate ids, pins on an undeclared node, an empty model map value", async () => {
+    const file = join(tmpDir(), "herd.config.json");
+    writeFileSync(
+      file,
+      JSON.stringify({
+        nodes: [{ id: "studio", ollama: "nope", parallel: 0.5 }, { id: "studio" }],
+        server: { port: -1.5 },
+        pins: { studoi: ["llama3"], "*": ["nomic-embed-text"] },
+        modelMap: { "gpt-4": "" },
+      }),
+    );
+    const r = await herd(["check-config", file]);
+    expect(r.code).toBe(1);
+    const lines = r.stderr.trim().split("\n").slice(1).map((l) => l.trim());
+    expect(lines.sort()).toEqual(
+      [
+        `modelMap["gpt-4"]: expected a non-empty string, got an empty string`,
+        `nodes[0].ollama: expected a URL like http://10.0.0.2:11434, got "nope"`,
+        "nodes[0].parallel: expected a whole number, got 0.5",
+        `nodes[1].id: "studio" is already used by nodes[0]; node ids must be unique`,
+        `pins.studoi: no node "studoi" is declared in nodes; did you mean "studio"?`,
+        "server.port: expected a whole number, got -1.5",
+      ].sort(),
+    );
+  });
 });

@@ -8,8 +8,8 @@ import YAML from "yaml";
 import { authProblems } from "../auth/credentials.ts";
 import { resolveSecrets } from "../auth/secrets.ts";
 import { type ConfigFile, graphHash, importGraph, isScript, readGraph, SyntaxProblems } from "./graph.ts";
-import { formatIssues, formatPath } from "./problems.ts";
-import { type Config, herdConfigSchema } from "./schema.ts";
+import { formatIssues, formatPath, nearest } from "./problems.ts";
+import { type Config, EVERY_NODE, herdConfigSchema } from "./schema.ts";
 import { within } from "../within.ts";
 
 export interface ConfigSource {
@@ -42,9 +42,10 @@ export class ConfigError extends Error {
 export interface LoadOptions {
   /**
    * "lenient" for a node agent: it needs only its own credential, so a secret meant for the router
-   * (an env var set only there) is no error. Default "strict": every secret must be readable.
+   * (an env var set only there) is no error. "unchecked" for CI: references are checked for shape, none is read.
+   * Default "strict": every secret must be readable.
    */
-  secrets?: "strict" | "lenient";
+  secrets?: "strict" | "lenient" | "unchecked";
 }
 
 export const CONFIG_NAMES = ["herd.config.ts", "herd.config.js", "herd.config.json", "herd.config.yaml", "herd.config.yml"];
@@ -86,13 +87,15 @@ export async function loadConfig(path: string, opts: LoadOptions = {}): Promise<
   }
 }
 
-/** Validates plain data as a config; throws ConfigError with every problem found. */
+/** Validates plain data as a config; throws ConfigError with every problem found, in one pass. */
 export function parseConfig(raw: unknown, file: string | null = null, opts: LoadOptions = {}): Config {
-  const result = v.safeParse(herdConfigSchema, raw);
-  if (!result.success) throw new ConfigError(file, formatIssues(result.issues, herdConfigSchema));
+  // abortPipeEarly: one message per bad value (not "a whole number" and "at least 0" for the same -1.5).
+  const result = v.safeParse(herdConfigSchema, raw, { abortPipeEarly: true });
+  const fleet = fleetProblems(raw);
+  if (!result.success) throw new ConfigError(file, [...formatIssues(result.issues, herdConfigSchema), ...fleet]);
   // Secret files are found like dataDir: relative to the config file.
-  const unreadable = resolveSecrets(result.output, file ? dirname(file) : process.cwd());
-  const problems = [...(opts.secrets === "lenient" ? [] : unreadable), ...crossCheck(result.output)];
+  const unreadable = opts.secrets === "unchecked" ? [] : resolveSecrets(result.output, file ? dirname(file) : process.cwd());
+  const problems = [...(opts.secrets === "strict" || opts.secrets === undefined ? unreadable : []), ...fleet, ...crossCheck(result.output)];
   if (problems.length) throw new ConfigError(file, problems);
   return result.output;
 }
@@ -119,20 +122,41 @@ async function evaluate(files: ConfigFile[]): Promise<unknown> {
 // A config that never finishes evaluating (a top-level await on something that hangs) must not stall reloads.
 const EVALUATE_TIMEOUT_MS = 10_000;
 
-function crossCheck(config: Config): string[] {
+/**
+ * The rules across nodes, read from the raw input so they are reported with the shape errors, not after them
+ * are fixed: unique node ids and MLX ports, pins only for declared nodes.
+ */
+function fleetProblems(raw: unknown): string[] {
   const problems: string[] = [];
+  const input = (raw ?? {}) as { nodes?: unknown; pins?: unknown };
+  const nodes = Array.isArray(input.nodes) ? (input.nodes as { id?: unknown; mlx?: unknown }[]) : [];
   const seen = new Map<string, number>();
-  config.nodes.forEach((node, i) => {
-    const first = seen.get(node.id);
-    if (first !== undefined) problems.push(`nodes[${i}].id: "${node.id}" is already used by nodes[${first}]; node ids must be unique`);
-    else seen.set(node.id, i);
-    const ports = new Map<number, number>();
-    node.mlx.forEach((server, j) => {
+  nodes.forEach((node, i) => {
+    const id = typeof node?.id === "string" ? node.id.trim() : null;
+    if (id === null) return;
+    const first = seen.get(id);
+    if (first !== undefined) problems.push(`nodes[${i}].id: "${id}" is already used by nodes[${first}]; node ids must be unique`);
+    else seen.set(id, i);
+    const ports = new Map<unknown, number>();
+    (Array.isArray(node.mlx) ? (node.mlx as { port?: unknown }[]) : []).forEach((server, j) => {
+      if (typeof server?.port !== "number") return;
       const other = ports.get(server.port);
       if (other !== undefined) problems.push(`nodes[${i}].mlx[${j}].port: ${server.port} is already used by nodes[${i}].mlx[${other}]`);
       else ports.set(server.port, j);
     });
   });
+  if (input.pins && typeof input.pins === "object") {
+    for (const key of Object.keys(input.pins)) {
+      if (key.trim() === EVERY_NODE || seen.has(key.trim())) continue;
+      const hint = nearest(key, [...seen.keys()]);
+      problems.push(`${formatPath(["pins", key])}: no node "${key}" is declared in nodes; ${hint ? `did you mean "${hint}"?` : `pin on a declared node, or "*" for every node`}`);
+    }
+  }
+  return problems;
+}
+
+function crossCheck(config: Config): string[] {
+  const problems: string[] = [];
   const hb = config.heartbeat;
   if (hb.timeoutMs <= hb.intervalMs) problems.push(`heartbeat.timeoutMs: ${hb.timeoutMs} must be greater than heartbeat.intervalMs (${hb.intervalMs})`);
   if (hb.offlineMs <= hb.timeoutMs) problems.push(`heartbeat.offlineMs: ${hb.offlineMs} must be greater than heartbeat.timeoutMs (${hb.timeoutMs})`);
