@@ -90,3 +90,67 @@ describe("config errors", () => {
     );
   });
 });
+
+describe("herd check-config --no-secrets", () => {
+  test("validates a config whose secrets are not on this machine, checking each reference's shape", async () => {
+    const file = join(tmpDir(), "herd.config.ts");
+    const body = (key: string) => `export default { auth: { adminToken: { env: "HERD_PLAN_ADMIN_UNSET" }, clients: [{ name: "ci", key: ${key} }] } };\n`;
+    writeFileSync(file, body(`{ file: "./no-such.key" }`));
+    const strict = await herd(["check-config", file]);
+    expect(strict.code).toBe(1);
+    expect(strict.stderr).toContain("HERD_PLAN_ADMIN_UNSET is not set");
+    const ci = await herd(["check-config", file, "--no-secrets"]);
+    expect(ci.stderr).toBe("");
+    expect(ci.code).toBe(0);
+    expect(ci.stdout).toContain("secrets not read");
+    writeFileSync(file, body(`{ env: "not a name" }`));
+    const bad = await herd(["check-config", file, "--no-secrets"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain(`auth.clients[0].key.env: expected an environment variable name, got "not a name"`);
+  });
+});
+
+describe("herd plan against a running router", () => {
+  const ADMIN = "plan-admin-token-0123456789";
+  const SECRET_KEY = "client-key-that-must-not-show-0123";
+  const config = (nodes: string, extra = "") =>
+    `export default { nodes: [${nodes}], auth: { adminToken: { env: "HERD_ADMIN_TOKEN" }, clients: [{ name: "ci", key: "${SECRET_KEY}" }] }, ${extra} };\n`;
+  const a = `{ id: "a", ollama: "http://127.0.0.1:1" }`;
+
+  test("no change exits 0, a change exits 2 and names it, an invalid file exits 1; the admin token is required", async () => {
+    const dir = tmpDir();
+    const running = join(dir, "herd.config.ts");
+    writeFileSync(running, config(a, `modelMap: { fast: "llama3.2:3b" }`));
+    const env = { HERD_ADMIN_TOKEN: ADMIN };
+    const router = await startRouterProcess(["serve", "--config", running, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")], { env });
+
+    const same = await herd(["plan", running, "--router", router.url], { env });
+    expect(same.stderr).toBe("");
+    expect(same.stdout).toContain("no changes");
+    expect(same.code).toBe(0);
+
+    const proposed = join(tmpDir(), "herd.config.ts");
+    writeFileSync(
+      proposed,
+      config(`{ id: "a", ollama: "http://127.0.0.1:2" }, { id: "mini", ollama: "http://127.0.0.1:3" }`, `modelMap: { fast: "qwen3" }, pins: { mini: ["llama3"] }, scoring: { weights: { hot: 60 } }`).replace(`"ci"`, `"ci2"`),
+    );
+    // Without the router's secrets here: the plan reads none of them.
+    const changed = await herd(["plan", proposed, "--router", router.url], { env });
+    expect(changed.code).toBe(2);
+    for (const line of ["~ nodes: a (ollama)", "+ nodes: mini", "+ auth.clients: ci2", "- auth.clients: ci", `~ modelMap.fast: "llama3.2:3b" → "qwen3"`, `+ pins.mini: ["llama3"]`, "~ scoring.weights.hot: 50 → 60"]) {
+      expect(changed.stdout).toContain(line);
+    }
+    expect(changed.stdout).not.toContain(SECRET_KEY);
+    expect(changed.stdout).not.toContain(ADMIN);
+
+    const noToken = await herd(["plan", proposed, "--router", router.url], { env: { HERD_ADMIN_TOKEN: "" } });
+    expect(noToken.code).toBe(1);
+    expect(noToken.stderr).toContain("HERD_ADMIN_TOKEN");
+
+    writeFileSync(proposed, `export default { nodes: [{ id: "a", olama: "x" }] };\n`);
+    const invalid = await herd(["plan", proposed, "--router", router.url], { env });
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr).toContain(`nodes[0].olama: unknown key; did you mean "ollama"?`);
+    expect(await router.stop()).toBe(0);
+  });
+});

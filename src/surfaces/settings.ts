@@ -9,6 +9,7 @@ import { routeFacts } from "../auth/route-facts.ts";
 import { maskSecrets } from "../auth/secrets.ts";
 import { type Config, herdConfigSchema } from "../config/schema.ts";
 import type { LiveConfig } from "../config/live.ts";
+import { effectiveView } from "../config/plan.ts";
 import type { Registry } from "../fleet/registry.ts";
 import { TOGGLE_NAMES, type Toggles, type ToggleValues } from "../router/toggles.ts";
 import { VERSION } from "../version.ts";
@@ -62,6 +63,12 @@ export function settingsSurface(rt: Settings) {
         nodes: nodes(rt),
       };
     }, { facts: { access: "client", body: "json", errors: "herd" } })
+    // The running config as `herd plan` compares it: all of it, defaults filled in, secrets masked. Admin only,
+    // as it names every node's address and every client key.
+    .get("/fleet/config", () => {
+      const { path, hash, last_error } = rt.live.status();
+      return { router_version: VERSION, path, hash, last_error, config: effectiveView(rt.live.config) };
+    }, { facts: { access: "admin", body: "json", errors: "herd" } })
     .use(settingsActions(rt));
 }
 
