@@ -2,7 +2,9 @@
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { eventually, getJson, herd, startRouterProcess, tmpDir } from "./helpers.ts";
+import { startSimOllama } from "../src/sim/index.ts";
+import { VERSION } from "../src/version.ts";
+import { eventually, getJson, herd, onCleanup, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
 
 const MAIN = `import { nodes } from "./fleet/nodes.ts";\nexport default { nodes };\n`;
 const nodesTs = (ids: string[]) => `export const nodes = ${JSON.stringify(ids.map((id) => ({ id, ollama: "http://127.0.0.1:1" })))};\n`;
@@ -152,5 +154,36 @@ describe("herd plan against a running router", () => {
     expect(invalid.code).toBe(1);
     expect(invalid.stderr).toContain(`nodes[0].olama: unknown key; did you mean "ollama"?`);
     expect(await router.stop()).toBe(0);
+  });
+});
+
+describe("which config each node runs", () => {
+  const PRIMARY = "gitops-primary-credential-0123456789";
+  const fleet = (extra: string) =>
+    `export default { heartbeat: { intervalMs: 200, timeoutMs: 1000, offlineMs: 2000 }, auth: { nodeToken: "fleet-token" }, agents: { credentials: { primary: "${PRIMARY}" } }${extra} };\n`;
+
+  test("an agent reports its config hash and version; /fleet/status and /metrics flag a node whose config is not the router's", async () => {
+    const ollama = await startSimOllama({ id: "mac" });
+    onCleanup({ run: () => ollama.stop() });
+    const dir = tmpDir();
+    const file = join(dir, "herd.config.ts");
+    writeFileSync(file, fleet(""));
+    const router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+    const routerHash = (await getJson(`${router.url}/fleet/status`)).config.hash;
+    // The Mac has not pulled yet: its copy of the file lacks the last commit.
+    const stale = join(tmpDir(), "herd.config.ts");
+    writeFileSync(stale, fleet(`, modelMap: { old: "llama3.2:3b" }`));
+    spawnHerd(["node", "--router", router.url, "--ollama", ollama.url, "--node-id", "mac-1", "--config", stale], { env: { HERD_NODE_TOKEN: "fleet-token" } });
+    const node = await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "mac-1" && n.config_hash), 5000, "mac-1's report");
+    const staleHash = hashOf((await herd(["check-config", stale])).stdout);
+    expect(node).toMatchObject({ config_hash: staleHash, config_drift: true, version_drift: false, agent_version: VERSION });
+    expect(node.config_hash).not.toBe(routerHash);
+    const metrics = await (await fetch(`${router.url}/metrics`, { headers: { authorization: `Bearer ${PRIMARY}` } })).text();
+    expect(metrics).toContain(`herd_info{version="${VERSION}",config_hash="${routerHash}"} 1`);
+    expect(metrics).toContain(`herd_node_drift{node="mac-1",version="${VERSION}",config_hash="${staleHash}"} 1`);
+
+    // It pulls: the same file as the router's, and the drift is gone.
+    writeFileSync(stale, fleet(""));
+    await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "mac-1" && n.config_hash === routerHash && !n.config_drift), 5000, "mac-1 on the router's config");
   });
 });

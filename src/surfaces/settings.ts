@@ -11,6 +11,7 @@ import { type Config, herdConfigSchema } from "../config/schema.ts";
 import type { LiveConfig } from "../config/live.ts";
 import { effectiveView } from "../config/plan.ts";
 import type { Registry } from "../fleet/registry.ts";
+import { nodeRuns } from "../fleet/status.ts";
 import { TOGGLE_NAMES, type Toggles, type ToggleValues } from "../router/toggles.ts";
 import { VERSION } from "../version.ts";
 import { validBody } from "./body.ts";
@@ -146,10 +147,11 @@ function snake(name: string): string {
 function nodes(rt: Settings) {
   // The agent inside `herd` reports as this machine's host name (without .local) unless told otherwise.
   const local = hostname().replace(/\.local$/, "");
+  const routerHash = rt.live.current.source.hash;
   return rt.registry.all().map((n) => ({
     node_id: n.id,
     status: n.status,
-    agent_version: n.report.agent_version ?? null,
+    ...nodeRuns(n, routerHash),
     ip: withoutCredentials(rt.registry.ollamaUrl(n)),
     models_loaded_count: n.ollama?.models_loaded.length ?? 0,
     is_router: n.id === local,
