@@ -44,7 +44,7 @@ describe(`the ${HOST_TARGET} binary, alone in an empty folder`, () => {
     expect(await router.stop()).toBe(0);
   });
 
-  test("a herd.config.ts that imports its nodes: an edit to the imported file reloads, twice", async () => {
+  test("a herd.config.ts that imports its nodes: an edit to the imported file reloads, twice; a syntax error there is named by line", async () => {
     const nodes = (id: string) => `export const nodes = [{ id: "${id}", ollama: "http://127.0.0.1:9" }];\n`;
     const sub = join(dir, "imports");
     mkdirSync(join(sub, "fleet"), { recursive: true });
@@ -58,6 +58,10 @@ describe(`the ${HOST_TARGET} binary, alone in an empty folder`, () => {
       await eventually(async () => (await ids())[0] === id, 3000, `the reload to ${id}`);
     }
     expect(await router.stop()).toBe(0);
+    writeFileSync(join(sub, "fleet", "nodes.ts"), "export const nodes = [;\n");
+    const broken = await herd(["check-config", "herd.config.ts"], { bin, cwd: sub });
+    expect(broken.code).toBe(1);
+    expect(broken.stderr).toContain(`${join(sub, "fleet", "nodes.ts")}:1:23: Unexpected ;`);
   });
 
   test("serves the dashboard and its chart library from inside the binary", async () => {

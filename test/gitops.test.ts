@@ -6,7 +6,8 @@ import { startSimOllama } from "../src/sim/index.ts";
 import { VERSION } from "../src/version.ts";
 import { eventually, getJson, herd, onCleanup, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
 
-const MAIN = `import { nodes } from "./fleet/nodes.ts";\nexport default { nodes };\n`;
+// HerdConfig is only a type (herd.d.ts): erased, as Bun erases it, not an import to follow.
+const MAIN = `import { HerdConfig } from "./herd";\nimport { nodes } from "./fleet/nodes.ts";\nexport default { nodes } satisfies HerdConfig;\n`;
 const nodesTs = (ids: string[]) => `export const nodes = ${JSON.stringify(ids.map((id) => ({ id, ollama: "http://127.0.0.1:1" })))};\n`;
 
 function fleetDir(ids: string[]): { dir: string; file: string; nodesFile: string } {
@@ -64,6 +65,20 @@ describe("config errors", () => {
     const imported = await herd(["check-config", main]);
     expect(imported.code).toBe(1);
     expect(imported.stderr).toMatch(new RegExp(`${nodesFile.replaceAll(/[.]/g, "\\.")}:1:\\d+: `));
+  });
+
+  test("a syntax error saved while the router runs: line and column in the reload log, /fleet/status, Settings and Health", async () => {
+    const { dir, file, nodesFile } = fleetDir(["a"]);
+    const router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+    writeFileSync(nodesFile, `export const nodes = [\n  { id: "b" ,\n  { id: "c" },\n];\n`);
+    const where = `${nodesFile}:3:3: Expected identifier but found "{"`;
+    const status = await eventually(async () => (await getJson(`${router.url}/fleet/status`)).config.last_error, 3000, "the refused reload");
+    expect(status.problems).toEqual([where]);
+    await router.waitFor(new RegExp(`config not reloaded, keeping [0-9a-f]{12}: .*${nodesFile.replaceAll(".", "\\.")}:3:3`));
+    expect((await getJson(`${router.url}/dashboard/api/settings`)).config_source.last_error.problems).toEqual([where]);
+    const health = await getJson(`${router.url}/dashboard/api/health?refresh=1`);
+    expect(JSON.stringify(health)).toContain(where.replaceAll('"', '\\"'));
+    expect(JSON.stringify(health)).not.toContain("errors building");
   });
 
   test("one pass reports every problem once: shape errors with duplicate ids, pins on an undeclared node, an empty model map value", async () => {

@@ -19,7 +19,8 @@ export class SyntaxProblems extends Error {
 }
 
 const SCRIPT = /\.(ts|mts|js|mjs)$/;
-const transpiler = new Bun.Transpiler({ loader: "ts" });
+// trimUnusedImports: an import only used as a type (`import { HerdConfig } from "./herd"`) is erased, as when Bun runs the file.
+const transpiler = new Bun.Transpiler({ loader: "ts", trimUnusedImports: true });
 
 export function isScript(path: string): boolean {
   return SCRIPT.test(path);
