@@ -170,6 +170,18 @@ describe("herd plan against a running router", () => {
     expect(invalid.stderr).toContain(`nodes[0].olama: unknown key; did you mean "ollama"?`);
     expect(await router.stop()).toBe(0);
   });
+
+  test("a router that cannot be asked is one line and exit 1; a --router that is not a URL is a usage error", async () => {
+    const file = join(tmpDir(), "herd.config.ts");
+    writeFileSync(file, config(a));
+    const down = await herd(["plan", file, "--router", "http://127.0.0.1:1"]);
+    expect(down.code).toBe(1);
+    expect(down.stderr).toStartWith("herd: cannot reach the router at http://127.0.0.1:1");
+    expect(down.stderr.trim().split("\n")).toHaveLength(1);
+    const bad = await herd(["plan", file, "--router", "localhost:11435"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain(`--router: expected a URL like http://10.0.0.1:11435, got "localhost:11435"`);
+  });
 });
 
 describe("which config each node runs", () => {

@@ -37,3 +37,9 @@ test("nodes and client keys by name, every other setting by its path; a secret o
   ]);
   expect(JSON.stringify(changes)).not.toContain("secret-");
 });
+
+test("a node's address is shown without its user:password@", () => {
+  const shown = view({ nodes: [{ id: "a", ollama: "http://herd:pa55word@10.0.0.2:11434" }] });
+  expect(JSON.stringify(shown)).not.toContain("pa55word");
+  expect((shown.nodes as { ollama: string }[])[0]!.ollama).toBe("http://10.0.0.2:11434");
+});

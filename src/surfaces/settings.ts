@@ -6,7 +6,7 @@ import { hostname } from "node:os";
 import { Elysia } from "elysia";
 import * as v from "valibot";
 import { routeFacts } from "../auth/route-facts.ts";
-import { maskSecrets } from "../auth/secrets.ts";
+import { maskSecrets, withoutCredentials } from "../auth/secrets.ts";
 import { type Config, herdConfigSchema } from "../config/schema.ts";
 import type { LiveConfig } from "../config/live.ts";
 import { effectiveView } from "../config/plan.ts";
@@ -156,13 +156,4 @@ function nodes(rt: Settings) {
     models_loaded_count: n.ollama?.models_loaded.length ?? 0,
     is_router: n.id === local,
   }));
-}
-
-/** A URL without any user:password@ in it. */
-function withoutCredentials(url: string | null): string | null {
-  if (!url || !URL.canParse(url)) return url;
-  const u = new URL(url);
-  if (!u.username && !u.password) return url;
-  u.username = u.password = "";
-  return u.toString().replace(/\/$/, "");
 }
