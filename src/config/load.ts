@@ -74,7 +74,7 @@ export async function loadConfig(path: string, opts: LoadOptions = {}): Promise<
     files = readGraph(path, text);
   } catch (e) {
     const problems = e instanceof SyntaxProblems ? e.problems : [(e as Error).message];
-    // The same bad save is reported once: the problems name what is wrong in the files the main one imports.
+    // The hash that reports one bad save once covers the problems: they may be in a file the main one imports.
     throw new ConfigError(path, problems, graphHash([{ path, text: text + problems.join("\n") }]));
   }
   const hash = graphHash(files);
@@ -93,9 +93,10 @@ export function parseConfig(raw: unknown, file: string | null = null, opts: Load
   const result = v.safeParse(herdConfigSchema, raw, { abortPipeEarly: true });
   const fleet = fleetProblems(raw);
   if (!result.success) throw new ConfigError(file, [...formatIssues(result.issues, herdConfigSchema), ...fleet]);
+  const secrets = opts.secrets ?? "strict";
   // Secret files are found like dataDir: relative to the config file.
-  const unreadable = opts.secrets === "unchecked" ? [] : resolveSecrets(result.output, file ? dirname(file) : process.cwd());
-  const problems = [...(opts.secrets === "strict" || opts.secrets === undefined ? unreadable : []), ...fleet, ...crossCheck(result.output)];
+  const unreadable = secrets === "unchecked" ? [] : resolveSecrets(result.output, file ? dirname(file) : process.cwd());
+  const problems = [...(secrets === "strict" ? unreadable : []), ...fleet, ...crossCheck(result.output)];
   if (problems.length) throw new ConfigError(file, problems);
   return result.output;
 }
