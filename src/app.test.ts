@@ -43,6 +43,7 @@ GET /dashboard/api/apps/daily client json herd
 GET /dashboard/api/health client json herd
 GET /dashboard/api/context-usage client json herd
 GET /dashboard/api/settings client json herd
+GET /fleet/config admin json herd
 POST /dashboard/api/settings admin json herd
 GET /dashboard/api/benchmarks client json herd
 GET /dashboard/api/benchmarks/progress client json herd

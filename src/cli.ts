@@ -7,6 +7,7 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { Secret } from "./auth/secrets.ts";
 import { checkConfig } from "./commands/check-config.ts";
+import { plan } from "./commands/plan.ts";
 import { enroll, enrollmentSteps } from "./commands/enroll.ts";
 import { init } from "./commands/init.ts";
 import { SERVICE_ACTIONS, service } from "./commands/service.ts";
@@ -40,6 +41,7 @@ Commands:
   sim                 a demo fleet of simulated nodes behind a router
   init [DIR]          write a starter herd.config.ts with its types (herd.d.ts) and JSON Schema
   check-config FILE   validate a config; exit 1 with one line per problem
+  plan [FILE]         what FILE would change on the running router; exit 0 none, 2 some, 1 invalid
   schema              print the config's JSON Schema
   service ACTION      install | uninstall | status: start herd at login (a macOS LaunchAgent)
   version             print herd's version (also --version)
@@ -86,9 +88,20 @@ Options:${COMMON}`,
 
 Writes DIR/herd.config.ts (a starter fleet), DIR/herd.d.ts (its types, for your editor) and
 DIR/herd.schema.json (for .json/.yaml configs). Never overwrites a config without --force.`,
-  "check-config": `Usage: herd check-config FILE
+  "check-config": `Usage: herd check-config FILE [--no-secrets]
 
-Validates FILE as herd would load it. Prints a summary and exits 0, or one line per problem and exits 1.`,
+Validates FILE as herd would load it. Prints a summary and exits 0, or one line per problem and exits 1.
+  --no-secrets      check each secret's reference ({ env: "VAR" }, { file: "path" }) for its shape
+                    without reading it, so CI can validate without the fleet's secrets`,
+  plan: `Usage: herd plan [FILE] [--router URL] [--token-file FILE]
+
+Validates FILE (default: --config, HERD_CONFIG, ./herd.config.*) and prints what applying it would change
+on the running router: nodes added, removed or changed, client keys (names only), pins, the model map,
+scoring and every other setting. Exits 0 when nothing would change, 2 when something would, 1 when FILE
+is invalid or the router cannot be asked. The router's secrets are not read here, only their references.
+  --router URL      the router (env HERD_ROUTER; default http://127.0.0.1:11435)
+  --token-file FILE the router's admin token, read from FILE (env HERD_ADMIN_TOKEN holds the value itself;
+                    none needed on the router's own machine when it has no auth.adminToken)`,
   schema: "Usage: herd schema\n\nPrints the JSON Schema of herd's config to stdout.",
   service: `Usage: herd service install|uninstall|status [--agent-only] [options]
 
@@ -122,6 +135,7 @@ const OPTIONS = {
   force: { type: "boolean" },
   "agent-only": { type: "boolean" },
   "dry-run": { type: "boolean" },
+  "no-secrets": { type: "boolean" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean", short: "v" },
 } as const;
@@ -133,14 +147,15 @@ const ACCEPTS: Record<string, (keyof typeof OPTIONS)[]> = {
   node: ["config", "data-dir", "node-id", "ollama", "router", "token-file", "enroll"],
   sim: ["config", "port", "host", "data-dir", "nodes", "base-port", "no-router", "mlx"],
   init: ["force"],
-  "check-config": [],
+  "check-config": ["no-secrets"],
+  plan: ["config", "router", "token-file"],
   schema: [],
   version: [],
   service: ["config", "port", "host", "data-dir", "node-id", "ollama", "router", "token-file", "agent-only", "dry-run"],
 };
 
-/** How many arguments after the command each takes (init's DIR, check-config's FILE); more is a usage error. */
-const POSITIONALS: Record<string, number> = { init: 1, "check-config": 1, service: 1 };
+/** How many arguments after the command each takes (init's DIR, check-config's and plan's FILE); more is a usage error. */
+const POSITIONALS: Record<string, number> = { init: 1, "check-config": 1, plan: 1, service: 1 };
 
 class UsageError extends Error {}
 
@@ -189,7 +204,14 @@ async function main(argv: string[]): Promise<number> {
     case "check-config": {
       const file = positionals[1] ?? configFlag;
       if (!file) throw new UsageError("check-config needs a FILE");
-      return checkConfig(file);
+      return checkConfig(file, !values["no-secrets"]);
+    }
+    case "plan": {
+      const file = positionals[1] ?? configFlag ?? findConfig(undefined);
+      if (!file) throw new UsageError("plan needs a FILE (or --config, HERD_CONFIG, a ./herd.config.* here)");
+      const routerUrl = values.router ?? env.HERD_ROUTER ?? "http://127.0.0.1:11435";
+      if (!/^https?:\/\/[^\s/]+/.test(routerUrl) || !URL.canParse(routerUrl)) throw new UsageError(`--router: expected a URL like http://10.0.0.1:11435, got "${routerUrl}"`);
+      return plan({ file, routerUrl, adminToken: secretOverride(values["token-file"], "HERD_ADMIN_TOKEN", env.HERD_ADMIN_TOKEN) });
     }
     case "node":
       if (values.enroll) return print(enrollmentSteps(nodeId, enroll(nodeId, values["token-file"])));
@@ -199,7 +221,7 @@ async function main(argv: string[]): Promise<number> {
         dataDir: overrides.dataDir,
         ollamaUrl: urlValue("--ollama", values.ollama),
         routerUrl: urlValue(values.router !== undefined ? "--router" : "HERD_ROUTER", values.router ?? env.HERD_ROUTER) ?? "http://127.0.0.1:11435",
-        token: nodeTokenOverride(values["token-file"], env.HERD_NODE_TOKEN),
+        token: secretOverride(values["token-file"], "HERD_NODE_TOKEN", env.HERD_NODE_TOKEN),
       });
     case "sim":
       return runSim({
@@ -232,11 +254,11 @@ async function main(argv: string[]): Promise<number> {
 }
 
 // Not a --token flag: a value on the command line is visible to every user of the machine in `ps`.
-function nodeTokenOverride(file: string | undefined, fromEnv: string | undefined): string | undefined {
+function secretOverride(file: string | undefined, envName: string, fromEnv: string | undefined): string | undefined {
   if (file === undefined && !fromEnv) return undefined;
   const secret = new Secret(file !== undefined ? { file } : fromEnv!);
   const problem = secret.resolve(process.cwd());
-  if (problem) throw new UsageError(`${file !== undefined ? "--token-file" : "HERD_NODE_TOKEN"}: ${problem}`);
+  if (problem) throw new UsageError(`${file !== undefined ? "--token-file" : envName}: ${problem}`);
   return secret.value!;
 }
 

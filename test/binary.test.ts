@@ -1,7 +1,7 @@
 // The compiled binary as a user gets it: copied alone into an empty folder
 // next to a herd.config.ts, it serves, reloads, and brings its own types.
 import { beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { HOST_TARGET, TARGETS, compile } from "../compile/build.ts";
 import pkg from "../package.json" with { type: "json" };
@@ -60,6 +60,26 @@ describe(`the ${HOST_TARGET} binary, alone in an empty folder`, () => {
     writeFileSync(join(dir, "herd.config.ts"), config("second"));
     await eventually(async () => (await ids())[0] === "second", 3000, "the reload");
     expect(await router.stop()).toBe(0);
+  });
+
+  test("a herd.config.ts that imports its nodes: an edit to the imported file reloads, twice; a syntax error there is named by line", async () => {
+    const nodes = (id: string) => `export const nodes = [{ id: "${id}", ollama: "http://127.0.0.1:9" }];\n`;
+    const sub = join(dir, "imports");
+    mkdirSync(join(sub, "fleet"), { recursive: true });
+    writeFileSync(join(sub, "herd.config.ts"), `import { nodes } from "./fleet/nodes";\nexport default { nodes };\n`);
+    writeFileSync(join(sub, "fleet", "nodes.ts"), nodes("first"));
+    const router = await startRouterProcess(["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", "data"], { bin, cwd: sub });
+    const ids = async () => (await getJson(`${router.url}/fleet/status`)).nodes.map((n: any) => n.node_id);
+    expect(await ids()).toEqual(["first"]);
+    for (const id of ["second", "third"]) {
+      writeFileSync(join(sub, "fleet", "nodes.ts"), nodes(id));
+      await eventually(async () => (await ids())[0] === id, 3000, `the reload to ${id}`);
+    }
+    expect(await router.stop()).toBe(0);
+    writeFileSync(join(sub, "fleet", "nodes.ts"), "export const nodes = [;\n");
+    const broken = await herd(["check-config", "herd.config.ts"], { bin, cwd: sub });
+    expect(broken.code).toBe(1);
+    expect(broken.stderr).toContain(`${join(sub, "fleet", "nodes.ts")}:1:23: Unexpected ;`);
   });
 
   test("serves the dashboard and its chart library from inside the binary", async () => {

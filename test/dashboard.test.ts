@@ -175,6 +175,10 @@ describe("acting from the dashboard", () => {
     expect(await studioCard.textContent()).toContain("qwen3:32b");
     expect(await studioCard.textContent()).toContain("/ 64 GB");
     expect(await page.locator('[data-node="air"]').textContent()).toContain("not reported (no agent)");
+    // Which config each agent runs: these agents run on the defaults, not the router's file, and the badge says so;
+    // the polled node has no agent to say.
+    expect(await page.locator('[data-node="studio"] [data-runs="drift"]').textContent({ timeout: 3000 })).toBe("config drift");
+    expect(await page.locator('[data-node="air"] [data-runs]').count()).toBe(0);
     // The speeds herd learned from the requests sent at the start, per model, on the node that served them.
     const speeds = await page.locator('[data-node="studio"] [data-speeds]').textContent();
     expect(speeds).toContain("GB/s effective (learned)");

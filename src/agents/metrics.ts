@@ -1,8 +1,10 @@
 // GET /metrics in the Prometheus text format: herd's routing (requests by
 // outcome, model and node since start; what runs and waits on each queue;
 // nodes by status) and the agent fleet (workers, send outcomes, held replies).
+import type { LiveConfig } from "../config/live.ts";
 import type { Queues } from "../fleet/queues.ts";
 import type { Registry } from "../fleet/registry.ts";
+import { nodeRuns } from "../fleet/status.ts";
 import type { TraceWriter } from "../store/traces.ts";
 import type { AgentFleet } from "./fleet.ts";
 import { VERSION } from "../version.ts";
@@ -38,6 +40,7 @@ export interface MetricsSources {
   agents: AgentFleet;
   queues: Queues;
   registry: Registry;
+  live: Pick<LiveConfig, "current">;
   traces: Pick<TraceWriter, "outcomes">;
 }
 
@@ -47,8 +50,16 @@ export function renderMetrics(rt: MetricsSources): string {
   const requests = [...rt.traces.outcomes.values()];
   const queues = rt.queues.entries();
   const members = rt.agents.sessions.all();
+  const routerHash = rt.live.current.source.hash;
+  const runs = rt.registry.all().map((n) => ({ id: n.id, ...nodeRuns(n, routerHash) })).filter((n) => n.agent_version !== null || n.config_hash !== null);
   return [
-    family("herd_info", "gauge", "The running herd.", [[{ version: VERSION }, 1]]),
+    family("herd_info", "gauge", "The running herd: its version and config hash.", [[{ version: VERSION, config_hash: routerHash }, 1]]),
+    family(
+      "herd_node_drift",
+      "gauge",
+      "Per node with an agent: the herd version and config hash it runs; 1 when either differs from the router's.",
+      runs.map((n) => [{ node: n.id, version: n.agent_version ?? "", config_hash: n.config_hash ?? "" }, n.version_drift || n.config_drift ? 1 : 0]),
+    ),
     family("herd_requests_total", "counter", "Requests routed, by outcome, model and node.", requests.map((r) => [{ status: r.status, model: r.model, node: r.node }, r.count])),
     family("herd_requests_in_flight", "gauge", "Requests running, by node and model.", queues.map((q) => [{ node: q.node_id, model: q.model }, q.in_flight])),
     family("herd_requests_queued", "gauge", "Requests waiting for a slot, by node and model.", queues.map((q) => [{ node: q.node_id, model: q.model }, q.pending])),

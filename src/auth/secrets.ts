@@ -86,6 +86,15 @@ export const secretSchema = v.pipe(
   v.transform((source) => new Secret(source)),
 );
 
+/** A URL without any user:password@ in it: what a read API shows of a node's address. */
+export function withoutCredentials<T extends string | null | undefined>(url: T): T {
+  if (!url || !URL.canParse(url)) return url;
+  const u = new URL(url);
+  if (!u.username && !u.password) return url;
+  u.username = u.password = "";
+  return u.toString().replace(/\/$/, "") as T;
+}
+
 /** What the walks below read of a valibot schema. */
 interface SchemaNode {
   wrapped?: SchemaNode;

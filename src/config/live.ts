@@ -27,7 +27,10 @@ export class LiveConfig {
   private reloads = 0;
   private listeners = new Set<Listener>();
   private errorListeners = new Set<ErrorListener>();
-  private watcher: FSWatcher | null = null;
+  /** One per folder that holds a file of the config (the main file and its imports), by folder. */
+  private watchers = new Map<string, FSWatcher>();
+  private watching = false;
+  private debounceMs = 150;
   private debounce: Timer | null = null;
   private loading: Promise<void> = Promise.resolve();
 
@@ -85,6 +88,7 @@ export class LiveConfig {
       this.lastError = null;
       this.reloads++;
       log.info(`config reloaded from ${basename(path)} (${previous.source.hash} → ${loaded.source.hash})`);
+      this.watchFiles();
       for (const listener of this.listeners) listener(this.snapshot, previous);
     } catch (e) {
       const problems = e instanceof ConfigError ? e.problems : [(e as Error).message];
@@ -96,23 +100,48 @@ export class LiveConfig {
     }
   }
 
-  /** Watches the file's directory, so editors that save by replacing the file are seen too. */
+  /**
+   * Watches the folders of the file and of every file it imports (the set is renewed on each reload), so an edit
+   * to an imported `nodes.ts` reloads too, and editors that save by replacing a file are seen.
+   */
   watch(debounceMs = 150): void {
-    const path = this.snapshot.source.path;
-    if (!path || this.watcher) return;
-    const name = basename(path);
-    this.watcher = watch(dirname(path), (_event, file) => {
-      if (file !== null && file !== name) return;
-      if (this.debounce) clearTimeout(this.debounce);
-      this.debounce = setTimeout(() => void this.reload(), debounceMs);
-    });
-    // The folder itself can vanish (an unmounted volume, a deleted checkout): keep the last good config.
-    this.watcher.on("error", (e) => log.error(`config watch on ${dirname(path)} stopped (${e.message}); restart herd to watch again`));
+    if (!this.snapshot.source.path || this.watching) return;
+    this.watching = true;
+    this.debounceMs = debounceMs;
+    this.watchFiles();
+  }
+
+  private watchFiles(): void {
+    if (!this.watching) return;
+    const dirs = new Set(this.snapshot.source.files.map((f) => dirname(f)));
+    for (const [dir, watcher] of this.watchers) {
+      if (!dirs.has(dir)) {
+        watcher.close();
+        this.watchers.delete(dir);
+      }
+    }
+    for (const dir of dirs) {
+      if (this.watchers.has(dir)) continue;
+      // The names are read at each event, so a reload that imports another file of a watched folder is seen.
+      const watcher = watch(dir, (_event, file) => {
+        if (file !== null && !this.folderNames(dir).has(file)) return;
+        if (this.debounce) clearTimeout(this.debounce);
+        this.debounce = setTimeout(() => void this.reload(), this.debounceMs);
+      });
+      // The folder itself can vanish (an unmounted volume, a deleted checkout): keep the last good config.
+      watcher.on("error", (e) => log.error(`config watch on ${dir} stopped (${e.message}); restart herd to watch again`));
+      this.watchers.set(dir, watcher);
+    }
+  }
+
+  private folderNames(dir: string): Set<string> {
+    return new Set(this.snapshot.source.files.filter((f) => dirname(f) === dir).map((f) => basename(f)));
   }
 
   close(): void {
-    this.watcher?.close();
-    this.watcher = null;
+    for (const watcher of this.watchers.values()) watcher.close();
+    this.watchers.clear();
+    this.watching = false;
     if (this.debounce) clearTimeout(this.debounce);
   }
 }

@@ -16,10 +16,20 @@ export function formatIssues(issues: readonly Issue[], root: AnySchema): string[
       return `${where}: unknown key${hint ? `; did you mean "${hint}"?` : known.length ? `; known keys: ${known.join(", ")}` : ""}`;
     }
     if (issue.kind === "schema" && issue.received === "undefined" && keys.length) return `${where}: required`;
+    const got = LENGTH_CHECKS.has(issue.type) ? shown(issue.input) : issue.received;
     // valibot's own messages start with "Invalid"; ours already say what is expected.
-    if (!issue.message.startsWith("Invalid")) return `${where}: ${issue.message}, got ${issue.received}`;
-    return `${where}: expected ${describe(issue.expected)}, got ${issue.received}`;
+    if (!issue.message.startsWith("Invalid")) return `${where}: ${issue.message}, got ${got}`;
+    return `${where}: expected ${describe(issue.expected)}, got ${got}`;
   });
+}
+
+// valibot reports a length check with the length it received ("got 0"); the value itself says more.
+const LENGTH_CHECKS = new Set(["non_empty", "min_length", "max_length", "length"]);
+
+function shown(value: unknown): string {
+  if (typeof value === "string") return value ? JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value) : "an empty string";
+  if (Array.isArray(value)) return value.length ? `a list of ${value.length}` : "an empty list";
+  return String(value);
 }
 
 export function formatPath(keys: readonly (string | number)[]): string {

@@ -5,6 +5,9 @@ import { secretSchema } from "../auth/secrets.ts";
 import { bandwidthForChip, CHIP_NAMES } from "../core/chips.ts";
 import type { HerdConfig } from "./types.ts";
 
+/** The `pins` key meaning every node. */
+export const EVERY_NODE = "*";
+
 /** Concurrent requests per loaded model on a node, as Ollama's OLLAMA_NUM_PARALLEL defaults. */
 export const DEFAULT_PARALLEL = 4;
 

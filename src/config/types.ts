@@ -12,7 +12,7 @@ export interface HerdConfig {
   nodes?: NodeConfig[];
   /** Who may use the herd: node enrollment, client API keys, the admin credential. See docs/security.md. */
   auth?: AuthConfig;
-  /** Models kept resident: node id → models; the key "*" pins on every node. */
+  /** Models kept resident: the id of a node in `nodes` → models; the key "*" pins on every node. */
   pins?: Record<string, string[]>;
   /** Model aliases, first match wins: a glob ("claude-sonnet-*") → a model herd serves. */
   modelMap?: Record<string, string>;

@@ -45,6 +45,8 @@ const embeddingServer = v.object({
 export const heartbeatSchema = v.object({
   node_id: v.pipe(v.string(), v.nonEmpty("node_id is required"), nodeId),
   agent_version: v.optional(v.string()),
+  /** The hash of the config the agent runs (its file and every file it imports): rollouts compare it with the router's. */
+  config_hash: v.optional(v.string()),
   ollama_url: v.optional(v.string()),
   draining: v.optional(v.boolean()),
   /** The agent is stopping: the router forgets what it reported now, not when its beats time out. */

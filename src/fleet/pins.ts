@@ -4,14 +4,12 @@
 // survive restarts. Also the arithmetic that refuses pins a node cannot hold together.
 import type { Database } from "bun:sqlite";
 import type { LiveConfig } from "../config/live.ts";
+import { EVERY_NODE } from "../config/schema.ts";
 import { log } from "../log.ts";
 import { normalizeModelName, sameModel } from "./model-name.ts";
 import { diskGb } from "./node-models.ts";
 import type { NodeRecord, Registry } from "./registry.ts";
 import { OS_RESERVE_GB } from "./scorer.ts";
-
-/** The config's `pins` key meaning every node. */
-const EVERY_NODE = "*";
 
 export interface Pin {
   model: string;

@@ -10,8 +10,9 @@ import type { RepairStats } from "./repair-stats.ts";
 import type { Pins } from "./pins.ts";
 import type { NodeRecord, Registry } from "./registry.ts";
 import type { Speeds } from "./speeds.ts";
+import { VERSION } from "../version.ts";
 
-function nodeJson(registry: Registry, queues: Queues, pins: Pins, speeds: Speeds, node: NodeRecord) {
+function nodeJson(registry: Registry, queues: Queues, pins: Pins, speeds: Speeds, routerHash: string, node: NodeRecord) {
   const entry = registry.entry(node.id);
   const r = node.report;
   const loaded = node.ollama?.models_loaded ?? [];
@@ -25,7 +26,7 @@ function nodeJson(registry: Registry, queues: Queues, pins: Pins, speeds: Speeds
     declared: entry !== undefined,
     draining: registry.isDraining(node),
     labels: { ...r.labels, ...entry?.labels },
-    agent_version: r.agent_version ?? null,
+    ...nodeRuns(node, routerHash),
     last_seen: node.lastSeen === null ? null : node.lastSeen / 1000,
     hardware: r.hardware ?? declaredHardware(entry?.hardware),
     ollama_url: registry.ollamaUrl(node),
@@ -40,6 +41,21 @@ function nodeJson(registry: Registry, queues: Queues, pins: Pins, speeds: Speeds
     capacity: capacityJson(speeds, node.id),
     speeds: speedsJson(speeds, node.id),
     ...(r.mlx_bind_host ? { mlx_bind_host: r.mlx_bind_host } : {}),
+  };
+}
+
+/**
+ * Which herd version and config (by hash) a node's agent says it runs, and whether either differs from the
+ * router's: a rollout is done when no node drifts. An agentless node, or an agent too old to say, drifts never.
+ */
+export function nodeRuns(node: NodeRecord, routerHash: string) {
+  const agent_version = node.report.agent_version ?? null;
+  const config_hash = node.report.config_hash ?? null;
+  return {
+    agent_version,
+    config_hash,
+    version_drift: agent_version !== null && agent_version !== VERSION,
+    config_drift: config_hash !== null && config_hash !== routerHash,
   };
 }
 
@@ -101,7 +117,7 @@ export interface FleetState {
 }
 
 export function fleetStatus(registry: Registry, queues: Queues, pins: Pins, speeds: Speeds, config: ConfigStatus) {
-  const nodes = registry.all().map((n) => nodeJson(registry, queues, pins, speeds, n));
+  const nodes = registry.all().map((n) => nodeJson(registry, queues, pins, speeds, config.hash, n));
   const online = nodes.filter((n) => n.status === "online");
   return {
     fleet: {

@@ -7,7 +7,7 @@ import { Database } from "bun:sqlite";
 import * as v from "valibot";
 import { LiveConfig } from "../config/live.ts";
 import { parseConfig } from "../config/load.ts";
-import type { Config } from "../config/schema.ts";
+import { type Config, EVERY_NODE } from "../config/schema.ts";
 import { log } from "../log.ts";
 import { migrations } from "../store/migrations.ts";
 import { heartbeatSchema } from "./heartbeat.ts";
@@ -118,7 +118,9 @@ function heartbeat(n: NodeSpec) {
  * of it), and the API's in an in-memory store with the pins table as its migration creates it.
  */
 export async function testPins(registry: Registry, pins: Record<string, string[]>, config: Record<string, unknown> = {}): Promise<{ pins: Pins; live: LiveConfig; store: Database }> {
-  const live = await LiveConfig.open(null, () => testConfig({ ...config, pins }));
+  // A config pins only on nodes it declares: each pinned node is declared unless `config` lists its own.
+  const nodes = config.nodes ?? Object.keys(pins).filter((id) => id !== EVERY_NODE).map((id) => ({ id }));
+  const live = await LiveConfig.open(null, () => testConfig({ ...config, nodes, pins }));
   const store = new Database(":memory:");
   store.run(migrations.find((m) => m.name === "pins")!.sql);
   return { pins: new Pins(store, live, registry), live, store };

@@ -73,6 +73,7 @@ export function startAgent(opts: AgentOptions): AgentHandle {
     const hb: Heartbeat = {
       node_id: opts.nodeId,
       agent_version: VERSION,
+      config_hash: opts.live.current.source.hash,
       ollama_url: url,
       cpu: collector.cpu(),
       memory,

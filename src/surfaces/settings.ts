@@ -6,10 +6,12 @@ import { hostname } from "node:os";
 import { Elysia } from "elysia";
 import * as v from "valibot";
 import { routeFacts } from "../auth/route-facts.ts";
-import { maskSecrets } from "../auth/secrets.ts";
+import { maskSecrets, withoutCredentials } from "../auth/secrets.ts";
 import { type Config, herdConfigSchema } from "../config/schema.ts";
 import type { LiveConfig } from "../config/live.ts";
+import { effectiveView } from "../config/plan.ts";
 import type { Registry } from "../fleet/registry.ts";
+import { nodeRuns } from "../fleet/status.ts";
 import { TOGGLE_NAMES, type Toggles, type ToggleValues } from "../router/toggles.ts";
 import { VERSION } from "../version.ts";
 import { validBody } from "./body.ts";
@@ -62,6 +64,12 @@ export function settingsSurface(rt: Settings) {
         nodes: nodes(rt),
       };
     }, { facts: { access: "client", body: "json", errors: "herd" } })
+    // The running config as `herd plan` compares it: all of it, defaults filled in, secrets masked. Admin only,
+    // as it names every node's address and every client key.
+    .get("/fleet/config", () => {
+      const { path, hash, last_error } = rt.live.status();
+      return { router_version: VERSION, path, hash, last_error, config: effectiveView(rt.live.config) };
+    }, { facts: { access: "admin", body: "json", errors: "herd" } })
     .use(settingsActions(rt));
 }
 
@@ -139,21 +147,13 @@ function snake(name: string): string {
 function nodes(rt: Settings) {
   // The agent inside `herd` reports as this machine's host name (without .local) unless told otherwise.
   const local = hostname().replace(/\.local$/, "");
+  const routerHash = rt.live.current.source.hash;
   return rt.registry.all().map((n) => ({
     node_id: n.id,
     status: n.status,
-    agent_version: n.report.agent_version ?? null,
+    ...nodeRuns(n, routerHash),
     ip: withoutCredentials(rt.registry.ollamaUrl(n)),
     models_loaded_count: n.ollama?.models_loaded.length ?? 0,
     is_router: n.id === local,
   }));
-}
-
-/** A URL without any user:password@ in it. */
-function withoutCredentials(url: string | null): string | null {
-  if (!url || !URL.canParse(url)) return url;
-  const u = new URL(url);
-  if (!u.username && !u.password) return url;
-  u.username = u.password = "";
-  return u.toString().replace(/\/$/, "");
 }

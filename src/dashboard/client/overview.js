@@ -79,6 +79,7 @@ function nodeCard(n) {
       "div",
       { class: "node-head" },
       h("div", { style: { flex: "1" } }, h("div", { class: "node-name" }, n.node_id), h("div", { class: "node-sub" }, sub.join(" · ") || "no hardware reported")),
+      runsBadge(n),
       n.draining && badge("draining", "warn"),
       badge(n.status, SEVERITY_KIND[n.status], "status"),
     ),
@@ -116,6 +117,14 @@ function nodeCard(n) {
       h("div", { class: "muted small" }, `Last seen ${fmt.ago(n.last_seen)}${n.agent_version ? ` · agent ${n.agent_version}` : ""}`),
     ),
   );
+}
+
+/** Which config (by hash) and herd version the node's agent runs: flagged when either is not the router's. */
+function runsBadge(n) {
+  if (!n.config_hash && !n.agent_version) return null;
+  const drift = [n.config_drift && "config", n.version_drift && "version"].filter(Boolean);
+  const title = `agent ${n.agent_version ?? "?"}, config ${n.config_hash ?? "?"}: ${drift.length ? `${drift.join(" and ")} not the router's` : "the router's"}`;
+  return h("span", { class: `badge ${drift.length ? "warn" : "plain"} mono`, title, "data-runs": drift.length ? "drift" : "same" }, drift.length ? `${drift.join(" + ")} drift` : (n.config_hash ?? n.agent_version).slice(0, 7));
 }
 
 /** What herd learned of the node's speed (/fleet/status `capacity` and `speeds`): per model, and its factor for the rest. */

@@ -35,7 +35,8 @@ start(async () => {
         [
           { label: "Node", value: (n) => h("span", { class: "row" }, n.node_id, n.is_router && badge("router", "accent", "plain")) },
           { label: "Status", value: (n) => badge(n.status, SEVERITY_KIND[n.status] ?? "") },
-          { label: "Agent version", value: (n) => (n.agent_version ? h("span", { class: "mono" }, n.agent_version) : h("span", { class: "muted" }, "no agent")) },
+          { label: "Agent version", value: (n) => (n.agent_version ? h("span", { class: "mono" }, n.agent_version, n.version_drift && badge("not the router's", "warn", "plain")) : h("span", { class: "muted" }, "no agent")) },
+          { label: "Config", value: (n) => (n.config_hash ? h("span", { class: "mono" }, n.config_hash, n.config_drift && badge("not the router's", "warn", "plain")) : h("span", { class: "muted" }, "—")) },
           { label: "Address", value: (n) => h("span", { class: "mono" }, n.ip ?? "—") },
           { label: "Models loaded", value: (n) => fmt.int(n.models_loaded_count), right: true },
         ],
