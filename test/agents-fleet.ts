@@ -36,7 +36,8 @@ export interface Fleet {
 /** The herd key workers get (auth.clients "workers", the profiles' clientKey). */
 export const WORKERS_KEY = "hk-workers-key-1234";
 
-export async function startFleet(opts: { nodes?: string } = {}): Promise<Fleet> {
+/** `profiles`: more entries of agents.profiles, as config source text; `agents`: more fields of agents. */
+export async function startFleet(opts: { nodes?: string; profiles?: string; agents?: string } = {}): Promise<Fleet> {
   const dir = tmpDir();
   const standIns = join(dir, "stand-ins");
   mkdirSync(standIns);
@@ -56,8 +57,10 @@ export async function startFleet(opts: { nodes?: string } = {}): Promise<Fleet> 
       "stand-in-mcp": ${profile(["--mcp"], allow)},
       single: ${profile([], ["PATH", "STAND_IN_DIR"], 1)},
       leaky: ${profile([], ["PATH", "STAND_IN_DIR", "ANTHROPIC_API_KEY"])},
+      ${opts.profiles ?? ""}
     },
     defaultProfile: "stand-in",
+    ${opts.agents ?? ""}
     credentials: { primary: { env: "TEST_PRIMARY_TOKEN" }, architect: { file: "architect.token" } },
   },
 };\n`,

@@ -163,8 +163,10 @@ export class MessageService {
     turn.ask?.settle(null);
   }
 
-  /** The pane's tail after the turn's own text: what the worker printed for it. */
+  /** The worker's answer from its agent's own record, else the pane's tail after the turn's own text. */
   private async transcript(member: Member, turn: Turn): Promise<string> {
+    const recorded = this.sessions.lastAnswer(member);
+    if (recorded !== null) return recorded;
     const tail = await this.backend()
       .captureTail(member.paneId!, TRANSCRIPT_LINES)
       .catch(() => "");

@@ -1,0 +1,37 @@
+// An agent adapter: what herd writes for one kind of worker at spawn so it runs
+// on the herd's models and keeps the fleet's contract with no hand-written
+// config (MCP entry, instructions, turn-done hook, first-run state), how to tell
+// the worker is ready for a turn, and where its answer is when it only said the
+// turn is done. One adapter per profile `kind`.
+
+export interface WorkerSetup {
+  herdUrl: string;
+  sessionId: string;
+  /** The worker's own fleet credential (HERD_TOKEN). */
+  token: string;
+  cwd: string;
+  /** A private folder (0700) for this worker alone: its config, home and transcripts; removed when it ends. */
+  dir: string;
+  /** The profile's command (resolved) and arguments. */
+  argv: string[];
+  /** The environment herd built for it (environment.ts). */
+  env: Record<string, string>;
+}
+
+export interface Launch {
+  argv: string[];
+  env: Record<string, string>;
+}
+
+export interface AgentAdapter {
+  prepare(setup: WorkerSetup): Launch;
+  /** The pane's screen shows a worker ready to take a turn. */
+  ready(screen: string): boolean;
+  /** The answer of the worker's last turn from its own record, or null to read it from the screen. */
+  lastAnswer(dir: string): string | null;
+}
+
+/** What every worker is told, whatever its kind. */
+export const INSTRUCTIONS = `You are a worker in a herd agent fleet: each message you get is a turn from your lead.
+End every turn by calling the MCP tool fleet_reply (server "herd") with your answer as its content; the lead sees nothing else you write.
+If you need the lead's decision before you can finish, call fleet_ask with your question: it returns the lead's answer, then carry on and reply.`;

@@ -1,0 +1,9 @@
+// "Any CLI": a program herd knows nothing about gets the environment and the
+// fleet's instructions (HERD_INSTRUCTIONS), and is ready as soon as it runs.
+import { type AgentAdapter, INSTRUCTIONS } from "./adapter.ts";
+
+export const cli: AgentAdapter = {
+  prepare: ({ argv, env }) => ({ argv, env: { ...env, HERD_INSTRUCTIONS: INSTRUCTIONS } }),
+  ready: () => true,
+  lastAnswer: () => null,
+};
