@@ -36,8 +36,8 @@ export interface Fleet {
 /** The herd key workers get (auth.clients "workers", the profiles' clientKey). */
 export const WORKERS_KEY = "hk-workers-key-1234";
 
-/** `profiles`: more entries of agents.profiles, as config source text; `agents`: more fields of agents. */
-export async function startFleet(opts: { nodes?: string; profiles?: string; agents?: string } = {}): Promise<Fleet> {
+/** `profiles`: more entries of agents.profiles, as config source text; `agents`: more fields of agents; `env`: more of the router's environment. */
+export async function startFleet(opts: { nodes?: string; profiles?: string; agents?: string; env?: Record<string, string> } = {}): Promise<Fleet> {
   const dir = tmpDir();
   const standIns = join(dir, "stand-ins");
   mkdirSync(standIns);
@@ -72,6 +72,7 @@ export async function startFleet(opts: { nodes?: string; profiles?: string; agen
     SECRET_NOT_LISTED: "hidden",
     ANTHROPIC_API_KEY: "sk-ant-not-for-workers",
     TMUX: "/tmp/not-the-fleet,1,0",
+    ...opts.env,
   };
   const router = await startRouterProcess(["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")], { env });
   const socket = `herd-${new URL(router.url).port}`;

@@ -41,6 +41,9 @@ export interface Member {
   /** The worker's private folder (its agent's config, home and transcripts). */
   dir: string;
   adapter: AgentAdapter;
+  /** Turns typed into the pane and turn-dones heard, for an adapter whose hook ends every turn. */
+  turnsTyped: number;
+  turnsDone: number;
   /** The turn in progress (messages.ts). */
   turn: Turn | null;
   /** Replies nobody was waiting for, until a lead drains them. */
@@ -48,6 +51,16 @@ export interface Member {
 }
 
 type MemberState = "starting" | "idle" | "working" | "exited";
+
+/**
+ * The worker's hook said a turn is done: whether that is the open turn's end. With a hook that ends
+ * every turn, the Nth turn-done is the Nth typed turn's: an earlier one's, late, must not end the open turn.
+ */
+export function turnDoneIsCurrent(m: Member): boolean {
+  if (!m.adapter.hookEndsEveryTurn) return true;
+  m.turnsDone++;
+  return m.turnsDone >= m.turnsTyped;
+}
 
 export const stateOf = (m: Member): MemberState => (m.exited ? "exited" : !m.paneId ? "starting" : m.turn ? "working" : "idle");
 
@@ -131,6 +144,8 @@ export class SessionManager {
       lastOutput: null,
       dir: join(config.server.dataDir, "workers", sessionId),
       adapter: adapterFor(profile.kind),
+      turnsTyped: 0,
+      turnsDone: 0,
       turn: null,
       inbox: [],
     };
@@ -168,7 +183,7 @@ export class SessionManager {
       if (e instanceof BackendTimeout) return failed(refuse(502, "spawn_timeout", `the worker's pane did not start within ${config.agents.spawnTimeoutMs} ms (agents.spawnTimeoutMs)`));
       return failed(refuse(502, "spawn_failed", (e as Error).message));
     }
-    const unready = await this.untilReady(member.adapter, paneId, deadline, config.agents.spawnTimeoutMs);
+    const unready = await this.untilReady(member, paneId, deadline, config.agents.spawnTimeoutMs);
     if (unready) {
       await this.deps.backend().kill(paneId).catch(() => {});
       return failed(unready);
@@ -223,14 +238,14 @@ export class SessionManager {
    * Null once the pane shows its adapter's ready sign; else the refusal, with the pane's last
    * output: the worker exited first (a dead pane stays, remain-on-exit, until its screen is read), or the time ran out.
    */
-  private async untilReady(adapter: AgentAdapter, paneId: string, deadline: number, timeoutMs: number): Promise<Answer | null> {
+  private async untilReady(member: Member, paneId: string, deadline: number, timeoutMs: number): Promise<Answer | null> {
     const backend = this.deps.backend();
     for (;;) {
       const pane = (await this.panesOrNone()).find((p) => p.paneId === paneId);
       const screen = pane ? await backend.captureTail(paneId, LAST_OUTPUT_LINES).catch(() => "") : "";
       const lastOutput = screen.trimEnd();
       if (!pane || pane.dead) return refuse(502, "spawn_failed", `${exitDetail(pane)} before it was ready to take a turn`, { lastOutput });
-      if (adapter.ready(screen)) return null;
+      if (member.adapter.ready(screen, this.deps.credentials.used(member.sessionId))) return null;
       if (Date.now() >= deadline) return refuse(502, "spawn_timeout", `the worker was not ready to take a turn within ${timeoutMs} ms (agents.spawnTimeoutMs)`, { lastOutput });
       await Bun.sleep(READY_POLL_MS);
     }

@@ -24,9 +24,14 @@ export interface Launch {
 }
 
 export interface AgentAdapter {
+  /**
+   * Its hook says "turn done" after every turn, one it ended with fleet_reply too (Claude Code's Stop
+   * hook), so a turn-done may belong to a turn already replied to while the next one was typed.
+   */
+  hookEndsEveryTurn: boolean;
   prepare(setup: WorkerSetup): Launch;
-  /** The pane's screen shows a worker ready to take a turn. */
-  ready(screen: string): boolean;
+  /** The worker is ready to take a turn: judged from its pane's screen and whether it has called herd yet (its MCP client connecting). */
+  ready(screen: string, calledHerd: boolean): boolean;
   /** The answer of the worker's last turn from its own record, or null to read it from the screen. */
   lastAnswer(dir: string): string | null;
 }

@@ -3,20 +3,26 @@
 // onboarding done, the herd key approved, the cwd trusted. The MCP server
 // "herd" (always loaded, its tools allowed) carries the worker's credential, the
 // fleet's instructions go into the system prompt, and a Stop hook tells herd the
-// moment a turn ends, so one that ended without fleet_reply is answered from the
-// session transcript (JSONL under the config dir), not from the screen.
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+// moment a turn ends, so one that ended without fleet_reply is answered from
+// Claude Code's own record of the turn (the hook's input, its session
+// transcript under the config dir), not from the screen.
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type AgentAdapter, INSTRUCTIONS } from "./adapter.ts";
 
-/** The hook runs in the worker's environment (HERD_*); a failed call must not hold the worker up. */
-const TURN_DONE = `curl -s -m 10 -o /dev/null -X POST -H "authorization: Bearer $HERD_TOKEN" -H "content-type: application/json" -d '{"turnDone":true}' "$HERD_URL/sessions/$HERD_SESSION_ID/reply" || true`;
+/**
+ * The Stop hook keeps what Claude Code hands it (the turn's last message, the transcript's path) and
+ * tells herd the turn is done. It runs in the worker's environment (HERD_*); a failed call must not hold the worker up.
+ */
+const TURN_DONE = `cat > "$HERD_TURN_FILE"; curl -s -m 10 -o /dev/null -X POST -H "authorization: Bearer $HERD_TOKEN" -H "content-type: application/json" -d '{"turnDone":true}' "$HERD_URL/sessions/$HERD_SESSION_ID/reply" || true`;
 
+const turnFileOf = (dir: string) => join(dir, "turn-done.json");
 const configDirOf = (dir: string) => join(dir, "claude");
 
 const writeJson = (path: string, value: unknown) => writeFileSync(path, JSON.stringify(value, null, 2), { mode: 0o600 });
 
 export const claudeCode: AgentAdapter = {
+  hookEndsEveryTurn: true,
   prepare({ herdUrl, token, cwd, dir, argv, env }) {
     const configDir = configDirOf(dir);
     mkdirSync(configDir, { recursive: true, mode: 0o700 });
@@ -40,45 +46,27 @@ export const claudeCode: AgentAdapter = {
         ...env,
         ANTHROPIC_API_KEY: key,
         CLAUDE_CONFIG_DIR: configDir,
+        HERD_TURN_FILE: turnFileOf(dir),
         // Workers run on the herd's models: nothing goes to Anthropic's services.
         DISABLE_AUTOUPDATER: "1",
         DISABLE_TELEMETRY: "1",
         DISABLE_ERROR_REPORTING: "1",
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+        CLAUDE_CODE_MODEL_CATALOG: "off",
+        CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL: "1",
       },
     };
   },
-  // The prompt's footer, shown once the TUI takes input.
-  ready: (screen) => /\? for shortcuts|bypass permissions|accept edits|plan mode/i.test(screen),
+  // The input box (a rule, then the ❯ prompt; a dialog, trust or login, has none), once the MCP client
+  // has connected: Claude Code shows the box before its MCP servers are up, and a turn typed then has no fleet_reply.
+  ready: (screen, calledHerd) => calledHerd && /─{20,}\n❯/.test(screen),
+  // The Stop hook's input: the last message when this Claude Code gives it, else the session transcript (JSONL).
   lastAnswer(dir) {
-    const file = newestTranscript(join(configDirOf(dir), "projects"));
-    return file ? lastAssistantText(readFileSync(file, "utf8")) : null;
+    const done = JSON.parse(readFileSync(turnFileOf(dir), "utf8"));
+    if (typeof done.last_assistant_message === "string") return done.last_assistant_message.trim();
+    return typeof done.transcript_path === "string" ? lastAssistantText(readFileSync(done.transcript_path, "utf8")) : null;
   },
 };
-
-function newestTranscript(root: string): string | null {
-  let newest: { path: string; at: number } | null = null;
-  const walk = (folder: string) => {
-    for (const entry of safeList(folder)) {
-      const path = join(folder, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else if (entry.name.endsWith(".jsonl")) {
-        const at = statSync(path).mtimeMs;
-        if (!newest || at > newest.at) newest = { path, at };
-      }
-    }
-  };
-  walk(root);
-  return (newest as { path: string } | null)?.path ?? null;
-}
-
-function safeList(folder: string) {
-  try {
-    return readdirSync(folder, { withFileTypes: true });
-  } catch {
-    return [];
-  }
-}
 
 /** The text the assistant wrote since the last prompt a user typed (tool results are user entries too, with no text prompt). */
 export function lastAssistantText(jsonl: string): string | null {

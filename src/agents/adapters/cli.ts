@@ -3,6 +3,7 @@
 import { type AgentAdapter, INSTRUCTIONS } from "./adapter.ts";
 
 export const cli: AgentAdapter = {
+  hookEndsEveryTurn: false,
   prepare: ({ argv, env }) => ({ argv, env: { ...env, HERD_INSTRUCTIONS: INSTRUCTIONS } }),
   ready: () => true,
   lastAnswer: () => null,

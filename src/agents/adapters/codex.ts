@@ -9,6 +9,7 @@ import { type AgentAdapter, INSTRUCTIONS } from "./adapter.ts";
 const toml = (s: string) => JSON.stringify(s);
 
 export const codex: AgentAdapter = {
+  hookEndsEveryTurn: false,
   prepare({ herdUrl, token, cwd, dir, argv, env }) {
     const home = join(dir, "codex");
     mkdirSync(home, { recursive: true, mode: 0o700 });
@@ -32,6 +33,6 @@ export const codex: AgentAdapter = {
     writeFileSync(join(home, "AGENTS.md"), `${INSTRUCTIONS}\n`, { mode: 0o600 });
     return { argv, env: { ...env, CODEX_HOME: home, HERD_MODEL_KEY: env.OPENAI_API_KEY ?? token } };
   },
-  ready: (screen) => /context left|Ctrl\+J|esc to interrupt|send\b/i.test(screen) && !/sign in/i.test(screen),
+  ready: (screen, calledHerd) => calledHerd && /context left|Ctrl\+J|esc to interrupt|send\b/i.test(screen) && !/sign in/i.test(screen),
   lastAnswer: () => null,
 };
