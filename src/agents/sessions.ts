@@ -44,6 +44,8 @@ export interface Member {
   /** Turns typed into the pane and turn-dones heard, for an adapter whose hook ends every turn. */
   turnsTyped: number;
   turnsDone: number;
+  /** Its MCP client has listed herd's tools (tools/list). */
+  hasTools: boolean;
   /** The turn in progress (messages.ts). */
   turn: Turn | null;
   /** Replies nobody was waiting for, until a lead drains them. */
@@ -146,6 +148,7 @@ export class SessionManager {
       adapter: adapterFor(profile.kind),
       turnsTyped: 0,
       turnsDone: 0,
+      hasTools: false,
       turn: null,
       inbox: [],
     };
@@ -225,6 +228,12 @@ export class SessionManager {
     this.members.clear();
   }
 
+  /** The worker's MCP client listed herd's tools. */
+  listedTools(sessionId: string): void {
+    const member = this.members.get(sessionId);
+    if (member) member.hasTools = true;
+  }
+
   /** The answer of the worker's last turn from its agent's own record (null: read the screen). */
   lastAnswer(member: Member): string | null {
     try {
@@ -245,7 +254,7 @@ export class SessionManager {
       const screen = pane ? await backend.captureTail(paneId, LAST_OUTPUT_LINES).catch(() => "") : "";
       const lastOutput = screen.trimEnd();
       if (!pane || pane.dead) return refuse(502, "spawn_failed", `${exitDetail(pane)} before it was ready to take a turn`, { lastOutput });
-      if (member.adapter.ready(screen, this.deps.credentials.used(member.sessionId))) return null;
+      if (member.adapter.ready(screen, member.hasTools)) return null;
       if (Date.now() >= deadline) return refuse(502, "spawn_timeout", `the worker was not ready to take a turn within ${timeoutMs} ms (agents.spawnTimeoutMs)`, { lastOutput });
       await Bun.sleep(READY_POLL_MS);
     }

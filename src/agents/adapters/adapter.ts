@@ -30,8 +30,8 @@ export interface AgentAdapter {
    */
   hookEndsEveryTurn: boolean;
   prepare(setup: WorkerSetup): Launch;
-  /** The worker is ready to take a turn: judged from its pane's screen and whether it has called herd yet (its MCP client connecting). */
-  ready(screen: string, calledHerd: boolean): boolean;
+  /** The worker is ready to take a turn: judged from its pane's screen and whether its MCP client has listed herd's tools yet. */
+  ready(screen: string, hasTools: boolean): boolean;
   /** The answer of the worker's last turn from its own record, or null to read it from the screen. */
   lastAnswer(dir: string): string | null;
 }

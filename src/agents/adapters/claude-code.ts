@@ -57,9 +57,9 @@ export const claudeCode: AgentAdapter = {
       },
     };
   },
-  // The input box (a rule, then the ❯ prompt; a dialog, trust or login, has none), once the MCP client
-  // has connected: Claude Code shows the box before its MCP servers are up, and a turn typed then has no fleet_reply.
-  ready: (screen, calledHerd) => calledHerd && /─{20,}\n❯/.test(screen),
+  // The input box (a rule, then the ❯ prompt; a dialog, trust or login, has none), once its MCP client
+  // has herd's tools: the box comes first, and a turn typed before has no fleet_reply.
+  ready: (screen, hasTools) => hasTools && /─{20,}\n❯/.test(screen),
   // The Stop hook's input: the last message when this Claude Code gives it, else the session transcript (JSONL).
   lastAnswer(dir) {
     const done = JSON.parse(readFileSync(turnFileOf(dir), "utf8"));

@@ -13,10 +13,18 @@ export const codex: AgentAdapter = {
   prepare({ herdUrl, token, cwd, dir, argv, env }) {
     const home = join(dir, "codex");
     mkdirSync(home, { recursive: true, mode: 0o700 });
+    // Off the network but for herd: no update check, no analytics, no tips (fetched from github), no plugin marketplace.
     const config = [
+      `model = "gpt-5-codex"`,
       `model_provider = "herd"`,
       `approval_policy = "never"`,
       `check_for_update_on_startup = false`,
+      `[analytics]`,
+      `enabled = false`,
+      `[tui]`,
+      `show_tooltips = false`,
+      `[features]`,
+      `plugins = false`,
       `[model_providers.herd]`,
       `name = "herd"`,
       `base_url = ${toml(`${herdUrl}/v1`)}`,
@@ -25,14 +33,17 @@ export const codex: AgentAdapter = {
       `[mcp_servers.herd]`,
       `url = ${toml(`${herdUrl}/mcp`)}`,
       `bearer_token_env_var = "HERD_TOKEN"`,
+      `default_tools_approval_mode = "approve"`, // the fleet's tools run unasked: there is nobody at the pane to approve them
       `[projects.${toml(cwd)}]`,
       `trust_level = "trusted"`,
       ``,
     ].join("\n");
     writeFileSync(join(home, "config.toml"), config, { mode: 0o600 });
     writeFileSync(join(home, "AGENTS.md"), `${INSTRUCTIONS}\n`, { mode: 0o600 });
-    return { argv, env: { ...env, CODEX_HOME: home, HERD_MODEL_KEY: env.OPENAI_API_KEY ?? token } };
+    // --no-daemon: the TUI's app server runs in its own process, not as a detached daemon that outlives the worker.
+    return { argv: [...argv, "--no-daemon"], env: { ...env, CODEX_HOME: home, HERD_MODEL_KEY: env.OPENAI_API_KEY ?? token } };
   },
-  ready: (screen, calledHerd) => calledHerd && /context left|Ctrl\+J|esc to interrupt|send\b/i.test(screen) && !/sign in/i.test(screen),
+  // The composer's › prompt (a sign-in screen has none), once its MCP client has herd's tools.
+  ready: (screen, hasTools) => hasTools && /^› /m.test(screen),
   lastAnswer: () => null,
 };

@@ -1,10 +1,10 @@
-// Claude Code itself (the pinned binary) as a fleet worker, in a real tmux pane,
-// on the herd's own models (a simulated node): herd's claude-code adapter alone
-// makes it work (no hand-written config). A lead's turn over REST or MCP is
-// answered by the model calling fleet_reply over MCP; a turn that ends without
-// it is answered from Claude Code's session transcript, not its screen; a
-// worker may ask the lead mid-turn. The worker's proxy variables aim at a trap:
-// nothing may leave loopback. Every wait is bounded; the fleet stops it all.
+// Claude Code and Codex themselves (the pinned binaries) as fleet workers, in
+// real tmux panes, on the herd's own models (a simulated node): herd's adapters
+// alone make them work (no hand-written config). A lead's turn over REST or MCP
+// is answered by the model calling fleet_reply over MCP; a turn that ends
+// without it is answered from Claude Code's own record, not its screen; a worker
+// may ask the lead mid-turn. The workers' proxy variables aim at a trap: nothing
+// may leave loopback. Every wait is bounded; the fleet stops it all.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
@@ -27,17 +27,18 @@ afterAll(async () => {
 });
 
 beforeAll(async () => {
-  // Claude Code asks for its large tier, where a model that calls tools (qwen3:8b) comes first.
-  const models = ["qwen3:8b", "llama3.2:3b"];
+  // Claude Code asks for its large tier, where a model that calls tools (qwen3:8b) comes first; Codex's gpt-5-codex goes to the coder.
+  const models = ["qwen3:8b", "llama3.2:3b", "qwen2.5-coder:7b"];
   sim = await startSimOllama({ id: "mac", models, loaded: models });
   trap = await startTrap();
   const proxies = Object.fromEntries(PROXY_VARS.map((n) => [n, n.toLowerCase() === "no_proxy" ? "127.0.0.1,localhost" : trap.url]));
-  const claude = JSON.stringify({ command: join(BIN, "claude"), kind: "claude-code", env: ["PATH", ...PROXY_VARS], clientKey: "workers", capacity: 2 });
-  fleet = await startFleet({ nodes: `nodes: [{ id: "mac", ollama: "${sim.url}" }],`, profiles: `claude: ${claude},`, agents: "spawnTimeoutMs: 60000,", env: proxies });
+  const profile = (command: string, kind: string) => JSON.stringify({ command: join(BIN, command), kind, env: ["PATH", ...PROXY_VARS], clientKey: "workers", capacity: 2 });
+  const profiles = `claude: ${profile("claude", "claude-code")}, codex: ${profile("codex", "codex")},`;
+  fleet = await startFleet({ nodes: `nodes: [{ id: "mac", ollama: "${sim.url}" }],`, profiles, agents: "spawnTimeoutMs: 60000,", env: proxies });
 });
 
-const spawn = async () => {
-  const r = await fleet.call("POST", "/members", { body: { profile: "claude" } });
+const spawn = async (profile = "claude") => {
+  const r = await fleet.call("POST", "/members", { body: { profile } });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body as { sessionId: string; paneId: string };
 };
@@ -89,5 +90,29 @@ describe("Claude Code as a worker", () => {
     expect(trap.seen).toEqual([]);
     expect((await fleet.call("DELETE", `/members/${w.paneId}`)).status).toBe(204);
     await eventually(async () => !(await fleet.tmux(["list-panes", "-a", "-F", "#{pane_id}"])).out.includes(`%${w.paneId.slice(5)}`), 10_000, "the pane to go");
+  });
+});
+
+describe("Codex as a worker", () => {
+  let w: { sessionId: string; paneId: string };
+
+  test("spawn answers 201 at its composer: no sign-in screen (an API-key provider at herd's Responses surface)", async () => {
+    w = await spawn("codex");
+    const shown = await screen(w.paneId);
+    expect(shown).toMatch(/^› /m);
+    expect(shown).not.toMatch(/sign in/i);
+  });
+
+  test("a turn over REST: the model calls fleet_reply over MCP → 200 replySource reply", async () => {
+    const r = await send(w.sessionId, { content: 'sim: call fleet_reply {"content":"from codex"}' });
+    expect([r.status, r.body], await screen(w.paneId)).toEqual([200, { sessionId: w.sessionId, reply: "from codex", replySource: "reply" }]);
+  });
+
+  test("nothing left loopback but its announcement tip; DELETE leaves no Codex process behind (no detached app-server daemon)", async () => {
+    // The TUI fetches its announcement tip from github at every start, whatever its config says (tooltips::announcement::prewarm).
+    expect(trap.seen.filter((line) => line !== "CONNECT raw.githubusercontent.com:443 HTTP/1.1")).toEqual([]);
+    expect((await fleet.call("DELETE", `/members/${w.paneId}`)).status).toBe(204);
+    const left = () => Bun.spawnSync(["pgrep", "-f", `${fleet.dir}/data/workers`]).stdout.toString().trim();
+    await eventually(async () => left() === "", 10_000, "every process run from the worker's folder to end");
   });
 });
