@@ -108,6 +108,13 @@ describe("Codex as a worker", () => {
     expect([r.status, r.body], await screen(w.paneId)).toEqual([200, { sessionId: w.sessionId, reply: "from codex", replySource: "reply" }]);
   });
 
+  test("a turn that ends without fleet_reply: the notify hook says so, the answer is Codex's last message, not its screen", async () => {
+    const r = await send(w.sessionId, { content: "Explain backpressure" });
+    expect([r.status, r.body.replySource], await screen(w.paneId)).toEqual([200, "transcript"]);
+    expect(r.body.reply).toContain("backpressure");
+    expect(r.body.reply).not.toMatch(/›|for shortcuts|OpenAI Codex|Worked for/);
+  });
+
   test("nothing left loopback but its announcement tip; DELETE leaves no Codex process behind (no detached app-server daemon)", async () => {
     // The TUI fetches its announcement tip from github at every start, whatever its config says (tooltips::announcement::prewarm).
     expect(trap.seen.filter((line) => line !== "CONNECT raw.githubusercontent.com:443 HTTP/1.1")).toEqual([]);

@@ -36,6 +36,15 @@ export interface AgentAdapter {
   lastAnswer(dir: string): string | null;
 }
 
+/**
+ * A turn-done hook's call to herd, run by the agent in the worker's environment (HERD_*): the turn is
+ * done, so one it ended without fleet_reply is answered from what the hook kept. Failing must not hold the worker up.
+ */
+export const TURN_DONE_CALL = `curl -s -m 10 -o /dev/null -X POST -H "authorization: Bearer $HERD_TOKEN" -H "content-type: application/json" -d '{"turnDone":true}' "$HERD_URL/sessions/$HERD_SESSION_ID/reply" || true`;
+
+/** Where a turn-done hook keeps what the agent handed it about the turn (adapters set HERD_TURN_FILE to it). */
+export const turnFileOf = (dir: string) => `${dir}/turn-done.json`;
+
 /** What every worker is told, whatever its kind. */
 export const INSTRUCTIONS = `You are a worker in a herd agent fleet: each message you get is a turn from your lead.
 End every turn by calling the MCP tool fleet_reply (server "herd") with your answer as its content; the lead sees nothing else you write.

@@ -8,15 +8,11 @@
 // transcript under the config dir), not from the screen.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type AgentAdapter, INSTRUCTIONS } from "./adapter.ts";
+import { type AgentAdapter, INSTRUCTIONS, TURN_DONE_CALL, turnFileOf } from "./adapter.ts";
 
-/**
- * The Stop hook keeps what Claude Code hands it (the turn's last message, the transcript's path) and
- * tells herd the turn is done. It runs in the worker's environment (HERD_*); a failed call must not hold the worker up.
- */
-const TURN_DONE = `cat > "$HERD_TURN_FILE"; curl -s -m 10 -o /dev/null -X POST -H "authorization: Bearer $HERD_TOKEN" -H "content-type: application/json" -d '{"turnDone":true}' "$HERD_URL/sessions/$HERD_SESSION_ID/reply" || true`;
+/** The Stop hook keeps what Claude Code hands it on stdin (the turn's last message, the transcript's path), then tells herd. */
+const STOP_HOOK = `cat > "$HERD_TURN_FILE"; ${TURN_DONE_CALL}`;
 
-const turnFileOf = (dir: string) => join(dir, "turn-done.json");
 const configDirOf = (dir: string) => join(dir, "claude");
 
 const writeJson = (path: string, value: unknown) => writeFileSync(path, JSON.stringify(value, null, 2), { mode: 0o600 });
@@ -36,7 +32,7 @@ export const claudeCode: AgentAdapter = {
     });
     writeJson(join(configDir, "settings.json"), {
       permissions: { allow: ["mcp__herd"] },
-      hooks: { Stop: [{ hooks: [{ type: "command", command: TURN_DONE }] }] },
+      hooks: { Stop: [{ hooks: [{ type: "command", command: STOP_HOOK }] }] },
     });
     const mcp = join(dir, "mcp.json");
     writeJson(mcp, { mcpServers: { herd: { type: "http", url: `${herdUrl}/mcp`, headers: { authorization: `Bearer ${token}` }, alwaysLoad: true } } });

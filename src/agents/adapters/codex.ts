@@ -1,15 +1,19 @@
 // Codex as a worker: its own CODEX_HOME with a config.toml whose model
 // provider is the herd's Responses surface (an API-key provider: no sign-in
 // screen), the MCP server "herd" with the worker's credential, and the fleet's
-// instructions in AGENTS.md.
-import { mkdirSync, writeFileSync } from "node:fs";
+// instructions in AGENTS.md, and its notify hook (run after every turn with the
+// turn's JSON, its last message included) as the turn-done hook.
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type AgentAdapter, INSTRUCTIONS } from "./adapter.ts";
+import { type AgentAdapter, INSTRUCTIONS, TURN_DONE_CALL, turnFileOf } from "./adapter.ts";
+
+/** notify runs argv with the turn's JSON as its last argument. */
+const NOTIFY = ["/bin/sh", "-c", `printf '%s' "$1" > "$HERD_TURN_FILE"; ${TURN_DONE_CALL}`, "herd-turn-done"];
 
 const toml = (s: string) => JSON.stringify(s);
 
 export const codex: AgentAdapter = {
-  hookEndsEveryTurn: false,
+  hookEndsEveryTurn: true,
   prepare({ herdUrl, token, cwd, dir, argv, env }) {
     const home = join(dir, "codex");
     mkdirSync(home, { recursive: true, mode: 0o700 });
@@ -19,6 +23,7 @@ export const codex: AgentAdapter = {
       `model_provider = "herd"`,
       `approval_policy = "never"`,
       `check_for_update_on_startup = false`,
+      `notify = [${NOTIFY.map(toml).join(", ")}]`,
       `[analytics]`,
       `enabled = false`,
       `[tui]`,
@@ -41,9 +46,12 @@ export const codex: AgentAdapter = {
     writeFileSync(join(home, "config.toml"), config, { mode: 0o600 });
     writeFileSync(join(home, "AGENTS.md"), `${INSTRUCTIONS}\n`, { mode: 0o600 });
     // --no-daemon: the TUI's app server runs in its own process, not as a detached daemon that outlives the worker.
-    return { argv: [...argv, "--no-daemon"], env: { ...env, CODEX_HOME: home, HERD_MODEL_KEY: env.OPENAI_API_KEY ?? token } };
+    return { argv: [...argv, "--no-daemon"], env: { ...env, CODEX_HOME: home, HERD_MODEL_KEY: env.OPENAI_API_KEY ?? token, HERD_TURN_FILE: turnFileOf(dir) } };
   },
   // The composer's › prompt (a sign-in screen has none), once its MCP client has herd's tools.
   ready: (screen, hasTools) => hasTools && /^› /m.test(screen),
-  lastAnswer: () => null,
+  lastAnswer(dir) {
+    const done = JSON.parse(readFileSync(turnFileOf(dir), "utf8"));
+    return typeof done["last-assistant-message"] === "string" ? done["last-assistant-message"].trim() : null;
+  },
 };
