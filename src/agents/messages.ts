@@ -7,7 +7,7 @@ import { type Answer, answer, refuse } from "./answers.ts";
 import type { AskInput, ReplyInput, SendInput } from "./inputs.ts";
 import { PaneGone, type PaneBackend } from "./panes.ts";
 import { newId, type Result, Task, Turn } from "./rendezvous.ts";
-import { type Member, type SessionManager, sessionNotFound, turnDoneIsCurrent } from "./sessions.ts";
+import { type Member, type SessionManager, sessionNotFound } from "./sessions.ts";
 
 /** A finished ticket can be polled this long. */
 const TASK_TTL_MS = 60 * 60_000;
@@ -52,7 +52,7 @@ export class MessageService {
     if (!member) return sessionNotFound(sessionId);
     const turn = member.turn;
     const result = (outcome: string, delivered: boolean) => answer({ sessionId, delivered, outcome });
-    if (input.turnDone && (!turnDoneIsCurrent(member) || !turn)) return result("no_open_turn", false);
+    if (input.turnDone && (!turn || !this.sessions.endsTurn(member, turn))) return result("no_open_turn", false);
     let content = input.content;
     if (turn) {
       const source = input.turnDone ? "transcript" : "reply";
@@ -127,7 +127,7 @@ export class MessageService {
 
   private async deliver(member: Member, turn: Turn): Promise<void> {
     try {
-      member.turnsTyped++; // before the paste: the last turn's late turn-done may come while it is under way
+      this.sessions.typing(member);
       await this.backend().sendText(member.paneId!, turn.content);
       turn.delivered = true;
       turn.task?.delivered();

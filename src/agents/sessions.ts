@@ -41,9 +41,8 @@ export interface Member {
   /** The worker's private folder (its agent's config, home and transcripts). */
   dir: string;
   adapter: AgentAdapter;
-  /** Turns typed into the pane and turn-dones heard, for an adapter whose hook ends every turn. */
-  turnsTyped: number;
-  turnsDone: number;
+  /** The agent's own id of the turn it was on when herd typed the open one (adapter.turnInProgress). */
+  typedDuring: string | null;
   /** Its MCP client has listed herd's tools (tools/list). */
   hasTools: boolean;
   /** The turn in progress (messages.ts). */
@@ -53,16 +52,6 @@ export interface Member {
 }
 
 type MemberState = "starting" | "idle" | "working" | "exited";
-
-/**
- * The worker's hook said a turn is done: whether that is the open turn's end. With a hook that ends
- * every turn, the Nth turn-done is the Nth typed turn's: an earlier one's, late, must not end the open turn.
- */
-export function turnDoneIsCurrent(m: Member): boolean {
-  if (!m.adapter.hookEndsEveryTurn) return true;
-  m.turnsDone++;
-  return m.turnsDone >= m.turnsTyped;
-}
 
 export const stateOf = (m: Member): MemberState => (m.exited ? "exited" : !m.paneId ? "starting" : m.turn ? "working" : "idle");
 
@@ -146,9 +135,8 @@ export class SessionManager {
       lastOutput: null,
       dir: join(config.server.dataDir, "workers", sessionId),
       adapter: adapterFor(profile.kind),
-      turnsTyped: 0,
-      turnsDone: 0,
       hasTools: false,
+      typedDuring: null,
       turn: null,
       inbox: [],
     };
@@ -232,6 +220,16 @@ export class SessionManager {
   listedTools(sessionId: string): void {
     const member = this.members.get(sessionId);
     if (member) member.hasTools = true;
+  }
+
+  /** herd is about to type a turn into the worker's pane. */
+  typing(member: Member): void {
+    member.typedDuring = member.adapter.turnInProgress(member.dir);
+  }
+
+  /** Whether the worker's turn-done heard now ends its open turn (not a late one for the turn before). */
+  endsTurn(member: Member, turn: Turn): boolean {
+    return member.adapter.endsTurn(member.dir, { content: turn.content, typedDuring: member.typedDuring });
   }
 
   /** The answer of the worker's last turn from its agent's own record (null: read the screen). */

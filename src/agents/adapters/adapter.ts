@@ -3,6 +3,8 @@
 // config (MCP entry, instructions, turn-done hook, first-run state), how to tell
 // the worker is ready for a turn, and where its answer is when it only said the
 // turn is done. One adapter per profile `kind`.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 
 export interface WorkerSetup {
   herdUrl: string;
@@ -24,11 +26,14 @@ export interface Launch {
 }
 
 export interface AgentAdapter {
+  /** Read as herd types a turn: the agent's own id of the turn it is on or last took (null: none known). */
+  turnInProgress(dir: string): string | null;
   /**
-   * Its hook says "turn done" after every turn, one it ended with fleet_reply too (Claude Code's Stop
-   * hook), so a turn-done may belong to a turn already replied to while the next one was typed.
+   * Whether the turn-done heard now ends the open turn (`content`, typed while the agent was on
+   * `typedDuring`). An agent's hook fires after every turn, one it ended with fleet_reply too, so
+   * it may come late, for a turn already replied to while the next was typed: that must not end the next.
    */
-  hookEndsEveryTurn: boolean;
+  endsTurn(dir: string, turn: { content: string; typedDuring: string | null }): boolean;
   prepare(setup: WorkerSetup): Launch;
   /** The worker is ready to take a turn: judged from its pane's screen and whether its MCP client has listed herd's tools yet. */
   ready(screen: string, hasTools: boolean): boolean;
@@ -43,7 +48,16 @@ export interface AgentAdapter {
 export const TURN_DONE_CALL = `curl -s -m 10 -o /dev/null -X POST -H "authorization: Bearer $HERD_TOKEN" -H "content-type: application/json" -d '{"turnDone":true}' "$HERD_URL/sessions/$HERD_SESSION_ID/reply" || true`;
 
 /** Where a turn-done hook keeps what the agent handed it about the turn (adapters set HERD_TURN_FILE to it). */
-export const turnFileOf = (dir: string) => `${dir}/turn-done.json`;
+export const turnFileOf = (dir: string) => join(dir, "turn-done.json");
+
+/** The JSON a hook kept, or null when it kept none (yet). */
+export function readHookFile(path: string): Record<string, unknown> | null {
+  try {
+    return JSON.parse(readFileSync(path, "utf8"));
+  } catch {
+    return null;
+  }
+}
 
 /** What every worker is told, whatever its kind. */
 export const INSTRUCTIONS = `You are a worker in a herd agent fleet: each message you get is a turn from your lead.

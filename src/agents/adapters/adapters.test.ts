@@ -27,7 +27,7 @@ const json = (path: string) => JSON.parse(readFileSync(path, "utf8"));
 test("cli: the environment and the instructions, ready at once, no record of its own", () => {
   const s = setup();
   expect(cli.prepare(s)).toEqual({ argv: s.argv, env: { ...s.env, HERD_INSTRUCTIONS: INSTRUCTIONS } });
-  expect([cli.ready("", false), cli.lastAnswer(s.dir), cli.hookEndsEveryTurn]).toEqual([true, null, false]);
+  expect([cli.ready("", false), cli.lastAnswer(s.dir), cli.endsTurn(s.dir, { content: "x", typedDuring: null })]).toEqual([true, null, true]);
 });
 
 test("claude-code: first-run state settled, the herd MCP server with the worker's credential, the instructions, the Stop hook", () => {
@@ -92,4 +92,27 @@ test("codex: herd as its Responses provider, the herd MCP server, AGENTS.md, not
   expect(env).toMatchObject({ HERD_MODEL_KEY: "hk-workers", HERD_TURN_FILE: turnFileOf(s.dir) });
   writeFileSync(turnFileOf(s.dir), JSON.stringify({ type: "agent-turn-complete", "last-assistant-message": "done it" }));
   expect(codex.lastAnswer(s.dir)).toBe("done it");
+});
+
+test("claude-code: a Stop for the prompt it was on when the open turn was typed is late; one for a later prompt ends it", () => {
+  const s = setup();
+  const { env } = claudeCode.prepare(s);
+  expect(claudeCode.turnInProgress(s.dir)).toBeNull();
+  expect(claudeCode.endsTurn(s.dir, { content: "first", typedDuring: null })).toBe(true);
+  writeFileSync(env.HERD_PROMPT_FILE!, JSON.stringify({ prompt_id: "p1" })); // the UserPromptSubmit hook
+  const second = { content: "second", typedDuring: claudeCode.turnInProgress(s.dir) };
+  expect(second.typedDuring).toBe("p1");
+  writeFileSync(turnFileOf(s.dir), JSON.stringify({ prompt_id: "p1" })); // p1's Stop, after "second" was typed
+  expect(claudeCode.endsTurn(s.dir, second)).toBe(false);
+  writeFileSync(turnFileOf(s.dir), JSON.stringify({ prompt_id: "p2" }));
+  expect(claudeCode.endsTurn(s.dir, second)).toBe(true);
+});
+
+test("codex: a notify ends the open turn only when the turn's text is among its prompts", () => {
+  const s = setup();
+  codex.prepare(s);
+  writeFileSync(turnFileOf(s.dir), JSON.stringify({ "input-messages": ["first"] }));
+  expect(codex.endsTurn(s.dir, { content: "second\u0003 ", typedDuring: null })).toBe(false);
+  writeFileSync(turnFileOf(s.dir), JSON.stringify({ "input-messages": ["second␃"] }));
+  expect(codex.endsTurn(s.dir, { content: "second\u0003 ", typedDuring: null })).toBe(true);
 });

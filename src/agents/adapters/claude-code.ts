@@ -8,17 +8,27 @@
 // transcript under the config dir), not from the screen.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type AgentAdapter, INSTRUCTIONS, TURN_DONE_CALL, turnFileOf } from "./adapter.ts";
+import { type AgentAdapter, INSTRUCTIONS, readHookFile, TURN_DONE_CALL, turnFileOf } from "./adapter.ts";
 
-/** The Stop hook keeps what Claude Code hands it on stdin (the turn's last message, the transcript's path), then tells herd. */
+/** The Stop hook keeps what Claude Code hands it on stdin (the turn's last message, the transcript's path, the prompt's id), then tells herd. */
 const STOP_HOOK = `cat > "$HERD_TURN_FILE"; ${TURN_DONE_CALL}`;
+/** The UserPromptSubmit hook keeps the prompt Claude Code took: its id is the turn it is on. */
+const PROMPT_HOOK = `cat > "$HERD_PROMPT_FILE"`;
+const promptFileOf = (dir: string) => join(dir, "prompt.json");
+const idOf = (hookInput: Record<string, unknown> | null) => (typeof hookInput?.prompt_id === "string" ? hookInput.prompt_id : null);
 
 const configDirOf = (dir: string) => join(dir, "claude");
 
 const writeJson = (path: string, value: unknown) => writeFileSync(path, JSON.stringify(value, null, 2), { mode: 0o600 });
 
 export const claudeCode: AgentAdapter = {
-  hookEndsEveryTurn: true,
+  // A turn typed while Claude Code is busy is queued, even folded into the running turn (same prompt id),
+  // whose Stop then comes first: a Stop for the prompt it was on when the open turn was typed is late.
+  turnInProgress: (dir) => idOf(readHookFile(promptFileOf(dir))),
+  endsTurn(dir, turn) {
+    const stopped = idOf(readHookFile(turnFileOf(dir)));
+    return stopped === null || stopped !== turn.typedDuring;
+  },
   prepare({ herdUrl, token, cwd, dir, argv, env }) {
     const configDir = configDirOf(dir);
     mkdirSync(configDir, { recursive: true, mode: 0o700 });
@@ -32,7 +42,7 @@ export const claudeCode: AgentAdapter = {
     });
     writeJson(join(configDir, "settings.json"), {
       permissions: { allow: ["mcp__herd"] },
-      hooks: { Stop: [{ hooks: [{ type: "command", command: STOP_HOOK }] }] },
+      hooks: { Stop: [{ hooks: [{ type: "command", command: STOP_HOOK }] }], UserPromptSubmit: [{ hooks: [{ type: "command", command: PROMPT_HOOK }] }] },
     });
     const mcp = join(dir, "mcp.json");
     writeJson(mcp, { mcpServers: { herd: { type: "http", url: `${herdUrl}/mcp`, headers: { authorization: `Bearer ${token}` }, alwaysLoad: true } } });
@@ -43,6 +53,7 @@ export const claudeCode: AgentAdapter = {
         ANTHROPIC_API_KEY: key,
         CLAUDE_CONFIG_DIR: configDir,
         HERD_TURN_FILE: turnFileOf(dir),
+        HERD_PROMPT_FILE: promptFileOf(dir),
         // Workers run on the herd's models: nothing goes to Anthropic's services.
         DISABLE_AUTOUPDATER: "1",
         DISABLE_TELEMETRY: "1",
@@ -58,9 +69,9 @@ export const claudeCode: AgentAdapter = {
   ready: (screen, hasTools) => hasTools && /─{20,}\n❯/.test(screen),
   // The Stop hook's input: the last message when this Claude Code gives it, else the session transcript (JSONL).
   lastAnswer(dir) {
-    const done = JSON.parse(readFileSync(turnFileOf(dir), "utf8"));
-    if (typeof done.last_assistant_message === "string") return done.last_assistant_message.trim();
-    return typeof done.transcript_path === "string" ? lastAssistantText(readFileSync(done.transcript_path, "utf8")) : null;
+    const done = readHookFile(turnFileOf(dir));
+    if (typeof done?.last_assistant_message === "string") return done.last_assistant_message.trim();
+    return typeof done?.transcript_path === "string" ? lastAssistantText(readFileSync(done.transcript_path, "utf8")) : null;
   },
 };
 

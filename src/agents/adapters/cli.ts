@@ -3,7 +3,9 @@
 import { type AgentAdapter, INSTRUCTIONS } from "./adapter.ts";
 
 export const cli: AgentAdapter = {
-  hookEndsEveryTurn: false,
+  // Its own hook, if any, is told nothing of turns.
+  turnInProgress: () => null,
+  endsTurn: () => true,
   prepare: ({ argv, env }) => ({ argv, env: { ...env, HERD_INSTRUCTIONS: INSTRUCTIONS } }),
   ready: () => true,
   lastAnswer: () => null,

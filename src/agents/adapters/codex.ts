@@ -3,9 +3,10 @@
 // screen), the MCP server "herd" with the worker's credential, and the fleet's
 // instructions in AGENTS.md, and its notify hook (run after every turn with the
 // turn's JSON, its last message included) as the turn-done hook.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type AgentAdapter, INSTRUCTIONS, TURN_DONE_CALL, turnFileOf } from "./adapter.ts";
+import { pasteable } from "../paste.ts";
+import { type AgentAdapter, INSTRUCTIONS, readHookFile, TURN_DONE_CALL, turnFileOf } from "./adapter.ts";
 
 /** notify runs argv with the turn's JSON as its last argument. */
 const NOTIFY = ["/bin/sh", "-c", `printf '%s' "$1" > "$HERD_TURN_FILE"; ${TURN_DONE_CALL}`, "herd-turn-done"];
@@ -13,7 +14,12 @@ const NOTIFY = ["/bin/sh", "-c", `printf '%s' "$1" > "$HERD_TURN_FILE"; ${TURN_D
 const toml = (s: string) => JSON.stringify(s);
 
 export const codex: AgentAdapter = {
-  hookEndsEveryTurn: true,
+  // notify names the turn's prompts (trimmed): the open turn's text must be among them.
+  turnInProgress: () => null,
+  endsTurn(dir, turn) {
+    const prompts = readHookFile(turnFileOf(dir))?.["input-messages"];
+    return !Array.isArray(prompts) || prompts.includes(pasteable(turn.content).trim());
+  },
   prepare({ herdUrl, token, cwd, dir, argv, env }) {
     const home = join(dir, "codex");
     mkdirSync(home, { recursive: true, mode: 0o700 });
@@ -51,7 +57,7 @@ export const codex: AgentAdapter = {
   // The composer's › prompt (a sign-in screen has none), once its MCP client has herd's tools.
   ready: (screen, hasTools) => hasTools && /^› /m.test(screen),
   lastAnswer(dir) {
-    const done = JSON.parse(readFileSync(turnFileOf(dir), "utf8"));
-    return typeof done["last-assistant-message"] === "string" ? done["last-assistant-message"].trim() : null;
+    const last = readHookFile(turnFileOf(dir))?.["last-assistant-message"];
+    return typeof last === "string" ? last.trim() : null;
   },
 };
