@@ -38,8 +38,8 @@ export interface Fleet {
 /** The herd key workers get (auth.clients "workers", the profiles' clientKey). */
 export const WORKERS_KEY = "hk-workers-key-1234";
 
-/** `agents`: more of the config's agents section (e.g. `turnTimeoutMs: 1500,`); `env`: more of the router's environment. */
-export async function startFleet(opts: { nodes?: string; agents?: string; env?: Record<string, string> } = {}): Promise<Fleet> {
+/** `profiles`: more entries of agents.profiles, as config source text; `agents`: more fields of agents; `env`: more of the router's environment. */
+export async function startFleet(opts: { nodes?: string; profiles?: string; agents?: string; env?: Record<string, string> } = {}): Promise<Fleet> {
   const dir = tmpDir();
   const standIns = join(dir, "stand-ins");
   mkdirSync(standIns);
@@ -59,10 +59,11 @@ export async function startFleet(opts: { nodes?: string; agents?: string; env?: 
       "stand-in-mcp": ${profile(["--mcp"], allow)},
       single: ${profile([], ["PATH", "STAND_IN_DIR"], 1)},
       leaky: ${profile([], ["PATH", "STAND_IN_DIR", "ANTHROPIC_API_KEY"])},
+      ${opts.profiles ?? ""}
     },
     defaultProfile: "stand-in",
-    credentials: { primary: { env: "TEST_PRIMARY_TOKEN" }, architect: { file: "architect.token" } },
     ${opts.agents ?? ""}
+    credentials: { primary: { env: "TEST_PRIMARY_TOKEN" }, architect: { file: "architect.token" } },
   },
 };\n`,
   );

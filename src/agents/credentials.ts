@@ -12,6 +12,8 @@ const hash = (token: string) => createHash("sha256").update(token).digest("hex")
 export class Credentials {
   /** sha256(token) → the worker it belongs to. */
   private workers = new Map<string, Member>();
+  /** Workers that have presented their credential: a worker's first call is its MCP client connecting. */
+  private seen = new Set<string>();
 
   constructor(private readonly leads: () => { primary: string | null; architect: string | null }) {}
 
@@ -24,12 +26,21 @@ export class Credentials {
 
   revoke(sessionId: string): void {
     for (const [key, member] of this.workers) if (member.sessionId === sessionId) this.workers.delete(key);
+    this.seen.delete(sessionId);
+  }
+
+  /** Whether the worker has called herd with its credential yet. */
+  used(sessionId: string): boolean {
+    return this.seen.has(sessionId);
   }
 
   resolve(token: string | null): Principal | null {
     if (!token) return null;
     const member = this.workers.get(hash(token));
-    if (member) return member;
+    if (member) {
+      this.seen.add(member.sessionId);
+      return member;
+    }
     const { primary, architect } = this.leads();
     if (primary && sameSecret(token, primary)) return { kind: "primary" };
     if (architect && sameSecret(token, architect)) return { kind: "architect" };

@@ -1,6 +1,7 @@
 // The agent fleet: one SessionManager and one MessageService, behind both faces
 // (REST in surfaces/agents.ts, MCP in surfaces/mcp.ts). Every operation checks
 // the caller against the Authz table here, so the faces stay thin adapters.
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import type { LiveConfig } from "../config/live.ts";
 import { log } from "../log.ts";
@@ -13,7 +14,7 @@ import type { AskInput, ReplyInput, SendInput, SpawnInput } from "./inputs.ts";
 import { MessageService } from "./messages.ts";
 import type { PaneBackend } from "./panes.ts";
 import { endWorkerProcesses } from "./processes.ts";
-import { configDirOf, SessionManager } from "./sessions.ts";
+import { configDirOf, SessionManager, workerDir } from "./sessions.ts";
 import { TmuxBackend } from "./tmux.ts";
 
 /** The version of herd's fleet contract (routes, tools, bodies), shown in /healthz. */
@@ -71,6 +72,7 @@ export class AgentFleet {
       if (row.routerPid !== process.pid && isRunning(row.routerPid)) continue; // a live router's worker
       await endWorkerProcesses(row.sessionId, null);
       await new TmuxBackend(row.tmuxSocket, privateDir).killWorkspace(row.sessionId).catch(() => {});
+      rmSync(workerDir(this.live.config.server.dataDir, row.sessionId), { recursive: true, force: true }); // its credential files
       this.roster.remove(row.sessionId);
       log.info(`agents: stopped ${row.sessionId} (${row.profile}), left running by a router that did not shut down`);
     }

@@ -60,7 +60,7 @@ export class MessageService {
     if (!member) return sessionNotFound(sessionId);
     const turn = member.turn;
     const result = (outcome: string, delivered: boolean) => answer({ sessionId, delivered, outcome });
-    if (input.turnDone && !turn) return result("no_open_turn", false);
+    if (input.turnDone && (!turn || !this.sessions.endsTurn(member, turn))) return result("no_open_turn", false);
     let content = input.content;
     if (turn) {
       const source = input.turnDone ? "transcript" : "reply";
@@ -162,6 +162,7 @@ export class MessageService {
 
   private async deliver(member: Member, turn: Turn): Promise<void> {
     try {
+      this.sessions.typing(member);
       await this.backend().sendText(member.paneId!, turn.content);
       turn.delivered = true;
       turn.task?.delivered();
@@ -198,8 +199,10 @@ export class MessageService {
     turn.end();
   }
 
-  /** The pane's tail after the turn's own text: what the worker printed for it. */
+  /** The worker's answer from its agent's own record, else the pane's tail after the turn's own text. */
   private async transcript(member: Member, turn: Turn): Promise<string> {
+    const recorded = this.sessions.lastAnswer(member);
+    if (recorded !== null) return recorded;
     const tail = await this.backend()
       .captureTail(member.paneId!, TRANSCRIPT_LINES)
       .catch(() => "");

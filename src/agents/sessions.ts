@@ -2,12 +2,14 @@
 // profile into its own pane with its own credential, watches the panes so a
 // worker that exits is noticed (its credential revoked, its open turn failed),
 // and stops workers. Turns and replies are the MessageService's (messages.ts).
-import { existsSync, statSync } from "node:fs";
-import { dirname } from "node:path";
+import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { expandPath } from "../config/load.ts";
 import type { Config } from "../config/schema.ts";
 import { log } from "../log.ts";
 import type { WorkerRoster } from "../store/agent-workers.ts";
+import { adapterFor } from "./adapters/index.ts";
+import type { AgentAdapter } from "./adapters/adapter.ts";
 import { Answer, answer, badRequest, refuse } from "./answers.ts";
 import { type Principal, ROLES, type Role } from "./authz.ts";
 import type { Credentials } from "./credentials.ts";
@@ -38,6 +40,15 @@ export interface Member {
   branch: string | null;
   startedAt: number;
   exited: { status: number | null; at: number } | null;
+  /** What the pane showed last before it was cleared away (an exited worker's, for diagnosis). */
+  lastOutput: string | null;
+  /** The worker's private folder (its agent's config, home and transcripts). */
+  dir: string;
+  adapter: AgentAdapter;
+  /** The agent's own id of the turn it was on when herd typed the open one (adapter.turnInProgress). */
+  typedDuring: string | null;
+  /** Its MCP client has listed herd's tools (tools/list). */
+  hasTools: boolean;
   /** The turn in progress (messages.ts). */
   turn: Turn | null;
   /** Replies nobody was waiting for, until a lead drains them. */
@@ -62,6 +73,15 @@ export interface SessionDeps {
 }
 
 const MONITOR_MS = 500;
+/** How often a starting worker's screen is read for its adapter's ready sign. */
+const READY_POLL_MS = 200;
+/** Lines of a pane kept as its last output. */
+const LAST_OUTPUT_LINES = 40;
+
+/** A worker's own folder (its agent's config, instructions and credential files), removed when it ends. */
+export function workerDir(dataDir: string, sessionId: string): string {
+  return join(dataDir, "workers", sessionId);
+}
 
 export class SessionManager {
   private members = new Map<string, Member>();
@@ -110,8 +130,9 @@ export class SessionManager {
     if (!command || !existsSync(command)) return refuse(502, "spawn_failed", `profile "${profileName}": command "${profile.command}" is not on the router's PATH`);
 
     // The slot is taken before the first await, so concurrent spawns cannot overshoot the capacity.
+    const sessionId = newId("w");
     const member: Member = {
-      sessionId: newId("w"),
+      sessionId,
       paneId: null,
       panePid: null,
       profile: profileName!,
@@ -123,6 +144,11 @@ export class SessionManager {
       branch: null,
       startedAt: Date.now(),
       exited: null,
+      lastOutput: null,
+      dir: workerDir(config.server.dataDir, sessionId),
+      adapter: adapterFor(profile.kind),
+      hasTools: false,
+      typedDuring: null,
       turn: null,
       inbox: [],
     };
@@ -130,6 +156,7 @@ export class SessionManager {
     const failed = (a: Answer) => {
       this.members.delete(member.sessionId);
       this.deps.credentials.revoke(member.sessionId);
+      rmSync(member.dir, { recursive: true, force: true });
       return a;
     };
     if (ticket && wantsWorktree(input)) {
@@ -142,16 +169,34 @@ export class SessionManager {
       }
     }
     const token = this.deps.credentials.issue(member.sessionId, member.role);
-    const env = workerEnv(config, profile, { herdUrl: this.deps.herdUrl(), sessionId: member.sessionId, token, role: member.role });
+    const herdUrl = this.deps.herdUrl();
+    const env = workerEnv(config, profile, { herdUrl, sessionId: member.sessionId, token, role: member.role });
+    const deadline = Date.now() + config.agents.spawnTimeoutMs;
+    let launch;
     try {
-      const pane = await this.deps.backend().spawn({ name: member.sessionId, cwd, argv: [command, ...profile.args], env }, config.agents.spawnTimeoutMs);
-      member.paneId = pane.paneId;
+      mkdirSync(member.dir, { recursive: true, mode: 0o700 });
+      launch = member.adapter.prepare({ herdUrl, sessionId: member.sessionId, token, cwd, dir: member.dir, argv: [command, ...profile.args], env });
+    } catch (e) {
+      return failed(refuse(502, "spawn_failed", `cannot prepare the worker's files in ${member.dir}: ${(e as Error).message}`));
+    }
+    let pane: { paneId: string; pid: number };
+    try {
+      pane = await this.deps.backend().spawn({ name: member.sessionId, cwd, ...launch }, config.agents.spawnTimeoutMs);
       member.panePid = pane.pid;
     } catch (e) {
       if (e instanceof BackendTimeout) return failed(refuse(502, "spawn_timeout", `the worker's pane did not start within ${config.agents.spawnTimeoutMs} ms (agents.spawnTimeoutMs)`));
       return failed(refuse(502, "spawn_failed", (e as Error).message));
     }
-    this.deps.roster.add({ sessionId: member.sessionId, profile: member.profile, role: member.role, tmuxSocket: this.deps.backend().location, paneId: member.paneId!, panePid: member.panePid!, routerPid: process.pid, startedAt: member.startedAt });
+    // In the roster from its first moment, so a router that dies while it gets ready leaves nothing unseen.
+    this.deps.roster.add({ sessionId: member.sessionId, profile: member.profile, role: member.role, tmuxSocket: this.deps.backend().location, paneId: pane.paneId, panePid: pane.pid, routerPid: process.pid, startedAt: member.startedAt });
+    const unready = await this.untilReady(member, pane.paneId, deadline, config.agents.spawnTimeoutMs);
+    if (unready) {
+      await this.deps.backend().kill(pane.paneId).catch(() => {});
+      this.deps.roster.remove(member.sessionId);
+      await endWorkerProcesses(member.sessionId, pane.pid);
+      return failed(unready);
+    }
+    member.paneId = pane.paneId; // only now is it "idle": ready to take a turn
     this.watch();
     log.info(`agents: spawned ${member.sessionId} (${member.profile}, ${member.role}) in ${member.paneId}`);
     return answer(spawnView(member), 201);
@@ -192,6 +237,48 @@ export class SessionManager {
     await Promise.all(members.map((m) => endWorkerProcesses(m.sessionId, m.exited ? null : m.panePid)));
   }
 
+  /** The worker's MCP client listed herd's tools. */
+  listedTools(sessionId: string): void {
+    const member = this.members.get(sessionId);
+    if (member) member.hasTools = true;
+  }
+
+  /** herd is about to type a turn into the worker's pane. */
+  typing(member: Member): void {
+    member.typedDuring = member.adapter.turnInProgress(member.dir);
+  }
+
+  /** Whether the worker's turn-done heard now ends its open turn (not a late one for the turn before). */
+  endsTurn(member: Member, turn: Turn): boolean {
+    return member.adapter.endsTurn(member.dir, { content: turn.content, typedDuring: member.typedDuring });
+  }
+
+  /** The answer of the worker's last turn from its agent's own record (null: read the screen). */
+  lastAnswer(member: Member): string | null {
+    try {
+      return member.adapter.lastAnswer(member.dir);
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Null once the pane shows its adapter's ready sign; else the refusal, with the pane's last
+   * output: the worker exited first (a dead pane stays, remain-on-exit, until its screen is read), or the time ran out.
+   */
+  private async untilReady(member: Member, paneId: string, deadline: number, timeoutMs: number): Promise<Answer | null> {
+    const backend = this.deps.backend();
+    for (;;) {
+      const pane = (await this.panesOrNone()).find((p) => p.paneId === paneId);
+      const screen = pane ? await backend.captureTail(paneId, LAST_OUTPUT_LINES).catch(() => "") : "";
+      const lastOutput = screen.trimEnd();
+      if (!pane || pane.dead) return refuse(502, "spawn_failed", `${exitDetail(pane)} before it was ready to take a turn`, { lastOutput });
+      if (member.adapter.ready(screen, member.hasTools)) return null;
+      if (Date.now() >= deadline) return refuse(502, "spawn_timeout", `the worker was not ready to take a turn within ${timeoutMs} ms (agents.spawnTimeoutMs)`, { lastOutput });
+      await Bun.sleep(READY_POLL_MS);
+    }
+  }
+
   private running(profile: string): number {
     return this.all().filter((m) => m.profile === profile && !m.exited).length;
   }
@@ -199,6 +286,7 @@ export class SessionManager {
   private end(member: Member, detail: string): void {
     this.deps.credentials.revoke(member.sessionId);
     this.deps.roster.remove(member.sessionId);
+    rmSync(member.dir, { recursive: true, force: true }); // it holds the worker's credential
     this.deps.onGone(member, detail);
   }
 
@@ -226,7 +314,11 @@ export class SessionManager {
         const pane = panes.find((p) => p.paneId === m.paneId);
         if (pane && !pane.dead) continue;
         m.exited = { status: pane?.exitStatus ?? null, at: Date.now() };
-        if (pane) await this.deps.backend().kill(m.paneId!); // remain-on-exit kept it for the status; now it goes
+        if (pane) {
+          // remain-on-exit kept it for its status and last screen; now it goes
+          m.lastOutput = (await this.deps.backend().captureTail(m.paneId!, LAST_OUTPUT_LINES).catch(() => "")).trimEnd();
+          await this.deps.backend().kill(m.paneId!);
+        }
         this.end(m, exitDetail(pane));
         await endWorkerProcesses(m.sessionId, null); // what it left running would keep its (revoked) credential
         log.info(`agents: ${m.sessionId} exited (${pane?.exitStatus ?? "pane gone"})`);
@@ -297,6 +389,7 @@ function rosterView(m: Member, pane: PaneInfo | undefined): Record<string, unkno
     liveStatus: !pane ? "gone" : pane.dead ? "exited" : "running",
     command: pane?.command ?? null,
     exitStatus: m.exited?.status ?? null,
+    ...(m.exited ? { lastOutput: m.lastOutput } : {}),
   };
 }
 

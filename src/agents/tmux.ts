@@ -6,6 +6,7 @@
 // private file, so no credential is ever on a command line.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { pasteable } from "./paste.ts";
 import { BackendTimeout, type PaneBackend, PaneGone, type PaneInfo, type PaneSpec, type WorkspaceInfo } from "./panes.ts";
 
 /** What tmux itself runs with: enough to find its socket and handle UTF-8, none of herd's secrets. */
@@ -23,8 +24,10 @@ const TERM = "screen-256color";
  * The pane's first process: exports the worker's environment from the file ($1) and deletes it,
  * runs the command, and writes its exit status to $2 (tmux 3.3 sometimes learns a dead pane's
  * status late or not at all). A command killed by signal N exits 128+N, as in any shell.
+ * The terminal is non-canonical first: a cooked tty cuts every line at 4095 bytes, so a program
+ * that reads lines would get a long turn truncated (a TUI sets its own raw mode anyway).
  */
-const LAUNCH = 'set -a; . "$1"; set +a; rm -f "$1"; __herd_exit="$2"; shift 2; "$@"; __herd_status=$?; echo "$__herd_status" > "$__herd_exit"; exit "$__herd_status"';
+const LAUNCH = 'set -a; . "$1"; set +a; rm -f "$1"; __herd_exit="$2"; shift 2; stty -icanon min 1 time 0 2>/dev/null; "$@"; __herd_status=$?; echo "$__herd_status" > "$__herd_exit"; exit "$__herd_status"';
 
 const shellQuote = (v: string) => `'${v.replaceAll("'", "'\\''")}'`;
 const COMMAND_TIMEOUT_MS = 10_000;
@@ -87,7 +90,7 @@ export class TmuxBackend implements PaneBackend {
     const target = toTmux(paneId);
     const buffer = `herd-${++this.buffers}`;
     // -p: bracketed paste when the program asked for it, so a TUI takes a multi-line turn as one input.
-    await this.run(["load-buffer", "-b", buffer, "-", ";", "paste-buffer", "-d", "-p", "-b", buffer, "-t", target, ";", "send-keys", "-t", target, "Enter"], { stdin: text });
+    await this.run(["load-buffer", "-b", buffer, "-", ";", "paste-buffer", "-d", "-p", "-b", buffer, "-t", target, ";", "send-keys", "-t", target, "Enter"], { stdin: pasteable(text) });
   }
 
   async captureTail(paneId: string, lines: number): Promise<string> {

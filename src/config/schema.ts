@@ -115,6 +115,8 @@ const agentProfile = v.strictObject({
   cwd: v.optional(name),
   capacity: v.optional(v.pipe(count, v.minValue(1, "expected at least 1")), 4),
   clientKey: v.optional(name),
+  /** Which agent the command is: herd prepares its launch (config, MCP, instructions, hooks) to suit (src/agents/adapters). */
+  kind: v.optional(v.picklist(["cli", "claude-code", "codex"], 'expected "cli", "claude-code" or "codex"'), "cli"),
 });
 
 // `section(entries)` is an optional strict object whose own defaults apply when it is left out.

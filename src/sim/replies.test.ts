@@ -33,3 +33,9 @@ test("the answer is about what the user asked, not about an agent's system remin
   expect(r.content.join("")).toContain("Explain queues");
   expect(r.content.join("")).not.toContain("Attribution");
 });
+
+test("{{tool_result}} in a step's string arguments is the last tool result's text", () => {
+  const ask = { role: "user", content: 'sim: call Read\nsim: call Bash {"command":"echo {{tool_result}}","n":1}' };
+  const step2 = run([ask, { role: "assistant", content: "" }, { role: "tool", content: "the lead said main" }]);
+  expect(step2.toolCall).toMatchObject({ name: "Bash", arguments: { command: "echo the lead said main", n: 1 } });
+});

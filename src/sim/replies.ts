@@ -192,6 +192,8 @@ function textReply(answer: string[], thinking: string[], cap: number): Reply {
  * Once every step is taken, the model answers in text. A step naming a tool
  * the request does not offer is answered in text that says so. Nothing else
  * sets off a call: coding agents' prompts name their tools all the time.
+ * `{{tool_result}}` in a string argument is the last tool result's text, so a
+ * step can pass on what an earlier one learned (an agent's answer from a lead).
  */
 const CALL_LINE = /^sim: call (\S+)(?:[ \t]+(.*))?$/gm;
 
@@ -203,7 +205,13 @@ function plannedCall(messages: ChatMessage[], tools: ToolSpec[]): { tool: ToolSp
   if (!step) return undefined;
   const tool = tools.find((t) => t.function.name === step[1]);
   if (!tool) return `The tool ${step[1]} is not among the tools offered (${tools.map((t) => t.function.name).join(", ") || "none"}).`;
-  return { tool, args: jsonObject(step[2]) };
+  const lastResult = messages.findLast((m) => m.role === "tool")?.content ?? "";
+  return { tool, args: withResult(jsonObject(step[2]), lastResult) };
+}
+
+function withResult(args: Record<string, unknown> | undefined, result: string): Record<string, unknown> | undefined {
+  if (!args) return undefined;
+  return Object.fromEntries(Object.entries(args).map(([k, v]) => [k, typeof v === "string" ? v.replaceAll("{{tool_result}}", result) : v]));
 }
 
 function jsonObject(text: string | undefined): Record<string, unknown> | undefined {

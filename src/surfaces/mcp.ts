@@ -81,9 +81,10 @@ function toolResult(a: Answer): CallToolResult {
 
 function serverFor(fleet: AgentFleet, caller: Principal): Server {
   const server = new Server({ name: "herd", version: VERSION }, { capabilities: { tools: {} } });
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: TOOLS.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })),
-  }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    if (caller.kind === "member") fleet.sessions.listedTools(caller.sessionId); // part of its readiness
+    return { tools: TOOLS.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })) };
+  });
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const found = TOOLS.find((t) => t.name === request.params.name);
     if (!found) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}; tools/list has them`);

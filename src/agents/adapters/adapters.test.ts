@@ -1,0 +1,118 @@
+// What each adapter writes for a worker and how it reads the worker back (the
+// real programs run in test/agents-real-workers.test.ts).
+import { afterAll, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { INSTRUCTIONS, turnFileOf, type WorkerSetup } from "./adapter.ts";
+import { claudeCode, lastAssistantText } from "./claude-code.ts";
+import { cli } from "./cli.ts";
+import { codex } from "./codex.ts";
+
+const root = mkdtempSync(join(tmpdir(), "herd-adapters-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+let n = 0;
+const setup = (env: Record<string, string> = {}): WorkerSetup => ({
+  herdUrl: "http://127.0.0.1:4000",
+  sessionId: "w-1",
+  token: "hw_worker-token",
+  cwd: "/work/repo",
+  dir: mkdtempSync(join(root, `w${++n}-`)),
+  argv: ["/bin/agent", "--flag"],
+  env: { PATH: "/bin", ...env },
+});
+const json = (path: string) => JSON.parse(readFileSync(path, "utf8"));
+
+test("cli: the environment and the instructions, ready at once, no record of its own", () => {
+  const s = setup();
+  expect(cli.prepare(s)).toEqual({ argv: s.argv, env: { ...s.env, HERD_INSTRUCTIONS: INSTRUCTIONS } });
+  expect([cli.ready("", false), cli.lastAnswer(s.dir), cli.endsTurn(s.dir, { content: "x", typedDuring: null })]).toEqual([true, null, true]);
+});
+
+test("claude-code: first-run state settled, the herd MCP server with the worker's credential, the instructions, the Stop hook", () => {
+  const s = setup({ ANTHROPIC_API_KEY: "hk-workers-key-1234567890" });
+  const { argv, env } = claudeCode.prepare(s);
+  const config = env.CLAUDE_CONFIG_DIR!;
+  expect(json(join(config, ".claude.json"))).toMatchObject({
+    hasCompletedOnboarding: true,
+    projects: { "/work/repo": { hasTrustDialogAccepted: true } },
+  });
+  expect(json(join(config, ".claude.json")).customApiKeyResponses.approved).toEqual(["hk-workers-key-1234567890".slice(-20)]);
+  const settings = json(join(config, "settings.json"));
+  expect(settings.permissions.allow).toEqual(["mcp__herd"]);
+  expect(settings.hooks.Stop[0].hooks[0].command).toContain('"$HERD_URL/sessions/$HERD_SESSION_ID/reply"');
+  const mcpAt = argv.indexOf("--mcp-config") + 1;
+  expect(json(argv[mcpAt]!).mcpServers.herd).toMatchObject({ type: "http", url: "http://127.0.0.1:4000/mcp", headers: { authorization: "Bearer hw_worker-token" } });
+  expect(argv.slice(0, 2)).toEqual(s.argv);
+  expect(argv.at(-1)).toBe(INSTRUCTIONS);
+  expect(env).toMatchObject({ ANTHROPIC_API_KEY: "hk-workers-key-1234567890", HERD_TURN_FILE: turnFileOf(s.dir), DISABLE_AUTOUPDATER: "1" });
+});
+
+test("claude-code: an open herd (no herd key) gets the worker's credential as its key", () => {
+  expect(claudeCode.prepare(setup()).env.ANTHROPIC_API_KEY).toBe("hw_worker-token");
+});
+
+test("claude-code: ready at its input box once it has herd's tools, not at a dialog", () => {
+  const box = `${"─".repeat(40)}\n❯ \n${"─".repeat(40)}`;
+  expect([claudeCode.ready(box, true), claudeCode.ready(box, false), claudeCode.ready("Do you trust the files in this folder?\n❯ 1. Yes", true)]).toEqual([true, false, false]);
+});
+
+test("claude-code: the answer is the Stop hook's last message, else the transcript's text after the last typed prompt", () => {
+  const s = setup();
+  writeFileSync(turnFileOf(s.dir), JSON.stringify({ last_assistant_message: " the answer \n" }));
+  expect(claudeCode.lastAnswer(s.dir)).toBe("the answer");
+  const transcript = join(s.dir, "t.jsonl");
+  const lines = [
+    { type: "user", message: { role: "user", content: "first turn" } },
+    { type: "assistant", message: { content: [{ type: "text", text: "old answer" }] } },
+    { type: "user", message: { role: "user", content: "second turn" } },
+    { type: "assistant", message: { content: [{ type: "thinking", thinking: "" }, { type: "tool_use", name: "Bash" }] } },
+    { type: "user", message: { role: "user", content: [{ type: "tool_result", content: "ok" }] } },
+    { type: "assistant", message: { content: [{ type: "text", text: "new answer" }] } },
+  ];
+  writeFileSync(transcript, `${lines.map((l) => JSON.stringify(l)).join("\n")}\nnot json\n`);
+  writeFileSync(turnFileOf(s.dir), JSON.stringify({ transcript_path: transcript }));
+  expect(claudeCode.lastAnswer(s.dir)).toBe("new answer");
+  expect(lastAssistantText('{"type":"user","message":{"content":"q"}}')).toBeNull();
+});
+
+test("codex: herd as its Responses provider, the herd MCP server, AGENTS.md, notify as the turn-done hook, no daemon", () => {
+  const s = setup({ OPENAI_API_KEY: "hk-workers" });
+  const { argv, env } = codex.prepare(s);
+  const toml = readFileSync(join(env.CODEX_HOME!, "config.toml"), "utf8");
+  expect(toml).toContain('model_provider = "herd"');
+  expect(toml).toContain('base_url = "http://127.0.0.1:4000/v1"');
+  expect(toml).toContain('env_key = "HERD_MODEL_KEY"');
+  expect(toml).toContain('[mcp_servers.herd]\nurl = "http://127.0.0.1:4000/mcp"\nbearer_token_env_var = "HERD_TOKEN"');
+  expect(toml).toContain('[projects."/work/repo"]\ntrust_level = "trusted"');
+  expect(toml).toMatch(/^notify = \["\/bin\/sh", "-c", ".*HERD_TURN_FILE/m);
+  expect(readFileSync(join(env.CODEX_HOME!, "AGENTS.md"), "utf8")).toBe(`${INSTRUCTIONS}\n`);
+  expect(argv).toEqual([...s.argv, "--no-daemon"]);
+  expect(env).toMatchObject({ HERD_MODEL_KEY: "hk-workers", HERD_TURN_FILE: turnFileOf(s.dir) });
+  writeFileSync(turnFileOf(s.dir), JSON.stringify({ type: "agent-turn-complete", "last-assistant-message": "done it" }));
+  expect(codex.lastAnswer(s.dir)).toBe("done it");
+});
+
+test("claude-code: a Stop for the prompt it was on when the open turn was typed is late; one for a later prompt ends it", () => {
+  const s = setup();
+  const { env } = claudeCode.prepare(s);
+  expect(claudeCode.turnInProgress(s.dir)).toBeNull();
+  expect(claudeCode.endsTurn(s.dir, { content: "first", typedDuring: null })).toBe(true);
+  writeFileSync(env.HERD_PROMPT_FILE!, JSON.stringify({ prompt_id: "p1" })); // the UserPromptSubmit hook
+  const second = { content: "second", typedDuring: claudeCode.turnInProgress(s.dir) };
+  expect(second.typedDuring).toBe("p1");
+  writeFileSync(turnFileOf(s.dir), JSON.stringify({ prompt_id: "p1" })); // p1's Stop, after "second" was typed
+  expect(claudeCode.endsTurn(s.dir, second)).toBe(false);
+  writeFileSync(turnFileOf(s.dir), JSON.stringify({ prompt_id: "p2" }));
+  expect(claudeCode.endsTurn(s.dir, second)).toBe(true);
+});
+
+test("codex: a notify ends the open turn only when the turn's text is among its prompts", () => {
+  const s = setup();
+  codex.prepare(s);
+  writeFileSync(turnFileOf(s.dir), JSON.stringify({ "input-messages": ["first"] }));
+  expect(codex.endsTurn(s.dir, { content: "second\u0003 ", typedDuring: null })).toBe(false);
+  writeFileSync(turnFileOf(s.dir), JSON.stringify({ "input-messages": ["second␃"] }));
+  expect(codex.endsTurn(s.dir, { content: "second\u0003 ", typedDuring: null })).toBe(true);
+});

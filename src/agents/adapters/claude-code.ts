@@ -1,0 +1,93 @@
+// Claude Code as a worker. Its config dir (CLAUDE_CONFIG_DIR) is the worker's
+// own, with first-run state settled so the TUI opens straight on its prompt:
+// onboarding done, the herd key approved, the cwd trusted. The MCP server
+// "herd" (always loaded, its tools allowed) carries the worker's credential, the
+// fleet's instructions go into the system prompt, and a Stop hook tells herd the
+// moment a turn ends, so one that ended without fleet_reply is answered from
+// Claude Code's own record of the turn (the hook's input, its session
+// transcript under the config dir), not from the screen.
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type AgentAdapter, INSTRUCTIONS, readHookFile, TURN_DONE_CALL, turnFileOf } from "./adapter.ts";
+
+/** The Stop hook keeps what Claude Code hands it on stdin (the turn's last message, the transcript's path, the prompt's id), then tells herd. */
+const STOP_HOOK = `cat > "$HERD_TURN_FILE"; ${TURN_DONE_CALL}`;
+/** The UserPromptSubmit hook keeps the prompt Claude Code took: its id is the turn it is on. */
+const PROMPT_HOOK = `cat > "$HERD_PROMPT_FILE"`;
+const promptFileOf = (dir: string) => join(dir, "prompt.json");
+const idOf = (hookInput: Record<string, unknown> | null) => (typeof hookInput?.prompt_id === "string" ? hookInput.prompt_id : null);
+
+const configDirOf = (dir: string) => join(dir, "claude");
+
+const writeJson = (path: string, value: unknown) => writeFileSync(path, JSON.stringify(value, null, 2), { mode: 0o600 });
+
+export const claudeCode: AgentAdapter = {
+  // A turn typed while Claude Code is busy is queued, even folded into the running turn (same prompt id),
+  // whose Stop then comes first: a Stop for the prompt it was on when the open turn was typed is late.
+  turnInProgress: (dir) => idOf(readHookFile(promptFileOf(dir))),
+  endsTurn(dir, turn) {
+    const stopped = idOf(readHookFile(turnFileOf(dir)));
+    return stopped === null || stopped !== turn.typedDuring;
+  },
+  prepare({ herdUrl, token, cwd, dir, argv, env }) {
+    const configDir = configDirOf(dir);
+    mkdirSync(configDir, { recursive: true, mode: 0o700 });
+    // The herd key the profile names; an open herd takes any key, so the worker's own credential does.
+    const key = env.ANTHROPIC_API_KEY ?? token;
+    writeJson(join(configDir, ".claude.json"), {
+      hasCompletedOnboarding: true,
+      // Claude Code asks once about a key from the environment, remembering its last 20 characters.
+      customApiKeyResponses: { approved: [key.slice(-20)], rejected: [] },
+      projects: { [cwd]: { hasTrustDialogAccepted: true, hasCompletedProjectOnboarding: true } },
+    });
+    writeJson(join(configDir, "settings.json"), {
+      permissions: { allow: ["mcp__herd"] },
+      hooks: { Stop: [{ hooks: [{ type: "command", command: STOP_HOOK }] }], UserPromptSubmit: [{ hooks: [{ type: "command", command: PROMPT_HOOK }] }] },
+    });
+    const mcp = join(dir, "mcp.json");
+    writeJson(mcp, { mcpServers: { herd: { type: "http", url: `${herdUrl}/mcp`, headers: { authorization: `Bearer ${token}` }, alwaysLoad: true } } });
+    return {
+      argv: [...argv, "--mcp-config", mcp, "--append-system-prompt", INSTRUCTIONS],
+      env: {
+        ...env,
+        ANTHROPIC_API_KEY: key,
+        CLAUDE_CONFIG_DIR: configDir,
+        HERD_TURN_FILE: turnFileOf(dir),
+        HERD_PROMPT_FILE: promptFileOf(dir),
+        // Workers run on the herd's models: nothing goes to Anthropic's services.
+        DISABLE_AUTOUPDATER: "1",
+        DISABLE_TELEMETRY: "1",
+        DISABLE_ERROR_REPORTING: "1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+        CLAUDE_CODE_MODEL_CATALOG: "off",
+        CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL: "1",
+      },
+    };
+  },
+  // The input box (a rule, then the ❯ prompt; a dialog, trust or login, has none), once its MCP client
+  // has herd's tools: the box comes first, and a turn typed before has no fleet_reply.
+  ready: (screen, hasTools) => hasTools && /─{20,}\n❯/.test(screen),
+  // The Stop hook's input: the last message when this Claude Code gives it, else the session transcript (JSONL).
+  lastAnswer(dir) {
+    const done = readHookFile(turnFileOf(dir));
+    if (typeof done?.last_assistant_message === "string") return done.last_assistant_message.trim();
+    return typeof done?.transcript_path === "string" ? lastAssistantText(readFileSync(done.transcript_path, "utf8")) : null;
+  },
+};
+
+/** The text the assistant wrote since the last prompt a user typed (tool results are user entries too, with no text prompt). */
+export function lastAssistantText(jsonl: string): string | null {
+  const entries = jsonl.split("\n").flatMap((line) => {
+    try {
+      return [JSON.parse(line)];
+    } catch {
+      return [];
+    }
+  });
+  const prompt = entries.findLastIndex((e) => e.type === "user" && typeof e.message?.content === "string");
+  const texts = entries
+    .slice(prompt + 1)
+    .filter((e) => e.type === "assistant" && Array.isArray(e.message?.content))
+    .flatMap((e) => e.message.content.filter((b: any) => b.type === "text").map((b: any) => b.text as string));
+  return texts.length ? texts.join("\n").trim() : null;
+}

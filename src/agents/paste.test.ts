@@ -1,0 +1,8 @@
+import { expect, test } from "bun:test";
+import { pasteable } from "./paste.ts";
+
+test("control characters become their control pictures; text, newlines and tabs stay", () => {
+  expect(pasteable("a\u0003b\u0004c\u001b[201~d\u007f")).toBe("a␃b␄c␛[201~d␡");
+  expect(pasteable("line 1\r\nline 2\n\tend ✓")).toBe("line 1\nline 2\n\tend ✓");
+  expect(pasteable("\u0000\r")).toBe("␀␍");
+});

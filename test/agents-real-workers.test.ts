@@ -1,0 +1,125 @@
+// Claude Code and Codex themselves (the pinned binaries) as fleet workers, in
+// real tmux panes, on the herd's own models (a simulated node): herd's adapters
+// alone make them work (no hand-written config). A lead's turn over REST or MCP
+// is answered by the model calling fleet_reply over MCP; a turn that ends
+// without it is answered from Claude Code's own record, not its screen; a worker
+// may ask the lead mid-turn. The workers' proxy variables aim at a trap: nothing
+// may leave loopback. Every wait is bounded; the fleet stops it all.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { join } from "node:path";
+import { type SimNode, startSimOllama } from "../src/sim/index.ts";
+import { type Fleet, mcpClient, PRIMARY, startFleet } from "./agents-fleet.ts";
+import { BIN, startTrap, type Trap } from "./clients.ts";
+import { cleanupFile, eventually } from "./helpers.ts";
+
+setDefaultTimeout(90_000);
+
+let fleet: Fleet;
+let sim: SimNode;
+let trap: Trap;
+
+const PROXY_VARS = ["http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "no_proxy", "NO_PROXY"];
+
+afterAll(cleanupFile);
+afterAll(async () => {
+  await fleet?.stop();
+  await sim?.stop();
+});
+
+beforeAll(async () => {
+  // Claude Code asks for its large tier, where a model that calls tools (qwen3:8b) comes first; Codex's gpt-5-codex goes to the coder.
+  const models = ["qwen3:8b", "llama3.2:3b", "qwen2.5-coder:7b"];
+  sim = await startSimOllama({ id: "mac", models, loaded: models });
+  trap = await startTrap();
+  const proxies = Object.fromEntries(PROXY_VARS.map((n) => [n, n.toLowerCase() === "no_proxy" ? "127.0.0.1,localhost" : trap.url]));
+  const profile = (command: string, kind: string) => JSON.stringify({ command: join(BIN, command), kind, env: ["PATH", ...PROXY_VARS], clientKey: "workers", capacity: 2 });
+  const profiles = `claude: ${profile("claude", "claude-code")}, codex: ${profile("codex", "codex")},`;
+  fleet = await startFleet({ nodes: `nodes: [{ id: "mac", ollama: "${sim.url}" }],`, profiles, agents: "spawnTimeoutMs: 60000,", env: proxies });
+});
+
+const spawn = async (profile = "claude") => {
+  const r = await fleet.call("POST", "/members", { body: { profile } });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body as { sessionId: string; paneId: string };
+};
+const send = (id: string, body: Record<string, unknown>) => fleet.call("POST", `/sessions/${id}/message`, { body: { timeoutMs: 60_000, ...body } });
+const screen = async (paneId: string) => (await fleet.tmux(["capture-pane", "-p", "-t", `%${paneId.slice("pane-".length)}`])).out;
+
+describe("Claude Code as a worker", () => {
+  let w: { sessionId: string; paneId: string };
+
+  test("spawn answers 201 once its prompt is up (onboarding, key and trust settled by herd)", async () => {
+    w = await spawn();
+    expect(await screen(w.paneId)).toMatch(/─{20,}\n❯/);
+    expect((await fleet.call("GET", `/sessions/${w.sessionId}/status`)).body).toMatchObject({ state: "idle", ready: true });
+  });
+
+  test("a turn over REST: the model calls fleet_reply over MCP → 200 replySource reply with its answer", async () => {
+    const r = await send(w.sessionId, { content: 'Answer over the fleet.\nsim: call mcp__herd__fleet_reply {"content":"queues are FIFO"}' });
+    expect([r.status, r.body], await screen(w.paneId)).toEqual([200, { sessionId: w.sessionId, reply: "queues are FIFO", replySource: "reply" }]);
+  });
+
+  test("a turn that ends without fleet_reply: the Stop hook says so at once, the answer comes from the transcript, not the screen", async () => {
+    const r = await send(w.sessionId, { content: "Explain backpressure" });
+    expect([r.status, r.body.replySource], await screen(w.paneId)).toEqual([200, "transcript"]);
+    expect(r.body.reply).toContain("backpressure");
+    expect(r.body.reply).not.toMatch(/❯|esc to interrupt|shift\+tab|Claude Code v/);
+  });
+
+  test("a worker that asks mid-turn (fleet_ask): the lead gets the question, its answer reaches the model and comes back in the reply", async () => {
+    const content = 'sim: call mcp__herd__fleet_ask {"question":"Which branch?"}\nsim: call mcp__herd__fleet_reply {"content":"lead said {{tool_result}}"}';
+    const q = await send(w.sessionId, { content });
+    expect([q.status, q.body.status, q.body.question], await screen(w.paneId)).toEqual([202, "question", "Which branch?"]);
+    const r = await send(w.sessionId, { content: "release-7", turnId: q.body.turnId });
+    expect([r.status, r.body.replySource]).toEqual([200, "reply"]);
+    expect(r.body.reply).toStartWith("lead said ");
+    expect(r.body.reply).toContain("release-7");
+  });
+
+  test("a turn over MCP (fleet_send): the same 200 reply", async () => {
+    const lead = await mcpClient(fleet.url, PRIMARY);
+    try {
+      const r = await lead.tool("fleet_send", { target: w.sessionId, content: 'sim: call mcp__herd__fleet_reply {"content":"over MCP"}', timeoutMs: 60_000 });
+      expect([r.status, r.body]).toEqual([200, { sessionId: w.sessionId, reply: "over MCP", replySource: "reply" }]);
+    } finally {
+      await lead.close();
+    }
+  });
+
+  test("nothing left loopback; DELETE ends Claude Code and its pane", async () => {
+    expect(trap.seen).toEqual([]);
+    expect((await fleet.call("DELETE", `/members/${w.paneId}`)).status).toBe(204);
+    await eventually(async () => !(await fleet.tmux(["list-panes", "-a", "-F", "#{pane_id}"])).out.includes(`%${w.paneId.slice(5)}`), 10_000, "the pane to go");
+  });
+});
+
+describe("Codex as a worker", () => {
+  let w: { sessionId: string; paneId: string };
+
+  test("spawn answers 201 at its composer: no sign-in screen (an API-key provider at herd's Responses surface)", async () => {
+    w = await spawn("codex");
+    const shown = await screen(w.paneId);
+    expect(shown).toMatch(/^› /m);
+    expect(shown).not.toMatch(/sign in/i);
+  });
+
+  test("a turn over REST: the model calls fleet_reply over MCP → 200 replySource reply", async () => {
+    const r = await send(w.sessionId, { content: 'sim: call fleet_reply {"content":"from codex"}' });
+    expect([r.status, r.body], await screen(w.paneId)).toEqual([200, { sessionId: w.sessionId, reply: "from codex", replySource: "reply" }]);
+  });
+
+  test("a turn that ends without fleet_reply: the notify hook says so, the answer is Codex's last message, not its screen", async () => {
+    const r = await send(w.sessionId, { content: "Explain backpressure" });
+    expect([r.status, r.body.replySource], await screen(w.paneId)).toEqual([200, "transcript"]);
+    expect(r.body.reply).toContain("backpressure");
+    expect(r.body.reply).not.toMatch(/›|for shortcuts|OpenAI Codex|Worked for/);
+  });
+
+  test("nothing left loopback but its announcement tip; DELETE leaves no Codex process behind (no detached app-server daemon)", async () => {
+    // The TUI fetches its announcement tip from github at every start, whatever its config says (tooltips::announcement::prewarm).
+    expect(trap.seen.filter((line) => line !== "CONNECT raw.githubusercontent.com:443 HTTP/1.1")).toEqual([]);
+    expect((await fleet.call("DELETE", `/members/${w.paneId}`)).status).toBe(204);
+    const left = () => Bun.spawnSync(["pgrep", "-f", `${fleet.dir}/data/workers`]).stdout.toString().trim();
+    await eventually(async () => left() === "", 10_000, "every process run from the worker's folder to end");
+  });
+});
