@@ -71,8 +71,8 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
     // From here the relay follows the client (its stream's cancel) and the deadline (its own listener).
     dispatching.release();
   }
-  // The node's slot now holds this prompt (whether the answer ends well or not: it was evaluated).
-  rt.affinity.served(req.session?.key, routed.nodeId, routed.servedModel);
+  // The node's slot now holds this prompt (however the answer ends: it was evaluated), unless the node refused it.
+  if (routed.call.status < 400) rt.affinity.served(req.session?.key, routed.nodeId, routed.servedModel);
   let finished = false;
   const finish: Finish = (status, done, error) => {
     if (finished) return;
