@@ -4,7 +4,8 @@
 //   overhead  latency, throughput and CPU herd adds in front of one node (HERD_BENCH_BEFORE=<an older herd
 //             binary>: measured in the same rounds, so a change is compared with what came before it)
 //   client    Bun's fetch, undici's Pool and herd's own HTTP/1.1 client as herd's upstream client
-//   routing   seeded mixed workloads (agent sessions among them) through each routing.strategy, on two fleets of unlike Macs
+//   routing   seeded mixed workloads (agent sessions among them) through each routing.strategy (and finish-time without
+//             session affinity), on two fleets of unlike Macs (HERD_BENCH_SEEDS=5,6: only those seeds)
 //   load      1,000 concurrent streaming clients for 60 s through herd: errors, added latency, memory, CPU
 // Loopback only; every process it starts, it stops. Prints a Markdown section for docs/benchmarks.md.
 import { cpus, totalmem } from "node:os";

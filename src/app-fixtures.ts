@@ -16,6 +16,7 @@ import { Pulls } from "./fleet/pulls.ts";
 import { Queues } from "./fleet/queues.ts";
 import { Registry } from "./fleet/registry.ts";
 import { RepairStats } from "./fleet/repair-stats.ts";
+import { SessionAffinity } from "./fleet/affinity.ts";
 import { Speeds } from "./fleet/speeds.ts";
 import { ClientGate } from "./router/client-gate.ts";
 import { Toggles } from "./router/toggles.ts";
@@ -42,6 +43,7 @@ export async function idleSources(raw: Record<string, unknown> = {}): Promise<Ap
     warmer: new Warmer(async () => 0),
     toolRepairs: new RepairStats(),
     speeds: new Speeds((id) => registry.bandwidthGbps(id)),
+    affinity: new SessionAffinity(),
     modelFacts: new ModelFacts(registry),
     toggles: new Toggles(),
     benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => "", credentials: () => ({}), readLines: async function* () {} }),

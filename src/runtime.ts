@@ -24,6 +24,7 @@ import { startIdleShrink } from "./core/idle-shrink.ts";
 import { RepairStats } from "./fleet/repair-stats.ts";
 import { Toggles } from "./router/toggles.ts";
 import { diskBytes, Registry } from "./fleet/registry.ts";
+import { SessionAffinity } from "./fleet/affinity.ts";
 import { Speeds } from "./fleet/speeds.ts";
 import { RouteError, UserError } from "./errors.ts";
 import { log } from "./log.ts";
@@ -49,6 +50,8 @@ export interface Runtime {
   toolRepairs: RepairStats;
   /** How fast each node:model runs, learned from the answers and loads (kept in the store). */
   speeds: Speeds;
+  /** Which node served each session's last turn (routing.sessionAffinity). */
+  affinity: SessionAffinity;
   /** What a node's /api/show says of each model: capabilities (thinking, tools, vision, …) and trained context. */
   modelFacts: ModelFacts;
   /** Runtime flips of features.autoPull / vramFallback (POST /dashboard/api/settings). */
@@ -100,6 +103,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     warmer: new Warmer(loadModel, (nodeId, model, loadNs) => speeds.observe(nodeId, model, { loadNs }, diskBytes(registry.get(nodeId), model))),
     toolRepairs: new RepairStats(),
     speeds,
+    affinity: new SessionAffinity(),
     modelFacts: new ModelFacts(registry),
     toggles: new Toggles(),
     benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => rt.url, credentials: internalHeaders, readLines: (body, idleMs) => readLines(body.getReader(), { ...lineLimits(live.config), idleMs }) }),

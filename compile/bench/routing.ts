@@ -10,10 +10,21 @@ import { type Outcome, replay } from "./replay.ts";
 import { percentile, pct, secs, sorted } from "./stats.ts";
 import { AGENT_REPLY_TOKENS, DURATION_MS, type Job, RARE_MODEL, SEEDS, workload } from "./workload.ts";
 
-const STRATEGIES = ["finish-time", "score", "round-robin", "least-connections"] as const;
+/** Each routing setup compared: every strategy, and finish-time without session affinity (what affinity gains agents). */
+const SETUPS = [
+  { name: "finish-time", routing: { strategy: "finish-time" } },
+  { name: "finish-time, no affinity", routing: { strategy: "finish-time", sessionAffinity: false } },
+  { name: "score", routing: { strategy: "score" } },
+  { name: "round-robin", routing: { strategy: "round-robin" } },
+  { name: "least-connections", routing: { strategy: "least-connections" } },
+] as const satisfies readonly { name: string; routing: HerdConfig["routing"] }[];
+type Setup = (typeof SETUPS)[number];
+
+/** HERD_BENCH_SEEDS=5,6: only those seeds (a quicker look); all of them by default. */
+const seeds = (): number[] => process.env.HERD_BENCH_SEEDS?.split(",").map(Number) ?? SEEDS;
 
 export interface StrategyRun {
-  strategy: (typeof STRATEGIES)[number];
+  strategy: Setup["name"];
   fleet: BenchFleet;
   seed: number;
   outcomes: Outcome[];
@@ -27,17 +38,18 @@ export interface StrategyRun {
 // replay is light (simulated nodes mostly wait out their token schedules), and one after another they would take many minutes.
 export async function compareStrategies(bin: string): Promise<StrategyRun[]> {
   const runs: StrategyRun[] = [];
-  for (const seed of SEEDS) {
+  for (const seed of seeds()) {
     const jobs = workload(seed);
-    runs.push(...(await Promise.all(FLEETS.flatMap((fleet) => STRATEGIES.map((strategy) => runStrategy(bin, fleet, strategy, seed, jobs))))));
+    runs.push(...(await Promise.all(FLEETS.flatMap((fleet) => SETUPS.map((setup) => runStrategy(bin, fleet, setup, seed, jobs))))));
   }
   return runs;
 }
 
-async function runStrategy(bin: string, bench: BenchFleet, strategy: StrategyRun["strategy"], seed: number, jobs: Job[]): Promise<StrategyRun> {
+async function runStrategy(bin: string, bench: BenchFleet, setup: Setup, seed: number, jobs: Job[]): Promise<StrategyRun> {
+  const strategy = setup.name;
   const fleet = await startFleet(bench);
   // VRAM fallback off: the comparison is about where a model runs, not which model answers.
-  const config: HerdConfig = { nodes: fleet.nodes, routing: { strategy }, features: { vramFallback: false } };
+  const config: HerdConfig = { nodes: fleet.nodes, routing: setup.routing, features: { vramFallback: false } };
   const herd = await startHerd(bin, config).catch(async (e) => {
     await fleet.stop();
     throw e;
@@ -69,10 +81,10 @@ async function seesFleet(url: string, bench: BenchFleet): Promise<void> {
 }
 
 export function routingMarkdown(runs: StrategyRun[]): string {
-  const jobs = workload(SEEDS[0]!);
+  const jobs = workload(seeds()[0]!);
   const kinds = [...new Set(jobs.map((j) => j.kind))];
   const fleets = FLEETS.map((f) => fleetMarkdown(f, runs.filter((r) => r.fleet === f), kinds)).join("\n\n");
-  const mixes = SEEDS.map((seed) => {
+  const mixes = seeds().map((seed) => {
     const js = workload(seed);
     const turns = js.reduce((n, j) => n + 1 + (j.session?.next.length ?? 0), 0);
     return `seed ${seed}: ${turns} requests (${kinds.map((k) => `${js.filter((j) => j.kind === k).length} ${k}`).join(", ")})`;
@@ -80,7 +92,7 @@ export function routingMarkdown(runs: StrategyRun[]): string {
   return `### Routing quality
 
 Seeded open-loop workloads of ${DURATION_MS / 1000} s, Poisson arrivals per stream (${mixes.join("; ")}), replayed through herd once per
-\`routing.strategy\` on each of two fleets, every run on a fresh fleet and a fresh router (features.vramFallback off, so every request
+\`routing.strategy\` (and once more with finish-time and \`routing.sessionAffinity: false\`) on each of two fleets, every run on a fresh fleet and a fresh router (features.vramFallback off, so every request
 gets the model it asked for). All runs of one seed go side by side; the seeds one after another. The streams: chat and bursts of 10–20
 chats to a small model, code (a file excerpt to the 32B coder), 7b (generate), embed, switch (someone trying another model for a few
 turns), rare (a 12 GB model, ${RARE_MODEL}, no node has loaded at start, asked every 8 s or so), long (a 1,000–2,500 word document),
@@ -136,5 +148,42 @@ p95 latency by stream, in seconds:
 
 | strategy | seed | ${kinds.join(" | ")} |
 |---|---|${kinds.map(() => "---").join("|")}|
-${perKind.join("\n")}`;
+${perKind.join("\n")}
+
+${targetsMarkdown(runs)}`;
+}
+
+/**
+ * The issue's targets per seed: finish-time against the point scorer (p95 ≤ 0.75×, p99 ≤ 0.9×, no more cold loads),
+ * and the agent turns' TTFT with affinity against without (−50%).
+ */
+function targetsMarkdown(runs: StrategyRun[]): string {
+  const latency = (r: StrategyRun) => sorted(r.outcomes.filter((o) => o.ok).map((o) => o.latencyMs));
+  // The later turns of agent sessions: what a KV cache can speed up.
+  const laterTurns = (r: StrategyRun) => r.outcomes.filter((o) => o.ok && o.job.kind === "agent" && o.turn > 0);
+  const agentTtft = (r: StrategyRun) => sorted(laterTurns(r).map((o) => o.firstTokenMs));
+  // Of those, the share served by the node of the session's turn before (where its KV cache may still hold the
+  // conversation): replay lists a session's turns one after another.
+  const stayed = (r: StrategyRun) => {
+    const later = r.outcomes.flatMap((o, i) => (o.ok && o.job.kind === "agent" && o.turn > 0 ? [o.node === r.outcomes[i - 1]!.node] : []));
+    return pct(later.filter(Boolean).length, later.length);
+  };
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const loads = (r: StrategyRun) => Object.values(r.loads).reduce((a, b) => a + b, 0);
+  const ratio = (a: number, b: number) => (Number.isFinite(a / b) ? `${(a / b).toFixed(2)}×` : "–");
+  const rows = [...new Set(runs.map((r) => r.seed))].flatMap((seed) => {
+    const of = (name: StrategyRun["strategy"]) => runs.find((r) => r.seed === seed && r.strategy === name);
+    const [ft, score, solo] = [of("finish-time"), of("score"), of("finish-time, no affinity")];
+    if (!ft || !score || !solo) return [];
+    const [l, s] = [latency(ft), latency(score)];
+    const [with_, without] = [agentTtft(ft), agentTtft(solo)];
+    return [
+      `| ${seed} | ${ratio(percentile(l, 0.95), percentile(s, 0.95))} | ${ratio(percentile(l, 0.99), percentile(s, 0.99))} | ${loads(ft)} / ${loads(score)} | ${ratio(percentile(with_, 0.5), percentile(without, 0.5))} | ${ratio(mean(with_), mean(without))} | ${stayed(ft)} / ${stayed(solo)} |`,
+    ];
+  });
+  return `Against the targets (finish-time ÷ score: p95 ≤ 0.75×, p99 ≤ 0.9×, cold loads no more; the TTFT of agent sessions' later turns, with ÷ without affinity, ≤ 0.5×):
+
+| seed | p95 ÷ score | p99 ÷ score | cold loads (finish-time / score) | agent later turns' TTFT p50, with ÷ without affinity | their mean, with ÷ without | later turns on their last turn's node, with / without |
+|---|---|---|---|---|---|---|
+${rows.join("\n")}`;
 }

@@ -173,6 +173,7 @@ export const herdConfigSchema = v.strictObject({
       v.picklist(["finish-time", "score", "round-robin", "least-connections"], 'expected "finish-time", "score", "round-robin" or "least-connections"'),
       "finish-time",
     ),
+    sessionAffinity: v.optional(v.boolean(), true),
     maxRetries: v.optional(count, 2),
     clientMaxInFlight: v.optional(count, 0),
     clientRetryAfterSeconds: v.optional(count, 2),

@@ -246,6 +246,12 @@ export interface RoutingConfig {
    * signals in `scoring`; "round-robin" and "least-connections" ignore them and exist for comparison.
    */
   strategy?: "finish-time" | "score" | "round-robin" | "least-connections";
+  /**
+   * With "finish-time": a later turn of a session (an agent's conversation) counts the prompt its last turn's node
+   * likely still holds in its KV cache as nearly free to prefill there, so it stays on that node unless the wait
+   * there costs more than the prefill saved. Default true.
+   */
+  sessionAffinity?: boolean;
   /** Other nodes tried when one fails before its first byte. Default 2. */
   maxRetries?: number;
   /** Requests one client may have in flight; 0 = unlimited. Default 0. */

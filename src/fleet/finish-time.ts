@@ -38,6 +38,8 @@ export type FinishBreakdown = {
   evict_ms: number;
   prefill_ms: number;
   decode_ms: number;
+  /** The prompt tokens taken to be cached there (session affinity), not in ms; absent when none. */
+  cached_tokens?: number;
 };
 
 export interface Estimated<C> {
@@ -78,6 +80,7 @@ export function estimateFinish(c: FinishCandidate, req: FinishRequest): Estimate
     evict_ms: evictions * EVICT_MS,
     prefill_ms: round(prefillMs(req.promptTokens - c.cachedPrefixTokens)),
     decode_ms: round(decodeMs(req.outputTokens)),
+    ...(c.cachedPrefixTokens > 0 ? { cached_tokens: c.cachedPrefixTokens } : {}),
   };
   const ms = round(breakdown.wait_ms + breakdown.load_ms + breakdown.evict_ms + breakdown.prefill_ms + breakdown.decode_ms);
   return { candidate: c, ms, breakdown };

@@ -11,6 +11,7 @@ import { RouteError } from "../errors.ts";
 import type { ModelFacts } from "../fleet/model-facts.ts";
 import type { NodeOrdering } from "../fleet/ordering.ts";
 import type { Pulls } from "../fleet/pulls.ts";
+import type { SessionAffinity } from "../fleet/affinity.ts";
 import type { Queues } from "../fleet/queues.ts";
 import { diskBytes, type Registry } from "../fleet/registry.ts";
 import type { Speeds } from "../fleet/speeds.ts";
@@ -46,6 +47,8 @@ export interface Pipeline {
   speeds: Pick<Speeds, "observe" | "predict" | "typicalReply">;
   /** What a node says of a model: its trained context (context fitting) and whether it thinks. */
   modelFacts: Pick<ModelFacts, "canThink" | "contextLength">;
+  /** Where each session's last turn ran: routing's guess of which node still holds its prompt cached. */
+  affinity: Pick<SessionAffinity, "holder" | "served">;
   /** Aborted when a stop's grace period runs out: what is still waiting or streaming ends with an error. */
   shutdown: AbortController;
 }
@@ -67,7 +70,7 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
   let routed: Routed;
   const dispatching = eitherSignal(req.signal, limit.signal);
   try {
-    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, speeds: rt.speeds, config: rt.toggles.apply(rt.live.config), grant: meta.caller }, req, dispatching.signal);
+    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, speeds: rt.speeds, affinity: rt.affinity, config: rt.toggles.apply(rt.live.config), grant: meta.caller }, req, dispatching.signal);
   } catch (e) {
     limit.release();
     leave(rt.clients, meta);
@@ -78,6 +81,8 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
     // From here the relay follows the client (its stream's cancel) and the deadline (its own listener).
     dispatching.release();
   }
+  // The node's slot now holds this prompt (however the answer ends: it was evaluated), unless the node refused it.
+  if (routed.call.status < 400) rt.affinity.served(req.session?.key, routed.nodeId, routed.servedModel);
   let finished = false;
   const finish: Finish = (status, done, error) => {
     if (finished) return;
@@ -90,7 +95,7 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
     row.prompt_tokens = usage?.promptTokens ?? null;
     row.completion_tokens = usage?.completionTokens ?? null;
     rt.traces.record(row);
-    if (usage) rt.speeds.observe(routed.nodeId, routed.servedModel, timed(usage, row, req.stream ?? false), diskBytes(rt.registry.get(routed.nodeId), routed.servedModel));
+    if (usage) rt.speeds.observe(routed.nodeId, routed.servedModel, learnable(timed(usage, row, req.stream ?? false), routed), diskBytes(rt.registry.get(routed.nodeId), routed.servedModel));
   };
   // Whatever goes wrong from here, the node's slot and the client's place are given back.
   try {
@@ -143,6 +148,18 @@ async function answer(rt: Pipeline, req: InferenceRequest, encoder: Encoder, rou
     status: routed.call.status,
     headers: { "content-type": encoder.contentType, ...fleetHeaders(requested, routed, routed.retries), ...budget },
   });
+}
+
+/**
+ * What the answer tells of the node's speed. After a KV-cache hit, Ollama's prompt_eval_count is still the whole
+ * prompt while prompt_eval_duration covers only the part not cached, so their ratio would overstate the node's
+ * prefill rate, and every later estimate of a cold prompt there. Subtracting the cached part is not sound: it is
+ * a guess (the slot may have been taken after all, and the estimate counts tokens roughly), and a wrong guess
+ * would skew the rate the other way. So a request affinity took to be cached teaches no prefill rate; its decode
+ * and load still count.
+ */
+function learnable(usage: Usage, routed: Routed): Usage {
+  return routed.cachedPromptTokens > 0 ? { ...usage, promptTokens: undefined, promptNs: undefined } : usage;
 }
 
 /**

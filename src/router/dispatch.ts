@@ -76,7 +76,15 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
     if (!scores.has(model)) scores.set(model, scoreNodes(nodes, (id) => queues.view(id, model), { model, promptTokens: req.promptTokens }, config.scoring).ranked);
     return scores.get(model)!;
   };
-  const rank = (model: string): Ranked[] => (config.routing.strategy === "finish-time" ? byFinishTime(deps, nodes, score(model), req) : score(model));
+  const cached = new Map<string, (nodeId: string) => number>();
+  const cachedOn = (model: string) => {
+    if (!cached.has(model)) cached.set(model, cachedPrompt(deps, nodes, req, model));
+    return cached.get(model)!;
+  };
+  const rank = (model: string): Ranked[] => {
+    if (config.routing.strategy !== "finish-time") return score(model);
+    return byFinishTime(deps, nodes, score(model), req, config.routing.sessionAffinity ? cachedOn(model) : undefined);
+  };
   if (config.features.vramFallback && !req.strict) {
     const standIn = vramSubstitute(requested, score(requested), nodes, req.needs, (m) => deps.grant?.mayServe(m) ?? true);
     if (standIn) models.unshift(standIn);
@@ -110,10 +118,26 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
         contextOverflow: contextRaised ? null : candidate.contextOverflow,
         thinkingBudget,
         adjustments: notes,
+        // Known whether affinity steered the choice or not: what the node learns of its prefill rate depends on it.
+        cachedPromptTokens: cachedOn(model)(candidate.nodeId),
       };
     },
     exhausted: ({ failures, excluded }) => unroutable(registry, nodes, models, failures, excluded),
   });
+}
+
+/**
+ * Per node, the prompt tokens it likely still holds cached for this request of `model`: the session's last turn,
+ * on the node that served it, while that node keeps the model and the slot (fleet/affinity.ts); 0 elsewhere.
+ */
+function cachedPrompt({ affinity, registry, queues }: RouterDeps, nodes: NodeView[], req: InferenceRequest, model: string): (nodeId: string) => number {
+  const session = req.session;
+  if (!session || session.cachedTokens <= 0) return () => 0;
+  // Loaded as the last report says, or running a request of it now (a report may lag behind a load).
+  const resident = (id: string) => Boolean(nodes.find((n) => n.id === id)?.loadedByKey.has(modelKey(model))) || queues.view(id, model).inFlight > 0;
+  const holder = affinity.holder(session.key, model, (id) => registry.parallel(id), resident);
+  const tokens = Math.min(session.cachedTokens, req.promptTokens);
+  return (nodeId) => (nodeId === holder ? tokens : 0);
 }
 
 /** Each model's nodes in the routing order, lazily: a fallback model is ranked (and takes its round-robin turn) only once the ones before it failed. */

@@ -1,4 +1,4 @@
-import { expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { Queues } from "../fleet/queues.ts";
 import { type NodeView, scoreNodes } from "../fleet/scorer.ts";
 import { nodeView, quietly, testFleet } from "../fleet/test-fixtures.ts";
@@ -13,10 +13,10 @@ const speeds = (typical: number | null = null) => ({
 });
 const chat = (numPredict?: number) => ({ kind: "chat" as const, promptTokens: 500, options: numPredict === undefined ? {} : { num_predict: numPredict } });
 
-function rank(nodes: NodeView[], req = chat(), typical: number | null = null, queues = new Queues()) {
+function rank(nodes: NodeView[], req: Parameters<typeof byFinishTime>[3] = chat(), typical: number | null = null, queues = new Queues(), cached?: (nodeId: string) => number) {
   const { registry, config } = testFleet(nodes.map((n) => ({ id: n.id, parallel: 2 })));
   const scored = scoreNodes(nodes, (id) => queues.view(id, MODEL), { model: MODEL, promptTokens: req.promptTokens }, config.scoring).ranked;
-  return quietly(() => byFinishTime({ registry, queues, speeds: speeds(typical) }, nodes, scored, req));
+  return quietly(() => byFinishTime({ registry, queues, speeds: speeds(typical) }, nodes, scored, req, cached));
 }
 
 const cold = (id: string, over: Partial<NodeView> = {}) => nodeView(id, { available: [{ name: MODEL, sizeGb: 20 }], ...over });
@@ -50,4 +50,28 @@ test("a node:model with a request running counts as resident (loaded or loading)
   const queues = new Queues();
   await queues.acquire("a", MODEL, 2, 1000);
   expect(rank([cold("a")], chat(), null, queues)[0]!.breakdown.load_ms).toBe(0);
+});
+
+describe("session affinity", () => {
+  const hot = (id: string) => nodeView(id, { available: [{ name: MODEL, sizeGb: 5 }], loaded: [{ name: MODEL, sizeGb: 5, contextLength: 8192 }] });
+  // A later agent turn: 6,000 prompt tokens, 5,000 of them cached on "last" (the node of the session's last turn).
+  const turn = { kind: "chat" as const, promptTokens: 6000, options: { num_predict: 100 } };
+  const onLast = (id: string) => (id === "last" ? 5000 : 0);
+
+  test("the node holding the prefix wins when the prefill saved outweighs its wait, and says so in the breakdown", async () => {
+    const queues = new Queues();
+    await queues.acquire("last", MODEL, 2, 1000); // one of its two slots busy: no wait
+    const [first] = rank([hot("other"), hot("last")], turn, 100, queues, onLast);
+    expect(first).toMatchObject({ nodeId: "last", breakdown: { wait_ms: 0, prefill_ms: 1000, cached_tokens: 5000 } });
+    // Without affinity the idle node wins.
+    expect(rank([hot("other"), hot("last")], turn, 100, queues)[0]!.nodeId).toBe("other");
+  });
+
+  test("but not when its queue is long: the wait costs more than the prefill saved", async () => {
+    const queues = new Queues();
+    for (let i = 0; i < 4; i++) void queues.acquire("last", MODEL, 2, 60_000);
+    const ranked = rank([hot("other"), hot("last")], turn, 100, queues, onLast);
+    expect(ranked.map((c) => c.nodeId)).toEqual(["other", "last"]);
+    expect(ranked[0]!.breakdown.cached_tokens).toBeUndefined();
+  });
 });

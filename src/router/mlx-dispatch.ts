@@ -64,6 +64,7 @@ export async function dispatchMlx(deps: RouterDeps, req: InferenceRequest, model
         contextOverflow: null,
         thinkingBudget: null,
         adjustments: [],
+        cachedPromptTokens: 0,
       };
     },
     exhausted({ failures, excluded, full }) {

@@ -3,6 +3,7 @@
 import type { KeyGrant } from "../core/client-key.ts";
 import type { OllamaCall } from "../backends/ollama.ts";
 import type { Config } from "../config/schema.ts";
+import type { SessionAffinity } from "../fleet/affinity.ts";
 import type { NodeOrdering } from "../fleet/ordering.ts";
 import type { Pulls } from "../fleet/pulls.ts";
 import type { Queues } from "../fleet/queues.ts";
@@ -20,6 +21,8 @@ export interface Routed extends Answered {
   contextOverflow: Scored["contextOverflow"];
   thinkingBudget: Adjusted["thinkingBudget"];
   adjustments: string[];
+  /** Prompt tokens session affinity takes the serving node to hold cached for this request (0: none). */
+  cachedPromptTokens: number;
 }
 
 export interface RouterDeps {
@@ -31,4 +34,6 @@ export interface RouterDeps {
   grant: KeyGrant | null;
   /** What the finish-time strategy predicts from. */
   speeds: Pick<Speeds, "predict" | "typicalReply">;
+  /** Which node served each session's last turn, and whether it likely still holds the prompt. */
+  affinity: Pick<SessionAffinity, "holder">;
 }
