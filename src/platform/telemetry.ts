@@ -75,7 +75,6 @@ export interface TelemetryDeps {
   dataDir: string;
   /** When in the UTC day yesterday's roll-up is sent, in ms after midnight. */
   sendAtMs: number;
-  now?: () => number;
 }
 
 export class Telemetry {
@@ -84,6 +83,8 @@ export class Telemetry {
   private retryAt = 0;
   private running: Promise<void> | null = null;
   private timer: ReturnType<typeof setInterval> | null = null;
+  /** Ends a send in flight when the router stops, rather than holding the stop for the send's timeout. */
+  private readonly stopping = new AbortController();
 
   constructor(private readonly deps: TelemetryDeps) {}
 
@@ -94,6 +95,7 @@ export class Telemetry {
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    this.stopping.abort();
     await this.running;
   }
 
@@ -105,11 +107,11 @@ export class Telemetry {
 
   private async sendDue(): Promise<void> {
     const { platform, live, store, dataDir, sendAtMs } = this.deps;
-    const now = (this.deps.now ?? Date.now)();
+    const now = Date.now();
     const { localSummary: enabled, includeTags } = live.config.telemetry;
     const connection = enabled ? platform.connection() : null;
     const day = dayDue(now, sendAtMs);
-    if (!connection || !day || now < this.retryAt) return;
+    if (!connection || !day || now < this.retryAt || this.stopping.signal.aborted) return;
     const last = readTelemetryFile(dataDir).last_sent_day;
     if (last !== null && last >= day) return;
     const body = JSON.stringify(localSummary(day, connection.node_id, dayUsage(store, day), includeTags));
@@ -118,7 +120,7 @@ export class Telemetry {
         method: "POST",
         headers: { "content-type": "application/json", "x-herd-node-signature": sign(null, Buffer.from(body), platform.keys().private_key).toString("base64") },
         body,
-        signal: AbortSignal.timeout(30_000),
+        signal: AbortSignal.any([AbortSignal.timeout(30_000), this.stopping.signal]),
       });
       if (!res.ok && res.status !== 409) throw new Error(`the platform answered ${res.status}`);
       writeTelemetryFile(dataDir, { last_sent_day: day });
