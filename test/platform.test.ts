@@ -45,11 +45,10 @@ function standIn() {
 type Platform = ReturnType<typeof standIn>;
 
 /** A router without nodes whose platform is `platform`; `dataDir` kept across restarts. */
-async function router(platform: Platform | string, telemetry = "", dataDir = join(tmpDir(), "data")) {
+async function router(platform: Platform, telemetry = "", dataDir = join(tmpDir(), "data"), more = "") {
   const dir = tmpDir();
   const file = join(dir, "herd.config.ts");
-  const url = typeof platform === "string" ? platform : platform.url;
-  writeFileSync(file, `export default { platform: { url: "${url}" }, telemetry: { ${telemetry} } };\n`);
+  writeFileSync(file, `export default { platform: { url: "${platform.url}" }, telemetry: { ${telemetry} }, ${more} };\n`);
   const r = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir], {
     env: { HERD_TELEMETRY_SEND_AT_MS: "0" },
   });
@@ -73,6 +72,17 @@ describe("the platform connection", () => {
       features: { telemetry_local_summary: false, telemetry_include_tags: false, p2p_serve: false },
       error: null,
     });
+    expect(platform.received).toEqual([]);
+  });
+
+  test("admin routes: with an admin token set, neither the status nor a connect without it", async () => {
+    const platform = standIn();
+    const { url } = await router(platform, "", undefined, `auth: { adminToken: "admin-secret-1234567890" }`);
+    expect((await fetch(`${url}/api/platform/status`)).status).toBe(401);
+    expect((await connect(url)).status).toBe(401);
+    expect((await post(url, "/api/platform/disconnect")).status).toBe(401);
+    const res = await fetch(`${url}/api/platform/status`, { headers: { authorization: "Bearer admin-secret-1234567890" } });
+    expect([res.status, ((await res.json()) as { state: string }).state]).toEqual([200, "not_connected"]);
     expect(platform.received).toEqual([]);
   });
 
