@@ -11,6 +11,7 @@ import { BenchmarkRunner } from "./fleet/benchmark.ts";
 import { ModelFacts } from "./fleet/model-facts.ts";
 import { NodeOrdering } from "./fleet/ordering.ts";
 import { Pins } from "./fleet/pins.ts";
+import { Platform } from "./platform/connection.ts";
 import { Warmer } from "./fleet/preloader.ts";
 import { Pulls } from "./fleet/pulls.ts";
 import { Queues } from "./fleet/queues.ts";
@@ -48,6 +49,9 @@ export async function idleSources(raw: Record<string, unknown> = {}): Promise<Ap
     toggles: new Toggles(),
     benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => "", credentials: () => ({}), readLines: async function* () {} }),
     agents: new AgentFleet(live, () => "", new WorkerRoster(store)),
+    // Reads the config's data dir only when asked; an idle app is never connected to it.
+    platform: new Platform(live.config.server.dataDir, store),
+    telemetry: { check: async () => {}, lastError: null },
     shutdown: new AbortController(),
     startedAt: Date.now(),
     ready: true,

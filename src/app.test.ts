@@ -93,6 +93,9 @@ GET /tasks/:ticket own json herd
 POST /mcp own json herd
 GET /mcp own json herd
 DELETE /mcp own json herd
+GET /api/platform/status admin json herd
+POST /api/platform/connect admin json herd
+POST /api/platform/disconnect admin json herd
 `;
 
 /** The app over idle sources with the default config (open mode). */

@@ -20,6 +20,7 @@ import { openaiSurface } from "./surfaces/openai.ts";
 import { pullSurface } from "./surfaces/pull.ts";
 import { modelManagementSurface } from "./surfaces/model-management.ts";
 import { pinsSurface } from "./surfaces/pins.ts";
+import { platformSurface } from "./surfaces/platform.ts";
 import { responsesSurface } from "./surfaces/responses.ts";
 import { settingsSurface } from "./surfaces/settings.ts";
 import { transcriptionSurface } from "./surfaces/transcription.ts";
@@ -44,7 +45,8 @@ export type AppSources = Parameters<typeof authGuard>[0] &
   Parameters<typeof transcriptionSurface>[0] &
   Parameters<typeof modelManagementSurface>[0] &
   Parameters<typeof agentsSurface>[0] &
-  Parameters<typeof mcpSurface>[0];
+  Parameters<typeof mcpSurface>[0] &
+  Parameters<typeof platformSurface>[0];
 
 const CLOSE = { Connection: "close" };
 
@@ -96,7 +98,8 @@ export function buildApp(rt: AppSources) {
     .use(transcriptionSurface(rt))
     .use(modelManagementSurface(rt))
     .use(agentsSurface(rt))
-    .use(mcpSurface(rt));
+    .use(mcpSurface(rt))
+    .use(platformSurface(rt));
   // Every surface is in: the guard, the body limits and the error writer look each route up here.
   routes.read(app.routes);
   return app;

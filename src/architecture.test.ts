@@ -17,7 +17,7 @@ const LAYERS: [name: string, files: RegExp][] = [
   ["backends: calling nodes", /^src\/backends\//],
   ["router and pipeline: resolving, planning, attempting, relaying, tracing a request", /^src\/(router|pipeline)\//],
   ["admission: the guard, client keys, route facts, body limits", /^src\/auth\//],
-  ["surfaces, agents, dashboard: the HTTP faces", /^src\/(surfaces|agents|dashboard)\//],
+  ["surfaces, agents, dashboard, platform: the HTTP faces, and the platform connection", /^src\/(surfaces|agents|dashboard|platform)\//],
   ["composition: the app, the runtime, and the app's idle sources for tests", /^src\/(app|app-fixtures|runtime)\.ts$/],
   ["programs: the CLI, commands, node agent, simulator", /^src\/(cli\.ts$|commands\/|node\/|sim\/)/],
 ];

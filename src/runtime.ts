@@ -17,6 +17,8 @@ import { startPreloader, Warmer } from "./fleet/preloader.ts";
 import { startRebalancer } from "./fleet/rebalancer.ts";
 import { NodeOrdering } from "./fleet/ordering.ts";
 import { Pins } from "./fleet/pins.ts";
+import { Platform } from "./platform/connection.ts";
+import { defaultSendAtMs, Telemetry } from "./platform/telemetry.ts";
 import { Pulls } from "./fleet/pulls.ts";
 import { Queues } from "./fleet/queues.ts";
 import { ClientGate } from "./router/client-gate.ts";
@@ -59,6 +61,9 @@ export interface Runtime {
   benchmarks: BenchmarkRunner;
   /** The agent fleet: coding-agent workers in tmux panes (docs/agents.md). */
   agents: AgentFleet;
+  /** The opt-in platform connection (docs/platform.md) and its daily usage roll-up. */
+  platform: Platform;
+  telemetry: Telemetry;
   /**
    * Aborted when a stop's grace period (server.shutdownGraceMs) runs out: answers still streaming end
    * with an error in their own format, requests no node has answered yet get a 503.
@@ -90,6 +95,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   const registry = new Registry(live.config, store);
   const queues = new Queues();
   const speeds = new Speeds((id) => registry.bandwidthGbps(id), readSpeeds(store));
+  const platform = new Platform(dataDir, store);
   const rt: Runtime = {
     live,
     registry,
@@ -108,6 +114,8 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     toggles: new Toggles(),
     benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => rt.url, credentials: internalHeaders, readLines: (body, idleMs) => readLines(body.getReader(), { ...lineLimits(live.config), idleMs }) }),
     agents: new AgentFleet(live, () => rt.url, new WorkerRoster(store)),
+    platform,
+    telemetry: new Telemetry({ platform, live, store, dataDir, sendAtMs: telemetrySendAt() }),
     shutdown: new AbortController(),
     url: "",
     startedAt: Date.now(),
@@ -136,6 +144,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   const speedSaver = startSpeedSaver(speeds, store);
   const idleShrink = startIdleShrink();
   await rt.agents.start(boundPort);
+  rt.telemetry.start();
   rt.ready = true;
 
   return {
@@ -150,6 +159,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
       idleShrink.stop();
       rebalancer.stop();
       await rt.benchmarks.cancel(); // before the store closes under it
+      await rt.telemetry.stop(); // a roll-up being read or sent, too
       await rt.agents.close(); // ends the workers and their panes; a send still waiting answers "failed"
       await drain(app, server, rt);
       await rt.traces.close();
@@ -157,6 +167,15 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
       store.close();
     },
   };
+}
+
+/**
+ * When yesterday's usage roll-up is sent, in ms after 00:00 UTC: 00:05 plus a jitter, or HERD_TELEMETRY_SEND_AT_MS
+ * (tests set 0: a router started any time of day sends yesterday's at once, if not sent yet).
+ */
+function telemetrySendAt(): number {
+  const set = process.env.HERD_TELEMETRY_SEND_AT_MS;
+  return set && Number.isFinite(Number(set)) ? Number(set) : defaultSendAtMs();
 }
 
 /** How long answers cut at the end of the grace period get to send their error before the last connections close. */

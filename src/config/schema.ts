@@ -228,6 +228,9 @@ export const herdConfigSchema = v.strictObject({
     threshold: v.optional(count, 3),
     minAvailability: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1)), 0.6),
   }),
+  platform: section({
+    url: v.optional(httpUrl, "https://gotomy.ai"),
+  }),
   telemetry: section({
     localSummary: v.optional(v.boolean(), false),
     includeTags: v.optional(v.boolean(), false),

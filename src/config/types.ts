@@ -26,6 +26,8 @@ export interface HerdConfig {
   preloader?: PreloaderConfig;
   rebalancer?: RebalancerConfig;
   preWarm?: PreWarmConfig;
+  /** The coordination platform a node may connect to (POST /api/platform/connect). */
+  platform?: PlatformConfig;
   telemetry?: TelemetryConfig;
   /** What the SQLite store keeps. */
   store?: StoreConfig;
@@ -342,6 +344,11 @@ export interface RebalancerConfig {
 export interface PreWarmConfig {
   threshold?: number;
   minAvailability?: number;
+}
+
+export interface PlatformConfig {
+  /** Where the platform is, when a connect request names none. Default "https://gotomy.ai". */
+  url?: string;
 }
 
 export interface TelemetryConfig {

@@ -1,0 +1,130 @@
+// The node's opt-in connection to a coordination platform (seed 000, "Platform
+// Connection"; docs/platform.md). Connecting registers the node and sends only
+// the operator token, the node's Ed25519 public key, a benchmark result and the
+// node name (and the region, when the operator gives one); nothing else leaves
+// the machine. Disconnecting forgets the connection, keeps the key pair, and
+// tells the platform nothing.
+import { generateKeyPairSync } from "node:crypto";
+import { hostname } from "node:os";
+import type { Database } from "bun:sqlite";
+import { listRuns } from "../store/benchmarks.ts";
+import { type Connection, type NodeKeys, readPlatformFile, writePlatformFile } from "../store/platform-state.ts";
+
+/** The error codes of POST /api/platform/connect, with their statuses (seed 000). */
+export const CONNECT_ERRORS = {
+  invalid_token: 400,
+  registration_failed: 400,
+  platform_unreachable: 502,
+  internal_error: 500,
+} as const;
+
+export const TOKEN_SHAPE = "operator_token: expected a token starting with herd_";
+
+export type ConnectErrorCode = keyof typeof CONNECT_ERRORS;
+
+export class ConnectError extends Error {
+  constructor(
+    readonly code: ConnectErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface ConnectAsk {
+  operator_token: string;
+  platform_url: string;
+  node_name?: string;
+  region?: string;
+}
+
+/** Where a platform registers a node. */
+export const REGISTER_PATH = "/api/nodes/register";
+/** How long the platform gets to answer a registration. */
+const REGISTER_TIMEOUT_MS = 15_000;
+
+export class Platform {
+  constructor(
+    private readonly dataDir: string,
+    private readonly store: Database,
+  ) {}
+
+  connection(): Connection | null {
+    return readPlatformFile(this.dataDir).connection;
+  }
+
+  /** The node's key pair, made the first time it is needed and kept from then on. */
+  keys(): NodeKeys {
+    const state = readPlatformFile(this.dataDir);
+    if (state.keys) return state.keys;
+    const pair = generateKeyPairSync("ed25519", {
+      publicKeyEncoding: { type: "spki", format: "pem" },
+      privateKeyEncoding: { type: "pkcs8", format: "pem" },
+    });
+    const keys = { public_key: pair.publicKey, private_key: pair.privateKey };
+    writePlatformFile(this.dataDir, { ...state, keys });
+    return keys;
+  }
+
+  async connect(ask: ConnectAsk): Promise<Connection> {
+    if (!ask.operator_token.startsWith("herd_")) throw new ConnectError("invalid_token", TOKEN_SHAPE);
+    const body: Record<string, unknown> = {
+      operator_token: ask.operator_token,
+      public_key: this.keys().public_key,
+      benchmark: this.benchmark(),
+      node_name: ask.node_name ?? hostname(),
+    };
+    if (ask.region !== undefined) body.region = ask.region;
+    const registered = await register(ask.platform_url, body);
+    const connection: Connection = { ...registered, platform_url: ask.platform_url, connected_at: new Date().toISOString().replace(/\.\d+Z$/, "Z") };
+    writePlatformFile(this.dataDir, { ...readPlatformFile(this.dataDir), connection });
+    return connection;
+  }
+
+  /** Idempotent: forgetting a connection there is none of is no error. */
+  disconnect(): void {
+    const state = readPlatformFile(this.dataDir);
+    if (state.connection) writePlatformFile(this.dataDir, { ...state, connection: null });
+  }
+
+  /** The newest benchmark run's throughput: the platform's hint of this node's hardware class; null before any run. */
+  private benchmark() {
+    const run = listRuns(this.store, 1)[0];
+    if (!run) return null;
+    return { tokens_per_sec: run.tokens_per_sec, requests_per_sec: run.requests_per_sec, latency_p50_ms: run.latency_p50_ms, timestamp: run.timestamp };
+  }
+}
+
+type Registered = Pick<Connection, "node_id" | "user_email" | "user_display_name">;
+
+async function register(platformUrl: string, body: Record<string, unknown>): Promise<Registered> {
+  let res: Response;
+  try {
+    res = await fetch(new URL(REGISTER_PATH, platformUrl), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(REGISTER_TIMEOUT_MS),
+    });
+  } catch (e) {
+    throw new ConnectError("platform_unreachable", `cannot reach the platform at ${platformUrl}: ${(e as Error).message}`);
+  }
+  if (res.status >= 500) throw new ConnectError("platform_unreachable", `the platform at ${platformUrl} answered ${res.status}`);
+  if (res.status === 401 || res.status === 403) throw new ConnectError("invalid_token", `the platform rejected the operator token (${res.status})`);
+  if (!res.ok) throw new ConnectError("registration_failed", `the platform refused the registration (${res.status}): ${await reason(res)}`);
+  const answer = (await res.json().catch(() => null)) as Record<string, unknown> | null;
+  if (typeof answer?.node_id !== "string" || !answer.node_id) throw new ConnectError("registration_failed", "the platform's answer named no node_id");
+  const text = (field: string) => (typeof answer[field] === "string" ? (answer[field] as string) : null);
+  return { node_id: answer.node_id, user_email: text("user_email"), user_display_name: text("user_display_name") };
+}
+
+/** The platform's own words, if it gave any, cut short: they end up in an answer and a log. */
+async function reason(res: Response): Promise<string> {
+  const text = await res.text().catch(() => "");
+  try {
+    const parsed = JSON.parse(text) as { error?: unknown; detail?: unknown };
+    const said = parsed.error ?? parsed.detail;
+    if (typeof said === "string") return said.slice(0, 200);
+  } catch {}
+  return text.slice(0, 200) || "no reason given";
+}

@@ -1,0 +1,20 @@
+import { expect, test } from "bun:test";
+import { VERSION } from "../version.ts";
+import { dayDue, localSummary } from "./telemetry.ts";
+
+const DAY = Date.parse("2026-04-20T00:00:00Z");
+const FIVE_PAST = 5 * 60_000;
+
+test("yesterday is due once today's UTC clock is past the send time, not before", () => {
+  expect(dayDue(DAY + FIVE_PAST - 1, FIVE_PAST)).toBeNull();
+  expect(dayDue(DAY + FIVE_PAST, FIVE_PAST)).toBe("2026-04-19");
+  expect(dayDue(DAY + 86_400_000 - 1, FIVE_PAST)).toBe("2026-04-19");
+  expect(dayDue(DAY, 0)).toBe("2026-04-19");
+});
+
+test("the roll-up carries the whitelisted fields only; tags only when asked", () => {
+  const usage = [{ model: "m", requests: 2, prompt_tokens: 3, completion_tokens: 4, avg_latency_ms: 5, p95_latency_ms: 6, requests_by_tag: { a: 1 } }];
+  const entry = { model: "m", local_requests: 2, local_prompt_tokens: 3, local_completion_tokens: 4, p2p_served_requests: 0, p2p_served_tokens: 0, avg_latency_ms: 5, p95_latency_ms: 6 };
+  expect(localSummary("2026-04-19", "n", usage, false)).toStrictEqual({ day: "2026-04-19", node_id: "n", agent_version: VERSION, entries: [entry] });
+  expect(localSummary("2026-04-19", "n", usage, true).entries).toStrictEqual([{ ...entry, request_count_by_tag: { a: 1 } }]);
+});
