@@ -3,7 +3,7 @@
 // is sent: the error codes of connect, the key pair kept in a 0600 file across
 // restarts and disconnects, and exactly the whitelisted fields leaving the node.
 import { afterAll, describe, expect, test } from "bun:test";
-import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { STORE_FILE, openStore } from "../src/store/db.ts";
@@ -72,6 +72,20 @@ describe("the platform connection", () => {
       features: { telemetry_local_summary: false, telemetry_include_tags: false, p2p_serve: false },
       error: null,
     });
+    expect(platform.received).toEqual([]);
+  });
+
+  test("a platform.json that is not JSON: the status says so (not a 500), disconnect still answers 200, nothing is sent", async () => {
+    const platform = standIn();
+    const dataDir = join(tmpDir(), "data");
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(join(dataDir, "platform.json"), "{ not json");
+    const { url } = await router(platform, "localSummary: true", dataDir);
+    const shown = await status(url);
+    expect(shown.state).toBe("not_connected");
+    expect(shown.error).toContain("platform.json in the data dir cannot be read");
+    expect((await post(url, "/api/platform/disconnect")).status).toBe(200);
+    expect(readFileSync(join(dataDir, "platform.json"), "utf8")).toBe("{ not json");
     expect(platform.received).toEqual([]);
   });
 

@@ -8,7 +8,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { hostname } from "node:os";
 import type { Database } from "bun:sqlite";
 import { listRuns } from "../store/benchmarks.ts";
-import { type Connection, type NodeKeys, readPlatformFile, writePlatformFile } from "../store/platform-state.ts";
+import { type Connection, type NodeKeys, PLATFORM_FILE, readPlatformFile, writePlatformFile } from "../store/platform-state.ts";
 
 /** The error codes of POST /api/platform/connect, with their statuses (seed 000). */
 export const CONNECT_ERRORS = {
@@ -49,8 +49,18 @@ export class Platform {
     private readonly store: Database,
   ) {}
 
+  /** Why platform.json cannot be read, when it cannot: until it is fixed or removed, the node counts as not connected and sends nothing. */
+  problem: string | null = null;
+
   connection(): Connection | null {
-    return readPlatformFile(this.dataDir).connection;
+    try {
+      const { connection } = readPlatformFile(this.dataDir);
+      this.problem = null;
+      return connection;
+    } catch (e) {
+      this.problem = `${PLATFORM_FILE} in the data dir cannot be read (${(e as Error).message}); fix or remove it (it holds this node's key pair), then connect again`;
+      return null;
+    }
   }
 
   /** The node's key pair, made the first time it is needed and kept from then on. */
@@ -83,8 +93,8 @@ export class Platform {
 
   /** Idempotent: forgetting a connection there is none of is no error. */
   disconnect(): void {
-    const state = readPlatformFile(this.dataDir);
-    if (state.connection) writePlatformFile(this.dataDir, { ...state, connection: null });
+    // An unreadable file is left for the operator (it may still hold the key); the node sends nothing while it is.
+    if (this.connection()) writePlatformFile(this.dataDir, { ...readPlatformFile(this.dataDir), connection: null });
   }
 
   /** The newest benchmark run's throughput: the platform's hint of this node's hardware class; null before any run. */

@@ -34,7 +34,7 @@ export function platformSurface(rt: PlatformSources) {
           connected_at: connection.connected_at,
         },
         features: { telemetry_local_summary: telemetry.localSummary, telemetry_include_tags: telemetry.includeTags, p2p_serve: false },
-        error: connection ? rt.telemetry.lastError : null,
+        error: rt.platform.problem ?? (connection ? rt.telemetry.lastError : null),
       };
     }, { facts: FACTS })
     .post("/api/platform/connect", async ({ request }) => {
