@@ -100,7 +100,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
       const loadedContext = nodes.find((n) => n.id === candidate.nodeId)?.loadedByKey.get(modelKey(model))?.contextLength;
       const { options, thinkingBudget, notes, contextRaised } = adjustOptions(req, model, { loadedContext, promptTokens: req.kind === "embed" ? null : req.promptTokens }, config.features.contextProtection);
       const call = await callOllama(registry.ollamaUrl(registry.get(candidate.nodeId)!)!, req.path, JSON.stringify(ollamaBody(req, model, options)), {
-        firstByteMs: Math.max(1, Math.round(leftMs)),
+        firstByteMs: Math.max(1, Math.ceil(leftMs)), // up: a first attempt names the whole budget, not a millisecond less
         lines: lineLimits(config),
         signal,
       });
