@@ -34,6 +34,10 @@ import { TraceWriter } from "./store/traces.ts";
 import { knownModel } from "./fleet/catalog.ts";
 import { within } from "./within.ts";
 
+// The OTLP exporter is an entrypoint of its own in the compiled binary (compile/build.ts), as the trace worker is, so a
+// binary without telemetry.otlp never even reads its code; a specifier the bundler cannot follow keeps it out of the main bundle.
+const OTLP_EXPORT = import.meta.url.includes("/$bunfs/") ? "./pipeline/otlp.ts" : new URL("./pipeline/otlp.ts", import.meta.url).href;
+
 export interface Runtime {
   live: LiveConfig;
   registry: Registry;
@@ -126,6 +130,9 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   const server = app.server!;
   const boundPort = server.port!;
   rt.url = `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${boundPort}`;
+  // Imported only when configured: without telemetry.otlp no OpenTelemetry code is ever loaded.
+  const otlpConfig = live.config.telemetry.otlp;
+  const otlp = otlpConfig ? ((await import(OTLP_EXPORT)) as typeof import("./pipeline/otlp.ts")).startOtlp(otlpConfig, rt) : null;
   const poller = startPoller(rt.registry, live, probeOllama);
   const preloader = startPreloader(rt);
   const rebalancer = startRebalancer(rt.registry, rt.queues, () => live.config);
@@ -149,6 +156,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
       await rt.agents.close(); // ends the workers and their panes; a send still waiting answers "failed"
       await drain(app, server, rt);
       await rt.traces.close();
+      await otlp?.stop(); // after the traces: their last rows' spans go out too
       speedSaver.stop(); // saves what the last answers taught
       store.close();
     },
@@ -193,6 +201,7 @@ function recordConfig(rt: Runtime): void {
     const [a, b] = [previous.config.server, next.config.server];
     if (a.host !== b.host || a.port !== b.port) log.warn(`server.host/port changed to ${b.host}:${b.port}; restart herd to listen there`);
     if (a.dataDir !== b.dataDir) log.warn(`server.dataDir changed to ${b.dataDir}; restart herd to use it`);
+    if (JSON.stringify(previous.config.telemetry.otlp) !== JSON.stringify(next.config.telemetry.otlp)) log.warn("telemetry.otlp changed; restart herd to export with it");
   });
   rt.live.onError((error) => insert(false, error.hash, error.message));
 }
