@@ -84,14 +84,15 @@ describe("telemetry.otlp", () => {
     }, 5000, "the request's spans");
     const root = spans.find((s) => s.name === "herd.request")!;
     expect(root.parentSpanId ?? "").toBe("");
-    expect(root.attrs).toMatchObject({ "herd.status": "completed", "herd.model.requested": "llama3.2:3b", "herd.model.served": "llama3.2:3b", "herd.node": "good", "herd.surface": "ollama", "herd.retries": 1 });
-    expect(Number(root.attrs["herd.tokens.completion"])).toBeGreaterThan(0);
+    expect(root.attrs).toMatchObject({ "herd.status": "completed", "gen_ai.request.model": "llama3.2:3b", "gen_ai.response.model": "llama3.2:3b", "herd.node": "good", "herd.surface": "ollama", "herd.retries": 1 });
+    expect(Number(root.attrs["gen_ai.usage.output_tokens"])).toBeGreaterThan(0);
+    expect(root.kind).toBe(2); // SERVER; an attempt is a CLIENT's call
     expect(root.resource.attributes).toContainEqual({ key: "service.name", value: { stringValue: "herd-test" } });
     const children = spans.filter((s) => s.parentSpanId === root.spanId).map((s) => s.name);
     expect(children.sort()).toEqual(["herd.admit", "herd.relay", "herd.route"]);
     const routeSpan = spans.find((s) => s.name === "herd.route")!;
     const attempts = spans.filter((s) => s.name === "herd.attempt").sort((a, b) => a.attrs["herd.retry"] - b.attrs["herd.retry"]);
-    expect(attempts.every((a) => a.parentSpanId === routeSpan.spanId && a.traceId === root.traceId)).toBe(true);
+    expect(attempts.every((a) => a.parentSpanId === routeSpan.spanId && a.traceId === root.traceId && a.kind === 3)).toBe(true);
     expect(attempts.map((a) => [a.attrs["herd.node"], a.attrs["herd.retry"], a.attrs["herd.outcome"]])).toEqual([
       ["bad", 0, "failed"],
       ["good", 1, "served"],

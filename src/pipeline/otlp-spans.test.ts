@@ -41,7 +41,8 @@ test("a served request: admit, route with each attempt, relay from the first byt
     ["herd.attempt", 2, 1_000_000, 1_000_030],
     ["herd.relay", 0, 1_000_030, 1_000_100],
   ]);
-  expect(spans[0]!.attributes).toMatchObject({ "herd.model.requested": "alias", "herd.model.served": "m", "herd.node": "good", "herd.tokens.completion": 9 });
+  expect(spans[0]!.attributes).toMatchObject({ "gen_ai.request.model": "alias", "gen_ai.response.model": "m", "herd.node": "good", "gen_ai.usage.output_tokens": 9 });
+  expect(spans.map((s) => s.kind)).toEqual(["server", "internal", "internal", "client", "client", "internal"]);
   expect(spans[3]!.attributes).toEqual({ "herd.node": "bad", "herd.retry": 0, "herd.outcome": "failed" });
   expect(spans.every((s) => s.error === null || s.name === "herd.attempt")).toBe(true);
   // No null attribute (OTLP has none), and neither the client's address nor its tags leave herd.

@@ -1,7 +1,7 @@
 // OTLP export (telemetry.otlp): each request's spans and herd's key figures, sent over OTLP/HTTP JSON to a
 // collector. Loaded by the runtime only when configured (a dynamic import), so without it no OpenTelemetry code is
 // ever evaluated: start-up, idle memory and the request path stay as they are.
-import { context, type Span, SpanStatusCode, trace } from "@opentelemetry/api";
+import { context, type Span, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
@@ -29,6 +29,8 @@ export interface OtlpExport {
   stop(): Promise<void>;
 }
 
+const KINDS = { server: SpanKind.SERVER, client: SpanKind.CLIENT, internal: SpanKind.INTERNAL };
+
 export function startOtlp(config: OtlpConfig, rt: OtlpSources): OtlpExport {
   const base = config.endpoint.replace(/\/+$/, "");
   const headers = Object.fromEntries(Object.entries(config.headers).map(([name, secret]) => [name, secret.value ?? ""]));
@@ -45,7 +47,7 @@ export function startOtlp(config: OtlpConfig, rt: OtlpSources): OtlpExport {
         const made: Span[] = [];
         for (const p of planned) {
           const parent = p.parent === null ? context.active() : trace.setSpan(context.active(), made[p.parent]!);
-          const span = tracer.startSpan(p.name, { startTime: p.start, attributes: p.attributes, root: p.parent === null }, parent);
+          const span = tracer.startSpan(p.name, { kind: KINDS[p.kind], startTime: p.start, attributes: p.attributes, root: p.parent === null }, parent);
           if (p.error) span.setStatus({ code: SpanStatusCode.ERROR, message: p.error });
           made.push(span);
         }
