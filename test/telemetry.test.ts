@@ -45,15 +45,17 @@ async function routerWith(telemetry: string) {
   const dir = tmpDir();
   const file = join(dir, "herd.config.ts");
   const entries = nodes.map((n) => JSON.stringify({ id: n.id, ollama: n.url }));
-  writeFileSync(
-    file,
-    `export default { nodes: [${entries.join(", ")}], heartbeat: { intervalMs: 30000, timeoutMs: 60000, offlineMs: 120000 }, telemetry: ${telemetry.replace("COLLECTOR", collector.url)} };\n`,
-  );
+  const configure = (telemetry: string) =>
+    writeFileSync(
+      file,
+      `export default { nodes: [${entries.join(", ")}], heartbeat: { intervalMs: 30000, timeoutMs: 60000, offlineMs: 120000 }, telemetry: ${telemetry.replace("COLLECTOR", collector.url)} };\n`,
+    );
+  configure(telemetry);
   const router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")], {
     env: { OTLP_TEST_KEY: "s3cret-value" },
   });
   await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.every((n: any) => n.status === "online"), 3000, "all nodes online");
-  return { router, collector, nodes };
+  return { router, collector, nodes, configure };
 }
 
 const chat = (url: string) =>
@@ -122,6 +124,25 @@ describe("telemetry.otlp", () => {
     await Bun.sleep(500);
     await router.stop();
     expect(collector.received).toEqual([]);
+  }, 30000);
+
+  test("a reload starts the export, and a later one stops it", async () => {
+    const { router, collector, configure } = await routerWith(`{}`);
+    configure(`{ otlp: { endpoint: "COLLECTOR", intervalMs: 100 } }`);
+    await router.waitFor(/config reloaded/);
+    // The exporter starts as the reload is applied: a request or two may come before it.
+    await eventually(async () => {
+      await (await chat(router.url)).text();
+      return spansIn(collector.received).some((s) => s.name === "herd.request");
+    }, 5000, "spans after the reload");
+    configure(`{}`);
+    await eventually(async () => (router.output().match(/config reloaded/g) ?? []).length >= 2, 5000, "the second reload");
+    await Bun.sleep(300); // the old export sends what it still holds
+    const before = collector.received.length;
+    await (await chat(router.url)).text();
+    await Bun.sleep(500);
+    expect(collector.received.length).toBe(before);
+    await router.stop();
   }, 30000);
 
   test("a bad endpoint is refused at start, naming the field", async () => {
