@@ -7,6 +7,8 @@
 //   routing   seeded mixed workloads (agent sessions among them) through each routing.strategy (and finish-time without
 //             session affinity), on two fleets of unlike Macs (HERD_BENCH_SEEDS=5,6: only those seeds)
 //   load      1,000 concurrent streaming clients for 60 s through herd: errors, added latency, memory, CPU
+//   telemetry time to ready, idle memory and CPU per request without and with OTLP export (telemetry.otlp),
+//             and of HERD_BENCH_BEFORE's binary when given (off must cost what it did before)
 // Loopback only; every process it starts, it stops. Prints a Markdown section for docs/benchmarks.md.
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
@@ -19,9 +21,10 @@ import { loadMarkdown, measureLoad } from "./bench/load.ts";
 import { MODEL } from "./bench/matrix.ts";
 import { measureOverhead, overheadMarkdown } from "./bench/overhead.ts";
 import { compareStrategies, routingMarkdown } from "./bench/routing.ts";
+import { measureTelemetry, telemetryMarkdown } from "./bench/telemetry.ts";
 import { HOST_TARGET } from "./build.ts";
 
-const SECTIONS = ["binary", "overhead", "client", "routing", "load"];
+const SECTIONS = ["binary", "overhead", "client", "routing", "load", "telemetry"];
 const asked = process.argv.slice(2);
 const unknown = asked.filter((s) => !SECTIONS.includes(s));
 if (unknown.length) throw new Error(`unknown section(s) ${unknown.join(", ")}; choose from ${SECTIONS.join(", ")}`);
@@ -48,6 +51,7 @@ try {
     }
   }
   if (runs("client")) out.push(clientsMarkdown(await compareClients(sim.url)));
+  if (runs("telemetry")) out.push(telemetryMarkdown(await measureTelemetry(bin, oneNode, process.env.HERD_BENCH_BEFORE)));
 } finally {
   await sim.stop();
 }

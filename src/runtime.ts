@@ -10,6 +10,8 @@ import { lineLimits, readLines } from "./backends/lines.ts";
 import { loadModel, probeOllama } from "./backends/ollama.ts";
 import { serverBodyCap } from "./auth/limits.ts";
 import type { LiveConfig } from "./config/live.ts";
+import type { Config } from "./config/schema.ts";
+import type { OtlpExport } from "./pipeline/otlp.ts";
 import { BenchmarkRunner } from "./fleet/benchmark.ts";
 import { ModelFacts } from "./fleet/model-facts.ts";
 import { startPoller } from "./fleet/poller.ts";
@@ -36,6 +38,10 @@ import { readSpeeds, startSpeedSaver } from "./store/speeds.ts";
 import { TraceWriter } from "./store/traces.ts";
 import { knownModel } from "./fleet/catalog.ts";
 import { within } from "./within.ts";
+
+// The OTLP exporter is an entrypoint of its own in the compiled binary (compile/build.ts), as the trace worker is, so a
+// binary without telemetry.otlp never even reads its code; a specifier the bundler cannot follow keeps it out of the main bundle.
+const OTLP_EXPORT = import.meta.url.includes("/$bunfs/") ? "./pipeline/otlp.ts" : new URL("./pipeline/otlp.ts", import.meta.url).href;
 
 export interface Runtime {
   live: LiveConfig;
@@ -138,6 +144,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   const server = app.server!;
   const boundPort = server.port!;
   rt.url = `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${boundPort}`;
+  const otlp = await followOtlp(rt);
   const poller = startPoller(rt.registry, live, probeOllama);
   const preloader = startPreloader(rt);
   const rebalancer = startRebalancer(rt.registry, rt.queues, () => live.config);
@@ -163,6 +170,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
       await rt.agents.close(); // ends the workers and their panes; a send still waiting answers "failed"
       await drain(app, server, rt);
       await rt.traces.close();
+      await otlp.stop(); // after the traces: their last rows' spans go out too
       speedSaver.stop(); // saves what the last answers taught
       store.close();
     },
@@ -176,6 +184,40 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
 function telemetrySendAt(): number {
   const set = process.env.HERD_TELEMETRY_SEND_AT_MS;
   return set && Number.isFinite(Number(set)) ? Number(set) : defaultSendAtMs();
+}
+
+/**
+ * telemetry.otlp's export, following the config: started, replaced or stopped when a reload changes it. The exporter
+ * is imported only once configured: without telemetry.otlp no OpenTelemetry code is ever loaded.
+ */
+async function followOtlp(rt: Runtime): Promise<{ stop(): Promise<void> }> {
+  const start = async (config: Config["telemetry"]["otlp"]): Promise<OtlpExport | null> => {
+    if (!config) return null;
+    try {
+      return ((await import(OTLP_EXPORT)) as typeof import("./pipeline/otlp.ts")).startOtlp(config, rt);
+    } catch (e) {
+      log.error(`cannot start the OTLP export (telemetry.otlp): ${(e as Error).message}`);
+      return null;
+    }
+  };
+  // Its header values resolved: a secret's new value is a change too, though the config prints it masked.
+  const shape = (config: Config) => {
+    const otlp = config.telemetry.otlp;
+    return JSON.stringify(otlp && { ...otlp, headers: Object.entries(otlp.headers).map(([name, secret]) => [name, secret.value]) });
+  };
+  let running = start(rt.live.config.telemetry.otlp);
+  await running; // before the router is ready: the first request's spans go out too
+  const unsubscribe = rt.live.onChange((next, previous) => {
+    if (shape(next.config) === shape(previous.config)) return;
+    // One after the other: the old export sends what it holds before the new one starts.
+    running = running.then((old) => old?.stop()).then(() => start(next.config.telemetry.otlp));
+  });
+  return {
+    async stop() {
+      unsubscribe();
+      await (await running)?.stop();
+    },
+  };
 }
 
 /** How long answers cut at the end of the grace period get to send their error before the last connections close. */

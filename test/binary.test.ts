@@ -112,4 +112,30 @@ describe(`the ${HOST_TARGET} binary, alone in an empty folder`, () => {
     expect(traces.map((t: any) => [t.model, t.status])).toEqual([["nowhere:1b", "failed"]]);
     expect(await second.stop()).toBe(0);
   });
+
+  test("exports a request's spans over OTLP from inside the binary (the exporter is an entrypoint of its own), the last ones at its stop", async () => {
+    const paths: string[] = [];
+    const names: string[] = [];
+    const collector = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(req) {
+        paths.push(new URL(req.url).pathname);
+        const text = await req.text();
+        names.push(...[...text.matchAll(/"name":"(herd\.[a-z.]+)"/g)].map((m) => m[1]!));
+        return Response.json({});
+      },
+    });
+    try {
+      writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [], telemetry: { otlp: { endpoint: "http://127.0.0.1:${collector.port}", intervalMs: 60000 } } };\n`);
+      const router = await startRouterProcess(["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", "otlp-data"], { bin, cwd: dir });
+      expect((await fetch(`${router.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: "nowhere:1b" }) })).status).toBe(404);
+      expect(await router.stop()).toBe(0);
+      expect(paths).toContain("/v1/traces");
+      expect(paths).toContain("/v1/metrics");
+      expect(names).toEqual(expect.arrayContaining(["herd.request", "herd.admit", "herd.route", "herd.requests"]));
+    } finally {
+      await collector.stop(true);
+    }
+  });
 });

@@ -88,6 +88,8 @@ for (const [name, paths] of [["with client keys", WITH_CLIENTS], ["without clien
         auth: { clients: paths.some((p) => p[1] === "clients") ? [{ name: "app" }] : [] },
         agents: { profiles: { worker: { command: "true" } } },
         heartbeat: { intervalMs: 200, timeoutMs: 700, offlineMs: 1400 },
+        // Exports go to a closed loopback port: a failed export must not show its header either.
+        telemetry: { otlp: { endpoint: "http://127.0.0.1:9", headers: { "x-api-key": "" }, intervalMs: 100 } },
       };
       const sentinels = new Map<string, string>();
       for (const path of paths) {

@@ -68,7 +68,7 @@ describe("GET /dashboard/api/settings", () => {
     expect(c.anthropic).toMatchObject({ auto_route: true, max_prompt_tokens: 180000, vision_model: null, api_key: "••••" });
     expect(c.mlx).toMatchObject({ max_queue_depth: 10 });
     expect(c.preloader).toEqual({ enabled: true, max_count: 3 });
-    expect(c.telemetry).toEqual({ local_summary: false, include_tags: false });
+    expect(c.telemetry).toEqual({ local_summary: false, include_tags: false, otlp_endpoint: null, otlp_headers: null, otlp_service_name: null, otlp_traces: null, otlp_metrics: null, otlp_interval_ms: null });
     expect(c.model_map).toEqual({ "claude-*": "llama3.2:3b" });
     expect(c.pins).toEqual({});
 

@@ -234,6 +234,16 @@ export const herdConfigSchema = v.strictObject({
   telemetry: section({
     localSummary: v.optional(v.boolean(), false),
     includeTags: v.optional(v.boolean(), false),
+    otlp: v.optional(
+      v.strictObject({
+        endpoint: httpUrl,
+        headers: v.optional(v.record(v.pipe(v.string(), v.regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, "expected an HTTP header name")), secretSchema), {}),
+        serviceName: v.optional(name, "herd"),
+        traces: v.optional(v.boolean(), true),
+        metrics: v.optional(v.boolean(), true),
+        intervalMs: v.optional(v.pipe(ms, v.minValue(100, "expected at least 100 ms")), 10000),
+      }),
+    ),
   }),
   store: section({
     traces: section({

@@ -356,6 +356,23 @@ export interface TelemetryConfig {
   localSummary?: boolean;
   /** Include per-tag counts in that roll-up. Default false. */
   includeTags?: boolean;
+  /** Export each request's spans and herd's key metrics over OTLP/HTTP (JSON) to a collector. Off when absent. See docs/telemetry.md. */
+  otlp?: OtlpConfig;
+}
+
+export interface OtlpConfig {
+  /** The collector's OTLP/HTTP base URL, e.g. "http://collector:4318": herd posts to /v1/traces and /v1/metrics under it. */
+  endpoint: string;
+  /** Headers sent with every export (an API key, say); each value is a secret. */
+  headers?: Record<string, SecretValue>;
+  /** The resource's service.name. Default "herd". */
+  serviceName?: string;
+  /** Export a span tree per request. Default true. */
+  traces?: boolean;
+  /** Export the metrics /metrics shows, and a latency histogram. Default true. */
+  metrics?: boolean;
+  /** How often buffered spans and the metrics are sent, in ms (≥ 100). Default 10000. */
+  intervalMs?: number;
 }
 
 export interface AgentsConfig {

@@ -82,6 +82,8 @@ export class TraceWriter {
    */
   readonly outcomes = new Map<string, { status: TraceStatus; model: string; node: string; count: number }>();
   private pending: Trace[] = [];
+  /** Who reads each batch of finished rows (the OTLP export): none unless configured, so a flush costs nothing more. */
+  private readonly watchers = new Set<(rows: Trace[]) => void>();
   private timer: Timer | null = null;
   private readonly worker: Worker;
   private closed: Promise<void> | null = null;
@@ -118,11 +120,22 @@ export class TraceWriter {
 
   /** Counts a request in /metrics without a row in the store: a refusal that must not cost storage (admission's 429). */
   tally(trace: Trace): void {
-    const model = trace.node_id || this.knownModel(trace.model) ? trace.model : OTHER_MODEL;
+    const model = this.countedModel(trace);
     const key = `${trace.status}\n${model}\n${trace.node_id ?? ""}`;
     const outcome = this.outcomes.get(key);
     if (outcome) outcome.count++;
     else this.outcomes.set(key, { status: trace.status, model, node: trace.node_id ?? "", count: 1 });
+  }
+
+  /** The model a row is counted under: named only when a node served it or the fleet knows it, so a client's made-up names cannot grow the figures. */
+  countedModel(trace: Trace): string {
+    return trace.node_id || this.knownModel(trace.model) ? trace.model : OTHER_MODEL;
+  }
+
+  /** Hands `watcher` each batch of recorded rows, when it goes to the store (off the request path); returns its removal. */
+  watch(watcher: (rows: Trace[]) => void): () => void {
+    this.watchers.add(watcher);
+    return () => this.watchers.delete(watcher);
   }
 
   record(trace: Trace): void {
@@ -136,7 +149,10 @@ export class TraceWriter {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     // One JSON string crosses to the worker far cheaper than a structured clone of each trace.
-    if (this.pending.length) this.worker.postMessage({ batch: JSON.stringify(this.pending.splice(0)), keep: this.retention() });
+    if (!this.pending.length) return;
+    const rows = this.pending.splice(0);
+    this.worker.postMessage({ batch: JSON.stringify(rows), keep: this.retention() });
+    for (const watcher of this.watchers) watcher(rows);
   }
 
   close(): Promise<void> {
