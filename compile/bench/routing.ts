@@ -8,7 +8,7 @@ import { type BenchFleet, FLEETS, startFleet } from "./fleet.ts";
 import { startHerd } from "./herd-process.ts";
 import { type Outcome, replay } from "./replay.ts";
 import { percentile, pct, secs, sorted } from "./stats.ts";
-import { AGENT_REPLY_TOKENS, DURATION_MS, type Job, RARE_MODEL, SEEDS, workload } from "./workload.ts";
+import { AGENT_MODEL, AGENT_REPLY_TOKENS, DURATION_MS, type Job, RARE_MODEL, SEEDS, workload } from "./workload.ts";
 
 /** Each routing setup compared: every strategy, and finish-time without session affinity (what affinity gains agents). */
 const SETUPS = [
@@ -96,7 +96,8 @@ Seeded open-loop workloads of ${DURATION_MS / 1000} s, Poisson arrivals per stre
 gets the model it asked for). All runs of one seed go side by side; the seeds one after another. The streams: chat and bursts of 10–20
 chats to a small model, code (a file excerpt to the 32B coder), 7b (generate), embed, switch (someone trying another model for a few
 turns), rare (a 12 GB model, ${RARE_MODEL}, no node has loaded at start, asked every 8 s or so), long (a 1,000–2,500 word document),
-and agent: a coding agent's session (counted once in the mix, each of its turns in the requests) with the same 600-word
+and agent: a coding agent's session (counted once in the mix, each of its turns in the requests; its model, ${AGENT_MODEL}, resident at start
+on the two larger Macs of each fleet, so a turn has two nodes to go to) with the same 600-word
 system prompt in every session, its own task, then 3–7 more turns, each sent 0.2–1.5 s after the last answer with that answer and a
 tool's output (30–120 words) appended, the whole conversation resent; answers capped at ${AGENT_REPLY_TOKENS} tokens.
 

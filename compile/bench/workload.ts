@@ -36,7 +36,7 @@ interface Stream {
 const SWITCH_MODELS = ["qwen3:8b", "gemma3:12b", "llama3.1:8b"];
 // A 12 GB model (13.7 GiB resident) no node has loaded at start: where it lands decides how its few requests fare.
 export const RARE_MODEL = "gpt-oss:20b";
-const AGENT_MODEL = "qwen2.5-coder:7b";
+export const AGENT_MODEL = "qwen2.5-coder:7b";
 
 const STREAMS: Stream[] = [
   { kind: "chat", perSecond: 1.5, arrive: (r, at) => [chat(at, "chat", "llama3.2:3b", words(r, 10, 40))] },

@@ -86,7 +86,8 @@ const node = v.strictObject({
   ollama: v.optional(httpUrl),
   mlx: v.optional(v.array(mlxServer), []),
   labels: v.optional(v.record(v.string(), v.string()), {}),
-  parallel: v.optional(v.pipe(count, v.minValue(1)), DEFAULT_PARALLEL),
+  // No default here: a node that declares none has its slots learned (fleet/slots.ts) from DEFAULT_PARALLEL down.
+  parallel: v.optional(v.pipe(count, v.minValue(1))),
   draining: v.optional(v.boolean(), false),
   mlxBindHost: v.optional(v.string(), "127.0.0.1"),
   mlxMemoryHeadroomGb: v.optional(v.pipe(v.number(), v.minValue(0)), 10),

@@ -107,7 +107,7 @@ export interface NodeConfig {
   mlx?: MlxServerConfig[];
   /** Free-form labels shown in status and usable by routing rules. */
   labels?: Record<string, string>;
-  /** Concurrent requests per loaded model (Ollama's OLLAMA_NUM_PARALLEL). Default 4. */
+  /** Concurrent requests per loaded model (Ollama's OLLAMA_NUM_PARALLEL). Undeclared: learned from the node's answers, from 4 down. */
   parallel?: number;
   /** Take the node out of rotation without removing it: in-flight work finishes. */
   draining?: boolean;

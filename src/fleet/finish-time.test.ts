@@ -13,6 +13,7 @@ function node(id: string, over: Partial<FinishCandidate> = {}): FinishCandidate 
     speed: { decodeTps: 20, prefillTps: 500, loadMs: 5000 },
     memory: null,
     cachedPrefixTokens: 0,
+    evidentMemoryGb: 16,
     ...over,
   };
 }
@@ -80,6 +81,11 @@ describe("the estimate", () => {
   test("among nodes never dispatched to, the tie goes to the one with more slots, not the first by name", () => {
     const cold = (id: string, slots: number) => node(id, { resident: false, slots });
     expect(order([cold("air", 1), cold("studio", 4), cold("mini", 2)])[0]).toBe("studio");
+  });
+
+  test("among nodes herd knows nothing of, with the same slots, the tie goes to the bigger machine, not the first by name", () => {
+    const cold = { resident: false, slots: 4 };
+    expect(order([node("a-small", { ...cold, evidentMemoryGb: 12.6 }), node("z-big", { ...cold, evidentMemoryGb: 20 })])[0]).toBe("z-big");
   });
 
   test("a node that has the model keeps it unless a cold load elsewhere is clearly sooner", () => {

@@ -21,6 +21,12 @@ export interface FinishCandidate {
   memory: { freeGb: number; idleGb: number[] } | null;
   /** Prompt tokens the node likely still holds cached for this request (session affinity); 0 when none. */
   cachedPrefixTokens: number;
+  /**
+   * The memory the node is known or shown to have, in GB: reported or declared, else the most its models need (those
+   * loaded now together, or the biggest it keeps on disk): a node keeps the models it can run. The tie-break among
+   * nodes herd has no speeds of yet.
+   */
+  evidentMemoryGb: number;
 }
 
 export interface FinishRequest {
@@ -109,8 +115,11 @@ export function rankByFinishTime<C extends FinishCandidate>(candidates: readonly
   const best = ranked[0]!;
   const lead = hot && !best.candidate.resident && !(best.ms < hot.ms * SPILL_RATIO && hot.ms - best.ms > SPILL_MIN_MS) ? hot : best;
   const tied = ranked.filter((e) => e.candidate.resident === lead.candidate.resident && e.ms <= lead.ms * TIE_RATIO + TIE_MS);
-  // Among those never dispatched to (a model loaded nowhere), the node with more slots: it takes a stream of requests better.
-  const prefersB = (a: Estimated<C>, b: Estimated<C>) => a.candidate.queue.lastDispatchAt - b.candidate.queue.lastDispatchAt || b.candidate.slots - a.candidate.slots;
+  // Among those never dispatched to (a model loaded nowhere), the node with more slots: it takes a stream of requests
+  // better; then the bigger machine, as far as herd can tell: with nothing learned, the estimates are the same priors,
+  // and a bigger Mac is the faster one far more often than not (more memory comes with more bandwidth).
+  const prefersB = (a: Estimated<C>, b: Estimated<C>) =>
+    a.candidate.queue.lastDispatchAt - b.candidate.queue.lastDispatchAt || b.candidate.slots - a.candidate.slots || b.candidate.evidentMemoryGb - a.candidate.evidentMemoryGb;
   const first = tied.reduce((a, b) => (prefersB(a, b) > 0 ? b : a));
   return { ranked: [first, ...ranked.filter((e) => e !== first)], excluded };
 }

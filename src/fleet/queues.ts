@@ -34,6 +34,10 @@ interface Waiter {
 export interface Slot {
   /** Milliseconds the request waited for its slot. */
   waitedMs: number;
+  /** When it got the slot (performance.now()): the request goes to the node now. */
+  takenAt: number;
+  /** Requests running on the node:model besides this one when it got the slot. */
+  othersInFlight: number;
   release(outcome: Outcome, latencyMs?: number): void;
 }
 
@@ -107,8 +111,11 @@ export class Queues {
     const running = { since: q.lastDispatchAt };
     q.running.add(running);
     let released = false;
+    const takenAt = performance.now();
     return {
-      waitedMs: performance.now() - queuedAt,
+      waitedMs: takenAt - queuedAt,
+      takenAt,
+      othersInFlight: q.inFlight - 1,
       release: (outcome, latencyMs) => {
         if (released) return;
         released = true;

@@ -7,6 +7,7 @@ import { bandwidthForChip } from "../core/chips.ts";
 import { log } from "../log.ts";
 import { recordEvent } from "../store/db.ts";
 import { sameModel } from "./model-name.ts";
+import { LearnedSlots } from "./slots.ts";
 import type { Heartbeat, OllamaSection } from "./heartbeat.ts";
 
 export type NodeStatus = "online" | "degraded" | "offline";
@@ -60,6 +61,8 @@ export class Registry {
   private nodes = new Map<string, NodeRecord>();
   private declared = new Map<string, NodeEntry>();
   private config: Config;
+  /** The parallel slots of nodes that declare none, learned from their answers. */
+  readonly learnedSlots = new LearnedSlots(DEFAULT_PARALLEL);
 
   constructor(
     config: Config,
@@ -85,9 +88,15 @@ export class Registry {
     return this.declared.get(id);
   }
 
-  /** Concurrent requests per loaded model on the node: its `parallel`, or the default for a node the config does not declare. */
+  /** Concurrent requests per loaded model on the node: its declared `parallel`, else what herd learned, else the default. */
   parallel(id: string): number {
-    return this.declared.get(id)?.parallel ?? DEFAULT_PARALLEL;
+    return this.declared.get(id)?.parallel ?? this.learnedSlots.slots(id) ?? DEFAULT_PARALLEL;
+  }
+
+  /** Where the node's `parallel` comes from. */
+  parallelSource(id: string): "declared" | "learned" | "assumed" {
+    if (this.declared.get(id)?.parallel !== undefined) return "declared";
+    return this.learnedSlots.slots(id) === null ? "assumed" : "learned";
   }
 
   /**

@@ -38,7 +38,7 @@ function nodeJson(registry: Registry, queues: Queues, pins: Pins, speeds: Speeds
     free_slots: freeSlots(registry, node, active),
     mlx_servers: r.mlx_servers ?? [],
     pinned: pins.on(node.id).map((p) => p.model),
-    capacity: capacityJson(speeds, node.id),
+    capacity: capacityJson(registry, speeds, node.id),
     speeds: speedsJson(speeds, node.id),
     ...(r.mlx_bind_host ? { mlx_bind_host: r.mlx_bind_host } : {}),
   };
@@ -68,14 +68,18 @@ function declaredHardware(h: NodeEntry["hardware"]) {
 
 const round1 = (n: number) => Math.round(n * 10) / 10;
 
-/** Seed 000's optional `capacity`: how fast herd has found the node, per GB of model (decode ≈ its effective memory bandwidth). */
-function capacityJson(speeds: Speeds, nodeId: string) {
+/**
+ * Seed 000's optional `capacity`: how fast herd has found the node, per GB of model (decode ≈ its effective memory
+ * bandwidth), and the requests it runs at once per model (declared, learned from its answers, or assumed).
+ */
+function capacityJson(registry: Registry, speeds: Speeds, nodeId: string) {
   const f = speeds.factor(nodeId);
   return {
     decode_gb_per_s: round1(f.decodeBytesPerS / 1e9),
     prefill_gb_per_s: round1(f.prefillBytesPerS / 1e9),
     load_gb_per_s: round1(f.loadBytesPerS / 1e9),
-    sources: f.sources,
+    parallel: registry.parallel(nodeId),
+    sources: { ...f.sources, parallel: registry.parallelSource(nodeId) },
   };
 }
 

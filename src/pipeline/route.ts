@@ -96,6 +96,8 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
     row.completion_tokens = usage?.completionTokens ?? null;
     rt.traces.record(row);
     if (usage) rt.speeds.observe(routed.nodeId, routed.servedModel, learnable(timed(usage, row, req.stream ?? false), routed), diskBytes(rt.registry.get(routed.nodeId), routed.servedModel));
+    const ranMs = usage && status === "completed" && routed.backend === "ollama" ? ranMsOf(usage) : null;
+    if (ranMs !== null) rt.registry.learnedSlots.observe(routed.nodeId, { othersInFlight: routed.slot.othersInFlight, wallMs: performance.now() - routed.slot.takenAt, ranMs });
   };
   // Whatever goes wrong from here, the node's slot and the client's place are given back.
   try {
@@ -158,6 +160,11 @@ async function answer(rt: Pipeline, req: InferenceRequest, encoder: Encoder, rou
  * would skew the rate the other way. So a request affinity took to be cached teaches no prefill rate; its decode
  * and load still count.
  */
+/** The time an Ollama answer says the node spent on it (load, prompt, decode), in ms; null when it does not say. */
+function ranMsOf(u: Usage): number | null {
+  return u.evalNs === undefined ? null : ((u.loadNs ?? 0) + (u.promptNs ?? 0) + u.evalNs) / 1e6;
+}
+
 function learnable(usage: Usage, routed: Routed): Usage {
   return routed.cachedPromptTokens > 0 ? { ...usage, promptTokens: undefined, promptNs: undefined } : usage;
 }

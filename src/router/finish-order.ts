@@ -52,6 +52,7 @@ export function byFinishTime(
       speed: speeds.predict(s.nodeId, model, bytes),
       memory: memoryOf(node, model, queues),
       cachedPrefixTokens: cachedPrefixTokens(s.nodeId),
+      evidentMemoryGb: evidentMemoryGb(node),
     };
   });
   const typical = req.kind === "embed" ? 0 : (speeds.typicalReply(model) ?? DEFAULT_REPLY_TOKENS);
@@ -77,4 +78,10 @@ function memoryOf(node: NodeView, model: string, queues: Queues): FinishCandidat
     })
     .map((m) => m.sizeGb);
   return { freeGb, idleGb };
+}
+
+/** The node's memory as reported or declared, else the least it must have: its loaded models together, or its biggest on disk. */
+function evidentMemoryGb(node: NodeView): number {
+  const sum = (models: readonly { sizeGb: number }[]) => models.reduce((total, m) => total + m.sizeGb, 0);
+  return node.memoryTotalGb ?? Math.max(sum(node.loaded), ...node.available.map((m) => m.sizeGb), 0);
 }

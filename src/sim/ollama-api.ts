@@ -209,7 +209,7 @@ function respond(node: OllamaNode, run: Run, keepAlive: number, stream: boolean,
 function doneObject(run: Run, shape: Shape, whole: boolean): Record<string, unknown> {
   const r = run.reply;
   const now = performance.now();
-  const { began, loaded, prompted } = run.timing;
+  const { began, loaded, slotted, prompted } = run.timing;
   return {
     model: run.model,
     created_at: rfc3339Nano(),
@@ -221,7 +221,7 @@ function doneObject(run: Run, shape: Shape, whole: boolean): Record<string, unkn
       total_duration: ns(now - began),
       load_duration: ns(loaded - began),
       prompt_eval_count: run.promptTokens,
-      prompt_eval_duration: ns(prompted - loaded),
+      prompt_eval_duration: ns(prompted - slotted),
       eval_count: r.evalCount,
       eval_duration: ns(now - prompted),
     }),

@@ -40,7 +40,8 @@ export interface Run {
   /** The prompt's tokens and the KV cache slot it runs in, which keeps them (and the answer) for the next request. */
   prompt: number[];
   slot: CacheSlot;
-  timing: { began: number; loaded: number; prompted: number };
+  /** When the request came in, its runner was ready, it got a parallel slot, and its prompt was evaluated. */
+  timing: { began: number; loaded: number; slotted: number; prompted: number };
 }
 
 // A model on disk, or Ollama's 404 naming the model as the client spelled it.
@@ -65,9 +66,9 @@ export async function startRun(node: OllamaNode, req: RunRequest, ctx: RequestCo
   const options = (body.options ?? {}) as { num_predict?: unknown; num_ctx?: unknown };
   const numCtx = typeof options.num_ctx === "number" ? options.num_ctx : defaultNumCtx(spec);
   if (node.memoryBandwidthGbps) ctx.setTokensPerSecond(decodeTokensPerSecond(spec, node.memoryBandwidthGbps));
-  const timing = { began: performance.now(), loaded: 0, prompted: 0 };
-  const r = await node.residency.acquire(spec, numCtx, ctx);
-  timing.loaded = performance.now();
+  const timing = { began: performance.now(), loaded: 0, slotted: 0, prompted: 0 };
+  const r = await node.residency.acquire(spec, numCtx, ctx, () => (timing.loaded = performance.now()));
+  timing.slotted = performance.now();
   // Like Ollama, a prompt longer than the runner's context is cut to fit, silently: only the count shows it.
   const prompt = promptTokenIds(messages).slice(0, r.numCtx);
   const { slot, cached } = r.slots.claim(prompt);

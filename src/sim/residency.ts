@@ -62,8 +62,9 @@ export class Residency {
     for (const name of this.models.keys()) if (!keep(name)) this.models.delete(name);
   }
 
-  // Claims a runner for a request, loading the model first if needed.
-  async acquire(spec: SimModelSpec, numCtx: number, ctx: LoadContext): Promise<Resident> {
+  // Claims a runner for a request, loading the model first if needed. `onReady` is told when the runner is ready,
+  // before the wait for a parallel slot: like Ollama's load_duration, a node's answer counts that wait in nothing.
+  async acquire(spec: SimModelSpec, numCtx: number, ctx: LoadContext, onReady?: () => void): Promise<Resident> {
     for (;;) {
       this.expireIdle();
       // Like Ollama, a runner loaded with another context size is reloaded (once it is idle).
@@ -80,6 +81,7 @@ export class Residency {
         r.inFlight++;
         r.lastUsed = Date.now();
         await r.ready;
+        onReady?.();
         await this.takeSlot(r, ctx);
         return r;
       }

@@ -1,0 +1,76 @@
+// Parallel slots learned through a real router process over two agentless nodes (no agent reports
+// OLLAMA_NUM_PARALLEL, the config declares no `parallel`): "a" runs one request at a time and is
+// the only node with the model loaded. herd assumes four slots, sends a burst there, sees in the
+// answers' durations that all but the first waited inside the node, learns one slot (shown in
+// /fleet/status) and sends the next burst's overflow to "b", a cold load that finishes sooner.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type SimNode, startSimOllama } from "../src/sim/index.ts";
+import { cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+
+const FAST = "heartbeat: { intervalMs: 200, timeoutMs: 700, offlineMs: 1400 }";
+const MODEL = "llama3.2:1b";
+/** Each answer (the sim's replies run 30–40 tokens) takes about 3 s: a's second request in line waits that long inside it. */
+const TPS = 12;
+
+let a: SimNode;
+let b: SimNode;
+let router: Awaited<ReturnType<typeof startRouterProcess>>;
+
+const nodeStatus = async (id: string) => (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === id);
+/** Sends `n` chats at once; the node that served each. */
+const burst = (n: number) =>
+  Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      const res = await fetch(`${router.url}/api/chat`, {
+        method: "POST",
+        body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: `say something, ${i}` }], stream: false }),
+      });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      return res.headers.get("x-fleet-node");
+    }),
+  );
+
+afterAll(cleanupFile);
+
+beforeAll(async () => {
+  [a, b] = await Promise.all([
+    startSimOllama({ id: "a", models: [MODEL], loaded: [MODEL], numParallel: 1, tokensPerSecond: TPS }),
+    startSimOllama({ id: "b", models: [MODEL], tokensPerSecond: TPS }),
+  ]);
+  const dir = tmpDir();
+  writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [{ id: "a", ollama: "${a.url}" }, { id: "b", ollama: "${b.url}" }], ${FAST} };\n`);
+  router = await startRouterProcess(["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+  await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.filter((n: any) => n.status === "online").length === 2, 4000, "a and b online");
+  await eventually(async () => (await nodeStatus("a")).ollama?.models_loaded?.length === 1, 4000, "a's model seen loaded");
+});
+
+afterAll(async () => {
+  await router?.stop();
+  await Promise.all([a?.stop(), b?.stop()]);
+});
+
+describe("an agentless node's parallel slots", () => {
+  test("assumed until its answers show otherwise", async () => {
+    expect((await nodeStatus("a")).capacity).toMatchObject({ parallel: 4, sources: { parallel: "assumed" } });
+  });
+
+  test("a burst on the one node that has the model waits inside it: herd learns it runs one at a time", async () => {
+    // Nothing says a has fewer slots yet, so the model's only resident node gets all of them.
+    expect(await burst(3)).toEqual(["a", "a", "a"]);
+    const a = await eventually(async () => {
+      const s = await nodeStatus("a");
+      return s.capacity.sources.parallel === "learned" && s;
+    }, 3000, "a's slots learned");
+    expect(a.capacity.parallel).toBe(1);
+    expect((await nodeStatus("b")).capacity).toMatchObject({ parallel: 4, sources: { parallel: "assumed" } });
+  }, 30_000);
+
+  test("the next burst's overflow goes to the other node rather than queueing behind a's one slot", async () => {
+    const served = await burst(3);
+    expect(served.filter((n) => n === "a")).toHaveLength(1);
+    expect(served.filter((n) => n === "b")).toHaveLength(2);
+  }, 30_000);
+});
