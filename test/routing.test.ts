@@ -119,6 +119,20 @@ describe("when nodes fail", () => {
     expect(queues["good:llama3.2:3b"]).toMatchObject({ in_flight: 0, completed: 1 });
   });
 
+  test("X-Fleet-Retries counts retries, not failures: 1 when both nodes failed, 0 when the only one did", async () => {
+    const { url, nodes } = await fleet([
+      { id: "bad", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] },
+      { id: "worse", models: ["llama3.2:3b"], loaded: [] },
+    ]);
+    for (const n of nodes) n.setFaults({ error500: true });
+    const both = await post(url, "/api/chat", { model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], stream: false });
+    expect([both.status, both.headers.get("x-fleet-retries")]).toEqual([503, "1"]);
+    const { url: one, nodes: [only] } = await fleet([{ id: "alone", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] }]);
+    only!.setFaults({ error500: true });
+    const single = await post(one, "/api/chat", { model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], stream: false });
+    expect([single.status, single.headers.get("x-fleet-retries")]).toEqual([503, "0"]);
+  });
+
   test("a node killed mid-run is routed around at once and marked offline", async () => {
     const { url, nodes } = await fleet(
       [
@@ -152,7 +166,8 @@ describe("when nodes fail", () => {
     const res = await post(url, "/api/generate", { model: "llama3.2:3b", prompt: "hi", stream: false });
     expect(performance.now() - t0).toBeLessThan(1200);
     expect(res.status).toBe(503);
-    expect(res.headers.get("x-fleet-retries")).toBe("1");
+    // The budget went to hangs: works was never tried, so there was no retry.
+    expect(res.headers.get("x-fleet-retries")).toBe("0");
     expect(((await res.json()) as { error: string }).error).toMatch(/tried hangs: no answer within \d+ ms/);
   });
 

@@ -17,8 +17,10 @@ export interface Candidate {
 export interface Tried {
   /** "node: why", for each node that failed. */
   failures: string[];
-  /** The nodes that failed, in order (X-Fleet-Retries counts them). */
+  /** The nodes that failed, in order. */
   excluded: string[];
+  /** How many candidates were tried after the first (X-Fleet-Retries): 0 when the only try failed. */
+  retries: number;
   /** Candidates whose queue already held its most waiting requests. */
   full: number;
 }
@@ -77,11 +79,11 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
       tried = failed(tried, c.nodeId, e);
     }
   }
-  throw a.exhausted(tried ?? none());
+  throw a.exhausted({ ...(tried ?? none()), retries: Math.max(0, attempts - 1) });
 }
 
 function none(): Tried {
-  return { failures: [], excluded: [], full: 0 };
+  return { failures: [], excluded: [], full: 0, retries: 0 };
 }
 
 function failed(tried: Tried | null, nodeId: string, e: Error): Tried {

@@ -15,7 +15,7 @@ import { markPulled, notPullable, pullTarget } from "../fleet/pulls.ts";
 import { ollamaDown, START_OLLAMA } from "../fleet/ollama-down.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import { type DiskModel, type LoadedModel, type NodeView, type Scored, scoreNodes } from "../fleet/scorer.ts";
-import { attempt } from "../pipeline/attempt.ts";
+import { attempt, type Tried } from "../pipeline/attempt.ts";
 import { resolveAlias } from "./aliases.ts";
 import { adjustOptions } from "./body-rules.ts";
 import { byFinishTime, type Timed } from "./finish-order.ts";
@@ -112,7 +112,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
         adjustments: notes,
       };
     },
-    exhausted: ({ failures, excluded }) => unroutable(registry, nodes, models, failures, excluded),
+    exhausted: (tried) => unroutable(registry, nodes, models, tried),
   });
 }
 
@@ -125,7 +125,7 @@ function* inOrder({ ordering, queues, config }: RouterDeps, models: string[], ra
 type Ranked = Scored | Timed;
 
 /** 404 when no node has any of the models, 503 when some node has one but none could serve it now. */
-function unroutable(registry: Registry, nodes: NodeView[], models: string[], failures: string[], excluded: string[]): RouteError {
+function unroutable(registry: Registry, nodes: NodeView[], models: string[], { failures, excluded, retries }: Tried): RouteError {
   const holders = models.flatMap((model) =>
     nodes
       .filter((n) => n.availableByKey.has(modelKey(model)) || n.loadedByKey.has(modelKey(model)))
@@ -138,7 +138,7 @@ function unroutable(registry: Registry, nodes: NodeView[], models: string[], fai
     return new RouteError(404, `model ${asked} not found on any node${hint}`);
   }
   const why = failures.length ? `; tried ${failures.join("; ")}` : "";
-  return new RouteError(503, `model ${asked} exists but no node can serve it right now: ${holders.join(", ")}${why}`, excluded.length, excluded, 5);
+  return new RouteError(503, `model ${asked} exists but no node can serve it right now: ${holders.join(", ")}${why}`, retries, excluded, 5);
 }
 
 /** Why nothing is there, when it is that no Ollama answers: which, and how to start one. */
