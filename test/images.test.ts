@@ -132,6 +132,8 @@ describe("POST /api/generate-image", () => {
   test("a CLI that fails is a 502 that says why", async () => {
     const res = await post("/api/generate-image", { model: "flux-broken", prompt: "anything" });
     expect(res.status).toBe(502);
+    // studio ran the job, so the headers name it.
+    expect(res.headers.get("x-fleet-node")).toBe("studio");
     const { error } = (await res.json()) as any;
     expect(error).toContain("image generation failed on studio");
     expect(error).toContain("exited with code 2");

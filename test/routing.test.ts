@@ -250,6 +250,20 @@ describe("models that are not there", () => {
     expect(notJson.status).toBe(400);
     expect(((await notJson.json()) as any).error).toContain("invalid JSON body");
 
+    // Refused before routing, in each surface, the fleet headers say so: no node, no retry, the model asked for.
+    const refusals: [string, unknown, string][] = [
+      ["/api/chat", { model: "llama3.2:3b", stream: "yes" }, "llama3.2:3b"],
+      ["/api/embed", { model: "nomic-embed-text" }, "nomic-embed-text"],
+      ["/v1/chat/completions", { messages: [] }, "none"],
+      ["/v1/chat/completions", { model: "llama3.2:3b", messages: "hi" }, "llama3.2:3b"],
+      ["/v1/responses", { model: "llama3.2:3b", previous_response_id: "resp_1", input: "hi" }, "llama3.2:3b"],
+    ];
+    for (const [path, body, requested] of refusals) {
+      const res = await post(url, path, body);
+      const headers = ["x-fleet-node", "x-fleet-requested-model", "x-fleet-served-model", "x-fleet-backend", "x-fleet-fallback", "x-fleet-retries"].map((h) => res.headers.get(h));
+      expect({ path, status: res.status, headers }).toEqual({ path, status: 400, headers: ["none", requested, "none", "none", "false", "0"] });
+    }
+
     // Names that are properties of every JavaScript object are model names like any other: not found, never a 500.
     for (const name of ["toString", "constructor", "__proto__", "hasOwnProperty"]) {
       const ollama = await post(url, "/api/chat", { model: name, messages: [{ role: "user", content: "x" }] });

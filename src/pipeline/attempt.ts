@@ -2,8 +2,8 @@
 // embeddings): the candidates in order; on each, a slot on its node:model queue (so /fleet/queue,
 // the rebalancer and the drain see every request), then the call. A failure before the first byte
 // (a NodeFailure, no slot in time) moves on to the next candidate, at most routing.maxRetries more,
-// while the request's one first-byte budget lasts; a RouteError from a call is the answer, with the
-// nodes that failed before it.
+// while the request's one first-byte budget lasts; a RouteError from a call is the answer of that
+// node, with the nodes that failed before it.
 import { NodeFailure, RouteError } from "../errors.ts";
 import { Moved, QueueFull, type Queues, type Slot, SlotTimeout } from "../fleet/queues.ts";
 
@@ -74,7 +74,7 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
       return await a.call(c, slot, tried?.excluded ?? NO_NODES, deadline - performance.now());
     } catch (e) {
       slot.release("failed");
-      if (e instanceof RouteError) throw tried ? e.after(tried.excluded) : e;
+      if (e instanceof RouteError) throw e.from(c.nodeId, tried?.excluded ?? NO_NODES);
       if (!(e instanceof NodeFailure)) throw e;
       tried = failed(tried, c.nodeId, e);
     }

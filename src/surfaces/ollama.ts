@@ -19,7 +19,7 @@ import { headerValue } from "../core/fleet-headers.ts";
 import { nativeEmbed } from "../pipeline/native-embed.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
 import { lowestVersion } from "../version.ts";
-import { modelOf, readJsonObject } from "./body.ts";
+import { modelOf, readJsonObject, refusedHeaders } from "./body.ts";
 import { dimensionsOf, embedBody } from "./embed-input.ts";
 import { jsonError } from "../core/wire-errors.ts";
 import { ndjson } from "./ollama-codec.ts";
@@ -45,17 +45,18 @@ export function ollamaSurface(rt: Pipeline) {
 
 async function handle(rt: Pipeline, request: Request, kind: RequestKind, path: string, clientIp: string | null): Promise<Response> {
   const read = await readJsonObject(request);
-  if (typeof read === "string") return jsonError(400, read);
-  const named = modelOf(read, "model is required");
-  if ("error" in named) return jsonError(400, named.error);
+  const named = typeof read === "string" ? { error: read } : modelOf(read, "model is required");
+  const refuse = (message: string) => jsonError(400, message, refusedHeaders(named));
+  if (typeof read === "string") return refuse(read);
+  if ("error" in named) return refuse(named.error);
   const { model } = named;
   const body = kind === "embed" ? embedBody(read, path === "/api/embeddings") : read;
-  if (typeof body === "string") return jsonError(400, body);
-  if (body.stream !== undefined && typeof body.stream !== "boolean") return jsonError(400, "stream: expected true or false");
+  if (typeof body === "string") return refuse(body);
+  if (body.stream !== undefined && typeof body.stream !== "boolean") return refuse("stream: expected true or false");
   const herd = takeHerdFields(body, request.headers);
-  if (typeof herd === "string") return jsonError(400, herd);
+  if (typeof herd === "string") return refuse(herd);
   const conversation = ollamaConversation(body, kind);
-  if (typeof conversation === "string") return jsonError(400, conversation);
+  if (typeof conversation === "string") return refuse(conversation);
   const stream = kind !== "embed" && body.stream !== false;
   const meta = { tags: herd.tags, clientIp, caller: callerOf(request) };
   if (kind === "embed") {
