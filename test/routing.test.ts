@@ -409,6 +409,24 @@ describe("pulling models", () => {
     expect(res.headers.get("x-fleet-node")).toBe("n");
   });
 
+  test("a model larger than every online node's free memory is a 503 with the arithmetic, and nothing is pulled", async () => {
+    // An agent node (it reports its free memory), with the credential that lets it say where its Ollama is.
+    const { url } = await fleet([], `auth: { nodeToken: "fleet-token" }`);
+    const small = await startSimOllama({ id: "small", models: ["llama3.2:3b"], loaded: [] });
+    sims.push(small);
+    const memory = { total_gb: 16, used_gb: 6, available_gb: 10, pressure: "nominal" };
+    const beat = await post(url, "/heartbeat", { node_id: "small", ollama_url: small.url, memory, ollama: { models_available: ["llama3.2:3b"] } }, { authorization: "Bearer fleet-token" });
+    expect(beat.status).toBe(200);
+    const res = await post(url, "/api/pull", { model: "llama3.3:70b" });
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({ error: 'No node has enough available memory for "llama3.3:70b" (48 GB): small has 10 GB available, 38 GB short' });
+    const named = await post(url, "/api/pull", { model: "llama3.3:70b", node_id: "small" });
+    expect(named.status).toBe(503);
+    expect((await getJson(`${small.url}/api/tags`)).models.map((m: any) => m.name)).toEqual(["llama3.2:3b"]);
+    const fits = await post(url, "/api/pull", { model: "qwen3:8b", stream: false });
+    expect([fits.status, await fits.json()]).toEqual([200, { status: "success" }]);
+  });
+
   test("a request for a model no node has pulls it first when features.autoPull is on", async () => {
     const { url } = await fleet([{ id: "n", models: ["llama3.2:3b"], loaded: [] }]);
     const res = await post(url, "/api/chat", { model: "qwen3:32b", messages: [{ role: "user", content: "hi" }], stream: false });
