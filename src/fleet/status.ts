@@ -41,7 +41,14 @@ function nodeJson(registry: Registry, queues: Queues, pins: Pins, speeds: Speeds
     capacity: capacityJson(speeds, node.id),
     speeds: speedsJson(speeds, node.id),
     ...(r.mlx_bind_host ? { mlx_bind_host: r.mlx_bind_host } : {}),
+    ...embeddingJson(r),
   };
+}
+
+/** Seed 000's embedding servers beside Ollama, as the agent last reported them (null: none running); absent from agents that never say. */
+function embeddingJson(r: NodeRecord["report"]) {
+  const fields = ["vision_embedding_status", "text_embedding", "text_embedding_port", "text_embedding_status"] as const;
+  return Object.fromEntries(fields.filter((f) => r[f] !== undefined).map((f) => [f, r[f]]));
 }
 
 /**
