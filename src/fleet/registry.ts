@@ -172,6 +172,9 @@ export class Registry {
   polled(id: string, ollama: OllamaSection): void {
     const node = this.nodes.get(id);
     if (!node) return;
+    // The poll takes over from an agent whose heartbeats stopped: what it last said of the machine (memory,
+    // hardware, services) is stale, and routing must not go on reading it.
+    if (node.source === "agent" && this.agentGone(node)) node.report = {};
     if (!ollama.reachable) {
       // What is on its disk is still there: a request for it gets a 503 while the node is down, not a 404.
       node.ollama = { ...ollama, models_available: node.ollama?.models_available ?? [] };
@@ -195,10 +198,12 @@ export class Registry {
 
   /** Declared nodes with an Ollama URL whose agent is not reporting: the router polls those. */
   pollTargets(): { id: string; url: string }[] {
-    const fresh = this.now() - this.config.heartbeat.offlineMs;
-    return [...this.declared.values()]
-      .filter((n) => n.ollama && !((this.nodes.get(n.id)?.lastAgentBeat ?? 0) > fresh))
-      .map((n) => ({ id: n.id, url: n.ollama! }));
+    return [...this.declared.values()].filter((n) => n.ollama && this.agentGone(this.nodes.get(n.id))).map((n) => ({ id: n.id, url: n.ollama! }));
+  }
+
+  /** No heartbeat from the node's agent for heartbeat.offlineMs, or never one. */
+  private agentGone(node: NodeRecord | undefined): boolean {
+    return !((node?.lastAgentBeat ?? 0) > this.now() - this.config.heartbeat.offlineMs);
   }
 
   ollamaUrl(node: NodeRecord): string | null {

@@ -29,6 +29,7 @@ function nodeJson(registry: Registry, queues: Queues, pins: Pins, speeds: Speeds
     ...nodeRuns(node, routerHash),
     last_seen: node.lastSeen === null ? null : node.lastSeen / 1000,
     hardware: r.hardware ?? declaredHardware(entry?.hardware),
+    sources: figureSources(node, entry),
     ollama_url: registry.ollamaUrl(node),
     cpu: r.cpu ?? null,
     memory: r.memory ?? null,
@@ -63,6 +64,22 @@ export function nodeRuns(node: NodeRecord, routerHash: string) {
     config_hash,
     version_drift: agent_version !== null && agent_version !== VERSION,
     config_drift: config_hash !== null && config_hash !== routerHash,
+  };
+}
+
+/**
+ * Where each figure of the node's view came from: its agent's heartbeat, the config (`nodes[].hardware`), or the
+ * router's own poll of its Ollama; null where nothing says. An agent's report goes when the poll takes over from it.
+ */
+function figureSources(node: NodeRecord, entry: NodeEntry | undefined) {
+  const r = node.report;
+  const agent = (figure: unknown) => (figure ? ("agent" as const) : null);
+  return {
+    hardware: r.hardware ? ("agent" as const) : entry?.hardware ? ("config" as const) : null,
+    memory: agent(r.memory),
+    cpu: agent(r.cpu),
+    disk: agent(r.disk),
+    ollama: node.ollama ? node.source : null,
   };
 }
 
