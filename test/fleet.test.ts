@@ -291,7 +291,9 @@ describe("an agent whose heartbeats stop", () => {
     expect(beat.status).toBe(200);
     expect(await nodeOf(r.url, "den")).toMatchObject({ source: "agent", memory: { total_gb: 4 }, hardware: { chip: "Apple M1" }, sources: { hardware: "agent", memory: "agent", ollama: "agent" } });
     const ask = () => fetch(`${r.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: "qwen3:8b", prompt: "hi", stream: false }) });
-    expect((await ask()).status).toBe(503);
+    const refused = await ask();
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as any).error).toContain("qwen3:8b on den (model needs 4.8 GB; node has 4 GB less a 6 GB OS reserve)");
     // Silent past heartbeat.offlineMs, the node is polled again: the agent's machine is gone from its view and from routing.
     const polled = await eventually(async () => {
       const n = await nodeOf(r.url, "den");
