@@ -198,7 +198,7 @@ describe("admission control, the wall clock and the MLX queue", () => {
         const q = await slowQueue();
         return q?.pending === 1 ? q : null;
       }, 5000, "the second request waiting");
-      expect(busy).toMatchObject({ pending: 1, in_flight: 1, concurrency: 1, max_queue_depth: 1, model: `mlx:${SLOW}`, node_id: "n1" });
+      expect(busy).toMatchObject({ pending: 1, in_flight: 1, concurrency: 1, max_queue_depth: 1, model: `mlx:${SLOW}`, node_id: "n1", tool_repair: { attempts: 0, successes: 0, failures: 0 } });
 
       const refused = await ask();
       expect(refused.status).toBe(503);

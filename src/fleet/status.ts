@@ -197,7 +197,8 @@ export function fleetQueue(registry: Registry, queues: Queues, repairs: RepairSt
     nodes_online: registry.all().filter((n) => n.status === "online").length,
     queues: Object.fromEntries(
       entries.map((q) => {
-        const toolRepair = repairs.of(q.model);
+        // An MLX server's entry has seed 000's counters from the start; an Ollama model's, from its first repair.
+        const toolRepair = repairs.of(q.model) ?? (q.model.startsWith(MLX_PREFIX) ? NO_REPAIRS : undefined);
         const entry = { pending: q.pending, in_flight: q.in_flight, concurrency: q.concurrency, model: q.model, node_id: q.node_id, ...mlxFields(q) };
         return [q.key, { ...entry, ...(toolRepair ? { tool_repair: toolRepair } : {}) }];
       }),
@@ -205,6 +206,8 @@ export function fleetQueue(registry: Registry, queues: Queues, repairs: RepairSt
     timestamp: Date.now() / 1000,
   };
 }
+
+const NO_REPAIRS = { attempts: 0, successes: 0, failures: 0 };
 
 /** GET /fleet/limits: what the fleet can absorb, so a client can serialise instead of collecting 429s. */
 export function fleetLimits(registry: Registry, queues: Queues, config: Config) {
