@@ -28,7 +28,7 @@ export function anthropicSurface(rt: Pipeline) {
     .use(routeFacts)
     .post("/v1/messages", async ({ request, server }: Ctx) => echoVersion(request, await messages(rt, request, server?.requestIP(request)?.address ?? null)), { parse: "none", facts: API })
     .post("/v1/messages/count_tokens", async ({ request }: Ctx) => echoVersion(request, await countTokens(rt, request)), { parse: "none", facts: API })
-    .get("/v1/messages", ({ request }: Ctx) => echoVersion(request, Response.json({ ok: true, service: "herd", endpoint: "/v1/messages", ts: Math.floor(Date.now() / 1000) })), { facts: API });
+    .get("/v1/messages", ({ request }: Ctx) => echoVersion(request, Response.json({ ok: true, service: "ollama-herd", endpoint: "/v1/messages", ts: Math.floor(Date.now() / 1000) })), { facts: API });
 }
 
 // x-api-key as Anthropic's SDKs send it, or a bearer token; compared in constant time.
