@@ -176,8 +176,8 @@ describe("every surface answers from an MLX server", () => {
     expect(missing.message).toContain("add it to a node's mlx servers");
   });
 
-  test("POST /fleet/pin of an mlx: model is a no-op that reports the server's health", async () => {
-    const res = await post("/fleet/pin", { model: `mlx:${CHAT}` });
+  test("POST /fleet/pin of an mlx: model is a no-op that reports the server's health to a caller that waits", async () => {
+    const res = await post("/fleet/pin", { model: `mlx:${CHAT}`, wait: true });
     expect(res.status).toBe(200);
     const body = (await res.json()) as any;
     expect(body).toMatchObject({ ok: true, model: `mlx:${CHAT}`, pinned_node: "n1", ready: true });
