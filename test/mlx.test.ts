@@ -83,6 +83,15 @@ describe("the fleet's models", () => {
     expect(models.find((m: any) => m.id === `mlx:${SLOW}`)?.owned_by).toBe("mlx");
     expect(models.find((m: any) => m.id === "llama3.2:3b")?.owned_by).toBe("ollama");
   });
+
+  test("/api/ps lists the MLX servers' models too: always resident, on their node", async () => {
+    const loaded = (await getJson(`${url}/api/ps`)).models;
+    const mlx = loaded.find((m: any) => m.name === `mlx:${CHAT}`);
+    expect(mlx).toMatchObject({ model: `mlx:${CHAT}`, fleet_node: "n1", digest: "", context_length: 0 });
+    expect(mlx.size_vram).toBe(mlx.size);
+    const tagged = (await getJson(`${url}/api/tags`)).models.filter((m: any) => m.name.startsWith("mlx:")).map((m: any) => m.name);
+    expect(loaded.filter((m: any) => m.name.startsWith("mlx:")).map((m: any) => m.name).sort()).toEqual(tagged.sort());
+  });
 });
 
 describe("every surface answers from an MLX server", () => {

@@ -9,7 +9,7 @@ import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { fleetImageModels, isOllamaImageModel } from "../fleet/image-models.ts";
 import { type InferenceRequest, type RequestKind, needsOf } from "../core/request.ts";
 import { normalizeModelName } from "../fleet/model-name.ts";
-import { modelsOnDisk, reachableNodes } from "../fleet/catalog.ts";
+import { MLX_PREFIX, modelsOnDisk, reachableNodes, residentMlx } from "../fleet/catalog.ts";
 import { GB, type TagEntry } from "../fleet/node-models.ts";
 import { onDisk } from "../fleet/registry.ts";
 import { takeHerdFields } from "./herd-fields.ts";
@@ -157,9 +157,17 @@ function fleetTags(rt: Pipeline) {
   return [...onDisk, ...generators.map((m) => tag(m.name, { name: m.name }, { fleet_nodes: m.fleet_nodes, type: "image" }))];
 }
 
-/** Every loaded model, one entry per node that holds it: that node's /api/ps entry, whole, and the node (fleet_node). */
+/**
+ * Every loaded model, one entry per node that holds it: that node's /api/ps entry, whole, and the node (fleet_node);
+ * then each serving MLX server's model, always resident, as /api/tags lists it.
+ */
 function fleetLoaded(rt: Pipeline) {
-  return reachableNodes(rt.registry).flatMap((node) =>
+  const mlx = residentMlx(rt.registry).map((s) => {
+    const name = MLX_PREFIX + s.model;
+    const size = Math.round(s.model_size_gb * GB);
+    return { model: name, digest: "", expires_at: ZERO_TIME, size_vram: size, context_length: 0, name, size, details: NO_DETAILS, fleet_node: s.node.id };
+  });
+  const ollama = reachableNodes(rt.registry).flatMap((node) =>
     node.ollama!.models_loaded.map(({ size_gb, ...m }) => ({
       model: m.name,
       digest: "",
@@ -172,4 +180,5 @@ function fleetLoaded(rt: Pipeline) {
       fleet_node: node.id,
     })),
   );
+  return [...ollama, ...mlx];
 }
