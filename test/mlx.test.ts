@@ -193,6 +193,15 @@ describe("every surface answers from an MLX server", () => {
     expect(body.note).toContain("always-resident");
     expect(body.per_node).toEqual({});
   });
+
+  test("the recommendations' usage names the MLX models served as they are, with no :latest added", async () => {
+    const top = await eventually(async () => {
+      const r = await getJson(`${url}/dashboard/api/recommendations?refresh=1`);
+      return r.usage.top_models.some((m: any) => m.model.startsWith("mlx:")) && r.usage.top_models;
+    }, 5000, "the MLX requests in the recommendations");
+    expect(top.map((m: any) => m.model)).toContain(`mlx:${CHAT}`);
+    expect(top.filter((m: any) => m.model.startsWith("mlx:") && m.model.endsWith(":latest"))).toEqual([]);
+  });
 });
 
 describe("admission control, the wall clock and the MLX queue", () => {
