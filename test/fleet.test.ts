@@ -326,7 +326,7 @@ describe("an agent stopped with SIGTERM says goodbye", () => {
       await r.waitFor(new RegExp(`node ${id}: agent left \\(stopped\\)`), 2000);
     }
     // Undeclared: nothing else reports for it.
-    expect(await nodeOf(r.url, "mac-1")).toMatchObject({ status: "offline", status_reason: "its agent stopped" });
+    expect(await nodeOf(r.url, "mac-1")).toMatchObject({ status: "offline", status_reason: "its agent stopped", excluded: "offline" });
     expect((await nodeOf(r.url, "mac-1")).ollama).toBeNull();
     // Declared with an Ollama URL: the router polls it again.
     await eventually(async () => {

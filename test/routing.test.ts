@@ -234,6 +234,9 @@ describe("models that are not there", () => {
     const unavailable = await post(url, "/api/generate", { model: "qwen3:8b", prompt: "x" });
     expect(unavailable.status).toBe(503);
     expect(((await unavailable.json()) as any).error).toContain("qwen3:8b on drained (draining)");
+    // /fleet/status says which nodes routing leaves out whatever the model, and why.
+    const excluded = Object.fromEntries((await getJson(`${url}/fleet/status`)).nodes.map((n: any) => [n.node_id, n.excluded]));
+    expect(excluded).toEqual({ up: null, drained: "draining" });
 
     const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: "x", maxRetries: 0 });
     // The SDK returns its own thenable, so the error is caught rather than passed to expect().rejects.

@@ -40,9 +40,7 @@ export class Pulls {
 
 /** The nodes a pull may go to: online, their Ollama reachable, not draining; the most free memory first. */
 export function pullTargets(registry: Registry): NodeRecord[] {
-  const eligible = registry
-    .all()
-    .filter((n) => n.status === "online" && n.ollama?.reachable && registry.ollamaUrl(n) && !registry.isDraining(n));
+  const eligible = registry.all().filter((n) => registry.exclusion(n) === null);
   return eligible.sort((a, b) => (b.report.memory?.available_gb ?? -1) - (a.report.memory?.available_gb ?? -1) || a.id.localeCompare(b.id));
 }
 

@@ -219,6 +219,18 @@ export class Registry {
     return url.origin;
   }
 
+  /** Routing may send the node's Ollama requests: the node is online and its Ollama answered at an address the router knows. */
+  ollamaServing(node: NodeRecord): boolean {
+    return node.status === "online" && Boolean(node.ollama?.reachable) && this.ollamaUrl(node) !== null;
+  }
+
+  /** Why routing leaves the node out whatever the model (a model too big for it is the request's own reason); null when it does not. */
+  exclusion(node: NodeRecord): "offline" | "ollama unreachable" | "draining" | null {
+    if (node.status !== "online") return "offline";
+    if (!this.ollamaServing(node)) return "ollama unreachable";
+    return this.isDraining(node) ? "draining" : null;
+  }
+
   isDraining(node: NodeRecord): boolean {
     return Boolean(this.declared.get(node.id)?.draining || node.report.draining);
   }

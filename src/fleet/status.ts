@@ -25,6 +25,7 @@ function nodeJson(registry: Registry, queues: Queues, pins: Pins, speeds: Speeds
     source: node.source,
     declared: entry !== undefined,
     draining: registry.isDraining(node),
+    excluded: registry.exclusion(node),
     labels: { ...r.labels, ...entry?.labels },
     ...nodeRuns(node, routerHash),
     last_seen: node.lastSeen === null ? null : node.lastSeen / 1000,

@@ -156,7 +156,7 @@ function nodeView(registry: Registry, node: NodeRecord): NodeView {
   const available = availableViews.of(ollama?.models_available ?? NONE, (m) => ({ name: m.name, sizeGb: diskGb(m) }));
   return {
     id: node.id,
-    online: node.status === "online" && Boolean(ollama?.reachable) && registry.ollamaUrl(node) !== null,
+    online: registry.ollamaServing(node),
     draining: registry.isDraining(node),
     memoryTotalGb: hardware.memoryTotalGb,
     memoryAvailableGb: node.report.memory?.available_gb ?? null,
