@@ -211,6 +211,29 @@ describe("POST /v1/images/generations", () => {
   });
 });
 
+describe("benchmarks", () => {
+  test('model_types ["image"] generates the fleet\'s image models through /api/generate-image and reports them as image', async () => {
+    const started = await post("/dashboard/api/benchmarks/start", { duration: 1, model_types: ["image"] });
+    expect(await started.json()).toMatchObject({ status: "started", model_types: ["image"] });
+    const done = await eventually(async () => {
+      const p = await getJson(`${fleet.url}/dashboard/api/benchmarks/progress`);
+      return ["complete", "error"].includes(p.status) && p;
+    }, 20000, "the benchmark to finish");
+    expect(done).toMatchObject({ status: "complete", error: null });
+    expect(done.models).toContain("z-image-turbo");
+    expect(done.requests_completed).toBeGreaterThan(0);
+    const run = (await getJson(`${fleet.url}/dashboard/api/benchmarks?limit=1`)).data[0];
+    const perModel = JSON.parse(run.per_model_results);
+    const turbo = perModel.find((m: any) => m.model === "z-image-turbo");
+    expect(turbo).toMatchObject({ type: "image", failures: 0 });
+    expect(turbo.requests).toBeGreaterThan(0);
+    expect(turbo.latency_p50_ms).toBeGreaterThan(0);
+    // A model whose CLI fails is measured too: each of its requests a failure.
+    const broken = perModel.find((m: any) => m.model === "flux-broken");
+    expect([broken.type, broken.requests > 0, broken.failures === broken.requests]).toEqual(["image", true, true]);
+  });
+});
+
 describe("pulls and the feature switch", () => {
   test("/api/pull of a fleet image model is a 400 naming the install command", async () => {
     const sd3 = await post("/api/pull", { name: "sd3-medium" });
