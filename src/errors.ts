@@ -30,8 +30,8 @@ export class RouteError extends Error {
     super(message);
   }
 
-  /** The same answer, given by `nodeId` after `excluded` failed first. */
-  from(nodeId: string, excluded: string[]): RouteError {
+  /** The same answer, given by `nodeId` (null: herd's own, not the node's) after `excluded` failed first. */
+  from(nodeId: string | null, excluded: string[]): RouteError {
     return new RouteError(this.status, this.message, excluded.length, excluded, this.retryAfterS, nodeId);
   }
 }

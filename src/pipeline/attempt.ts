@@ -74,7 +74,8 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
       return await a.call(c, slot, tried?.excluded ?? NO_NODES, deadline - performance.now());
     } catch (e) {
       slot.release("failed");
-      if (e instanceof RouteError) throw e.from(c.nodeId, tried?.excluded ?? NO_NODES);
+      // Cut by the client, the deadline or a stop: herd's answer, not the node's.
+      if (e instanceof RouteError) throw e.from(a.signal.aborted ? null : c.nodeId, tried?.excluded ?? NO_NODES);
       if (!(e instanceof NodeFailure)) throw e;
       tried = failed(tried, c.nodeId, e);
     }
