@@ -14,7 +14,10 @@ export class NodeFailure extends Error {
   }
 }
 
-/** Why a request was not served: the status the client gets, the nodes tried before, and when to retry if that is known. */
+/**
+ * Why a request was not served: the status the client gets, the nodes tried before, when to retry if that is known,
+ * and the node that ran the request when it was its answer (a 502 from its image server).
+ */
 export class RouteError extends Error {
   constructor(
     readonly status: number,
@@ -22,12 +25,13 @@ export class RouteError extends Error {
     readonly retries = 0,
     readonly excluded: string[] = [],
     readonly retryAfterS?: number,
+    readonly nodeId: string | null = null,
   ) {
     super(message);
   }
 
-  /** The same answer, given after `excluded` failed first. */
-  after(excluded: string[]): RouteError {
-    return excluded.length ? new RouteError(this.status, this.message, excluded.length, excluded, this.retryAfterS) : this;
+  /** The same answer, given by `nodeId` (null: herd's own, not the node's) after `excluded` failed first. */
+  from(nodeId: string | null, excluded: string[]): RouteError {
+    return new RouteError(this.status, this.message, excluded.length, excluded, this.retryAfterS, nodeId);
   }
 }

@@ -534,7 +534,7 @@ describe("count_tokens, resolution, errors", () => {
 
   test("GET /v1/messages answers Claude Code's probe", async () => {
     const probe = await getJson(`${url}/v1/messages`);
-    expect(probe).toMatchObject({ ok: true, service: "herd", endpoint: "/v1/messages" });
+    expect(probe).toMatchObject({ ok: true, service: "ollama-herd", endpoint: "/v1/messages" });
     expect(Math.abs(probe.ts - Date.now() / 1000)).toBeLessThan(60);
   });
 });

@@ -213,6 +213,8 @@ describe("client keys", () => {
     for (const path of ["/healthz", "/dashboard", "/dashboard/settings", "/dashboard/assets/herd.js", "/favicon.svg"]) {
       expect({ path, status: (await fetch(`${url}${path}`)).status }).toEqual({ path, status: 200 });
     }
+    const icon = await fetch(`${url}/favicon.ico`, { redirect: "manual" });
+    expect([icon.status, icon.headers.get("location")]).toEqual([301, "/favicon.svg"]);
   });
 
   test("the key's name is a trace tag; a key: tag a client sends itself is dropped", async () => {

@@ -218,7 +218,7 @@ describe("runs started from the dashboard", () => {
     expect(seen.at(-1)).toBe("error");
     expect(last.error).toContain("no model of the requested types (vision, image) is loaded");
     expect(last.error).toContain("vision: no such model loaded, skipped");
-    expect(last.error).toContain("image: skipped, benchmarks measure text and embedding models");
+    expect(last.error).toContain("image: no online node offers an image model, skipped");
   });
 });
 

@@ -68,9 +68,23 @@ describe("context management", () => {
     await sim.stop();
   });
 
-  test("a prompt still over anthropic.maxPromptTokens after clearing is refused with 413 and the /compact hint", async () => {
+  test("one tool result too big alone is cleared too (force all), newest or not, and the trace says so", async () => {
+    const { url, client, stop } = await router("anthropic: { maxPromptTokens: 12000 }");
+    // Two results, so both are among the newest three; the last is about 18,000 tokens.
+    const messages = [...longSession(1), ...longSession(2, 2000).slice(3)];
+    const reply = await client.messages.create({ model: "llama3.2:3b", max_tokens: 256, tools, messages });
+    expect(reply.stop_reason).toBe("end_turn");
+    const trace = await eventually(async () => (await getJson(`${url}/dashboard/api/traces?limit=1`)).traces[0], 3000, "the trace");
+    expect(trace.adjustments[0]).toMatch(/^cleared \d of the 2 newest \(force all: still too long without them\) \(\d+ → \d+ tokens\) to fit 12000$/);
+    await stop();
+  });
+
+  test("a prompt still over anthropic.maxPromptTokens with every tool result cleared is refused with 413 and the /compact hint", async () => {
     const { client, stop } = await router("anthropic: { maxPromptTokens: 3000 }");
-    const error = await client.messages.create({ model: "llama3.2:3b", max_tokens: 256, tools, messages: longSession(4) }).catch((e) => e);
+    // The question alone is over the cap: no clearing can make it fit.
+    const question = Array.from({ length: 600 }, (_, i) => `line ${i} of a very long question`).join("\n");
+    const messages: Anthropic.MessageParam[] = [...longSession(4), { role: "assistant", content: "Read them." }, { role: "user", content: question }];
+    const error = await client.messages.create({ model: "llama3.2:3b", max_tokens: 256, tools, messages }).catch((e) => e);
     expect(error).toBeInstanceOf(Anthropic.APIError);
     expect(error.status).toBe(413);
     expect(error.error.error.type).toBe("prompt_too_large");

@@ -100,6 +100,16 @@ describe("text embedding models", () => {
     expect(queue.completed).toBe(before + 1);
   });
 
+  test("/fleet/status shows each node's embedding servers as its agent reports them", async () => {
+    const studio = (await getJson(`${fleet.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "studio");
+    expect(studio).toMatchObject({
+      text_embedding: { models_available: [{ name: "nomic-embed-text" }], processing: false },
+      text_embedding_port: text.server!.port,
+      text_embedding_status: { backend_available: true, cached_model_count: 1 },
+      vision_embedding_status: { backend_available: true, cached_model_count: 1 },
+    });
+  });
+
   test("other embedding models stay on Ollama", async () => {
     const res = await post("/api/embed", { model: "all-minilm", input: "hello" });
     expect(res.status).toBe(200);

@@ -271,6 +271,44 @@ describe("the store", () => {
   });
 });
 
+describe("an agent whose heartbeats stop", () => {
+  test("once the router polls the node again, its view and routing drop the agent's report for the config and the poll; each figure says where it came from", async () => {
+    const node = await sim("den");
+    const { dir, file } = fleetConfig(`{ id: "den", ollama: "${node.url}", hardware: { memoryGb: 64, chip: "Apple M2 Max" } }`, `${FAST}, auth: { nodeToken: "fleet-token" }`);
+    const r = await router(dir, file);
+    // The agent says the machine has 4 GB: too small for qwen3:8b (5 GB) after the OS's share.
+    const beat = await fetch(`${r.url}/heartbeat`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: "Bearer fleet-token" },
+      body: JSON.stringify({
+        node_id: "den",
+        ollama_url: node.url,
+        memory: { total_gb: 4, used_gb: 3, available_gb: 1, pressure: "warning" },
+        hardware: { memory_total_gb: 4, cores_physical: 4, chip: "Apple M1", memory_bandwidth_gbps: 68, arch: "apple_silicon" },
+        ollama: { models_available: [{ name: "qwen3:8b", size: 5.2e9 }, { name: "llama3.2:3b", size: 2e9 }] },
+      }),
+    });
+    expect(beat.status).toBe(200);
+    expect(await nodeOf(r.url, "den")).toMatchObject({ source: "agent", memory: { total_gb: 4 }, hardware: { chip: "Apple M1" }, sources: { hardware: "agent", memory: "agent", ollama: "agent" } });
+    const ask = () => fetch(`${r.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: "qwen3:8b", prompt: "hi", stream: false }) });
+    const refused = await ask();
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as any).error).toContain("qwen3:8b on den (model needs 4.8 GB; node has 4 GB less a 6 GB OS reserve)");
+    // Silent past heartbeat.offlineMs, the node is polled again: the agent's machine is gone from its view and from routing.
+    const polled = await eventually(async () => {
+      const n = await nodeOf(r.url, "den");
+      return n?.source === "poll" && n.status === "online" && n;
+    }, 5000, "den polled again");
+    expect(polled).toMatchObject({ memory: null, cpu: null, hardware: { memory_total_gb: 64, chip: "Apple M2 Max", source: "config" } });
+    expect(polled.sources).toEqual({ hardware: "config", memory: null, cpu: null, disk: null, ollama: "poll" });
+    const res = await ask();
+    expect([res.status, res.headers.get("x-fleet-node")]).toEqual([200, "den"]);
+    await res.json();
+    await r.stop();
+    await node.stop();
+  });
+});
+
 describe("an agent stopped with SIGTERM says goodbye", () => {
   test("the router drops its report at once (offline, or polled again when the config gives its Ollama) and logs the join and the leave", async () => {
     const node = await sim("den");
@@ -288,7 +326,7 @@ describe("an agent stopped with SIGTERM says goodbye", () => {
       await r.waitFor(new RegExp(`node ${id}: agent left \\(stopped\\)`), 2000);
     }
     // Undeclared: nothing else reports for it.
-    expect(await nodeOf(r.url, "mac-1")).toMatchObject({ status: "offline", status_reason: "its agent stopped" });
+    expect(await nodeOf(r.url, "mac-1")).toMatchObject({ status: "offline", status_reason: "its agent stopped", excluded: "offline" });
     expect((await nodeOf(r.url, "mac-1")).ollama).toBeNull();
     // Declared with an Ollama URL: the router polls it again.
     await eventually(async () => {

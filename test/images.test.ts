@@ -132,6 +132,8 @@ describe("POST /api/generate-image", () => {
   test("a CLI that fails is a 502 that says why", async () => {
     const res = await post("/api/generate-image", { model: "flux-broken", prompt: "anything" });
     expect(res.status).toBe(502);
+    // studio ran the job, so the headers name it.
+    expect(res.headers.get("x-fleet-node")).toBe("studio");
     const { error } = (await res.json()) as any;
     expect(error).toContain("image generation failed on studio");
     expect(error).toContain("exited with code 2");
@@ -206,6 +208,29 @@ describe("POST /v1/images/generations", () => {
       expect(error.message).toContain(message);
       expect(error.type).toBeString();
     }
+  });
+});
+
+describe("benchmarks", () => {
+  test('model_types ["image"] generates the fleet\'s image models through /api/generate-image and reports them as image', async () => {
+    const started = await post("/dashboard/api/benchmarks/start", { duration: 1, model_types: ["image"] });
+    expect(await started.json()).toMatchObject({ status: "started", model_types: ["image"] });
+    const done = await eventually(async () => {
+      const p = await getJson(`${fleet.url}/dashboard/api/benchmarks/progress`);
+      return ["complete", "error"].includes(p.status) && p;
+    }, 20000, "the benchmark to finish");
+    expect(done).toMatchObject({ status: "complete", error: null });
+    expect(done.models).toContain("z-image-turbo");
+    expect(done.requests_completed).toBeGreaterThan(0);
+    const run = (await getJson(`${fleet.url}/dashboard/api/benchmarks?limit=1`)).data[0];
+    const perModel = JSON.parse(run.per_model_results);
+    const turbo = perModel.find((m: any) => m.model === "z-image-turbo");
+    expect(turbo).toMatchObject({ type: "image", failures: 0 });
+    expect(turbo.requests).toBeGreaterThan(0);
+    expect(turbo.latency_p50_ms).toBeGreaterThan(0);
+    // A model whose CLI fails is measured too: each of its requests a failure.
+    const broken = perModel.find((m: any) => m.model === "flux-broken");
+    expect([broken.type, broken.requests > 0, broken.failures === broken.requests]).toEqual(["image", true, true]);
   });
 });
 
@@ -385,7 +410,7 @@ describe("retries (routing.maxRetries)", () => {
     const stopped = await generate();
     expect(stopped.status).toBe(503);
     expect(stopped.headers.get("x-fleet-node")).toBe("none");
-    expect(stopped.headers.get("x-fleet-retries")).toBe("1");
+    expect(stopped.headers.get("x-fleet-retries")).toBe("0"); // the only try failed: no retry
     expect(((await stopped.json()) as any).error).toContain("no node that offers it could be reached: ghost: ");
     fleet.writeConfig();
   });

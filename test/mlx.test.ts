@@ -83,6 +83,15 @@ describe("the fleet's models", () => {
     expect(models.find((m: any) => m.id === `mlx:${SLOW}`)?.owned_by).toBe("mlx");
     expect(models.find((m: any) => m.id === "llama3.2:3b")?.owned_by).toBe("ollama");
   });
+
+  test("/api/ps lists the MLX servers' models too: always resident, on their node", async () => {
+    const loaded = (await getJson(`${url}/api/ps`)).models;
+    const mlx = loaded.find((m: any) => m.name === `mlx:${CHAT}`);
+    expect(mlx).toMatchObject({ model: `mlx:${CHAT}`, fleet_node: "n1", digest: "", context_length: 0 });
+    expect(mlx.size_vram).toBe(mlx.size);
+    const tagged = (await getJson(`${url}/api/tags`)).models.filter((m: any) => m.name.startsWith("mlx:")).map((m: any) => m.name);
+    expect(loaded.filter((m: any) => m.name.startsWith("mlx:")).map((m: any) => m.name).sort()).toEqual(tagged.sort());
+  });
 });
 
 describe("every surface answers from an MLX server", () => {
@@ -176,13 +185,22 @@ describe("every surface answers from an MLX server", () => {
     expect(missing.message).toContain("add it to a node's mlx servers");
   });
 
-  test("POST /fleet/pin of an mlx: model is a no-op that reports the server's health", async () => {
-    const res = await post("/fleet/pin", { model: `mlx:${CHAT}` });
+  test("POST /fleet/pin of an mlx: model is a no-op that reports the server's health to a caller that waits", async () => {
+    const res = await post("/fleet/pin", { model: `mlx:${CHAT}`, wait: true });
     expect(res.status).toBe(200);
     const body = (await res.json()) as any;
     expect(body).toMatchObject({ ok: true, model: `mlx:${CHAT}`, pinned_node: "n1", ready: true });
     expect(body.note).toContain("always-resident");
     expect(body.per_node).toEqual({});
+  });
+
+  test("the recommendations' usage names the MLX models served as they are, with no :latest added", async () => {
+    const top = await eventually(async () => {
+      const r = await getJson(`${url}/dashboard/api/recommendations?refresh=1`);
+      return r.usage.top_models.some((m: any) => m.model.startsWith("mlx:")) && r.usage.top_models;
+    }, 5000, "the MLX requests in the recommendations");
+    expect(top.map((m: any) => m.model)).toContain(`mlx:${CHAT}`);
+    expect(top.filter((m: any) => m.model.startsWith("mlx:") && m.model.endsWith(":latest"))).toEqual([]);
   });
 });
 
@@ -198,7 +216,7 @@ describe("admission control, the wall clock and the MLX queue", () => {
         const q = await slowQueue();
         return q?.pending === 1 ? q : null;
       }, 5000, "the second request waiting");
-      expect(busy).toMatchObject({ pending: 1, in_flight: 1, concurrency: 1, max_queue_depth: 1, model: `mlx:${SLOW}`, node_id: "n1" });
+      expect(busy).toMatchObject({ pending: 1, in_flight: 1, concurrency: 1, max_queue_depth: 1, model: `mlx:${SLOW}`, node_id: "n1", tool_repair: { attempts: 0, successes: 0, failures: 0 } });
 
       const refused = await ask();
       expect(refused.status).toBe(503);

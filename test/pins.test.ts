@@ -134,8 +134,18 @@ describe("POST /fleet/pin", () => {
     expect((await pinnedModels()).per_node.a).not.toContain("llama3.3:70b");
   });
 
+  test("ready and ready_after_ms answer only a caller that waits; a model already resident is ready at once", async () => {
+    const unwaited = (await (await post("/fleet/pin", { model: "llama3.2:3b", node_id: "a" })).json()) as any;
+    expect(unwaited).toMatchObject({ ok: true, pinned_node: "a" });
+    expect(Object.keys(unwaited)).not.toContain("ready");
+    expect(Object.keys(unwaited)).not.toContain("ready_after_ms");
+    const waited = (await (await post("/fleet/pin", { model: "llama3.2:3b", node_id: "a", wait: true, timeout_s: 5 })).json()) as any;
+    expect(waited).toMatchObject({ ok: true, pinned_node: "a", ready: true });
+    expect(waited.ready_after_ms).toBeLessThan(2000);
+  });
+
   test("an mlx: model is a no-op with a note", async () => {
-    const body = (await (await post("/fleet/pin", { model: "mlx:mlx-community/Qwen3-4bit" })).json()) as any;
+    const body = (await (await post("/fleet/pin", { model: "mlx:mlx-community/Qwen3-4bit", wait: true })).json()) as any;
     expect(body).toMatchObject({ ok: true, pinned_node: null, ready: false });
     expect(body.note).toContain("MLX");
     expect(JSON.stringify(body.per_node)).not.toContain("mlx");

@@ -119,6 +119,20 @@ describe("when nodes fail", () => {
     expect(queues["good:llama3.2:3b"]).toMatchObject({ in_flight: 0, completed: 1 });
   });
 
+  test("X-Fleet-Retries counts retries, not failures: 1 when both nodes failed, 0 when the only one did", async () => {
+    const { url, nodes } = await fleet([
+      { id: "bad", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] },
+      { id: "worse", models: ["llama3.2:3b"], loaded: [] },
+    ]);
+    for (const n of nodes) n.setFaults({ error500: true });
+    const both = await post(url, "/api/chat", { model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], stream: false });
+    expect([both.status, both.headers.get("x-fleet-retries")]).toEqual([503, "1"]);
+    const { url: one, nodes: [only] } = await fleet([{ id: "alone", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] }]);
+    only!.setFaults({ error500: true });
+    const single = await post(one, "/api/chat", { model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], stream: false });
+    expect([single.status, single.headers.get("x-fleet-retries")]).toEqual([503, "0"]);
+  });
+
   test("a node killed mid-run is routed around at once and marked offline", async () => {
     const { url, nodes } = await fleet(
       [
@@ -152,7 +166,8 @@ describe("when nodes fail", () => {
     const res = await post(url, "/api/generate", { model: "llama3.2:3b", prompt: "hi", stream: false });
     expect(performance.now() - t0).toBeLessThan(1200);
     expect(res.status).toBe(503);
-    expect(res.headers.get("x-fleet-retries")).toBe("1");
+    // The budget went to hangs: works was never tried, so there was no retry.
+    expect(res.headers.get("x-fleet-retries")).toBe("0");
     expect(((await res.json()) as { error: string }).error).toMatch(/tried hangs: no answer within \d+ ms/);
   });
 
@@ -219,6 +234,9 @@ describe("models that are not there", () => {
     const unavailable = await post(url, "/api/generate", { model: "qwen3:8b", prompt: "x" });
     expect(unavailable.status).toBe(503);
     expect(((await unavailable.json()) as any).error).toContain("qwen3:8b on drained (draining)");
+    // /fleet/status says which nodes routing leaves out whatever the model, and why.
+    const excluded = Object.fromEntries((await getJson(`${url}/fleet/status`)).nodes.map((n: any) => [n.node_id, n.excluded]));
+    expect(excluded).toEqual({ up: null, drained: "draining" });
 
     const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: "x", maxRetries: 0 });
     // The SDK returns its own thenable, so the error is caught rather than passed to expect().rejects.
@@ -234,6 +252,20 @@ describe("models that are not there", () => {
     const notJson = await fetch(`${url}/api/chat`, { method: "POST", body: "{nope" });
     expect(notJson.status).toBe(400);
     expect(((await notJson.json()) as any).error).toContain("invalid JSON body");
+
+    // Refused before routing, in each surface, the fleet headers say so: no node, no retry, the model asked for.
+    const refusals: [string, unknown, string][] = [
+      ["/api/chat", { model: "llama3.2:3b", stream: "yes" }, "llama3.2:3b"],
+      ["/api/embed", { model: "nomic-embed-text" }, "nomic-embed-text"],
+      ["/v1/chat/completions", { messages: [] }, "none"],
+      ["/v1/chat/completions", { model: "llama3.2:3b", messages: "hi" }, "llama3.2:3b"],
+      ["/v1/responses", { model: "llama3.2:3b", previous_response_id: "resp_1", input: "hi" }, "llama3.2:3b"],
+    ];
+    for (const [path, body, requested] of refusals) {
+      const res = await post(url, path, body);
+      const headers = ["x-fleet-node", "x-fleet-requested-model", "x-fleet-served-model", "x-fleet-backend", "x-fleet-fallback", "x-fleet-retries"].map((h) => res.headers.get(h));
+      expect({ path, status: res.status, headers }).toEqual({ path, status: 400, headers: ["none", requested, "none", "none", "false", "0"] });
+    }
 
     // Names that are properties of every JavaScript object are model names like any other: not found, never a 500.
     for (const name of ["toString", "constructor", "__proto__", "hasOwnProperty"]) {
@@ -254,7 +286,9 @@ describe("the OpenAI surface", () => {
     expect(text.endsWith("data: [DONE]\n\n")).toBe(true);
     const chunks = text.split("\n\n").filter((f) => f && f !== "data: [DONE]").map((f) => JSON.parse(f.replace(/^data: /, "")));
     expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
-    expect(chunks[0].choices[0].delta.role).toBe("assistant");
+    // The first chunk is the role alone; the content follows (OpenAI's own order).
+    expect(chunks[0].choices[0].delta).toEqual({ role: "assistant" });
+    expect(chunks[1].choices[0].delta.content).toBeString();
     expect(chunks.at(-2).choices[0].finish_reason).toBe("stop");
     expect(chunks.at(-1).choices).toEqual([]);
     expect(chunks.at(-1).usage.completion_tokens).toBeGreaterThan(0);
@@ -378,6 +412,24 @@ describe("pulling models", () => {
     const res = await post(url, "/api/generate", { model: "qwen3:8b", prompt: "hi", stream: false });
     expect(res.status).toBe(200);
     expect(res.headers.get("x-fleet-node")).toBe("n");
+  });
+
+  test("a model larger than every online node's free memory is a 503 with the arithmetic, and nothing is pulled", async () => {
+    // An agent node (it reports its free memory), with the credential that lets it say where its Ollama is.
+    const { url } = await fleet([], `auth: { nodeToken: "fleet-token" }`);
+    const small = await startSimOllama({ id: "small", models: ["llama3.2:3b"], loaded: [] });
+    sims.push(small);
+    const memory = { total_gb: 16, used_gb: 6, available_gb: 10, pressure: "nominal" };
+    const beat = await post(url, "/heartbeat", { node_id: "small", ollama_url: small.url, memory, ollama: { models_available: ["llama3.2:3b"] } }, { authorization: "Bearer fleet-token" });
+    expect(beat.status).toBe(200);
+    const res = await post(url, "/api/pull", { model: "llama3.3:70b" });
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({ error: 'No node has enough available memory for "llama3.3:70b" (48 GB): small has 10 GB available, 38 GB short' });
+    const named = await post(url, "/api/pull", { model: "llama3.3:70b", node_id: "small" });
+    expect(named.status).toBe(503);
+    expect((await getJson(`${small.url}/api/tags`)).models.map((m: any) => m.name)).toEqual(["llama3.2:3b"]);
+    const fits = await post(url, "/api/pull", { model: "qwen3:8b", stream: false });
+    expect([fits.status, await fits.json()]).toEqual([200, { status: "success" }]);
   });
 
   test("a request for a model no node has pulls it first when features.autoPull is on", async () => {

@@ -36,9 +36,10 @@ export function fleetHeaders(requested: string, served: Served | null, retries: 
   return headers;
 }
 
-/** The headers of a request nothing served: those of no node, and Retry-After when the error knows when. */
+/** The headers of a request nothing served: the node whose answer the error is, if any; Retry-After when the error knows when. */
 export function errorHeaders(requested: string, error: RouteError): Record<string, string> {
   const headers = fleetHeaders(requested, null, error.retries);
+  if (error.nodeId) headers["X-Fleet-Node"] = error.nodeId;
   if (error.retryAfterS !== undefined) headers["Retry-After"] = String(error.retryAfterS);
   return headers;
 }

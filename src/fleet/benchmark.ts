@@ -1,12 +1,14 @@
 // A benchmark started from the dashboard: real requests through herd's own HTTP
 // routes (so routing, queues and traces are exactly what clients get) against the
-// models the fleet has loaded, for `duration` seconds, a few at a time per node.
+// models the fleet has loaded (and the image models its nodes offer), for
+// `duration` seconds, a few at a time per node.
 // It measures latency and time-to-first-token percentiles and tokens/s, overall,
 // per model and per node, the deepest queue each node saw, and stores the run.
 import type { Database } from "bun:sqlite";
 import { percentile, sorted } from "../percentile.ts";
 import { type BenchmarkRun, saveRun } from "../store/benchmarks.ts";
 import { reachableNodes } from "./catalog.ts";
+import { fleetImageModels } from "./image-models.ts";
 import { normalizeModelName } from "./model-name.ts";
 import { modelTraits } from "./model-traits.ts";
 import type { Queues } from "./queues.ts";
@@ -72,8 +74,10 @@ const MAX_TOKENS = 128;
 const PROMPT = "Explain in a few sentences why the sky is blue.";
 // A 1×1 PNG: enough to make a vision model take its image path.
 const PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+/** An image job: small, as a benchmark wants many (an image model's time grows with the pixels). */
+const IMAGE_JOB = { prompt: "a lighthouse on a cliff at dusk", width: 256, height: 256 };
 
-type RequestType = Exclude<ModelType, "image">;
+type RequestType = ModelType;
 
 interface Target {
   model: string;
@@ -149,7 +153,7 @@ export class BenchmarkRunner {
     try {
       const holders = this.loaded();
       const notes = opts.mode === "smart" ? await this.fillMemory(holders, opts.model_types, signal) : [];
-      const targets = toTargets(holders, opts.model_types);
+      const targets = [...toTargets(holders, opts.model_types), ...(opts.model_types.includes("image") ? this.imageTargets() : [])];
       notes.push(...skippedTypes(targets, opts.model_types));
       const note = notes.length ? ` (${notes.join("; ")})` : "";
       if (!targets.length) throw new Error(`no model of the requested types (${opts.model_types.join(", ")}) is loaded on an online node${note}`);
@@ -184,6 +188,13 @@ export class BenchmarkRunner {
       for (const m of node.ollama!.models_loaded) addHolder(holders, m.name, node.id);
     }
     return holders;
+  }
+
+  /** The image models the online nodes offer, each on its nodes: they are generated through POST /api/generate-image. */
+  private imageTargets(): Target[] {
+    return fleetImageModels(this.deps.registry)
+      .map((m): Target => ({ model: m.name, type: "image", nodes: m.fleet_nodes }))
+      .sort((a, b) => a.model.localeCompare(b.model));
   }
 
   private router(): Router {
@@ -253,8 +264,10 @@ export class BenchmarkRunner {
       }
     };
     // Past MAX_WORKERS every model keeps at least one worker, the rest shrink in proportion.
-    const scale = Math.min(1, MAX_WORKERS / targets.reduce((n, t) => n + PER_NODE * t.nodes.length, 0));
-    const workers = targets.flatMap((t) => Array.from({ length: Math.max(1, Math.floor(PER_NODE * t.nodes.length * scale)) }, () => t));
+    // A node's image service makes one image at a time: more in flight would only queue there.
+    const perNode = (t: Target) => (t.type === "image" ? 1 : PER_NODE) * t.nodes.length;
+    const scale = Math.min(1, MAX_WORKERS / targets.reduce((n, t) => n + perNode(t), 0));
+    const workers = targets.flatMap((t) => Array.from({ length: Math.max(1, Math.floor(perNode(t) * scale)) }, () => t));
     this.samplePeaks(peaks);
     await Promise.all(workers.map(worker));
     clearInterval(sampler);
@@ -343,12 +356,10 @@ function toTargets(holders: Map<string, string[]>, types: ModelType[]): Target[]
 
 /** Why a requested type has nothing to benchmark. */
 function skippedTypes(targets: Target[], types: ModelType[]): string[] {
-  const notes = types.filter((t) => t !== "image" && !targets.some((x) => x.type === t)).map((t) => `${t}: no such model loaded, skipped`);
-  if (types.includes("image")) notes.push("image: skipped, benchmarks measure text and embedding models (an image takes seconds to minutes; /api/generate-image reports each one's time in X-Generation-Time)");
-  return notes;
+  return types.filter((t) => !targets.some((x) => x.type === t)).map((t) => (t === "image" ? "image: no online node offers an image model, skipped" : `${t}: no such model loaded, skipped`));
 }
 
-/** One measured request through the router: streamed chat (llm, vision) or an embedding. Throws only when `signal` aborts it. */
+/** One measured request through the router: streamed chat (llm, vision), an embedding or an image. Throws only when `signal` aborts it. */
 async function send(router: Router, target: Target, signal: AbortSignal): Promise<Sample> {
   const started = performance.now();
   try {
@@ -362,12 +373,15 @@ async function send(router: Router, target: Target, signal: AbortSignal): Promis
 
 async function measure(router: Router, target: Target, signal: AbortSignal, started: number): Promise<Sample> {
   const embed = target.type === "embed";
+  const image = target.type === "image";
   const message = { role: "user", content: PROMPT, ...(target.type === "vision" ? { images: [PIXEL] } : {}) };
-  const body = embed
-    ? { model: target.model, input: PROMPT }
-    : { model: target.model, messages: [message], stream: true, options: { num_predict: MAX_TOKENS } };
+  const body = image
+    ? { model: target.model, ...IMAGE_JOB }
+    : embed
+      ? { model: target.model, input: PROMPT }
+      : { model: target.model, messages: [message], stream: true, options: { num_predict: MAX_TOKENS } };
   // Tagged so analytics can tell benchmark traffic apart; no fallback, so the model measured is the model named.
-  const res = await fetch(`${router.url}${embed ? "/api/embed" : "/api/chat"}`, {
+  const res = await fetch(`${router.url}${image ? "/api/generate-image" : embed ? "/api/embed" : "/api/chat"}`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-herd-tags": "benchmark", "x-fleet-no-fallback": "true", ...router.headers },
     body: JSON.stringify(body),
@@ -378,6 +392,11 @@ async function measure(router: Router, target: Target, signal: AbortSignal, star
   if (!res.ok || !res.body) {
     await res.body?.cancel();
     return done(false);
+  }
+  // An image is whole when its PNG is: its latency is the generation's (X-Generation-Time, plus routing).
+  if (image) {
+    await res.arrayBuffer();
+    return done(true);
   }
   if (embed) {
     const answer = (await res.json()) as { prompt_eval_count?: number; error?: string };

@@ -38,7 +38,7 @@ export function modelsOnDisk(registry: Registry): FleetModel[] {
       models.set(name, model);
     }
   }
-  for (const server of mlxServers(registry).filter((s) => s.status === "healthy" && s.node.status === "online")) {
+  for (const server of residentMlx(registry)) {
     const name = MLX_PREFIX + server.model;
     const model = models.get(name) ?? { name, entry: { name, size: Math.round(server.model_size_gb * GB) }, nodes: [], backend: "mlx" as const };
     model.nodes.push(server.node.id);
@@ -55,6 +55,11 @@ export function knownModel(registry: Registry, name: string): boolean {
 /** Every MLX server the node agents report, whatever its state. */
 export function mlxServers(registry: Registry): MlxServer[] {
   return registry.all().flatMap((node) => (node.report.mlx_servers ?? []).map((s) => ({ ...s, node, url: registry.serviceUrl(node, s.port) })));
+}
+
+/** The MLX servers serving now (healthy, on an online node): their models are always resident. */
+export function residentMlx(registry: Registry): MlxServer[] {
+  return mlxServers(registry).filter((s) => s.status === "healthy" && s.node.status === "online");
 }
 
 /** The MLX model a request names: "mlx:<repo id>", or a repo id some node's MLX server runs; null for any other model. */

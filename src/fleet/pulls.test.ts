@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { markPulled, notPullable, Pulls, pullTarget } from "./pulls.ts";
+import { markPulled, noRoomFor, notPullable, Pulls, pullTarget, pullTargets } from "./pulls.ts";
 import { onDisk } from "./registry.ts";
 import { type NodeSpec, testFleet } from "./test-fixtures.ts";
 
@@ -38,6 +38,17 @@ test("a pull goes to the online, undrained node with the most free memory, equal
   expect(pullTarget(testFleet(nodes).registry)?.id).toBe("a");
   expect(pullTarget(testFleet([{ id: "agentless" }, { id: "small", memory: memory(1) }]).registry)?.id).toBe("small");
   expect(pullTarget(testFleet(nodes.slice(0, 3)).registry)).toBeNull();
+});
+
+test("a pull no node has the memory for is refused with the arithmetic; an unknown size or free memory is never refused", () => {
+  const memory = (availableGb: number) => ({ totalGb: 64, availableGb });
+  const { registry } = testFleet([{ id: "a", memory: memory(30) }, { id: "b", memory: memory(12.5) }, { id: "has", memory: memory(1), onDisk: { "big:1b": 40 }, draining: true }]);
+  expect(noRoomFor(registry, "llama3.3:70b", pullTargets(registry))).toBe('No node has enough available memory for "llama3.3:70b" (48 GB): a has 30 GB available, 18 GB short; b has 12.5 GB available, 35.5 GB short');
+  expect(noRoomFor(registry, "big:1b", pullTargets(registry))).toStartWith('No node has enough available memory for "big:1b" (40 GB)');
+  expect(noRoomFor(registry, "llama3.2:3b", pullTargets(registry))).toBeNull();
+  expect(noRoomFor(registry, "never-heard-of:1b", pullTargets(registry))).toBeNull();
+  const agentless = testFleet([{ id: "a", memory: memory(1) }, { id: "agentless" }]).registry;
+  expect(noRoomFor(agentless, "llama3.3:70b", pullTargets(agentless))).toBeNull();
 });
 
 test("after a pull the model is on the node's disk at once, listed once, under its full name", () => {

@@ -1,8 +1,10 @@
 // Pulling models onto nodes: which node gets it, one pull of a model at a time
 // fleet-wide, and a clear refusal for models Ollama cannot pull at all.
 import type { OllamaSection } from "./heartbeat.ts";
+import { catalogModel } from "./model-catalog.ts";
 import { normalizeModelName } from "./model-name.ts";
-import { type NodeRecord, onDisk, type Registry } from "./registry.ts";
+import { toGb } from "./node-models.ts";
+import { diskBytes, type NodeRecord, onDisk, type Registry } from "./registry.ts";
 
 /** Models that are not Ollama's, and how to install them on a node instead. */
 const NOT_OLLAMA: { test: RegExp; what: string; install: string }[] = [
@@ -36,13 +38,30 @@ export class Pulls {
   }
 }
 
-/** The node a pull should go to: the online, undrained node with the most free memory. */
+/** The nodes a pull may go to: online, their Ollama reachable, not draining; the most free memory first. */
+export function pullTargets(registry: Registry): NodeRecord[] {
+  const eligible = registry.all().filter((n) => registry.exclusion(n) === null);
+  return eligible.sort((a, b) => (b.report.memory?.available_gb ?? -1) - (a.report.memory?.available_gb ?? -1) || a.id.localeCompare(b.id));
+}
+
+/** The node a pull should go to: the one with the most free memory. */
 export function pullTarget(registry: Registry): NodeRecord | null {
-  const eligible = registry
-    .all()
-    .filter((n) => n.status === "online" && n.ollama?.reachable && registry.ollamaUrl(n) && !registry.isDraining(n));
-  eligible.sort((a, b) => (b.report.memory?.available_gb ?? -1) - (a.report.memory?.available_gb ?? -1) || a.id.localeCompare(b.id));
-  return eligible[0] ?? null;
+  return pullTargets(registry)[0] ?? null;
+}
+
+/**
+ * Why none of `nodes` has the memory to run `model` once pulled, with the arithmetic; null when one may have it. The size
+ * is what a node that has it lists on disk, else the catalog's; a model of unknown size, or a node that reports no free
+ * memory, is never refused.
+ */
+export function noRoomFor(registry: Registry, model: string, nodes: NodeRecord[]): string | null {
+  const onDiskGb = toGb(Math.max(0, ...registry.all().map((n) => diskBytes(n, model))));
+  const sizeGb = onDiskGb || catalogModel(model)?.ram_gb;
+  if (!sizeGb || !nodes.length) return null;
+  const free = nodes.map((n) => ({ id: n.id, gb: n.report.memory?.available_gb }));
+  if (free.some((f) => f.gb === undefined || f.gb >= sizeGb)) return null;
+  const arithmetic = free.map((f) => `${f.id} has ${f.gb} GB available, ${Math.round((sizeGb - f.gb!) * 10) / 10} GB short`).join("; ");
+  return `No node has enough available memory for "${model}" (${sizeGb} GB): ${arithmetic}`;
 }
 
 /** After a pull the model is on the node's disk: say so now rather than at the next heartbeat. */

@@ -1,6 +1,7 @@
 // Which models each node should hold: a pure function of a fleet snapshot (each
 // node's RAM and what is on its disk) and the last 24 h of requests. No I/O, so
 // it is tested on hand-built fleets. How it decides: docs/recommendations.md.
+import { MLX_PREFIX } from "./catalog.ts";
 import { CATEGORIES, type CatalogModel, catalogModel, describeModel, MODEL_CATALOG, type ModelCategory, qualityScore } from "./model-catalog.ts";
 import { normalizeModelName, sameModel } from "./model-name.ts";
 import { OS_RESERVE_GB } from "./scorer.ts";
@@ -235,7 +236,8 @@ class NodePlan {
 function mergeDemand(requests: FleetSnapshot["requests_24h"]): Map<string, number> {
   const merged = new Map<string, number>();
   for (const { model, requests: n } of requests) {
-    const key = normalizeModelName(model);
+    // An MLX server's model is a repo id, which has no tag to default.
+    const key = model.startsWith(MLX_PREFIX) ? model : normalizeModelName(model);
     merged.set(key, (merged.get(key) ?? 0) + n);
   }
   return new Map([...merged].sort(([a, x], [b, y]) => y - x || a.localeCompare(b)));

@@ -181,6 +181,9 @@ export class Registry {
   polled(id: string, ollama: OllamaSection): void {
     const node = this.nodes.get(id);
     if (!node) return;
+    // The poll takes over from an agent whose heartbeats stopped: what it last said of the machine (memory,
+    // hardware, services) is stale, and routing must not go on reading it.
+    if (node.source === "agent" && this.agentGone(node)) node.report = {};
     if (!ollama.reachable) {
       // What is on its disk is still there: a request for it gets a 503 while the node is down, not a 404.
       node.ollama = { ...ollama, models_available: node.ollama?.models_available ?? [] };
@@ -204,10 +207,12 @@ export class Registry {
 
   /** Declared nodes with an Ollama URL whose agent is not reporting: the router polls those. */
   pollTargets(): { id: string; url: string }[] {
-    const fresh = this.now() - this.config.heartbeat.offlineMs;
-    return [...this.declared.values()]
-      .filter((n) => n.ollama && !((this.nodes.get(n.id)?.lastAgentBeat ?? 0) > fresh))
-      .map((n) => ({ id: n.id, url: n.ollama! }));
+    return [...this.declared.values()].filter((n) => n.ollama && this.agentGone(this.nodes.get(n.id))).map((n) => ({ id: n.id, url: n.ollama! }));
+  }
+
+  /** No heartbeat from the node's agent for heartbeat.offlineMs, or never one. */
+  private agentGone(node: NodeRecord | undefined): boolean {
+    return !((node?.lastAgentBeat ?? 0) > this.now() - this.config.heartbeat.offlineMs);
   }
 
   ollamaUrl(node: NodeRecord): string | null {
@@ -221,6 +226,18 @@ export class Registry {
     const url = new URL(ollama);
     url.port = String(port);
     return url.origin;
+  }
+
+  /** Routing may send the node's Ollama requests: the node is online and its Ollama answered at an address the router knows. */
+  ollamaServing(node: NodeRecord): boolean {
+    return node.status === "online" && Boolean(node.ollama?.reachable) && this.ollamaUrl(node) !== null;
+  }
+
+  /** Why routing leaves the node out whatever the model (a model too big for it is the request's own reason); null when it does not. */
+  exclusion(node: NodeRecord): "offline" | "ollama unreachable" | "draining" | null {
+    if (node.status !== "online") return "offline";
+    if (!this.ollamaServing(node)) return "ollama unreachable";
+    return this.isDraining(node) ? "draining" : null;
   }
 
   isDraining(node: NodeRecord): boolean {

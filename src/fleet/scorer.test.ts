@@ -48,7 +48,7 @@ test("offline and draining nodes, nodes without the model and nodes too small to
     { nodeId: "down", reason: "offline" },
     { nodeId: "leaving", reason: "draining" },
     { nodeId: "empty", reason: "model not on this node" },
-    { nodeId: "small", reason: "model needs 30 GB; node has 32 GB" },
+    { nodeId: "small", reason: "model needs 30 GB; node has 32 GB less a 6 GB OS reserve" },
   ]);
 });
 

@@ -118,7 +118,7 @@ export function scoreNodes(
     }
     const sizeGb = loaded?.sizeGb || onDisk?.sizeGb || 0;
     if (!loaded && node.memoryTotalGb !== null && sizeGb > node.memoryTotalGb - OS_RESERVE_GB) {
-      eliminated.push({ nodeId: node.id, reason: `model needs ${sizeGb} GB; node has ${node.memoryTotalGb} GB` });
+      eliminated.push({ nodeId: node.id, reason: `model needs ${sizeGb} GB; node has ${node.memoryTotalGb} GB less a ${OS_RESERVE_GB} GB OS reserve` });
       continue;
     }
     const q = queues(node.id);

@@ -25,10 +25,12 @@ function nodeJson(registry: Registry, queues: Queues, pins: Pins, speeds: Speeds
     source: node.source,
     declared: entry !== undefined,
     draining: registry.isDraining(node),
+    excluded: registry.exclusion(node),
     labels: { ...r.labels, ...entry?.labels },
     ...nodeRuns(node, routerHash),
     last_seen: node.lastSeen === null ? null : node.lastSeen / 1000,
     hardware: r.hardware ?? declaredHardware(entry?.hardware),
+    sources: figureSources(node, entry),
     ollama_url: registry.ollamaUrl(node),
     cpu: r.cpu ?? null,
     memory: r.memory ?? null,
@@ -41,7 +43,14 @@ function nodeJson(registry: Registry, queues: Queues, pins: Pins, speeds: Speeds
     capacity: capacityJson(registry, speeds, node.id),
     speeds: speedsJson(speeds, node.id),
     ...(r.mlx_bind_host ? { mlx_bind_host: r.mlx_bind_host } : {}),
+    ...embeddingJson(r),
   };
+}
+
+/** Seed 000's embedding servers beside Ollama, as the agent last reported them (null: none running); absent from agents that never say. */
+function embeddingJson(r: NodeRecord["report"]) {
+  const fields = ["vision_embedding_status", "text_embedding", "text_embedding_port", "text_embedding_status"] as const;
+  return Object.fromEntries(fields.filter((f) => r[f] !== undefined).map((f) => [f, r[f]]));
 }
 
 /**
@@ -56,6 +65,22 @@ export function nodeRuns(node: NodeRecord, routerHash: string) {
     config_hash,
     version_drift: agent_version !== null && agent_version !== VERSION,
     config_drift: config_hash !== null && config_hash !== routerHash,
+  };
+}
+
+/**
+ * Where each figure of the node's view came from: its agent's heartbeat, the config (`nodes[].hardware`), or the
+ * router's own poll of its Ollama; null where nothing says. An agent's report goes when the poll takes over from it.
+ */
+function figureSources(node: NodeRecord, entry: NodeEntry | undefined) {
+  const r = node.report;
+  const agent = (figure: unknown) => (figure ? ("agent" as const) : null);
+  return {
+    hardware: r.hardware ? ("agent" as const) : entry?.hardware ? ("config" as const) : null,
+    memory: agent(r.memory),
+    cpu: agent(r.cpu),
+    disk: agent(r.disk),
+    ollama: node.ollama ? node.source : null,
   };
 }
 
@@ -177,7 +202,8 @@ export function fleetQueue(registry: Registry, queues: Queues, repairs: RepairSt
     nodes_online: registry.all().filter((n) => n.status === "online").length,
     queues: Object.fromEntries(
       entries.map((q) => {
-        const toolRepair = repairs.of(q.model);
+        // An MLX server's entry has seed 000's counters from the start; an Ollama model's, from its first repair.
+        const toolRepair = repairs.of(q.model) ?? (q.model.startsWith(MLX_PREFIX) ? NO_REPAIRS : undefined);
         const entry = { pending: q.pending, in_flight: q.in_flight, concurrency: q.concurrency, model: q.model, node_id: q.node_id, ...mlxFields(q) };
         return [q.key, { ...entry, ...(toolRepair ? { tool_repair: toolRepair } : {}) }];
       }),
@@ -185,6 +211,8 @@ export function fleetQueue(registry: Registry, queues: Queues, repairs: RepairSt
     timestamp: Date.now() / 1000,
   };
 }
+
+const NO_REPAIRS = { attempts: 0, successes: 0, failures: 0 };
 
 /** GET /fleet/limits: what the fleet can absorb, so a client can serialise instead of collecting 429s. */
 export function fleetLimits(registry: Registry, queues: Queues, config: Config) {

@@ -2,8 +2,8 @@
 // embeddings): the candidates in order; on each, a slot on its node:model queue (so /fleet/queue,
 // the rebalancer and the drain see every request), then the call. A failure before the first byte
 // (a NodeFailure, no slot in time) moves on to the next candidate, at most routing.maxRetries more,
-// while the request's one first-byte budget lasts; a RouteError from a call is the answer, with the
-// nodes that failed before it.
+// while the request's one first-byte budget lasts; a RouteError from a call is the answer of that
+// node, with the nodes that failed before it.
 import { NodeFailure, RouteError } from "../errors.ts";
 import { Moved, QueueFull, type Queues, type Slot, SlotTimeout } from "../fleet/queues.ts";
 
@@ -17,8 +17,10 @@ export interface Candidate {
 export interface Tried {
   /** "node: why", for each node that failed. */
   failures: string[];
-  /** The nodes that failed, in order (X-Fleet-Retries counts them). */
+  /** The nodes that failed, in order. */
   excluded: string[];
+  /** How many candidates were tried after the first (X-Fleet-Retries): 0 when the only try failed. */
+  retries: number;
   /** Candidates whose queue already held its most waiting requests. */
   full: number;
 }
@@ -72,16 +74,17 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
       return await a.call(c, slot, tried?.excluded ?? NO_NODES, deadline - performance.now());
     } catch (e) {
       slot.release("failed");
-      if (e instanceof RouteError) throw tried ? e.after(tried.excluded) : e;
+      // Cut by the client, the deadline or a stop: herd's answer, not the node's.
+      if (e instanceof RouteError) throw e.from(a.signal.aborted ? null : c.nodeId, tried?.excluded ?? NO_NODES);
       if (!(e instanceof NodeFailure)) throw e;
       tried = failed(tried, c.nodeId, e);
     }
   }
-  throw a.exhausted(tried ?? none());
+  throw a.exhausted({ ...(tried ?? none()), retries: Math.max(0, attempts - 1) });
 }
 
 function none(): Tried {
-  return { failures: [], excluded: [], full: 0 };
+  return { failures: [], excluded: [], full: 0, retries: 0 };
 }
 
 function failed(tried: Tried | null, nodeId: string, e: Error): Tried {

@@ -6,14 +6,14 @@ import { fitContext } from "./context-fit.ts";
 import { chatRequest } from "./test-fixtures.ts";
 
 const file = (i: number) => `export const value${i} = ${i};\n`.repeat(200);
-const history = (n: number): Message[] => [
-  { role: "user", content: "fix the failing test" },
+const history = (n: number, task = "fix the failing test"): Message[] => [
+  { role: "user", content: task },
   ...Array.from({ length: n }, (_, i): Message[] => [{ role: "assistant", content: "", toolCalls: [{ name: "read", arguments: { path: `f${i}.ts` } }] }, { role: "tool", content: file(i) }]).flat(),
 ];
 const trained = (contextLength: number | null) => ({ contextLength: async () => contextLength });
 
-async function request(n: number, replyTokens = 1000) {
-  const messages = history(n);
+async function request(n: number, replyTokens = 1000, task?: string) {
+  const messages = history(n, task);
   return chatRequest({ model: "qwen2.5-coder:7b", messages, promptTokens: await promptTokens({ messages, tools: [] }), fitContext: { replyTokens }, session: { key: "prefix:1", cachedTokens: 99_999 } });
 }
 
@@ -38,10 +38,12 @@ test("old tool results are cleared to fit the model's context: the prompt's size
   expect(req.session?.cachedTokens).toBeLessThan(99_999);
 });
 
-test("what still does not fit is a 413 naming the model's context, or the router's cap", async () => {
-  const overModel = await fitContext(trained(2048), testConfig({}), await request(3));
+test("what still does not fit with every tool result cleared is a 413 naming the model's context, or the router's cap", async () => {
+  // The task itself is over both: clearing tool results cannot make it fit.
+  const task = file(99).repeat(4);
+  const overModel = await fitContext(trained(2048), testConfig({}), await request(3, 1000, task));
   expect(overModel?.status).toBe(413);
   expect(overModel?.message).toMatch(/^prompt is too long: about \d+ tokens, over what qwen2.5-coder:7b can take \(2048-token context, less room for the reply\)\. Run \/compact in Claude Code/);
-  const overCap = await fitContext(trained(null), testConfig({ anthropic: { maxPromptTokens: 1000 } }), await request(3));
+  const overCap = await fitContext(trained(null), testConfig({ anthropic: { maxPromptTokens: 1000 } }), await request(3, 1000, task));
   expect(overCap?.message).toMatch(/over this router's limit of 1000 \(anthropic.maxPromptTokens\)/);
 });

@@ -57,7 +57,7 @@ export async function runService<T>(rt: Pipeline, req: MediaRequest, meta: Route
           const { value, backend } = await job.call(node, running.signal);
           return { value, nodeId: node.id, servedModel: job.model, backend, fallback: false, score: null, breakdown: null, contextOverflow: null, retries: excluded.length, excluded, slot };
         },
-        exhausted: ({ failures, excluded }) => new RouteError(503, `no node that offers it could be reached: ${failures.join("; ")}`, excluded.length, excluded),
+        exhausted: ({ failures, excluded, retries }) => new RouteError(503, `no node that offers it could be reached: ${failures.join("; ")}`, retries, excluded),
       },
     );
     // Whatever goes wrong writing the answer, the node's slot is given back.

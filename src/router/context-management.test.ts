@@ -36,23 +36,28 @@ test("the oldest tool results are cleared first, only until the prompt fits, and
   expect(body.messages.filter((m) => m.role === "assistant")).toHaveLength(6); // the calls stay: the model still sees what ran
 });
 
-test("the newest three tool results are never cleared, even when the prompt still does not fit", async () => {
+test("when clearing the older ones is not enough, the newest three are cleared too (force all), oldest first, and the note says so", async () => {
   const body = conversation([file(0), file(1), file(2), file(3), file(4)]);
-  const fitted = await fitToContext(body, 20_000, 10);
-  expect(toolContents(body)).toEqual([CLEARED, CLEARED, file(2), file(3), file(4)]);
-  expect(fitted.tokens).toBe(20_000 - (await saving(0)) - (await saving(1)));
-  expect(fitted.tokens).toBeGreaterThan(10); // the caller refuses what still does not fit
+  const tokens = 20_000;
+  const after = tokens - (await saving(0)) - (await saving(1)) - (await saving(2));
+  const fitted = await fitToContext(body, tokens, after);
+  expect(toolContents(body)).toEqual([CLEARED, CLEARED, CLEARED, file(3), file(4)]);
+  expect(fitted).toEqual({ tokens: after, note: `cleared the 2 oldest tool result(s) and 1 of the 3 newest (force all: still too long without them) (${tokens} → ${after} tokens) to fit ${after}` });
 });
 
-test("with three tool results or fewer, or no messages at all, there is nothing to clear", async () => {
-  const body = conversation([file(0), file(1), file(2)]);
-  expect(await fitToContext(body, 20_000, 10)).toEqual({ tokens: 20_000, note: null });
+test("one huge tool result alone is cleared; a prompt still too long with every result cleared is left to the caller to refuse", async () => {
+  const body = conversation([file(0)]);
+  const fitted = await fitToContext(body, 20_000, 10);
+  expect(toolContents(body)).toEqual([CLEARED]);
+  expect(fitted.note).toStartWith("cleared 1 of the 1 newest (force all");
+  expect(fitted.tokens).toBeGreaterThan(10);
   expect(await fitToContext({}, 20_000, 10)).toEqual({ tokens: 20_000, note: null });
+  expect(await fitToContext(conversation([]), 20_000, 10)).toEqual({ tokens: 20_000, note: null });
 });
 
 test("a tool result already cleared does not count among the newest three", async () => {
   const body = conversation([CLEARED, file(1), file(2), file(3), file(4)]);
-  const fitted = await fitToContext(body, 20_000, 10);
+  const fitted = await fitToContext(body, 20_000, 20_000 - (await saving(1)));
   expect(toolContents(body)).toEqual([CLEARED, CLEARED, file(2), file(3), file(4)]);
   expect(fitted.note).toStartWith("cleared the 1 oldest tool result(s)");
 });

@@ -14,8 +14,8 @@ import { diskGb } from "../fleet/node-models.ts";
 import { markPulled, notPullable, pullTarget } from "../fleet/pulls.ts";
 import { ollamaDown, START_OLLAMA } from "../fleet/ollama-down.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
-import { type DiskModel, type LoadedModel, type NodeView, type Scored, scoreNodes } from "../fleet/scorer.ts";
-import { attempt } from "../pipeline/attempt.ts";
+import { type DiskModel, type LoadedModel, type NodeView, type ScoreResult, type Scored, scoreNodes } from "../fleet/scorer.ts";
+import { attempt, type Tried } from "../pipeline/attempt.ts";
 import { resolveAlias } from "./aliases.ts";
 import { adjustOptions } from "./body-rules.ts";
 import { byFinishTime, type Timed } from "./finish-order.ts";
@@ -70,12 +70,13 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
   const nodes = registry.all().map((n) => nodeView(registry, n));
   const models = [req.model, ...(req.strict ? [] : req.fallbackModels)].map((m) => normalizeModelName(resolveAlias(m, config.modelMap)));
   const requested = models[0]!;
-  // Each model is scored once: the VRAM-fallback check and the candidates share the scorer's verdict.
-  const scores = new Map<string, Scored[]>();
-  const score = (model: string): Scored[] => {
-    if (!scores.has(model)) scores.set(model, scoreNodes(nodes, (id) => queues.view(id, model), { model, promptTokens: req.promptTokens }, config.scoring).ranked);
-    return scores.get(model)!;
+  // Each model is scored once: the VRAM-fallback check, the candidates and the 503's reasons share the scorer's verdict.
+  const verdicts = new Map<string, ScoreResult>();
+  const verdict = (model: string): ScoreResult => {
+    if (!verdicts.has(model)) verdicts.set(model, scoreNodes(nodes, (id) => queues.view(id, model), { model, promptTokens: req.promptTokens }, config.scoring));
+    return verdicts.get(model)!;
   };
+  const score = (model: string): Scored[] => verdict(model).ranked;
   const cached = new Map<string, (nodeId: string) => number>();
   const cachedOn = (model: string) => {
     if (!cached.has(model)) cached.set(model, cachedPrompt(deps, nodes, req, model));
@@ -122,7 +123,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
         cachedPromptTokens: cachedOn(model)(candidate.nodeId),
       };
     },
-    exhausted: ({ failures, excluded }) => unroutable(registry, nodes, models, failures, excluded),
+    exhausted: (tried) => unroutable(registry, nodes, models, tried, (model, nodeId) => verdict(model).eliminated.find((e) => e.nodeId === nodeId)?.reason),
   });
 }
 
@@ -148,12 +149,13 @@ function* inOrder({ ordering, queues, config }: RouterDeps, models: string[], ra
 /** A candidate as the scorer ranked it, or by its finish time. */
 type Ranked = Scored | Timed;
 
-/** 404 when no node has any of the models, 503 when some node has one but none could serve it now. */
-function unroutable(registry: Registry, nodes: NodeView[], models: string[], failures: string[], excluded: string[]): RouteError {
+/**
+ * 404 when no node has any of the models, 503 when some node has one but none could serve it now: each holder with
+ * why routing excluded it (offline, draining, too big for its memory), if it did.
+ */
+function unroutable(registry: Registry, nodes: NodeView[], models: string[], { failures, excluded, retries }: Tried, why: (model: string, nodeId: string) => string | undefined): RouteError {
   const holders = models.flatMap((model) =>
-    nodes
-      .filter((n) => n.availableByKey.has(modelKey(model)) || n.loadedByKey.has(modelKey(model)))
-      .map((n) => `${model} on ${n.id} (${n.online ? (n.draining ? "draining" : "online") : "offline"})`),
+    nodes.filter((n) => n.availableByKey.has(modelKey(model)) || n.loadedByKey.has(modelKey(model))).map((n) => `${model} on ${n.id} (${why(model, n.id) ?? "online"})`),
   );
   const asked = models.map((m) => `"${m}"`).join(", ");
   if (!holders.length) {
@@ -161,8 +163,8 @@ function unroutable(registry: Registry, nodes: NodeView[], models: string[], fai
     const hint = known.length ? `; the fleet has: ${known.slice(0, 20).join(", ")}${known.length > 20 ? ", …" : ""}` : `; no node reports any model${noOllama(registry)}`;
     return new RouteError(404, `model ${asked} not found on any node${hint}`);
   }
-  const why = failures.length ? `; tried ${failures.join("; ")}` : "";
-  return new RouteError(503, `model ${asked} exists but no node can serve it right now: ${holders.join(", ")}${why}`, excluded.length, excluded, 5);
+  const tried = failures.length ? `; tried ${failures.join("; ")}` : "";
+  return new RouteError(503, `model ${asked} exists but no node can serve it right now: ${holders.join(", ")}${tried}`, retries, excluded, 5);
 }
 
 /** Why nothing is there, when it is that no Ollama answers: which, and how to start one. */
@@ -178,7 +180,7 @@ function nodeView(registry: Registry, node: NodeRecord): NodeView {
   const available = availableViews.of(ollama?.models_available ?? NONE, (m) => ({ name: m.name, sizeGb: diskGb(m) }));
   return {
     id: node.id,
-    online: node.status === "online" && Boolean(ollama?.reachable) && registry.ollamaUrl(node) !== null,
+    online: registry.ollamaServing(node),
     draining: registry.isDraining(node),
     memoryTotalGb: hardware.memoryTotalGb,
     memoryAvailableGb: node.report.memory?.available_gb ?? null,

@@ -67,12 +67,12 @@ export async function dispatchMlx(deps: RouterDeps, req: InferenceRequest, model
         cachedPromptTokens: 0,
       };
     },
-    exhausted({ failures, excluded, full }) {
+    exhausted({ failures, excluded, full, retries }) {
       if (full && !failures.length) {
         const message = `${servedAs} is busy: its MLX server queue holds ${config.mlx.maxQueueDepth} waiting requests (mlx.maxQueueDepth); retry after ${retryAfter} s`;
-        return new RouteError(503, message, excluded.length, excluded, retryAfter);
+        return new RouteError(503, message, retries, excluded, retryAfter);
       }
-      return new RouteError(503, `${servedAs}: no MLX server could serve it: ${failures.join("; ")}`, excluded.length, excluded, retryAfter);
+      return new RouteError(503, `${servedAs}: no MLX server could serve it: ${failures.join("; ")}`, retries, excluded, retryAfter);
     },
   });
 }

@@ -11,13 +11,12 @@ import { presentedKey, sameSecret } from "../auth/tokens.ts";
 import { type InferenceRequest, needsOf, replyCapOf } from "../core/request.ts";
 import { takeHerdFields } from "./herd-fields.ts";
 import { sessionOf } from "../core/session.ts";
-import { fleetHeaders } from "../core/fleet-headers.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
 import { promptTokens } from "../core/tokens.ts";
 import { messagesEncoder, messagesConversation } from "./anthropic-codec.ts";
 import { anthropicError } from "../core/wire-errors.ts";
 import { setsThink } from "./anthropic-thinking.ts";
-import { modelOf, readJsonObject } from "./body.ts";
+import { modelOf, readJsonObject, refusedHeaders } from "./body.ts";
 
 type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
 
@@ -29,7 +28,7 @@ export function anthropicSurface(rt: Pipeline) {
     .use(routeFacts)
     .post("/v1/messages", async ({ request, server }: Ctx) => echoVersion(request, await messages(rt, request, server?.requestIP(request)?.address ?? null)), { parse: "none", facts: API })
     .post("/v1/messages/count_tokens", async ({ request }: Ctx) => echoVersion(request, await countTokens(rt, request)), { parse: "none", facts: API })
-    .get("/v1/messages", ({ request }: Ctx) => echoVersion(request, Response.json({ ok: true, service: "herd", endpoint: "/v1/messages", ts: Math.floor(Date.now() / 1000) })), { facts: API });
+    .get("/v1/messages", ({ request }: Ctx) => echoVersion(request, Response.json({ ok: true, service: "ollama-herd", endpoint: "/v1/messages", ts: Math.floor(Date.now() / 1000) })), { facts: API });
 }
 
 // x-api-key as Anthropic's SDKs send it, or a bearer token; compared in constant time.
@@ -49,7 +48,7 @@ async function messages(rt: Pipeline, request: Request, clientIp: string | null)
   const { anthropic, timeouts } = rt.live.config;
   const body = await readJsonObject(request);
   const named = typeof body === "string" ? { error: body } : modelOf(body, "model: required");
-  const refuse = (status: number, message: string) => anthropicError(status, message, fleetHeaders("model" in named ? named.model : "none", null, 0));
+  const refuse = (status: number, message: string) => anthropicError(status, message, refusedHeaders(named));
   if (anthropic.apiKey && !keyMatches(request, anthropic.apiKey.value)) return refuse(401, "invalid x-api-key: this router requires the key set in anthropic.apiKey");
   if (typeof body === "string") return refuse(400, body);
   if ("error" in named) return refuse(400, named.error);

@@ -2,6 +2,7 @@
 import * as v from "valibot";
 import { readBody } from "../auth/limits.ts";
 import { formatIssues } from "../config/problems.ts";
+import { fleetHeaders } from "../core/fleet-headers.ts";
 import { jsonError } from "../core/wire-errors.ts";
 import { bodyNamesProblem, nameProblem } from "../core/client-names.ts";
 
@@ -45,6 +46,11 @@ export function modelOf(body: Record<string, unknown>, missing: string, fields =
   const model = body[field] as string;
   const problem = nameProblem(field, model);
   return problem ? { error: problem } : { model };
+}
+
+/** The X-Fleet-* headers of a request refused before routing (a 400): no node, no retry, and the model asked for if it named one. */
+export function refusedHeaders(named: { model: string } | { error: string }): Record<string, string> {
+  return fleetHeaders("model" in named ? named.model : "none", null, 0);
 }
 
 /** The body checked against `schema`: its output, or a 400 whose message names each bad field. */

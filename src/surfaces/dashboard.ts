@@ -19,8 +19,8 @@ export function dashboardSurface(rt: FleetState) {
     .use(routeFacts)
     .get("/", () => new Response(null, { status: 302, headers: { location: "/dashboard" } }), { facts: PAGE })
     .get("/favicon.svg", ({ request }) => serve(FAVICON, request), { facts: PAGE })
-    // Browsers that ask for /favicon.ico take the SVG when it says what it is.
-    .get("/favicon.ico", ({ request }) => serve(FAVICON, request), { facts: PAGE })
+    // Seed 000: a redirect to the one icon there is.
+    .get("/favicon.ico", () => new Response(null, { status: 301, headers: { location: "/favicon.svg" } }), { facts: PAGE })
     .get("/dashboard/assets/:name", ({ params, request }) => {
       const asset = ASSETS[params.name];
       return asset ? serve(asset, request) : jsonError(404, `no dashboard asset "${params.name}"; one of: ${Object.keys(ASSETS).join(", ")}`);

@@ -41,7 +41,8 @@ const table: { name: string; stream: boolean; chunks: Chunk[]; wire: Record<Wire
         'event: message_stop\ndata: {"type":"message_stop"}\n\n',
       ],
       chat: [
-        'data: {"id":"chatcmpl-000000010000400080000000","object":"chat.completion.chunk","created":1767323045,"model":"m","system_fingerprint":"fp_herd","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},"finish_reason":null,"logprobs":null}]}\n\n',
+        'data: {"id":"chatcmpl-000000010000400080000000","object":"chat.completion.chunk","created":1767323045,"model":"m","system_fingerprint":"fp_herd","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null,"logprobs":null}]}\n\n',
+        'data: {"id":"chatcmpl-000000010000400080000000","object":"chat.completion.chunk","created":1767323045,"model":"m","system_fingerprint":"fp_herd","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null,"logprobs":null}]}\n\n',
         'data: {"id":"chatcmpl-000000010000400080000000","object":"chat.completion.chunk","created":1767323045,"model":"m","system_fingerprint":"fp_herd","choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null,"logprobs":null}]}\n\n',
         'data: {"id":"chatcmpl-000000010000400080000000","object":"chat.completion.chunk","created":1767323045,"model":"m","system_fingerprint":"fp_herd","choices":[{"index":0,"delta":{},"finish_reason":"stop","logprobs":null}]}\n\n',
         'data: {"id":"chatcmpl-000000010000400080000000","object":"chat.completion.chunk","created":1767323045,"model":"m","system_fingerprint":"fp_herd","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}\n\n',
@@ -88,7 +89,8 @@ const table: { name: string; stream: boolean; chunks: Chunk[]; wire: Record<Wire
         'event: message_stop\ndata: {"type":"message_stop"}\n\n',
       ],
       chat: [
-        'data: {"id":"chatcmpl-000000010000400080000000","object":"chat.completion.chunk","created":1767323045,"model":"m","system_fingerprint":"fp_herd","choices":[{"index":0,"delta":{"role":"assistant","reasoning":"hm"},"finish_reason":null,"logprobs":null}]}\n\n',
+        'data: {"id":"chatcmpl-000000010000400080000000","object":"chat.completion.chunk","created":1767323045,"model":"m","system_fingerprint":"fp_herd","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null,"logprobs":null}]}\n\n',
+        'data: {"id":"chatcmpl-000000010000400080000000","object":"chat.completion.chunk","created":1767323045,"model":"m","system_fingerprint":"fp_herd","choices":[{"index":0,"delta":{"reasoning":"hm"},"finish_reason":null,"logprobs":null}]}\n\n',
         'data: {"id":"chatcmpl-000000010000400080000000","object":"chat.completion.chunk","created":1767323045,"model":"m","system_fingerprint":"fp_herd","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"read","arguments":"{\\"path\\":\\"a\\"}"}}]},"finish_reason":null,"logprobs":null}]}\n\n',
         'data: {"id":"chatcmpl-000000010000400080000000","object":"chat.completion.chunk","created":1767323045,"model":"m","system_fingerprint":"fp_herd","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls","logprobs":null}]}\n\n',
         'data: {"id":"chatcmpl-000000010000400080000000","object":"chat.completion.chunk","created":1767323045,"model":"m","system_fingerprint":"fp_herd","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}\n\n',
@@ -133,7 +135,8 @@ const table: { name: string; stream: boolean; chunks: Chunk[]; wire: Record<Wire
         'event: message_stop\ndata: {"type":"message_stop"}\n\n',
       ],
       chat: [
-        'data: {"id":"chatcmpl-000000010000400080000000","object":"chat.completion.chunk","created":1767323045,"model":"m","system_fingerprint":"fp_herd","choices":[{"index":0,"delta":{"role":"assistant","content":"cut"},"finish_reason":null,"logprobs":null}]}\n\n',
+        'data: {"id":"chatcmpl-000000010000400080000000","object":"chat.completion.chunk","created":1767323045,"model":"m","system_fingerprint":"fp_herd","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null,"logprobs":null}]}\n\n',
+        'data: {"id":"chatcmpl-000000010000400080000000","object":"chat.completion.chunk","created":1767323045,"model":"m","system_fingerprint":"fp_herd","choices":[{"index":0,"delta":{"content":"cut"},"finish_reason":null,"logprobs":null}]}\n\n',
         'data: {"id":"chatcmpl-000000010000400080000000","object":"chat.completion.chunk","created":1767323045,"model":"m","system_fingerprint":"fp_herd","choices":[{"index":0,"delta":{},"finish_reason":"length","logprobs":null}]}\n\n',
         'data: {"id":"chatcmpl-000000010000400080000000","object":"chat.completion.chunk","created":1767323045,"model":"m","system_fingerprint":"fp_herd","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}\n\n',
         'data: [DONE]\n\n',

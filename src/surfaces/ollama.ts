@@ -9,7 +9,7 @@ import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { fleetImageModels, isOllamaImageModel } from "../fleet/image-models.ts";
 import { type InferenceRequest, type RequestKind, needsOf } from "../core/request.ts";
 import { normalizeModelName } from "../fleet/model-name.ts";
-import { modelsOnDisk, reachableNodes } from "../fleet/catalog.ts";
+import { MLX_PREFIX, modelsOnDisk, reachableNodes, residentMlx } from "../fleet/catalog.ts";
 import { GB, type TagEntry } from "../fleet/node-models.ts";
 import { onDisk } from "../fleet/registry.ts";
 import { takeHerdFields } from "./herd-fields.ts";
@@ -19,7 +19,7 @@ import { headerValue } from "../core/fleet-headers.ts";
 import { nativeEmbed } from "../pipeline/native-embed.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
 import { lowestVersion } from "../version.ts";
-import { modelOf, readJsonObject } from "./body.ts";
+import { modelOf, readJsonObject, refusedHeaders } from "./body.ts";
 import { dimensionsOf, embedBody } from "./embed-input.ts";
 import { jsonError } from "../core/wire-errors.ts";
 import { ndjson } from "./ollama-codec.ts";
@@ -45,17 +45,18 @@ export function ollamaSurface(rt: Pipeline) {
 
 async function handle(rt: Pipeline, request: Request, kind: RequestKind, path: string, clientIp: string | null): Promise<Response> {
   const read = await readJsonObject(request);
-  if (typeof read === "string") return jsonError(400, read);
-  const named = modelOf(read, "model is required");
-  if ("error" in named) return jsonError(400, named.error);
+  const named = typeof read === "string" ? { error: read } : modelOf(read, "model is required");
+  const refuse = (message: string) => jsonError(400, message, refusedHeaders(named));
+  if (typeof read === "string") return refuse(read);
+  if ("error" in named) return refuse(named.error);
   const { model } = named;
   const body = kind === "embed" ? embedBody(read, path === "/api/embeddings") : read;
-  if (typeof body === "string") return jsonError(400, body);
-  if (body.stream !== undefined && typeof body.stream !== "boolean") return jsonError(400, "stream: expected true or false");
+  if (typeof body === "string") return refuse(body);
+  if (body.stream !== undefined && typeof body.stream !== "boolean") return refuse("stream: expected true or false");
   const herd = takeHerdFields(body, request.headers);
-  if (typeof herd === "string") return jsonError(400, herd);
+  if (typeof herd === "string") return refuse(herd);
   const conversation = ollamaConversation(body, kind);
-  if (typeof conversation === "string") return jsonError(400, conversation);
+  if (typeof conversation === "string") return refuse(conversation);
   const stream = kind !== "embed" && body.stream !== false;
   const meta = { tags: herd.tags, clientIp, caller: callerOf(request) };
   if (kind === "embed") {
@@ -156,9 +157,17 @@ function fleetTags(rt: Pipeline) {
   return [...onDisk, ...generators.map((m) => tag(m.name, { name: m.name }, { fleet_nodes: m.fleet_nodes, type: "image" }))];
 }
 
-/** Every loaded model, one entry per node that holds it: that node's /api/ps entry, whole, and the node (fleet_node). */
+/**
+ * Every loaded model, one entry per node that holds it: that node's /api/ps entry, whole, and the node (fleet_node);
+ * then each serving MLX server's model, always resident, as /api/tags lists it.
+ */
 function fleetLoaded(rt: Pipeline) {
-  return reachableNodes(rt.registry).flatMap((node) =>
+  const mlx = residentMlx(rt.registry).map((s) => {
+    const name = MLX_PREFIX + s.model;
+    const size = Math.round(s.model_size_gb * GB);
+    return { model: name, digest: "", expires_at: ZERO_TIME, size_vram: size, context_length: 0, name, size, details: NO_DETAILS, fleet_node: s.node.id };
+  });
+  const ollama = reachableNodes(rt.registry).flatMap((node) =>
     node.ollama!.models_loaded.map(({ size_gb, ...m }) => ({
       model: m.name,
       digest: "",
@@ -171,4 +180,5 @@ function fleetLoaded(rt: Pipeline) {
       fleet_node: node.id,
     })),
   );
+  return [...ollama, ...mlx];
 }

@@ -135,11 +135,12 @@ export function chatEncoder(stream: boolean, includeUsage: boolean): Encoder {
         return JSON.stringify({ ...base(model), choices: [{ index: 0, message, finish_reason: finishReason(done, toolCalls), logprobs: null }], usage: openaiUsage(usage) });
       }
       let out = "";
-      const delta: Json = {};
+      // OpenAI's first chunk carries the role alone; the content follows in the next ones.
       if (!started) {
         started = true;
-        delta.role = "assistant";
+        out += sse({ ...base(model), choices: [{ index: 0, delta: { role: "assistant" }, finish_reason: null, logprobs: null }] });
       }
+      const delta: Json = {};
       if (content) delta.content = content;
       if (thinking) delta.reasoning = thinking;
       if (pieces) delta.tool_calls = pieces;

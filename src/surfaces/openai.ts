@@ -15,7 +15,7 @@ import { sessionOf } from "../core/session.ts";
 import { estimatePrompt } from "../core/tokens.ts";
 import type { Encoder } from "../core/encoder.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
-import { modelOf, readJsonObject } from "./body.ts";
+import { modelOf, readJsonObject, refusedHeaders } from "./body.ts";
 import { dimensionsOf, TEXTS_EXPECTED, textsOf } from "./embed-input.ts";
 import { chatConversation, chatEncoder } from "./openai-codec.ts";
 import { openaiError } from "../core/wire-errors.ts";
@@ -40,14 +40,15 @@ export function openaiSurface(rt: OpenAiSources) {
 
 async function chat(rt: OpenAiSources, request: Request, clientIp: string | null): Promise<Response> {
   const body = await readJsonObject(request);
-  if (typeof body === "string") return openaiError(400, body);
-  const named = modelOf(body, "model: required");
-  if ("error" in named) return openaiError(400, named.error);
+  const named = typeof body === "string" ? { error: body } : modelOf(body, "model: required");
+  const refuse = (message: string) => openaiError(400, message, refusedHeaders(named));
+  if (typeof body === "string") return refuse(body);
+  if ("error" in named) return refuse(named.error);
   const { model } = named;
   const herd = takeHerdFields(body, request.headers);
-  if (typeof herd === "string") return openaiError(400, herd);
+  if (typeof herd === "string") return refuse(herd);
   const conversation = chatConversation(body);
-  if (typeof conversation === "string") return openaiError(400, conversation);
+  if (typeof conversation === "string") return refuse(conversation);
   const stream = body.stream === true;
   const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
   return route(

@@ -61,11 +61,15 @@ async function pin(rt: Fleet, pins: Pins, request: Request): Promise<Response> {
   const body = await validBody(request, pinBody);
   if (body instanceof Response) return body;
   const { model, node_id, wait, timeout_s, force } = body;
-  const answer = (node: string | null, ready: boolean, extra = {}) =>
-    Response.json({ ok: true, model, pinned_node: node, ready, ready_after_ms: ready ? Math.round(performance.now() - started) : null, per_node: pins.perNode(), ...extra });
+  // Seed 000: `ready` and `ready_after_ms` answer a caller that asked to wait, and only one.
+  const answer = async (node: string | null, ready: () => Promise<boolean> | boolean, extra = {}) => {
+    const waited = wait && (await ready());
+    const readiness = wait ? { ready: waited, ready_after_ms: waited ? Math.round(performance.now() - started) : null } : {};
+    return Response.json({ ok: true, model, pinned_node: node, ...readiness, per_node: pins.perNode(), ...extra });
+  };
   if (model.startsWith(MLX_PREFIX)) {
     const server = mlxServers(rt.registry).find((s) => s.model === model.slice(MLX_PREFIX.length));
-    return answer(server?.node.id ?? null, server?.status === "healthy", { note: "mlx: models are always-resident MLX servers (nodes[].mlx in the config); nothing to warm or pin" });
+    return answer(server?.node.id ?? null, () => server?.status === "healthy", { note: "mlx: models are always-resident MLX servers (nodes[].mlx in the config); nothing to warm or pin" });
   }
 
   if (node_id !== undefined && !rt.registry.get(node_id)) {
@@ -84,7 +88,7 @@ async function pin(rt: Fleet, pins: Pins, request: Request): Promise<Response> {
     return jsonError(503, `${model} is on disk on ${node.id} but did not load: ${(e as Error).message}`);
   }
   pins.add(node.id, model);
-  return answer(node.id, wait ? await resident(rt, node.id, model, timeout_s * 1000) : loadedOn(node, model));
+  return answer(node.id, () => resident(rt, node.id, model, timeout_s * 1000));
 }
 
 // The given node, else the online node with the model on disk and the most free memory (unreported counts as least).

@@ -12,7 +12,7 @@ import { takeHerdFields } from "./herd-fields.ts";
 import { sessionOf } from "../core/session.ts";
 import { estimatePrompt } from "../core/tokens.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
-import { modelOf, readJsonObject } from "./body.ts";
+import { modelOf, readJsonObject, refusedHeaders } from "./body.ts";
 import { openaiError } from "../core/wire-errors.ts";
 import { conversationOf, readResponsesRequest, responsesEncoder } from "./responses-codec.ts";
 
@@ -30,17 +30,18 @@ export function responsesSurface(rt: Pipeline) {
 
 async function create(rt: Pipeline, request: Request, clientIp: string | null): Promise<Response> {
   const body = await readJsonObject(request);
-  if (typeof body === "string") return openaiError(400, body);
-  const named = modelOf(body, "model: required");
-  if ("error" in named) return openaiError(400, named.error);
+  const named = typeof body === "string" ? { error: body } : modelOf(body, "model: required");
+  const refuse = (message: string) => openaiError(400, message, refusedHeaders(named));
+  if (typeof body === "string") return refuse(body);
+  if ("error" in named) return refuse(named.error);
   const requested = named.model;
   if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
-    return openaiError(400, "previous_response_id: herd keeps no conversation state; resend the whole conversation in `input` (Codex does by default, with store=false)");
+    return refuse("previous_response_id: herd keeps no conversation state; resend the whole conversation in `input` (Codex does by default, with store=false)");
   }
   const herd = takeHerdFields(body, request.headers);
-  if (typeof herd === "string") return openaiError(400, herd);
+  if (typeof herd === "string") return refuse(herd);
   const translated = readResponsesRequest(body);
-  if (typeof translated === "string") return openaiError(400, translated);
+  if (typeof translated === "string") return refuse(translated);
   for (const what of translated.dropped) {
     if (warned.has(what)) continue;
     warned.add(what);
