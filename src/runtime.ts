@@ -149,7 +149,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   const preloader = startPreloader(rt);
   const rebalancer = startRebalancer(rt.registry, rt.queues, () => live.config);
   const speedSaver = startSpeedSaver(speeds, store);
-  const idleShrink = startIdleShrink();
+  const idleShrink = startIdleShrink(() => live.config.server.idleShrinkMs);
   await rt.agents.start(boundPort);
   rt.telemetry.start();
   rt.ready = true;

@@ -30,8 +30,12 @@ const SECRETS = [ADMIN_TOKEN, ...Object.values(KEYS)];
  * model nobody has is a 404, never a pull. claude-* stands for a model the plain key may not use. "mini"
  * is declared with no address, as an agent's entry is: an open heartbeat must not give it one.
  */
+/** How long the fuzzed router waits, idle after a burst, before it gives memory back: short, so a test can see it. */
+export const IDLE_SHRINK_MS = 3000;
+
 export function fuzzConfig(simUrl: string): HerdConfig {
   return {
+    server: { idleShrinkMs: IDLE_SHRINK_MS },
     nodes: [{ id: "n1", ollama: simUrl, parallel: 64 }, { id: "mini" }],
     auth: {
       adminToken: ADMIN_TOKEN,

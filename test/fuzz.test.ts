@@ -9,7 +9,7 @@ import { connect } from "node:net";
 import { join } from "node:path";
 import { SHRINK_TICK_MS } from "../src/core/idle-shrink.ts";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
-import { ADMIN_TOKEN, FUZZ_MODELS, FUZZ_SEED, LIMITED_READS, KEYS, type Outcome, RATE_LIMIT, appRoutes, sameModel, fuzzConfig, fuzzSequence, problem, sendAll, wellFormed } from "./fuzz-cases.ts";
+import { ADMIN_TOKEN, FUZZ_MODELS, FUZZ_SEED, IDLE_SHRINK_MS, LIMITED_READS, KEYS, type Outcome, RATE_LIMIT, appRoutes, sameModel, fuzzConfig, fuzzSequence, problem, sendAll, wellFormed } from "./fuzz-cases.ts";
 import { cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
 
 const CASES = 10_000;
@@ -48,7 +48,7 @@ function rssMb(pid: number): number {
 
 /** Lets the router settle (its idle shrink comes three idle ticks after a burst, what it gives back a tick or two later), then the smallest of a few readings. */
 async function settledRss(): Promise<number> {
-  await Bun.sleep(6 * SHRINK_TICK_MS + 1000);
+  await Bun.sleep(IDLE_SHRINK_MS + 3 * SHRINK_TICK_MS + 1000); // the idle spell the shrink waits for, and its effect
   const readings: number[] = [];
   for (let i = 0; i < 5; i++) {
     readings.push(rssMb(router.proc.pid));

@@ -137,6 +137,7 @@ export const herdConfigSchema = v.strictObject({
     maxMediaBodyMb: v.optional(megabytes, 64),
     clientMaxPendingBodies: v.optional(v.pipe(count, v.minValue(1, "expected at least 1")), 32),
     maxNodeLineMb: v.optional(megabytes, 16),
+    idleShrinkMs: v.optional(ms, 60000),
   }),
   nodes: v.optional(v.array(node), []),
   auth: section({

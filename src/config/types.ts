@@ -52,6 +52,8 @@ export interface ServerConfig {
   clientMaxPendingBodies?: number;
   /** Longest line a node may stream (an NDJSON or SSE line), in MB; past it the answer ends with an error. Default 16. */
   maxNodeLineMb?: number;
+  /** Idle this long after a burst that grew memory, herd gives the memory back (Bun.shrink; the next requests compile their code again); 0: never. Default 60000. */
+  idleShrinkMs?: number;
 }
 
 export interface StoreConfig {

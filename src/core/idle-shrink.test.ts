@@ -7,17 +7,22 @@ const MB = 1024 * 1024;
 function fakeMachine() {
   const m = { cpu: 0, rss: 100 * MB, kept: 4 * MB, shrinks: 0 };
   const machine: Machine = { cpuMicros: () => m.cpu, rssBytes: () => m.rss, shrink: () => ((m.rss = 100 * MB + m.kept), m.shrinks++) };
-  return { m, tick: shrinkPolicy(machine) };
+  return { m, tick: shrinkPolicy(machine, () => IDLE_TICKS * SHRINK_TICK_MS) };
 }
+const IDLE_TICKS = 3;
 const busyTick = SHRINK_TICK_MS * 1000 * 0.5; // half a core
 
-test("a burst that grew memory is given back once the process has been idle three ticks, and only once", () => {
+/** Ticks `n` idle ticks, each of which must not shrink. */
+function idleFor(tick: () => boolean, n: number) {
+  for (let i = 0; i < n; i++) expect(tick()).toBe(false);
+}
+
+test("a burst that grew memory is given back once the process has been idle IDLE_TICKS ticks, and only once", () => {
   const { m, tick } = fakeMachine();
   m.cpu += busyTick;
   m.rss += 60 * MB;
   expect(tick()).toBe(false); // busy
-  expect(tick()).toBe(false); // idle one tick
-  expect(tick()).toBe(false); // two
+  idleFor(tick, IDLE_TICKS - 1);
   expect(tick()).toBe(true);
   expect(m.rss).toBe(104 * MB);
   for (let i = 0; i < 5; i++) expect(tick()).toBe(false); // nothing grew since
@@ -32,7 +37,7 @@ test("no shrink while busy, nor when memory grew less than is worth it", () => {
     expect(tick()).toBe(false);
   }
   m.rss = 106 * MB;
-  for (let i = 0; i < 5; i++) expect(tick()).toBe(false);
+  idleFor(tick, IDLE_TICKS + 5);
   expect(m.shrinks).toBe(0);
 });
 
@@ -40,16 +45,21 @@ test("what a shrink gives back shows later: the next burst is measured from the 
   const { m, tick } = fakeMachine();
   m.kept = 50 * MB; // the pages come back only a tick after the shrink
   m.rss += 60 * MB;
-  tick();
-  tick();
+  idleFor(tick, IDLE_TICKS - 1);
   expect(tick()).toBe(true);
   m.rss = 110 * MB; // given back now
   expect(tick()).toBe(false);
   m.cpu += busyTick;
   m.rss += 40 * MB;
-  tick();
-  tick();
-  tick();
+  tick(); // busy
+  idleFor(tick, IDLE_TICKS - 1);
   expect(tick()).toBe(true);
   expect(m.shrinks).toBe(2);
+});
+
+test("server.idleShrinkMs 0: never", () => {
+  const m = { cpu: 0, rss: 200 * MB };
+  const tick = shrinkPolicy({ cpuMicros: () => m.cpu, rssBytes: () => m.rss, shrink: () => expect.unreachable() }, () => 0);
+  m.rss += 100 * MB;
+  for (let i = 0; i < 10; i++) expect(tick()).toBe(false);
 });

@@ -3,14 +3,14 @@
 // back next to nothing. Bun.shrink() (drops compiled code, returns free pages to the system) does. It runs
 // only once the process has been idle a few seconds (its CPU, not its open connections: a dashboard keeps an
 // event stream open), and only when memory grew since the last time, so a busy router never pays for it
-// and an idle one pays once.
+// and an idle one pays once. The price is real: the code it drops is compiled again by the next requests (the
+// overhead bench measured twice the CPU per request for a while after a shrink), so it waits for a real idle
+// spell (server.idleShrinkMs, a minute), never the pause between two bursts of traffic.
 
 /** How often the process looks at its CPU and memory. */
 export const SHRINK_TICK_MS = 1000;
 /** Idle: under this share of one core over a tick. */
 const IDLE_CPU_SHARE = 0.05;
-/** Idle ticks in a row before shrinking. */
-const IDLE_TICKS = 3;
 /** Growth since the last shrink (or the start) that is worth giving back. */
 const GROWTH_BYTES = 8 * 1024 * 1024;
 
@@ -30,7 +30,8 @@ const bun: Machine = {
 };
 
 /** The decision, one tick at a time: true when this tick should shrink. */
-export function shrinkPolicy(machine: Machine, tickMs = SHRINK_TICK_MS) {
+/** `idleMs()`: how long the process must be idle first (read each tick: a reload changes it); 0: never. */
+export function shrinkPolicy(machine: Machine, idleMs: () => number, tickMs = SHRINK_TICK_MS) {
   let cpu = machine.cpuMicros();
   // The least memory seen since the last shrink: what a shrink gives back shows a tick or two after it.
   let floor = machine.rssBytes();
@@ -41,7 +42,8 @@ export function shrinkPolicy(machine: Machine, tickMs = SHRINK_TICK_MS) {
     idle = now - cpu < IDLE_CPU_SHARE * tickMs * 1000 ? idle + 1 : 0;
     cpu = now;
     floor = Math.min(floor, rss);
-    if (idle < IDLE_TICKS || rss < floor + GROWTH_BYTES) return false;
+    const wait = idleMs();
+    if (wait <= 0 || idle * tickMs < wait || rss < floor + GROWTH_BYTES) return false;
     machine.shrink();
     floor = machine.rssBytes();
     cpu = machine.cpuMicros(); // the shrink's own work is no activity
@@ -51,8 +53,8 @@ export function shrinkPolicy(machine: Machine, tickMs = SHRINK_TICK_MS) {
 }
 
 /** Shrinks the process's memory when it is idle after a burst; stop() ends it. */
-export function startIdleShrink(machine: Machine = bun): { stop(): void } {
-  const tick = shrinkPolicy(machine);
+export function startIdleShrink(idleMs: () => number, machine: Machine = bun): { stop(): void } {
+  const tick = shrinkPolicy(machine, idleMs);
   const timer = setInterval(tick, SHRINK_TICK_MS);
   timer.unref();
   return { stop: () => clearInterval(timer) };
