@@ -5,8 +5,8 @@ import type { HerdConfig } from "../../src/config/types.ts";
 import { rssMb, startHerd } from "./herd-process.ts";
 import { ms, percentile, sorted } from "./stats.ts";
 
-const STARTS = 5;
-const IDLE_MS = 3000;
+export const STARTS = 5;
+export const IDLE_MS = 3000;
 
 export interface BinaryFacts {
   sizeMiB: number;
@@ -14,7 +14,8 @@ export interface BinaryFacts {
   rssMiB: number;
 }
 
-export async function measureBinary(bin: string, config: HerdConfig): Promise<BinaryFacts> {
+/** Started STARTS times: the median time to ready; on the first start, its memory at idle, then `afterIdle` (more measures of that process). */
+export async function measureBinary(bin: string, config: HerdConfig, afterIdle?: (herd: Awaited<ReturnType<typeof startHerd>>) => Promise<void>): Promise<BinaryFacts> {
   const ready: number[] = [];
   let rssMiB = 0;
   for (let i = 0; i < STARTS; i++) {
@@ -23,6 +24,7 @@ export async function measureBinary(bin: string, config: HerdConfig): Promise<Bi
     if (i === 0) {
       await Bun.sleep(IDLE_MS);
       rssMiB = rssMb(herd.pid);
+      await afterIdle?.(herd);
     }
     await herd.stop();
   }

@@ -1,12 +1,11 @@
 // What OTLP export (telemetry.otlp) costs: the binary with and without it, to a stand-in collector on loopback
 // (it takes the posts and counts the spans): time to ready, memory at idle, CPU per request. Off must cost nothing.
 import type { HerdConfig } from "../../src/config/types.ts";
-import { cpuSeconds, rssMb, startHerd } from "./herd-process.ts";
+import { IDLE_MS, STARTS, measureBinary } from "./binary.ts";
+import { cpuSeconds } from "./herd-process.ts";
 import { MODEL, TOKENS } from "./matrix.ts";
-import { ms, percentile, sorted } from "./stats.ts";
+import { ms } from "./stats.ts";
 
-const STARTS = 5;
-const IDLE_MS = 3000;
 const WARM_UP = 2000;
 const REQUESTS = 5000;
 const CLIENTS = 8;
@@ -48,24 +47,15 @@ export async function measureTelemetry(bin: string, oneNode: HerdConfig, beforeB
 }
 
 async function measure(bin: string, config: HerdConfig): Promise<Facts> {
-  const ready: number[] = [];
-  let rssMiB = 0;
   let cpuUsPerRequest = 0;
-  for (let i = 0; i < STARTS; i++) {
-    const herd = await startHerd(bin, config);
-    ready.push(herd.readyMs);
-    if (i === 0) {
-      await Bun.sleep(IDLE_MS);
-      rssMiB = rssMb(herd.pid);
-      while (!(await fetch(`${herd.url}/api/tags`).then(async (r) => ((await r.json()) as { models: unknown[] }).models.length > 0))) await Bun.sleep(50);
-      await load(herd.url, WARM_UP);
-      const before = cpuSeconds(herd.pid);
-      await load(herd.url, REQUESTS);
-      cpuUsPerRequest = ((cpuSeconds(herd.pid) - before) / REQUESTS) * 1e6;
-    }
-    await herd.stop();
-  }
-  return { readyMs: percentile(sorted(ready), 0.5), rssMiB, cpuUsPerRequest };
+  const { readyMs, rssMiB } = await measureBinary(bin, config, async (herd) => {
+    while (!(await fetch(`${herd.url}/api/tags`).then(async (r) => ((await r.json()) as { models: unknown[] }).models.length > 0))) await Bun.sleep(50);
+    await load(herd.url, WARM_UP);
+    const before = cpuSeconds(herd.pid);
+    await load(herd.url, REQUESTS);
+    cpuUsPerRequest = ((cpuSeconds(herd.pid) - before) / REQUESTS) * 1e6;
+  });
+  return { readyMs, rssMiB, cpuUsPerRequest };
 }
 
 /** `n` whole /api/generate answers, over CLIENTS clients at once. */
