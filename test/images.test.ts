@@ -335,8 +335,15 @@ describe("an image job is a request like any other", () => {
       expect(second.headers.get("x-fleet-node")).toBe("none");
       expect(((await second.json()) as any).error.message).toContain("routing.clientMaxInFlight");
       expect((await image).status).toBe(200);
-      // Its place is given back with its answer.
-      expect((await post("/api/chat", { model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], stream: false })).status).toBe(200);
+      // Its place is given back with its answer: the client's next chat is never refused for the cap (on a busy machine the
+      // node's fast heartbeat may lapse a moment, a 503 that says nothing of the cap, so the chat is tried until it is served).
+      const statuses: number[] = [];
+      await eventually(async () => {
+        const res = await post("/api/chat", { model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], stream: false });
+        statuses.push(res.status);
+        return res.status === 200;
+      }, 5000, "the chat after the image");
+      expect(statuses).not.toContain(429);
     } finally {
       imagerDelayMs = 0;
       fleet.writeConfig();

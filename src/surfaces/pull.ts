@@ -57,14 +57,21 @@ async function pull(rt: Fleet, request: Request): Promise<Response> {
   // Watch the progress go by: the pull is over when the stream ends, a success when its last line says so.
   let last = "";
   const decoder = new TextDecoder();
+  // The node holds the model from its "success" line: marked before that line goes on, since a client may ask for the
+  // list as soon as it reads it, before the stream's end reaches here.
+  let pulled = false;
+  const succeeded = () => upstream.ok && /"status":\s*"success"/.test(last.trim().split("\n").at(-1) ?? "");
   const watch = new TransformStream<Uint8Array, Uint8Array>({
     transform(chunk, controller) {
       last = (last + decoder.decode(chunk, { stream: true })).slice(-512);
+      if (!pulled && succeeded()) {
+        pulled = true;
+        markPulled(node, model);
+      }
       controller.enqueue(chunk);
     },
     flush() {
       rt.pulls.end(model);
-      if (upstream.ok && /"status":\s*"success"/.test(last.trim().split("\n").at(-1) ?? "")) markPulled(node, model);
     },
   });
   const body$ = upstream.body ?? new ReadableStream({ start: (c) => c.close() });
