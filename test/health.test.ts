@@ -58,7 +58,9 @@ afterAll(async () => {
   await Promise.all([mac?.stop(), flakySim?.stop(), hangSim?.stop()]);
 });
 
-// autoPull off: a model nobody has fails at once. passthrough: a client's num_ctx reaches Ollama as sent.
+// autoPull off: a model nobody has fails at once. passthrough: a client's num_ctx reaches Ollama as sent. The point
+// scorer: these tests need a node tried first because it claims a model loaded (finish-time weighs the mac's learned,
+// near-instant simulated loads the same and may pick either).
 function writeConfig(extraNodes = "") {
   writeFileSync(
     configFile,
@@ -68,6 +70,7 @@ function writeConfig(extraNodes = "") {
   auth: { nodeToken: "${NODE_TOKEN}" },
   timeouts: { firstByteMs: ${FIRST_BYTE_MS}, staleRequestMs: 300 },
   features: { autoPull: false, contextProtection: "passthrough" },
+  routing: { strategy: "score" },
 };\n`,
   );
 }
