@@ -19,10 +19,16 @@ import { Presented, presentedKey } from "./tokens.ts";
 type Server = { requestIP(r: Request): { address: string } | null; port?: number } | null;
 
 const callers = new WeakMap<Request, Caller>();
+const addresses = new WeakMap<Request, string>();
 
 /** The guard reads the config live: a reload changes keys without a restart. */
 interface GuardSources {
   live: LiveConfig;
+}
+
+/** The client's address, as the guard read it (once per request: the lookup is not free); null for a request it did not see. */
+export function clientAddressOf(request: Request): string | null {
+  return addresses.get(request) ?? null;
 }
 
 /** The client key a request came with, once the guard has let it through; null when herd is open or for the admin. */
@@ -44,7 +50,9 @@ function guard(config: Config, usage: KeyUsage, pendingBodies: ClientGate, route
   // A route that does not say who may call it is closed, never open.
   if (!facts) return refusal("herd", 403, `${request.method} ${route} declares no access level, so herd refuses it`);
   const { access, errors } = facts;
-  const tooLarge = admitBody(request, facts.body, config, server?.requestIP(request)?.address ?? "unknown", pendingBodies);
+  const address = server?.requestIP(request)?.address;
+  if (address) addresses.set(request, address);
+  const tooLarge = admitBody(request, facts.body, config, address ?? "unknown", pendingBodies);
   if (tooLarge) return refusal(errors, 413, tooLarge);
   const crossSite = crossSiteRefusal(request, facts);
   if (crossSite) return refusal(errors, crossSite.status, crossSite.message);
@@ -61,7 +69,7 @@ function guard(config: Config, usage: KeyUsage, pendingBodies: ClientGate, route
   }
   if (access === "admin" || access === "pull") {
     if (config.auth.adminToken) return unauthorized(route, errors, token ? "invalid admin token" : "this changes the fleet: send the admin token (auth.adminToken) as Authorization: Bearer");
-    if (isLoopback(server?.requestIP(request)?.address)) return;
+    if (isLoopback(address)) return;
     return refusal(errors, 403, "this changes the fleet, which without auth.adminToken only the router's own machine may do; set auth.adminToken in herd.config.ts to allow it from elsewhere");
   }
   if (!config.auth.clients.length) return;

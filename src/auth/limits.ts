@@ -7,7 +7,6 @@
 // hold the router's connections.
 import type { Config } from "../config/schema.ts";
 import type { ClientGate } from "../router/client-gate.ts";
-import { within } from "../within.ts";
 import type { BodyClass } from "./route-facts.ts";
 
 const MB = 1024 * 1024;
@@ -62,7 +61,7 @@ export function admitBody(request: Request, body: BodyClass, config: Config, cli
 }
 
 /** The body as text, never reading past the route's limit (BodyTooLarge) nor for longer than its time (BodyTimeout), however it is sent. */
-export async function readBody(request: Request): Promise<string> {
+export function readBody(request: Request): Promise<string> {
   // A declared length was checked by admitBody, and Bun reads no further than it: one native read.
   // Counting chunk by chunk through a JS stream costs more than the rest of a request, so only a
   // body sent without one (chunked) is counted.
@@ -73,21 +72,29 @@ export async function readBody(request: Request): Promise<string> {
  * Runs `read` (which reads the body, e.g. `request.formData()`) within timeouts.requestBodyMs, as one of
  * at most server.clientMaxPendingBodies bodies its client address sends at once.
  */
-export async function readingBody<T>(request: Request, read: (limit: Reading["limit"]) => Promise<T>): Promise<T> {
+export function readingBody<T>(request: Request, read: (limit: Reading["limit"]) => Promise<T>): Promise<T> {
   const r = readings.get(request);
   if (r === undefined) return read(null); // no body, or a request the guard did not see
   if (!r.pending.enter(r.client, r.maxPending)) {
-    throw new TooManyBodies(`too many requests from ${r.client} are still sending their bodies (server.clientMaxPendingBodies: ${r.maxPending}); send them one after another or raise the cap`);
+    return Promise.reject(new TooManyBodies(`too many requests from ${r.client} are still sending their bodies (server.clientMaxPendingBodies: ${r.maxPending}); send them one after another or raise the cap`));
   }
-  const reading = read(r.limit);
-  reading.catch(() => {}); // cut off by the timeout: its end, when the connection closes, concerns no one
-  try {
-    return await within(reading, r.timeoutMs, () => {
-      throw new BodyTimeout(`the request body did not arrive within ${r.timeoutMs} ms (timeouts.requestBodyMs)`);
-    });
-  } finally {
-    r.pending.leave(r.client);
-  }
+  // One promise and one timer: every request with a body comes through here, and a race of promises cost more.
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    const settle = () => {
+      if (settled) return false;
+      settled = true;
+      clearTimeout(timer);
+      r.pending.leave(r.client);
+      return true;
+    };
+    // Cut off by the timeout, the read's end, when the connection closes, concerns no one.
+    const timer = setTimeout(() => settle() && reject(new BodyTimeout(`the request body did not arrive within ${r.timeoutMs} ms (timeouts.requestBodyMs)`)), r.timeoutMs);
+    read(r.limit).then(
+      (value) => settle() && resolve(value),
+      (e) => settle() && reject(e),
+    );
+  });
 }
 
 async function counted(body: ReadableStream<Uint8Array>, limit: { bytes: number; message: string }): Promise<string> {

@@ -34,8 +34,13 @@ export class SessionAffinity {
   served(session: string | undefined, nodeId: string, model: string, now = Date.now()): void {
     const holder = session ?? `\0anonymous:${this.anonymous++}`;
     const slotKey = slotKeyOf(nodeId, model);
-    const list = [holder, ...(this.recent.get(slotKey) ?? []).filter((k) => k !== holder)].slice(0, MAX_SLOTS_TRACKED);
-    this.recent.set(slotKey, list);
+    // Edited in place: it runs for every answer, and a new list each time cost more than the routing that reads it.
+    let list = this.recent.get(slotKey);
+    if (!list) this.recent.set(slotKey, (list = []));
+    const was = list.indexOf(holder);
+    if (was !== -1) list.splice(was, 1);
+    list.unshift(holder);
+    if (list.length > MAX_SLOTS_TRACKED) list.length = MAX_SLOTS_TRACKED;
     if (session === undefined) return;
     this.sessions.delete(session);
     this.sessions.set(session, { nodeId, model, at: now });

@@ -1,7 +1,9 @@
 // A request's whole time, admission to last byte: timeouts.generationMs for a chat or generate,
 // timeouts.embeddingMs for an embedding. Once it runs out, a request still waiting for a node ends
 // with a 504 and one streaming ends with an error in its format; either way its slot is freed.
-// herd's stop past its grace ends a request the same way, with its own reason.
+// herd's stop past its grace ends a request the same way, with its own reason. Until the answer is
+// being relayed, a client that leaves ends it too: one signal for every wait of a request, where a
+// signal per wait (each an AbortController and two listeners) cost more than the rest of the routing.
 import type { Config } from "../config/schema.ts";
 import type { RequestKind } from "../core/request.ts";
 import { RouteError } from "../errors.ts";
@@ -9,25 +11,33 @@ import { RouteError } from "../errors.ts";
 export interface Deadline {
   /** Aborted, with the reason the client reads, when the request must end. */
   signal: AbortSignal;
-  /** The request is over: its timer and its listener on the stop go. */
+  /** The answer is being relayed, which follows the client by its stream's cancel: the client no longer aborts the signal. */
+  relaying(): void;
+  /** The request is over: its timer and its listeners go. */
   release(): void;
 }
 
-export function deadline(config: Config, kind: RequestKind, shutdown: AbortSignal): Deadline {
+export function deadline(config: Config, kind: RequestKind, shutdown: AbortSignal, client: AbortSignal): Deadline {
   const [ms, key] = kind === "embed" ? [config.timeouts.embeddingMs, "embeddingMs"] : [config.timeouts.generationMs, "generationMs"];
   const controller = new AbortController();
-  if (shutdown.aborted) {
-    controller.abort(shutdown.reason);
-    return { signal: controller.signal, release: () => {} };
+  const gone = shutdown.aborted ? shutdown : client.aborted ? client : null;
+  if (gone) {
+    controller.abort(gone.reason);
+    return { signal: controller.signal, relaying: () => {}, release: () => {} };
   }
   const onStop = () => controller.abort(shutdown.reason);
+  const onLeft = () => controller.abort(client.reason);
   shutdown.addEventListener("abort", onStop, { once: true });
+  client.addEventListener("abort", onLeft, { once: true });
   // 0: no deadline of herd's own.
   const timer = ms > 0 ? setTimeout(() => controller.abort(new RouteError(504, `the request ran past its deadline of ${ms} ms (timeouts.${key})`)), ms) : undefined;
+  const relaying = () => client.removeEventListener("abort", onLeft);
   return {
     signal: controller.signal,
+    relaying,
     release() {
       clearTimeout(timer);
+      relaying();
       shutdown.removeEventListener("abort", onStop);
     },
   };

@@ -2,7 +2,6 @@
 // fitting, thinking), then dispatch it, relay the node's lines to the client in
 // the surface's wire format, and leave a trace. Headers go out only once a
 // node has answered, so X-Fleet-Node always names the node that served.
-import { eitherSignal } from "../abort.ts";
 import type { LiveConfig } from "../config/live.ts";
 import type { Encoder } from "../core/encoder.ts";
 import { type Chunk, endOf, errorOf, type Usage, usageOf } from "../core/events.ts";
@@ -65,22 +64,21 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
     keepRefused(rt.traces, traceEnd(trace, "rejected", started, refused.message), refused.status);
     return encoder.error(refused.status, refused.message, errorHeaders(requested, refused));
   }
-  // The request's deadline and a stop that runs out of grace end the wait for a node (with their RouteError) and the relay alike.
-  const limit = deadline(rt.live.config, req.kind, rt.shutdown.signal);
+  // The request's deadline, a stop that runs out of grace and the client leaving end the wait for a node (with their
+  // RouteError) and a whole answer's gathering; the first two end the relay too.
+  const limit = deadline(rt.live.config, req.kind, rt.shutdown.signal, req.signal);
   let routed: Routed;
-  const dispatching = eitherSignal(req.signal, limit.signal);
   try {
-    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, speeds: rt.speeds, affinity: rt.affinity, config: rt.toggles.apply(rt.live.config), grant: meta.caller }, req, dispatching.signal);
+    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, speeds: rt.speeds, affinity: rt.affinity, config: rt.toggles.apply(rt.live.config), grant: meta.caller }, req, limit.signal);
   } catch (e) {
     limit.release();
     leave(rt.clients, meta);
     const error = e instanceof RouteError ? e : new RouteError(502, (e as Error).message);
     rt.traces.record(traceRefused(trace, req.signal.aborted ? "client_disconnected" : "failed", started, error));
     return encoder.error(error.status, error.message, errorHeaders(requested, error));
-  } finally {
-    // From here the relay follows the client (its stream's cancel) and the deadline (its own listener).
-    dispatching.release();
   }
+  // A stream follows the client by its cancel from here; a whole answer still waits for its gathering, which a client that left ends.
+  if (req.stream) limit.relaying();
   // The node's slot now holds this prompt (however the answer ends: it was evaluated), unless the node refused it.
   if (routed.call.status < 400) rt.affinity.served(req.session?.key, routed.nodeId, routed.servedModel);
   let finished = false;
@@ -133,8 +131,7 @@ async function answer(rt: Pipeline, req: InferenceRequest, encoder: Encoder, rou
   }
   // A client that asked for one answer gets one answer or one error, even from a node that streams anyway.
   if (!req.stream) {
-    const gathering = eitherSignal(req.signal, limit);
-    const failure = await gather(routed, req.kind, gathering.signal).finally(gathering.release);
+    const failure = await gather(routed, req.kind, limit);
     if (failure) {
       finish(req.signal.aborted ? "client_disconnected" : "failed", null, failure.message);
       return encoder.error(failure.status, failure.message, fleetHeaders(requested, routed, routed.retries));

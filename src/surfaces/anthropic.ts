@@ -4,7 +4,7 @@
 // pipeline to resolve to a local model, fit its context and decide Ollama's
 // `think` by what that model can do; the translation lives in anthropic-codec.ts.
 import { Elysia } from "elysia";
-import { callerOf } from "../auth/guard.ts";
+import { callerOf, clientAddressOf } from "../auth/guard.ts";
 import { keyRefusal } from "../auth/refusal.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { presentedKey, sameSecret } from "../auth/tokens.ts";
@@ -18,7 +18,7 @@ import { anthropicError } from "../core/wire-errors.ts";
 import { setsThink } from "./anthropic-thinking.ts";
 import { modelOf, readJsonObject, refusedHeaders } from "./body.ts";
 
-type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
+type Ctx = { request: Request };
 
 /** Anthropic's API: for any client, in Anthropic's error format. */
 const API: RouteFacts = { access: "client", body: "json", errors: "anthropic" };
@@ -26,7 +26,7 @@ const API: RouteFacts = { access: "client", body: "json", errors: "anthropic" };
 export function anthropicSurface(rt: Pipeline) {
   return new Elysia({ name: "anthropic" })
     .use(routeFacts)
-    .post("/v1/messages", async ({ request, server }: Ctx) => echoVersion(request, await messages(rt, request, server?.requestIP(request)?.address ?? null)), { parse: "none", facts: API })
+    .post("/v1/messages", async ({ request }: Ctx) => echoVersion(request, await messages(rt, request, clientAddressOf(request))), { parse: "none", facts: API })
     .post("/v1/messages/count_tokens", async ({ request }: Ctx) => echoVersion(request, await countTokens(rt, request)), { parse: "none", facts: API })
     .get("/v1/messages", ({ request }: Ctx) => echoVersion(request, Response.json({ ok: true, service: "ollama-herd", endpoint: "/v1/messages", ts: Math.floor(Date.now() / 1000) })), { facts: API });
 }

@@ -3,7 +3,7 @@
 // statuses: 400 bad fields, 404 model not on any node, 502 generation failed, 503 disabled.
 import { Elysia } from "elysia";
 import * as v from "valibot";
-import { callerOf } from "../auth/guard.ts";
+import { callerOf, clientAddressOf } from "../auth/guard.ts";
 import { routeFacts } from "../auth/route-facts.ts";
 import { formatIssues } from "../config/problems.ts";
 import type { GeneratedImage, ImageRequest } from "../core/media-request.ts";
@@ -16,7 +16,7 @@ import { takeHerdFields } from "./herd-fields.ts";
 import { readJsonObject } from "./body.ts";
 import { jsonError, openaiError } from "../core/wire-errors.ts";
 
-type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
+type Ctx = { request: Request };
 
 const SIDES = /^(\d+)x(\d+)$/;
 
@@ -38,7 +38,7 @@ const openaiImageSchema = v.object({
 });
 
 export function imagesSurface(rt: Pipeline) {
-  const ip = (ctx: Ctx) => ctx.server?.requestIP(ctx.request)?.address ?? null;
+  const ip = (ctx: Ctx) => clientAddressOf(ctx.request);
   return new Elysia({ name: "images" })
     .use(routeFacts)
     .post("/api/generate-image", (ctx: Ctx) => generateRaw(rt, ctx.request, ip(ctx)), { parse: "none", facts: { access: "client", body: "json", errors: "ollama" } })

@@ -3,7 +3,7 @@
 // kept, so every field Ollama knows (raw, template, truncate, …) reaches it,
 // and its NDJSON lines come back byte for byte (see ollama-codec.ts).
 import { Elysia } from "elysia";
-import { callerOf } from "../auth/guard.ts";
+import { callerOf, clientAddressOf } from "../auth/guard.ts";
 import { keyRefusal } from "../auth/refusal.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { fleetImageModels, isOllamaImageModel } from "../fleet/image-models.ts";
@@ -29,8 +29,7 @@ import { ollamaConversation } from "./ollama-request.ts";
 const API: RouteFacts = { access: "client", body: "json", errors: "ollama" };
 
 export function ollamaSurface(rt: Pipeline) {
-  const proxy = (kind: RequestKind, path: string) => ({ request, server }: { request: Request; server: any }) =>
-    handle(rt, request, kind, path, server?.requestIP(request)?.address ?? null);
+  const proxy = (kind: RequestKind, path: string) => ({ request }: { request: Request }) => handle(rt, request, kind, path, clientAddressOf(request));
   return new Elysia({ name: "ollama" })
     .use(routeFacts)
     .post("/api/chat", proxy("chat", "/api/chat"), { parse: "none", facts: API })

@@ -2,7 +2,7 @@
 // embeddings, and the fleet's models. Requests are decoded into the typed
 // conversation, which each backend renders; see openai-codec.ts.
 import { Elysia } from "elysia";
-import { callerOf } from "../auth/guard.ts";
+import { callerOf, clientAddressOf } from "../auth/guard.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { fleetImageModels } from "../fleet/image-models.ts";
 import type { Chunk } from "../core/events.ts";
@@ -25,7 +25,7 @@ interface OpenAiSources extends Pipeline {
   startedAt: number;
 }
 
-type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
+type Ctx = { request: Request };
 
 /** OpenAI's API: for any client, in OpenAI's error format. */
 const API: RouteFacts = { access: "client", body: "json", errors: "openai" };
@@ -33,8 +33,8 @@ const API: RouteFacts = { access: "client", body: "json", errors: "openai" };
 export function openaiSurface(rt: OpenAiSources) {
   return new Elysia({ name: "openai" })
     .use(routeFacts)
-    .post("/v1/chat/completions", ({ request, server }: Ctx) => chat(rt, request, server?.requestIP(request)?.address ?? null), { parse: "none", facts: API })
-    .post("/v1/embeddings", ({ request, server }: Ctx) => embeddings(rt, request, server?.requestIP(request)?.address ?? null), { parse: "none", facts: API })
+    .post("/v1/chat/completions", ({ request }: Ctx) => chat(rt, request, clientAddressOf(request)), { parse: "none", facts: API })
+    .post("/v1/embeddings", ({ request }: Ctx) => embeddings(rt, request, clientAddressOf(request)), { parse: "none", facts: API })
     .get("/v1/models", () => ({ object: "list", data: models(rt) }), { facts: API });
 }
 

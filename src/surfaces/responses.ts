@@ -4,7 +4,7 @@
 // (gpt-5-codex → the best loaded coder; an image asks for a vision model) and
 // routes it like any other; see responses-codec.ts and docs/responses.md.
 import { Elysia } from "elysia";
-import { callerOf } from "../auth/guard.ts";
+import { callerOf, clientAddressOf } from "../auth/guard.ts";
 import { routeFacts } from "../auth/route-facts.ts";
 import { needsOf } from "../core/request.ts";
 import { log } from "../log.ts";
@@ -16,13 +16,13 @@ import { modelOf, readJsonObject, refusedHeaders } from "./body.ts";
 import { openaiError } from "../core/wire-errors.ts";
 import { conversationOf, readResponsesRequest, responsesEncoder } from "./responses-codec.ts";
 
-type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
+type Ctx = { request: Request };
 
 // Codex resends its whole history every turn: one warning per item type is enough.
 const warned = new Set<string>();
 
 export function responsesSurface(rt: Pipeline) {
-  return new Elysia({ name: "responses" }).use(routeFacts).post("/v1/responses", ({ request, server }: Ctx) => create(rt, request, server?.requestIP(request)?.address ?? null), {
+  return new Elysia({ name: "responses" }).use(routeFacts).post("/v1/responses", ({ request }: Ctx) => create(rt, request, clientAddressOf(request)), {
     parse: "none",
     facts: { access: "client", body: "json", errors: "openai" },
   });

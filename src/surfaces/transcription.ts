@@ -2,7 +2,7 @@
 // "model" and "language") answers seed 000's JSON with chunks and X-Transcription-Time. Seed
 // 000's statuses: 400 no audio, 404 no STT model on any node, 502 failed, 503 disabled.
 import { Elysia } from "elysia";
-import { callerOf } from "../auth/guard.ts";
+import { callerOf, clientAddressOf } from "../auth/guard.ts";
 import { readingBody } from "../auth/limits.ts";
 import { routeFacts } from "../auth/route-facts.ts";
 import type { TranscriptionRequest } from "../core/media-request.ts";
@@ -12,12 +12,12 @@ import { takeHerdFields } from "./herd-fields.ts";
 import { bodyNamesProblem } from "../core/client-names.ts";
 import { jsonError } from "../core/wire-errors.ts";
 
-type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null };
+type Ctx = { request: Request };
 
 export function transcriptionSurface(rt: Pipeline) {
   return new Elysia({ name: "transcription" }).use(routeFacts).post(
     "/api/transcribe",
-    ({ request, server }: Ctx) => transcribeRequest(rt, request, server?.requestIP(request)?.address ?? null),
+    ({ request }: Ctx) => transcribeRequest(rt, request, clientAddressOf(request)),
     // media: the audio is an upload, held to server.maxMediaBodyMb rather than the JSON limit.
     { parse: "none", facts: { access: "client", body: "media", errors: "ollama" } },
   );
