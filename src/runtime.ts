@@ -34,7 +34,9 @@ import { RouteError, UserError } from "./errors.ts";
 import { log } from "./log.ts";
 import { STORE_FILE, openStore, recordEvent } from "./store/db.ts";
 import { WorkerRoster } from "./store/agent-workers.ts";
-import { readSpeeds, startSpeedSaver } from "./store/speeds.ts";
+import { startSaver } from "./store/saver.ts";
+import { writeSlots } from "./store/slots.ts";
+import { readSpeeds, writeSpeeds } from "./store/speeds.ts";
 import { TraceWriter } from "./store/traces.ts";
 import { knownModel } from "./fleet/catalog.ts";
 import { within } from "./within.ts";
@@ -148,7 +150,10 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   const poller = startPoller(rt.registry, live, probeOllama);
   const preloader = startPreloader(rt);
   const rebalancer = startRebalancer(rt.registry, rt.queues, () => live.config);
-  const speedSaver = startSpeedSaver(speeds, store);
+  const learnedSaver = startSaver(() => {
+    writeSpeeds(store, speeds.takeChanged());
+    writeSlots(store, rt.registry.learnedSlots.takeChanged());
+  });
   const idleShrink = startIdleShrink(() => live.config.server.idleShrinkMs);
   await rt.agents.start(boundPort);
   rt.telemetry.start();
@@ -171,7 +176,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
       await drain(app, server, rt);
       await rt.traces.close();
       await otlp.stop(); // after the traces: their last rows' spans go out too
-      speedSaver.stop(); // saves what the last answers taught
+      learnedSaver.stop(); // saves what the last answers taught
       store.close();
     },
   };

@@ -11,6 +11,8 @@ import { type Browser, type BrowserContext, chromium, type Page } from "playwrig
 import { LiveConfig } from "../src/config/live.ts";
 import { type AgentHandle, postTo, startAgent } from "../src/node/agent.ts";
 import { simCollector } from "../src/sim/collector.ts";
+import { openStore } from "../src/store/db.ts";
+import { writeSlots } from "../src/store/slots.ts";
 import { CATALOG, type SimNode, startSimOllama } from "../src/sim/index.ts";
 import { cleanupFile, eventually, getJson, ROOT, startRouterProcess, tmpDir } from "./helpers.ts";
 
@@ -39,8 +41,12 @@ beforeAll(async () => {
   ]);
   const dir = tmpDir();
   const file = join(dir, "herd.config.ts");
-  const nodes = [studio, mini, air].map((n) => ({ id: n.id, ollama: n.url }));
+  // mini declares its slots; air's were learned by an earlier run of the router (test/slots.test.ts learns them), kept in the store.
+  const nodes = [studio, mini, air].map((n) => ({ id: n.id, ollama: n.url, ...(n === mini ? { parallel: 2 } : {}) }));
   writeFileSync(file, `export default { nodes: ${JSON.stringify(nodes)}, heartbeat: ${JSON.stringify(HEARTBEAT)} };\n`);
+  const kept = openStore(join(dir, "data"));
+  writeSlots(kept, [{ nodeId: "air", slots: 1 }]);
+  kept.close();
   // Debug logging: the live stream says when it stops, which is how a test sees it does.
   router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")], { env: { HERD_LOG_LEVEL: "debug" } });
   const live = await LiveConfig.open(null, (c) => ({ ...c, heartbeat: HEARTBEAT }));
@@ -183,6 +189,9 @@ describe("acting from the dashboard", () => {
     const speeds = await page.locator('[data-node="studio"] [data-speeds]').textContent();
     expect(speeds).toContain("GB/s effective (learned)");
     expect(speeds).toMatch(/qwen3:32b\S*\s*[\d.,]+ tok\/s/);
+    // Each node's slots per model and where the figure came from.
+    const slots = async (id: string) => page.locator(`[data-node="${id}"] [data-slots]`).textContent({ timeout: 3000 });
+    expect([await slots("studio"), await slots("mini"), await slots("air")]).toEqual(["4 per model (assumed)", "2 per model (declared)", "1 per model (learned)"]);
     expect(await page.locator(".live").textContent()).toBe("Live");
     // The store's size and what it keeps (store.traces' defaults).
     const store = page.locator(".stat", { hasText: "Store" });

@@ -6,6 +6,7 @@ import { type Config, DEFAULT_PARALLEL, type NodeEntry } from "../config/schema.
 import { bandwidthForChip } from "../core/chips.ts";
 import { log } from "../log.ts";
 import { recordEvent } from "../store/db.ts";
+import { readSlots } from "../store/slots.ts";
 import { sameModel } from "./model-name.ts";
 import { LearnedSlots } from "./slots.ts";
 import type { Heartbeat, OllamaSection } from "./heartbeat.ts";
@@ -61,8 +62,8 @@ export class Registry {
   private nodes = new Map<string, NodeRecord>();
   private declared = new Map<string, NodeEntry>();
   private config: Config;
-  /** The parallel slots of nodes that declare none, learned from their answers. */
-  readonly learnedSlots = new LearnedSlots(DEFAULT_PARALLEL);
+  /** The parallel slots of nodes that declare none, learned from their answers (and kept in the store). */
+  readonly learnedSlots: LearnedSlots;
 
   constructor(
     config: Config,
@@ -70,6 +71,7 @@ export class Registry {
     private readonly now: () => number = Date.now,
   ) {
     this.config = config;
+    this.learnedSlots = new LearnedSlots(DEFAULT_PARALLEL, store ? readSlots(store) : []);
     this.sync(config);
   }
 
@@ -93,10 +95,10 @@ export class Registry {
     return this.declared.get(id)?.parallel ?? this.learnedSlots.slots(id) ?? DEFAULT_PARALLEL;
   }
 
-  /** Where the node's `parallel` comes from. */
-  parallelSource(id: string): "declared" | "learned" | "assumed" {
-    if (this.declared.get(id)?.parallel !== undefined) return "declared";
-    return this.learnedSlots.slots(id) === null ? "assumed" : "learned";
+  /** Where the node's `parallel` comes from, in the words of the other figures' sources: its config entry, its answers, or the default. */
+  parallelSource(id: string): "config" | "learned" | "prior" {
+    if (this.declared.get(id)?.parallel !== undefined) return "config";
+    return this.learnedSlots.slots(id) === null ? "prior" : "learned";
   }
 
   /**

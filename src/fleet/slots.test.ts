@@ -53,4 +53,24 @@ describe("learned slots", () => {
     s.observe("m1", { othersInFlight: 0, ...ran });
     expect(s.slots("m1")).toBe(1);
   });
+
+  test("hands the store each node whose slots changed, once; a clean answer that changes nothing is not a change", () => {
+    const s = new LearnedSlots(4);
+    s.observe("m1", { othersInFlight: 2, ...waited });
+    s.observe("m1", { othersInFlight: 1, ...waited });
+    expect(s.takeChanged()).toEqual([{ nodeId: "m1", slots: 1 }]);
+    s.observe("m1", { othersInFlight: 0, ...ran });
+    expect(s.takeChanged()).toEqual([]);
+    const back = new LearnedSlots(2);
+    back.observe("m1", { othersInFlight: 1, ...waited });
+    back.takeChanged();
+    for (let i = 0; i < RAISE_AFTER; i++) back.observe("m1", { othersInFlight: 0, ...ran });
+    expect(back.takeChanged()).toEqual([{ nodeId: "m1", slots: null }]); // back to the assumption: its row goes
+  });
+
+  test("starts from what the store kept; a kept figure at or over the assumption says nothing", () => {
+    const s = new LearnedSlots(4, [{ nodeId: "m1", slots: 1 }, { nodeId: "m2", slots: 4 }, { nodeId: "m3", slots: null }]);
+    expect([s.slots("m1"), s.slots("m2"), s.slots("m3")]).toEqual([1, null, null]);
+    expect(s.takeChanged()).toEqual([]);
+  });
 });

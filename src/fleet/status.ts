@@ -95,7 +95,8 @@ const round1 = (n: number) => Math.round(n * 10) / 10;
 
 /**
  * Seed 000's optional `capacity`: how fast herd has found the node, per GB of model (decode ≈ its effective memory
- * bandwidth), and the requests it runs at once per model (declared, learned from its answers, or assumed).
+ * bandwidth), and the requests it runs at once per model; `sources` says where each came from (parallel: `config`,
+ * `learned` from its answers, or the `prior` default).
  */
 function capacityJson(registry: Registry, speeds: Speeds, nodeId: string) {
   const f = speeds.factor(nodeId);

@@ -194,4 +194,15 @@ export const migrations: { version: number; name: string; sql: string }[] = [
       );
     `,
   },
+  {
+    version: 11,
+    name: "learned node slots",
+    // The parallel slots herd learned of nodes that declare none (fleet/slots.ts), so a restart does not forget them.
+    sql: `
+      CREATE TABLE node_slots (
+        node_id TEXT PRIMARY KEY,
+        slots INTEGER NOT NULL
+      );
+    `,
+  },
 ];

@@ -2,7 +2,7 @@ import { Database } from "bun:sqlite";
 import { expect, spyOn, test } from "bun:test";
 import { log } from "../log.ts";
 import { migrate } from "./db.ts";
-import { readSpeeds, type SpeedRow, startSpeedSaver, writeSpeeds } from "./speeds.ts";
+import { readSpeeds, type SpeedRow, writeSpeeds } from "./speeds.ts";
 
 const row = (over: Partial<SpeedRow> = {}): SpeedRow => ({
   nodeId: "studio",
@@ -38,14 +38,4 @@ test("a store that refuses the write is logged, not thrown", () => {
   expect(() => writeSpeeds(db, [row()])).not.toThrow();
   expect(warn.mock.calls[0]?.[0]).toContain("learned speeds not saved");
   warn.mockRestore();
-});
-
-test("the saver writes what changed on its timer, and the rest when it stops", async () => {
-  const db = store();
-  const pending = [[row()], [row({ model: "llama3.2:3b" })]];
-  const saver = startSpeedSaver({ takeChanged: () => pending.shift() ?? [] }, db, 10);
-  await Bun.sleep(25);
-  expect(readSpeeds(db).length).toBeGreaterThanOrEqual(1);
-  saver.stop();
-  expect(readSpeeds(db)).toHaveLength(2);
 });

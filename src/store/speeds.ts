@@ -1,5 +1,5 @@
 // The learned speeds of each node:model (fleet/speeds.ts) in the store: read once at start,
-// written in batches by a timer, never on a request's way.
+// written in batches by the learned figures' saver (store/saver.ts), never on a request's way.
 import type { Database } from "bun:sqlite";
 import { log } from "../log.ts";
 
@@ -52,19 +52,4 @@ export function writeSpeeds(db: Database, rows: SpeedRow[]): void {
   } catch (e) {
     log.warn(`learned speeds not saved (${(e as Error).message}); they are learned again from the next answers`);
   }
-}
-
-/** How often what was learned is saved: a crash loses at most this much of it. */
-const SAVE_EVERY_MS = 2000;
-
-/** Saves what `speeds` learned since the last save, every SAVE_EVERY_MS; stop() saves the rest. */
-export function startSpeedSaver(speeds: { takeChanged(): SpeedRow[] }, db: Database, everyMs = SAVE_EVERY_MS): { stop(): void } {
-  const save = () => writeSpeeds(db, speeds.takeChanged());
-  const timer = setInterval(save, everyMs);
-  return {
-    stop() {
-      clearInterval(timer);
-      save();
-    },
-  };
 }

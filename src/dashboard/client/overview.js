@@ -97,6 +97,7 @@ function nodeCard(n) {
         n.disk && [h("span", { class: "k" }, "Disk"), meter(1 - n.disk.available_gb / n.disk.total_gb, `${fmt.gb(n.disk.available_gb)} free`)],
         h("span", { class: "k" }, "Requests"),
         h("span", { class: "num small" }, `${fmt.int(n.ollama?.requests_active ?? 0)} active · ${fmt.int(n.free_slots)} free slots`),
+        slotsRow(n.capacity),
       ),
       h(
         "div",
@@ -125,6 +126,19 @@ function runsBadge(n) {
   const drift = [n.config_drift && "config", n.version_drift && "version"].filter(Boolean);
   const title = `agent ${n.agent_version ?? "?"}, config ${n.config_hash ?? "?"}: ${drift.length ? `${drift.join(" and ")} not the router's` : "the router's"}`;
   return h("span", { class: `badge ${drift.length ? "warn" : "plain"} mono`, title, "data-runs": drift.length ? "drift" : "same" }, drift.length ? `${drift.join(" + ")} drift` : (n.config_hash ?? n.agent_version).slice(0, 7));
+}
+
+/** How each source of /fleet/status `capacity.sources.parallel` reads on the card, and what it means. */
+const SLOTS_SOURCE = {
+  config: ["declared", "nodes[].parallel in the config"],
+  learned: ["learned", "learned from the node's answers: they waited inside it for a slot"],
+  prior: ["assumed", "Ollama's default until the node's answers show fewer"],
+};
+
+/** The requests the node runs at once per loaded model, and where that figure came from. */
+function slotsRow(c) {
+  const [word, title] = SLOTS_SOURCE[c.sources.parallel];
+  return [h("span", { class: "k" }, "Slots"), h("span", { class: "num small", title, "data-slots": c.sources.parallel }, `${fmt.int(c.parallel)} per model (${word})`)];
 }
 
 /** What herd learned of the node's speed (/fleet/status `capacity` and `speeds`): per model, and its factor for the rest. */
