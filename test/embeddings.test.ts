@@ -9,7 +9,7 @@ import { type MediaFleet, startMediaFleet } from "./fixtures/media/fleet.ts";
 
 /** A native embedding server: each text's vector says which server made it, so a test can tell. */
 function embeddingServer(sign: number, port = 0) {
-  const state = { requests: [] as any[], delayMs: 0, server: null as ReturnType<typeof Bun.serve> | null };
+  const state = { requests: [] as any[], delayMs: 0, failWith: null as { status: number; error: string } | null, server: null as ReturnType<typeof Bun.serve> | null };
   state.server = Bun.serve({
     hostname: "127.0.0.1",
     port,
@@ -20,6 +20,7 @@ function embeddingServer(sign: number, port = 0) {
       const body = (await req.json()) as { model: string; input: string | string[] };
       state.requests.push(body);
       if (state.delayMs) await Bun.sleep(state.delayMs);
+      if (state.failWith) return Response.json({ error: state.failWith.error }, { status: state.failWith.status });
       const inputs = Array.isArray(body.input) ? body.input : [body.input];
       return Response.json({ model: body.model, embeddings: inputs.map((text) => vector(sign, text)), prompt_eval_count: inputs.length * 3 });
     },
@@ -110,6 +111,17 @@ describe("text embedding models", () => {
     });
   });
 
+  test("a model no node has is a 404 on every embedding route, in its format", async () => {
+    for (const path of ["/api/embed", "/api/embeddings"]) {
+      const res = await post(path, { model: "ghost-embed", input: "x" });
+      expect([path, res.status]).toEqual([path, 404]);
+      expect(((await res.json()) as any).error).toStartWith('model "ghost-embed:latest" not found on any node');
+    }
+    const openai = await post("/v1/embeddings", { model: "ghost-embed", input: "x" });
+    expect(openai.status).toBe(404);
+    expect(((await openai.json()) as any).error).toMatchObject({ type: "invalid_request_error", code: "model_not_found" });
+  });
+
   test("other embedding models stay on Ollama", async () => {
     const res = await post("/api/embed", { model: "all-minilm", input: "hello" });
     expect(res.status).toBe(200);
@@ -173,7 +185,7 @@ describe("text embedding models", () => {
     });
   }
 
-  test("a server slower than timeouts.embeddingMs is a 504 with Retry-After", async () => {
+  test("a server slower than timeouts.embeddingMs is a 504 with Retry-After, in each route's format", async () => {
     text.delayMs = 1500;
     try {
       const res = await post("/api/embed", { model: "nomic-embed-text", input: "slow" });
@@ -182,8 +194,41 @@ describe("text embedding models", () => {
       const { error } = (await res.json()) as any;
       expect(error).toContain("native text embedding timed out");
       expect(error).toContain("within 500 ms");
+      expect(error).toContain("the first request may download the model");
+
+      const legacy = await post("/api/embeddings", { model: "nomic-embed-text", prompt: "slow" });
+      expect([legacy.status, legacy.headers.get("retry-after")]).toEqual([504, "30"]);
+      expect(((await legacy.json()) as any).error).toContain("native text embedding timed out");
+      const openai = await post("/v1/embeddings", { model: "nomic-embed-text", input: "slow" });
+      expect([openai.status, openai.headers.get("retry-after")]).toEqual([504, "30"]);
+      expect(((await openai.json()) as any).error).toMatchObject({ type: "api_error", message: expect.stringContaining("native text embedding timed out") });
     } finally {
       text.delayMs = 0;
+    }
+    // An Ollama node past the deadline is the 504 of any request past it: no model download to wait out.
+    fleet.sim.setFaults({ firstByteDelayMs: 1500 });
+    try {
+      const ollama = await post("/api/embed", { model: "all-minilm", input: "slow" });
+      expect([ollama.status, ollama.headers.get("retry-after"), await ollama.json()]).toEqual([504, null, { error: "the request ran past its deadline of 500 ms (timeouts.embeddingMs)" }]);
+    } finally {
+      fleet.sim.setFaults({});
+    }
+  });
+
+  test("a native server's 5xx is a failure of that node (the next is tried; none left: 503); any other answer of it is final", async () => {
+    text.failWith = { status: 500, error: "onnx session crashed" };
+    try {
+      const failed = await post("/api/embed", { model: "nomic-embed-text", input: "x" });
+      expect(failed.status).toBe(503);
+      expect(failed.headers.get("x-fleet-retries")).toBe("0");
+      expect(((await failed.json()) as any).error).toBe("no node that offers it could be reached: studio: studio's native text embedding server: onnx session crashed");
+      text.failWith = { status: 422, error: "input too long for the model" };
+      const refused = await post("/api/embed", { model: "nomic-embed-text", input: "x" });
+      expect(refused.status).toBe(422);
+      expect(refused.headers.get("x-fleet-node")).toBe("studio");
+      expect(((await refused.json()) as any).error).toContain("input too long for the model");
+    } finally {
+      text.failWith = null;
     }
   });
 

@@ -432,6 +432,34 @@ describe("pulling models", () => {
     expect([fits.status, await fits.json()]).toEqual([200, { status: "success" }]);
   });
 
+  test("auto-pull applies /api/pull's memory check: a model larger than every node's free memory is a 503 in each surface's format, not pulled", async () => {
+    const { url } = await fleet([], `auth: { nodeToken: "fleet-token" }`);
+    const small = await startSimOllama({ id: "small", models: ["llama3.2:3b"], loaded: [] });
+    sims.push(small);
+    const memory = { total_gb: 16, used_gb: 6, available_gb: 10, pressure: "nominal" };
+    const beat = await post(url, "/heartbeat", { node_id: "small", ollama_url: small.url, memory, ollama: { models_available: ["llama3.2:3b"] } }, { authorization: "Bearer fleet-token" });
+    expect(beat.status).toBe(200);
+    const noRoom = 'No node has enough available memory for "llama3.3:70b" (48 GB): small has 10 GB available, 38 GB short';
+    const messages = [{ role: "user", content: "hi" }];
+
+    const ollama = await post(url, "/api/chat", { model: "llama3.3:70b", messages, stream: false });
+    expect([ollama.status, await ollama.json()]).toEqual([503, { error: noRoom }]);
+    expect(ollama.headers.get("x-fleet-requested-model")).toBe("llama3.3:70b");
+    const openai = await post(url, "/v1/chat/completions", { model: "llama3.3:70b", messages });
+    expect([openai.status, await openai.json()]).toEqual([503, { error: { message: noRoom, type: "api_error", param: null, code: null } }]);
+    // Strict, or Anthropic's auto-routing would serve the local model instead of pulling.
+    const anthropic = await post(url, "/v1/messages", { model: "llama3.3:70b", max_tokens: 10, messages }, { "x-fleet-no-fallback": "true" });
+    expect([anthropic.status, await anthropic.json()]).toEqual([503, { type: "error", error: { type: "overloaded_error", message: noRoom } }]);
+    expect((await getJson(`${small.url}/api/tags`)).models.map((m: any) => m.name)).toEqual(["llama3.2:3b"]);
+
+    // One that fits is pulled; one of unknown size is tried, as /api/pull does (the sim has no such model).
+    const fits = await post(url, "/api/generate", { model: "qwen3:8b", prompt: "hi", stream: false });
+    expect([fits.status, fits.headers.get("x-fleet-node")]).toEqual([200, "small"]);
+    const unknown = await post(url, "/api/generate", { model: "ghost", prompt: "hi", stream: false });
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as any).error).toContain("auto-pull: small could not pull it");
+  });
+
   test("a request for a model no node has pulls it first when features.autoPull is on", async () => {
     const { url } = await fleet([{ id: "n", models: ["llama3.2:3b"], loaded: [] }]);
     const res = await post(url, "/api/chat", { model: "qwen3:32b", messages: [{ role: "user", content: "hi" }], stream: false });

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { markPulled, noRoomFor, notPullable, Pulls, pullTarget, pullTargets } from "./pulls.ts";
+import { markPulled, noRoomFor, notPullable, Pulls, pullTargets } from "./pulls.ts";
 import { onDisk } from "./registry.ts";
 import { type NodeSpec, testFleet } from "./test-fixtures.ts";
 
@@ -35,9 +35,9 @@ test("a pull goes to the online, undrained node with the most free memory, equal
     { id: "a", memory: memory(40) },
     { id: "agentless" },
   ];
-  expect(pullTarget(testFleet(nodes).registry)?.id).toBe("a");
-  expect(pullTarget(testFleet([{ id: "agentless" }, { id: "small", memory: memory(1) }]).registry)?.id).toBe("small");
-  expect(pullTarget(testFleet(nodes.slice(0, 3)).registry)).toBeNull();
+  expect(pullTargets(testFleet(nodes).registry).map((n) => n.id)).toEqual(["a", "b", "agentless"]);
+  expect(pullTargets(testFleet([{ id: "agentless" }, { id: "small", memory: memory(1) }]).registry)[0]?.id).toBe("small");
+  expect(pullTargets(testFleet(nodes.slice(0, 3)).registry)).toEqual([]);
 });
 
 test("a pull no node has the memory for is refused with the arithmetic; an unknown size or free memory is never refused", () => {

@@ -44,11 +44,6 @@ export function pullTargets(registry: Registry): NodeRecord[] {
   return eligible.sort((a, b) => (b.report.memory?.available_gb ?? -1) - (a.report.memory?.available_gb ?? -1) || a.id.localeCompare(b.id));
 }
 
-/** The node a pull should go to: the one with the most free memory. */
-export function pullTarget(registry: Registry): NodeRecord | null {
-  return pullTargets(registry)[0] ?? null;
-}
-
 /**
  * Why none of `nodes` has the memory to run `model` once pulled, with the arithmetic; null when one may have it. The size
  * is what a node that has it lists on disk, else the catalog's; a model of unknown size, or a node that reports no free

@@ -11,7 +11,7 @@ import { mlxModelOf } from "../fleet/catalog.ts";
 import type { OllamaSection } from "../fleet/heartbeat.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
 import { diskGb } from "../fleet/node-models.ts";
-import { markPulled, notPullable, pullTarget } from "../fleet/pulls.ts";
+import { markPulled, noRoomFor, notPullable, pullTargets } from "../fleet/pulls.ts";
 import { ollamaDown, START_OLLAMA } from "../fleet/ollama-down.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import { type DiskModel, type LoadedModel, type NodeView, type ScoreResult, type Scored, scoreNodes } from "../fleet/scorer.ts";
@@ -43,12 +43,16 @@ export async function dispatch(deps: RouterDeps, req: InferenceRequest, signal: 
   }
 }
 
-/** Pulls `model` onto the best node; returns why it could not, or null once the model is there. */
+/** Pulls `model` onto the best node; returns why it could not, or null once the model is there; a 503 when no node has the memory to run it. */
 async function autoPull(deps: RouterDeps, model: string, signal: AbortSignal): Promise<string | null> {
   const refusal = notPullable(model);
   if (refusal) return refusal;
-  const node = pullTarget(deps.registry);
+  const targets = pullTargets(deps.registry);
+  const node = targets[0];
   if (!node) return "no online node can take a pull";
+  // The same refusal as POST /api/pull's: a model no node could run is not worth the disk or the wait.
+  const noRoom = noRoomFor(deps.registry, model, targets);
+  if (noRoom) throw new RouteError(503, noRoom);
   const busy = deps.pulls.begin(model, node.id);
   if (busy) return `already being pulled onto ${busy}; retry when it is done`;
   try {
