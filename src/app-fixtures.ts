@@ -21,6 +21,7 @@ import { SessionAffinity } from "./fleet/affinity.ts";
 import { Speeds } from "./fleet/speeds.ts";
 import { ClientGate } from "./router/client-gate.ts";
 import { Toggles } from "./router/toggles.ts";
+import { summariseOnFleet } from "./pipeline/summarise.ts";
 import { WorkerRoster } from "./store/agent-workers.ts";
 import { migrate } from "./store/db.ts";
 
@@ -31,7 +32,7 @@ export async function idleSources(raw: Record<string, unknown> = {}): Promise<Ap
   migrate(store);
   const registry = new Registry(live.config, store);
   const queues = new Queues();
-  return {
+  const sources: AppSources = {
     live,
     registry,
     store,
@@ -46,6 +47,7 @@ export async function idleSources(raw: Record<string, unknown> = {}): Promise<Ap
     speeds: new Speeds((id) => registry.bandwidthGbps(id)),
     affinity: new SessionAffinity(),
     modelFacts: new ModelFacts(registry),
+    summarise: (ask, signal) => summariseOnFleet(sources, ask, signal),
     toggles: new Toggles(),
     benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => "", credentials: () => ({}), readLines: async function* () {} }),
     agents: new AgentFleet(live, () => "", new WorkerRoster(store)),
@@ -56,4 +58,5 @@ export async function idleSources(raw: Record<string, unknown> = {}): Promise<Ap
     startedAt: Date.now(),
     ready: true,
   };
+  return sources;
 }

@@ -12,6 +12,8 @@ import { serverBodyCap } from "./auth/limits.ts";
 import type { LiveConfig } from "./config/live.ts";
 import type { Config } from "./config/schema.ts";
 import type { OtlpExport } from "./pipeline/otlp.ts";
+import { summariseOnFleet } from "./pipeline/summarise.ts";
+import type { Summarise } from "./router/compaction.ts";
 import { BenchmarkRunner } from "./fleet/benchmark.ts";
 import { ModelFacts } from "./fleet/model-facts.ts";
 import { startPoller } from "./fleet/poller.ts";
@@ -64,6 +66,8 @@ export interface Runtime {
   affinity: SessionAffinity;
   /** What a node's /api/show says of each model: capabilities (thinking, tools, vision, …) and trained context. */
   modelFacts: ModelFacts;
+  /** Summaries of conversations' oldest turns, written on the fleet (context fitting's last resort before a 413). */
+  summarise: Summarise;
   /** Runtime flips of features.autoPull / vramFallback (POST /dashboard/api/settings). */
   toggles: Toggles;
   benchmarks: BenchmarkRunner;
@@ -119,6 +123,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     speeds,
     affinity: new SessionAffinity(),
     modelFacts: new ModelFacts(registry),
+    summarise: (ask, signal) => summariseOnFleet(rt, ask, signal),
     toggles: new Toggles(),
     benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => rt.url, credentials: internalHeaders, readLines: (body, idleMs) => readLines(body.getReader(), { ...lineLimits(live.config), idleMs }) }),
     agents: new AgentFleet(live, () => rt.url, new WorkerRoster(store)),

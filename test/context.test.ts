@@ -7,7 +7,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startSimOllama } from "../src/sim/index.ts";
-import { eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+import { eventually, getJson, onCleanup, startRouterProcess, tmpDir } from "./helpers.ts";
 
 async function router(extra = "") {
   // llama3.2:3b is loaded with a 4096-token context in the simulator, as Ollama's default.
@@ -90,6 +90,95 @@ describe("context management", () => {
     expect(error.error.error.type).toBe("prompt_too_large");
     expect(error.message).toContain("/compact");
     await stop();
+  });
+});
+
+/** A node's Ollama behind a recorder: every /api/chat body the node is sent; with `failChats`, each chat gets Ollama's 500. */
+function recordingNode(ollama: string) {
+  const node = { chats: [] as any[], failChats: false, url: "" };
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const { pathname, search } = new URL(req.url);
+      const body = req.method === "POST" ? await req.text() : undefined;
+      if (pathname === "/api/chat") {
+        node.chats.push(JSON.parse(body!));
+        if (node.failChats) return Response.json({ error: "model runner has unexpectedly stopped" }, { status: 500 });
+      }
+      return fetch(`${ollama}${pathname}${search}`, { method: req.method, headers: req.headers, body });
+    },
+  });
+  onCleanup({ run: () => server.stop(true) });
+  node.url = server.url.href.replace(/\/$/, "");
+  return node;
+}
+
+describe("compaction by summary", () => {
+  async function summarisingRouter() {
+    const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 5000 });
+    onCleanup({ run: () => sim.stop() });
+    const node = recordingNode(sim.url);
+    const dir = tmpDir();
+    writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [{ id: "n", ollama: "${node.url}" }], anthropic: { maxPromptTokens: 3000 } };\n`);
+    const r = await startRouterProcess(["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+    await eventually(async () => (await getJson(`${r.url}/api/ps`)).models.length === 1, 3000, "the loaded model");
+    return { url: r.url, node, client: new Anthropic({ baseURL: r.url, apiKey: "unused", maxRetries: 0 }) };
+  }
+
+  /** Four long old exchanges (about 4,400 tokens, no tool results to clear), then a short recent one and the question. */
+  const paragraph = (i: number) => Array.from({ length: 60 }, (_, line) => `point ${i}.${line}: the queue drains before the node restarts`).join("\n");
+  const recent: Anthropic.MessageParam[] = [
+    { role: "assistant", content: "The last change is in." },
+    { role: "user", content: "what is left to do?" },
+  ];
+  const conversation: Anthropic.MessageParam[] = [
+    ...Array.from({ length: 4 }, (_, i): Anthropic.MessageParam[] => [
+      { role: "user", content: `question ${i}\n${paragraph(i)}` },
+      { role: "assistant", content: `answer ${i}\n${paragraph(i + 10)}` },
+    ]).flat(),
+    ...recent,
+  ];
+
+  test("a conversation over anthropic.maxPromptTokens with no tool result to clear: its oldest turns are summarised by the model, the recent ones kept verbatim, and the trace says so", async () => {
+    const { url, node, client } = await summarisingRouter();
+    const reply = await client.messages.create({ model: "llama3.2:3b", max_tokens: 256, system: "You are a careful assistant.", messages: conversation });
+    expect(reply.stop_reason).toBe("end_turn");
+
+    // First the summary, asked of the fleet with its reply capped; then the conversation with the summary in place of its oldest turns.
+    expect(node.chats).toHaveLength(2);
+    const [ask, served] = node.chats;
+    expect(ask.model).toBe("llama3.2:3b");
+    expect(ask.options.num_predict).toBe(512);
+    expect(ask.messages.at(-1).content).toContain("question 0");
+    const summarised = served.messages.findIndex((m: any) => m.content.startsWith("[herd summarised"));
+    expect(served.messages[0]).toEqual({ role: "system", content: "You are a careful assistant." });
+    expect(summarised).toBe(1);
+    expect(served.messages[1].role).toBe("user");
+    expect(served.messages.slice(-2)).toEqual(recent);
+    expect(served.messages.map((m: any) => m.content).join("\n")).not.toContain("point 0.1:");
+
+    // The simulator's summary is stable: the same conversation is compacted the same way again.
+    await client.messages.create({ model: "llama3.2:3b", max_tokens: 256, system: "You are a careful assistant.", messages: conversation });
+    expect(node.chats[3].messages).toEqual(served.messages);
+
+    const traces: any[] = await eventually(async () => ((await getJson(`${url}/dashboard/api/traces?limit=4`)).traces as any[]).filter((t) => t.status === "completed").length === 4 && (await getJson(`${url}/dashboard/api/traces?limit=4`)).traces, 3000, "the traces");
+    const [outer, summary] = traces;
+    expect(outer.adjustments[0]).toMatch(/^summarised the \d+ oldest messages with llama3.2:3b \(\d+ → \d+ tokens\) to fit 3000$/);
+    expect(summary.tags).toContain("herd:compaction");
+  });
+
+  test("a summariser that fails leaves the client the 413 as before, saying what was tried", async () => {
+    const { node, client } = await summarisingRouter();
+    node.failChats = true;
+    const error = await client.messages.create({ model: "llama3.2:3b", max_tokens: 256, messages: conversation }).catch((e) => e);
+    expect(error).toBeInstanceOf(Anthropic.APIError);
+    expect(error.status).toBe(413);
+    expect(error.error.error.type).toBe("prompt_too_large");
+    expect(error.message).toContain("over this router's limit of 3000 (anthropic.maxPromptTokens)");
+    expect(error.message).toMatch(/summarising the \d+ oldest messages with llama3.2:3b failed/);
+    expect(error.message).toContain("/compact");
+    expect(node.chats.length).toBeGreaterThan(0); // the summary was asked for
   });
 });
 

@@ -209,6 +209,7 @@ export const herdConfigSchema = v.strictObject({
     maxPromptTokens: v.optional(count, 180000),
     defaultMaxTokens: v.optional(v.pipe(count, v.minValue(1)), 4096),
     visionModel: v.optional(name),
+    summaryModel: v.optional(name),
     apiKey: v.optional(secretSchema),
   }),
   mlx: section({

@@ -313,6 +313,8 @@ export interface AnthropicConfig {
   defaultMaxTokens?: number;
   /** Model for requests that carry images, whatever the tier maps to. */
   visionModel?: string;
+  /** Model that summarises a conversation's oldest turns when clearing tool results is not enough. Default: the model serving it. */
+  summaryModel?: string;
   /**
    * When set, /v1/messages requires this key in `x-api-key` (or `Authorization: Bearer`).
    * A single-key shortcut for herds without auth.clients; with auth.clients, give Anthropic clients a key there.

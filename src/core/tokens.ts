@@ -11,7 +11,7 @@
 //   count_tokens, clearing old tool results, and the 413 over the limit.
 // Local models' vocabularies differ (Llama 3 extends cl100k; Qwen's is of the
 // same kind), so both are estimates for budgets and caps, never a bill.
-import type { Conversation } from "./conversation.ts";
+import type { Conversation, Message } from "./conversation.ts";
 import { log } from "../log.ts";
 
 const CHARS_PER_TOKEN = 4;
@@ -71,12 +71,20 @@ export async function textTokens(text: string): Promise<number> {
 export async function promptTokens({ messages, tools }: Pick<Conversation, "messages" | "tools">): Promise<number> {
   const count = await counter();
   let total = PER_REPLY;
-  for (const m of messages ?? []) {
-    total += PER_MESSAGE + count(m.content);
-    if (m.thinking) total += count(m.thinking);
-    if (m.toolCalls?.length) total += count(JSON.stringify(m.toolCalls));
-    total += (m.images?.length ?? 0) * IMAGE_TOKENS;
-  }
+  for (const m of messages ?? []) total += messageCost(count, m);
   if (tools.length) total += count(JSON.stringify(tools));
   return total;
+}
+
+/** What each message adds to promptTokens. */
+export async function messageTokens(messages: Message[]): Promise<number[]> {
+  const count = await counter();
+  return messages.map((m) => messageCost(count, m));
+}
+
+function messageCost(count: Count, m: Message): number {
+  let total = PER_MESSAGE + count(m.content);
+  if (m.thinking) total += count(m.thinking);
+  if (m.toolCalls?.length) total += count(JSON.stringify(m.toolCalls));
+  return total + (m.images?.length ?? 0) * IMAGE_TOKENS;
 }

@@ -19,6 +19,7 @@ import type { ClientGate } from "../router/client-gate.ts";
 import { dispatch } from "../router/dispatch.ts";
 import { gather, relay } from "../router/relay.ts";
 import type { Routed } from "../router/routed.ts";
+import type { Summarise } from "../router/compaction.ts";
 import type { Toggles } from "../router/toggles.ts";
 import type { RepairStats } from "../fleet/repair-stats.ts";
 import { ToolCallRepair } from "../router/tool-repair.ts";
@@ -48,6 +49,8 @@ export interface Pipeline {
   modelFacts: Pick<ModelFacts, "canThink" | "contextLength">;
   /** Where each session's last turn ran: routing's guess of which node still holds its prompt cached. */
   affinity: Pick<SessionAffinity, "holder" | "served">;
+  /** A summary of a conversation's oldest turns, written on the fleet (pipeline/summarise.ts), for context fitting. */
+  summarise: Summarise;
   /** Aborted when a stop's grace period runs out: what is still waiting or streaming ends with an error. */
   shutdown: AbortController;
 }
@@ -112,7 +115,7 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
 
 /** The stages that need the model the request will run on, which only agents' surfaces ask for: resolution, context fitting, thinking. */
 async function modelStages(rt: Pipeline, req: InferenceRequest, meta: RouteMeta): Promise<RouteError | null> {
-  const unfit = resolveAgentModel(rt.registry, rt.live.config, req, meta.caller) ?? (await fitContext(rt.modelFacts, rt.live.config, req));
+  const unfit = resolveAgentModel(rt.registry, rt.live.config, req, meta.caller) ?? (await fitContext(rt.modelFacts, rt.live.config, rt.summarise, req));
   if (!unfit) await decideThink(rt.modelFacts, req);
   return unfit;
 }
