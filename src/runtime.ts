@@ -26,6 +26,7 @@ import { defaultSendAtMs, Telemetry } from "./platform/telemetry.ts";
 import { Pulls } from "./fleet/pulls.ts";
 import { Queues } from "./fleet/queues.ts";
 import { ClientGate } from "./router/client-gate.ts";
+import { replicaInputs } from "./router/finish-order.ts";
 import { startIdleShrink } from "./core/idle-shrink.ts";
 import { RepairStats } from "./fleet/repair-stats.ts";
 import { Toggles } from "./router/toggles.ts";
@@ -154,7 +155,10 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   const otlp = await followOtlp(rt);
   const poller = startPoller(rt.registry, live, probeOllama);
   const preloader = startPreloader(rt);
-  const rebalancer = startRebalancer(rt.registry, rt.queues, () => live.config);
+  const rebalancer = startRebalancer(rt.registry, rt.queues, () => live.config, {
+    inputs: (model, promptTokens) => replicaInputs({ ...rt, config: live.config }, model, promptTokens),
+    warmer: rt.warmer,
+  });
   const learnedSaver = startSaver(() => {
     writeSpeeds(store, speeds.takeChanged());
     writeSlots(store, rt.registry.learnedSlots.takeChanged());

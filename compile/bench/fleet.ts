@@ -30,7 +30,7 @@ export interface Mac {
 }
 
 export interface BenchFleet {
-  name: "agents" | "agentless";
+  name: "agents" | "agentless" | "sessions";
   macs: readonly Mac[];
 }
 
@@ -62,6 +62,11 @@ export const AGENTLESS_FLEET: BenchFleet = {
 
 export const FLEETS = [AGENT_FLEET, AGENTLESS_FLEET] as const;
 
+// The competing sessions' fleet: three alike Macs with agents, the coding model resident on each, so every turn has a
+// real choice of node, and the node holding its prompt is no faster than the others but for its cache.
+const alike = (id: string): Mac => ({ id, chip: "Apple M1 Max", memoryGb: 64, bandwidthGbps: 400, diskGbps: 5, numParallel: 2, models: [AGENT_MODEL], loaded: [AGENT_MODEL] });
+export const SESSION_FLEET: BenchFleet = { name: "sessions", macs: [alike("max-1"), alike("max-2"), alike("max-3")] };
+
 export interface Fleet {
   sims: SimNode[];
   /**
@@ -91,7 +96,7 @@ export async function startFleet(fleet: BenchFleet): Promise<Fleet> {
     ),
   );
   const stops: (() => void)[] = [];
-  const withAgents = fleet.name === "agents";
+  const withAgents = fleet.name !== "agentless";
   return {
     sims,
     nodes: fleet.macs.map((m, i) => (withAgents ? { id: m.id, parallel: m.numParallel, token: randomUUID() } : { id: m.id, ollama: sims[i]!.url })),

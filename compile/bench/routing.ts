@@ -4,11 +4,11 @@
 // models, KV caches or queue statistics.
 import type { HerdConfig } from "../../src/config/types.ts";
 import { parseConfig } from "../../src/config/load.ts";
-import { type BenchFleet, FLEETS, startFleet } from "./fleet.ts";
+import { type BenchFleet, FLEETS, SESSION_FLEET, startFleet } from "./fleet.ts";
 import { startHerd } from "./herd-process.ts";
 import { type Outcome, replay } from "./replay.ts";
 import { percentile, pct, secs, sorted } from "./stats.ts";
-import { AGENT_MODEL, AGENT_REPLY_TOKENS, DURATION_MS, type Job, RARE_MODEL, SEEDS, workload } from "./workload.ts";
+import { AGENT_MODEL, AGENT_REPLY_TOKENS, COMPETING_SESSIONS, competingSessions, DURATION_MS, type Job, RARE_MODEL, SEEDS, workload } from "./workload.ts";
 
 /** Each routing setup compared: every strategy, and finish-time without session affinity (what affinity gains agents). */
 const SETUPS = [
@@ -19,6 +19,8 @@ const SETUPS = [
   { name: "least-connections", routing: { strategy: "least-connections" } },
 ] as const satisfies readonly { name: string; routing: HerdConfig["routing"] }[];
 type Setup = (typeof SETUPS)[number];
+/** The competing sessions are run with and without affinity: what affinity gains agents where each turn has a choice. */
+const SESSION_SETUPS = SETUPS.filter((s) => s.routing.strategy === "finish-time");
 
 /** HERD_BENCH_SEEDS=5,6: only those seeds (a quicker look); all of them by default. */
 const seeds = (): number[] => process.env.HERD_BENCH_SEEDS?.split(",").map(Number) ?? SEEDS;
@@ -39,8 +41,9 @@ export interface StrategyRun {
 export async function compareStrategies(bin: string): Promise<StrategyRun[]> {
   const runs: StrategyRun[] = [];
   for (const seed of seeds()) {
-    const jobs = workload(seed);
-    runs.push(...(await Promise.all(FLEETS.flatMap((fleet) => SETUPS.map((setup) => runStrategy(bin, fleet, setup, seed, jobs))))));
+    const [jobs, sessions] = [workload(seed), competingSessions(seed)];
+    const mixed = FLEETS.flatMap((fleet) => SETUPS.map((setup) => runStrategy(bin, fleet, setup, seed, jobs)));
+    runs.push(...(await Promise.all([...mixed, ...SESSION_SETUPS.map((setup) => runStrategy(bin, SESSION_FLEET, setup, seed, sessions))])));
   }
   return runs;
 }
@@ -108,7 +111,9 @@ The replay and the sims share the bench process; each herd runs in its own. Late
 (TTFT, streams; "agent TTFT" over every agent turn) in seconds; cold loads and share of requests per node; "cached" is the prompt
 tokens whose prefill the nodes' KV caches saved.
 
-${fleets}`;
+${fleets}
+
+${sessionsMarkdown(runs.filter((r) => r.fleet === SESSION_FLEET))}`;
 }
 
 function fleetMarkdown(bench: BenchFleet, runs: StrategyRun[], kinds: string[]): string {
@@ -116,7 +121,6 @@ function fleetMarkdown(bench: BenchFleet, runs: StrategyRun[], kinds: string[]):
   const macs = bench.macs.map(
     (m) => `| ${m.id} | ${m.chip} | ${m.memoryGb} GB | ${m.bandwidthGbps} GB/s | ${m.numParallel} | ${m.diskGbps} GB/s | ${m.models.map((x) => (m.loaded.includes(x) ? `**${x}**` : x)).join(", ")} |`,
   );
-  const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
   const p = (values: number[], q: number) => secs(percentile(sorted(values), q));
   const rows = runs.map((r) => {
     const ok = r.outcomes.filter((o) => o.ok);
@@ -124,7 +128,7 @@ function fleetMarkdown(bench: BenchFleet, runs: StrategyRun[], kinds: string[]):
     const ttft = ok.filter((o) => o.job.stream).map((o) => o.firstTokenMs);
     const agent = ok.filter((o) => o.job.kind === "agent").map((o) => o.firstTokenMs);
     const share = ids.map((id) => pct(r.outcomes.filter((o) => o.node === id).length, r.outcomes.length)).join(" / ");
-    return `| ${r.strategy} | ${r.seed} | ${ok.length}/${r.outcomes.length} | ${p(latency, 0.5)} | ${p(latency, 0.95)} | ${p(latency, 0.99)} | ${p(ttft, 0.5)} | ${p(ttft, 0.95)} | ${p(agent, 0.5)} | ${p(agent, 0.95)} | ${sum(r.loads)} (${ids.map((id) => r.loads[id]).join(" / ")}) | ${sum(r.evictions)} | ${sum(r.cachedPromptTokens)} | ${share} |`;
+    return `| ${r.strategy} | ${r.seed} | ${ok.length}/${r.outcomes.length} | ${p(latency, 0.5)} | ${p(latency, 0.95)} | ${p(latency, 0.99)} | ${p(ttft, 0.5)} | ${p(ttft, 0.95)} | ${p(agent, 0.5)} | ${p(agent, 0.95)} | ${total(r.loads)} (${ids.map((id) => r.loads[id]).join(" / ")}) | ${total(r.evictions)} | ${total(r.cachedPromptTokens)} | ${share} |`;
   });
   const perKind = runs.map((r) => {
     const p95 = (kind: string) => p(r.outcomes.filter((o) => o.ok && o.job.kind === kind).map((o) => o.latencyMs), 0.95);
@@ -160,18 +164,6 @@ ${targetsMarkdown(runs)}`;
  */
 function targetsMarkdown(runs: StrategyRun[]): string {
   const latency = (r: StrategyRun) => sorted(r.outcomes.filter((o) => o.ok).map((o) => o.latencyMs));
-  // The later turns of agent sessions: what a KV cache can speed up.
-  const laterTurns = (r: StrategyRun) => r.outcomes.filter((o) => o.ok && o.job.kind === "agent" && o.turn > 0);
-  const agentTtft = (r: StrategyRun) => sorted(laterTurns(r).map((o) => o.firstTokenMs));
-  // Of those, the share served by the node of the session's turn before (where its KV cache may still hold the
-  // conversation): replay lists a session's turns one after another.
-  const stayed = (r: StrategyRun) => {
-    const later = r.outcomes.flatMap((o, i) => (o.ok && o.job.kind === "agent" && o.turn > 0 ? [o.node === r.outcomes[i - 1]!.node] : []));
-    return pct(later.filter(Boolean).length, later.length);
-  };
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  const loads = (r: StrategyRun) => Object.values(r.loads).reduce((a, b) => a + b, 0);
-  const ratio = (a: number, b: number) => (Number.isFinite(a / b) ? `${(a / b).toFixed(2)}×` : "–");
   const rows = [...new Set(runs.map((r) => r.seed))].flatMap((seed) => {
     const of = (name: StrategyRun["strategy"]) => runs.find((r) => r.seed === seed && r.strategy === name);
     const [ft, score, solo] = [of("finish-time"), of("score"), of("finish-time, no affinity")];
@@ -179,7 +171,7 @@ function targetsMarkdown(runs: StrategyRun[]): string {
     const [l, s] = [latency(ft), latency(score)];
     const [with_, without] = [agentTtft(ft), agentTtft(solo)];
     return [
-      `| ${seed} | ${ratio(percentile(l, 0.95), percentile(s, 0.95))} | ${ratio(percentile(l, 0.99), percentile(s, 0.99))} | ${loads(ft)} / ${loads(score)} | ${ratio(percentile(with_, 0.5), percentile(without, 0.5))} | ${ratio(mean(with_), mean(without))} | ${stayed(ft)} / ${stayed(solo)} |`,
+      `| ${seed} | ${ratio(percentile(l, 0.95), percentile(s, 0.95))} | ${ratio(percentile(l, 0.99), percentile(s, 0.99))} | ${total(ft.loads)} / ${total(score.loads)} | ${ratio(percentile(with_, 0.5), percentile(without, 0.5))} | ${ratio(mean(with_), mean(without))} | ${stayed(ft)} / ${stayed(solo)} |`,
     ];
   });
   return `Against the targets (finish-time ÷ score: p95 ≤ 0.75×, p99 ≤ 0.9×, cold loads no more; the TTFT of agent sessions' later turns, with ÷ without affinity, ≤ 0.5×):
@@ -187,4 +179,54 @@ function targetsMarkdown(runs: StrategyRun[]): string {
 | seed | p95 ÷ score | p99 ÷ score | cold loads (finish-time / score) | agent later turns' TTFT p50, with ÷ without affinity | their mean, with ÷ without | later turns on their last turn's node, with / without |
 |---|---|---|---|---|---|---|
 ${rows.join("\n")}`;
+}
+
+// The later turns of agent sessions: what a KV cache can speed up.
+const laterTurns = (r: StrategyRun) => r.outcomes.filter((o) => o.ok && o.job.kind === "agent" && o.turn > 0);
+const agentTtft = (r: StrategyRun) => sorted(laterTurns(r).map((o) => o.firstTokenMs));
+// Of those, the share served by the node of the session's turn before (where its KV cache may still hold the
+// conversation): replay lists a session's turns one after another.
+const stayed = (r: StrategyRun) => {
+  const later = r.outcomes.flatMap((o, i) => (o.ok && o.job.kind === "agent" && o.turn > 0 ? [o.node === r.outcomes[i - 1]!.node] : []));
+  return pct(later.filter(Boolean).length, later.length);
+};
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const ratio = (a: number, b: number) => (Number.isFinite(a / b) ? `${(a / b).toFixed(2)}×` : "–");
+const total = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
+
+/** The competing sessions, with and without affinity, per seed; then affinity's target (later turns' TTFT −50%). */
+function sessionsMarkdown(runs: StrategyRun[]): string {
+  const ids = SESSION_FLEET.macs.map((m) => m.id);
+  const m = SESSION_FLEET.macs[0]!;
+  const rows = runs.map((r) => {
+    const ok = r.outcomes.filter((o) => o.ok);
+    const p = (values: number[], q: number) => secs(percentile(sorted(values), q));
+    const later = agentTtft(r);
+    const share = ids.map((id) => pct(r.outcomes.filter((o) => o.node === id).length, r.outcomes.length)).join(" / ");
+    return `| ${r.strategy} | ${r.seed} | ${ok.length}/${r.outcomes.length} | ${p(ok.map((o) => o.latencyMs), 0.5)} | ${p(ok.map((o) => o.latencyMs), 0.95)} | ${secs(percentile(later, 0.5))} | ${secs(percentile(later, 0.95))} | ${secs(mean(later))} | ${stayed(r)} | ${total(r.cachedPromptTokens)} | ${share} |`;
+  });
+  const targets = [...new Set(runs.map((r) => r.seed))].flatMap((seed) => {
+    const [with_, without] = SESSION_SETUPS.map((s) => runs.find((r) => r.seed === seed && r.strategy === s.name));
+    if (!with_ || !without) return [];
+    const [a, b] = [agentTtft(with_), agentTtft(without)];
+    return [`| ${seed} | ${ratio(percentile(a, 0.5), percentile(b, 0.5))} | ${ratio(mean(a), mean(b))} | ${ratio(percentile(a, 0.95), percentile(b, 0.95))} | ${stayed(with_)} / ${stayed(without)} |`];
+  });
+  return `#### Competing agent sessions
+
+${COMPETING_SESSIONS} coding agents at once on ${AGENT_MODEL}, nothing else (\`competingSessions\` in compile/bench/workload.ts): each session starts
+within the first 5 s with the shared 600-word system prompt and a task of its own, then 6–10 more turns, each sent 0.2–1.5 s after the
+last answer with that answer and a tool's output of 100–300 words appended, the whole conversation resent (prompts grow past 3,000
+tokens); answers capped at ${AGENT_REPLY_TOKENS} tokens. Three alike Macs with agents (${ids.join(", ")}: ${m.chip}, ${m.memoryGb} GB,
+${m.bandwidthGbps} GB/s, ${m.numParallel} parallel slots), the model resident on each: every turn has a real choice of node, and the one
+holding its prompt is faster only by its cache. Latency and TTFT in seconds; "later turns" are every turn but a session's first.
+
+| strategy | seed | ok | p50 | p95 | later turns' TTFT p50 | p95 | mean | on their last turn's node | cached | share ${ids.join(" / ")} |
+|---|---|---|---|---|---|---|---|---|---|---|
+${rows.join("\n")}
+
+Affinity's target (later turns' TTFT, with ÷ without affinity, ≤ 0.5×):
+
+| seed | TTFT p50, with ÷ without | mean | p95 | on their last turn's node, with / without |
+|---|---|---|---|---|
+${targets.join("\n")}`;
 }

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { RARE_MODEL, SEEDS, workload } from "./workload.ts";
+import { AGENT_MODEL, COMPETING_SESSIONS, competingSessions, RARE_MODEL, SEEDS, workload } from "./workload.ts";
 
 test("a seed always gives the same workload, in arrival order, with every stream in it", () => {
   const jobs = workload(SEEDS[0]!);
@@ -17,4 +17,12 @@ test("an agent session opens with the system prompt every session shares, then a
   expect(firsts.every((m) => m[0]!.role === "system" && m[1]!.role === "user")).toBe(true);
   expect(new Set(firsts.map((m) => m[1]!.content)).size).toBe(sessions.length);
   expect(sessions.every((j) => j.session!.next.length >= 3)).toBe(true);
+});
+
+test("the competing sessions: agents on one model at once, each with its own task and 6–10 later turns, the same for a seed", () => {
+  const sessions = competingSessions(SEEDS[0]!);
+  expect(competingSessions(SEEDS[0]!)).toEqual(sessions);
+  expect(sessions).toHaveLength(COMPETING_SESSIONS);
+  expect(sessions.every((j) => j.model === AGENT_MODEL && j.atMs < 5000 && j.session!.next.length >= 6)).toBe(true);
+  expect(new Set(sessions.map((j) => (j.body.messages as { content: string }[])[1]!.content)).size).toBe(COMPETING_SESSIONS);
 });

@@ -89,6 +89,24 @@ export function workload(seed: number, durationMs = DURATION_MS): Job[] {
   return jobs.filter((j) => j.atMs < durationMs).sort((a, b) => a.atMs - b.atMs);
 }
 
+/** The competing sessions' workload: how many agents work at once, each in its own session. */
+export const COMPETING_SESSIONS = 6;
+
+/**
+ * Agents working at once on one coding model, nothing else: each session starts within the first 5 s, opens with the
+ * system prompt every session shares and a task of its own, then 6–10 more turns, each with a tool's output of
+ * 100–300 words, so the prompts grow past 3,000 tokens and every turn competes with the other sessions' for slots.
+ */
+export function competingSessions(seed: number): Job[] {
+  const random = prng(seed * 1000 + STREAMS.length);
+  return times(COMPETING_SESSIONS, () => {
+    const first = capped(chat(random() * 5000, "agent", AGENT_MODEL, words(random, 20, 60)), AGENT_REPLY_TOKENS);
+    first.body.messages = [{ role: "system", content: agentSystem() }, ...(first.body.messages as unknown[])];
+    const next = times(between(random, 6, 10), () => ({ content: words(random, 100, 300), afterMs: between(random, 200, 1500) }));
+    return { ...first, session: { next } };
+  }).sort((a, b) => a.atMs - b.atMs);
+}
+
 // Exponential gaps between arrivals: a Poisson process.
 function arrival(random: Random, perSecond: number): number {
   return (-Math.log(1 - random()) / perSecond) * 1000;

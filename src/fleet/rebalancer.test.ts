@@ -1,6 +1,8 @@
-import { afterEach, beforeEach, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { Warmer } from "./preloader.ts";
 import { Moved, Queues } from "./queues.ts";
-import { rebalance } from "./rebalancer.ts";
+import { rebalance, type ReplicaSources, warmReplicas } from "./rebalancer.ts";
+import { type ReplicaCandidate, ReplicaHolds } from "./replicas.ts";
 import { type NodeSpec, quietly, testFleet } from "./test-fixtures.ts";
 
 const MODEL = "qwen3:8b";
@@ -79,4 +81,46 @@ test("not a node whose memory is too small for the model", async () => {
   const small = { id: "small", onDisk: big, parallel: 4, memory: { totalGb: 16, availableGb: 12 } };
   expect(pass([{ id: "busy", loaded: big }, small])).toBe(0);
   expect(pass([{ id: "busy", loaded: big }, { ...small, memory: { totalGb: 64, availableGb: 50 } }])).toBe(3);
+});
+
+describe("the replica pass", () => {
+  /** The estimate's view: busy has MODEL on its one slot with `waiting` behind; spare has room and a 1 s load. */
+  const candidates = (waiting: number): ReplicaCandidate[] => {
+    const base = { sizeGb: 5, slots: 1, speed: { decodeTps: 50, prefillTps: 500, loadMs: 1000 }, memory: { freeGb: 40, idleGb: [] }, cachedPrefixTokens: 0, evidentMemoryGb: 64, busyGb: 0 };
+    return [
+      { ...base, nodeId: "busy", resident: true, queue: { pending: waiting, inFlight: 1, lastDispatchAt: 1 } },
+      { ...base, nodeId: "spare", resident: false, queue: { pending: 0, inFlight: 0, lastDispatchAt: 0 } },
+    ];
+  };
+  const fleet = (strategy = "finish-time") => testFleet([busy, { id: "spare", onDisk: { [MODEL]: 5 } }], { routing: { strategy } });
+
+  function sources(): ReplicaSources & { loads: string[] } {
+    const loads: string[] = [];
+    const warmer = new Warmer(async (url, model) => {
+      loads.push(`${url} ${model}`);
+      return 1e9;
+    });
+    return { loads, warmer, inputs: (model) => ({ candidates: model === MODEL ? candidates(queues.view("busy", MODEL).pending) : [], request: { promptTokens: 500, outputTokens: 100, typicalOutputTokens: 100 } }) };
+  }
+
+  test("warms the model on the node whose cold load beats the queue, once while the hold lasts", async () => {
+    await load("busy", 1, 2);
+    const { registry, config } = fleet();
+    const src = sources();
+    const holds = new ReplicaHolds();
+    expect(quietly(() => warmReplicas(registry, queues, config, src, holds))).toMatchObject([{ model: MODEL, from: "busy", to: "spare" }]);
+    expect(src.loads).toEqual([`http://spare.test:11434 ${MODEL}`]);
+    expect(quietly(() => warmReplicas(registry, queues, config, src, holds))).toEqual([]);
+    expect(src.loads).toHaveLength(1);
+  });
+
+  test("nothing without waiting requests, nor under a strategy that does not estimate finish times", async () => {
+    const src = sources();
+    const pass = ({ registry, config }: ReturnType<typeof fleet>) => quietly(() => warmReplicas(registry, queues, config, src, new ReplicaHolds()));
+    await load("busy", 1);
+    expect(pass(fleet())).toEqual([]);
+    await load("busy", 0, 2); // two more behind the one running
+    expect(pass(fleet("score"))).toEqual([]);
+    expect(src.loads).toEqual([]);
+  });
 });

@@ -8,17 +8,16 @@ import { ollamaBody } from "../backends/ollama-render.ts";
 import type { InferenceRequest } from "../core/request.ts";
 import { RouteError } from "../errors.ts";
 import { mlxModelOf } from "../fleet/catalog.ts";
-import type { OllamaSection } from "../fleet/heartbeat.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
-import { diskGb } from "../fleet/node-models.ts";
 import { markPulled, noRoomFor, notPullable, pullTargets } from "../fleet/pulls.ts";
 import { ollamaDown, START_OLLAMA } from "../fleet/ollama-down.ts";
-import type { NodeRecord, Registry } from "../fleet/registry.ts";
-import { type DiskModel, type LoadedModel, type NodeView, type ScoreResult, type Scored, scoreNodes } from "../fleet/scorer.ts";
+import type { Registry } from "../fleet/registry.ts";
+import { type NodeView, type ScoreResult, type Scored, scoreNodes } from "../fleet/scorer.ts";
 import { attempt, type Tried } from "../pipeline/attempt.ts";
 import { resolveAlias } from "./aliases.ts";
 import { adjustOptions } from "./body-rules.ts";
 import { byFinishTime, type Timed } from "./finish-order.ts";
+import { nodeView } from "./node-view.ts";
 import { dispatchMlx } from "./mlx-dispatch.ts";
 import type { Routed, RouterDeps } from "./routed.ts";
 import { vramSubstitute } from "./vram-fallback.ts";
@@ -176,49 +175,3 @@ function noOllama(registry: Registry): string {
   const down = ollamaDown(registry.all(), (n) => registry.ollamaUrl(n));
   return down.length ? ` (${down.map((d) => d.finding).join("; ")}): ${START_OLLAMA}` : "";
 }
-
-function nodeView(registry: Registry, node: NodeRecord): NodeView {
-  const hardware = registry.hardware(node);
-  const ollama = node.ollama;
-  const loaded = loadedViews.of(ollama?.models_loaded ?? NONE, (m) => ({ name: m.name, sizeGb: m.size_gb, contextLength: m.context_length }));
-  const available = availableViews.of(ollama?.models_available ?? NONE, (m) => ({ name: m.name, sizeGb: diskGb(m) }));
-  return {
-    id: node.id,
-    online: registry.ollamaServing(node),
-    draining: registry.isDraining(node),
-    memoryTotalGb: hardware.memoryTotalGb,
-    memoryAvailableGb: node.report.memory?.available_gb ?? null,
-    bandwidthGbps: hardware.bandwidthGbps,
-    onlineForS: node.onlineSince === null ? 0 : (Date.now() - node.onlineSince) / 1000,
-    loaded: loaded.list,
-    loadedByKey: loaded.byKey,
-    available: available.list,
-    availableByKey: available.byKey,
-    recentlyLoaded: [...node.unloadedAt.keys()],
-  };
-}
-
-const NONE: never[] = [];
-
-/**
- * A node's model list as the scorer reads it, and by modelKey: built once per list, not per request. A heartbeat,
- * a poll or a pull replaces a node's list (never edits it), so the list itself is the cache key.
- */
-class ModelViews<M, V extends { name: string }> {
-  private readonly cache = new WeakMap<readonly M[], { list: V[]; byKey: Map<string, V> }>();
-
-  of(models: readonly M[], view: (m: M) => V): { list: V[]; byKey: Map<string, V> } {
-    let views = this.cache.get(models);
-    if (!views) {
-      const list = models.map(view);
-      const byKey = new Map<string, V>();
-      for (const v of list) if (!byKey.has(modelKey(v.name))) byKey.set(modelKey(v.name), v);
-      views = { list, byKey };
-      this.cache.set(models, views);
-    }
-    return views;
-  }
-}
-
-const loadedViews = new ModelViews<OllamaSection["models_loaded"][number], LoadedModel>();
-const availableViews = new ModelViews<OllamaSection["models_available"][number], DiskModel>();

@@ -1,14 +1,17 @@
 // routing.strategy "finish-time": the scorer's eligible nodes (online, not draining, holding the model,
 // big enough for it) ranked by when the request would finish on each (fleet/finish-time.ts), from the
 // queues, the nodes' memory and the speeds herd learned. Each candidate's score becomes that estimate, in ms.
+import type { Config } from "../config/schema.ts";
 import { type InferenceRequest, replyCapOf } from "../core/request.ts";
-import { type FinishBreakdown, type FinishCandidate, rankByFinishTime } from "../fleet/finish-time.ts";
+import { type FinishBreakdown, type FinishCandidate, type FinishRequest, rankByFinishTime } from "../fleet/finish-time.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
 import { GB } from "../fleet/node-models.ts";
 import type { Queues } from "../fleet/queues.ts";
 import { diskBytes, type Registry } from "../fleet/registry.ts";
-import { type NodeView, OS_RESERVE_GB, type Scored } from "../fleet/scorer.ts";
+import type { ReplicaCandidate } from "../fleet/replicas.ts";
+import { type LoadedModel, type NodeView, OS_RESERVE_GB, type Scored, scoreNodes } from "../fleet/scorer.ts";
 import type { Speeds } from "../fleet/speeds.ts";
+import { nodeView } from "./node-view.ts";
 
 /** A reply's length before herd has seen the model answer. */
 export const DEFAULT_REPLY_TOKENS = 256;
@@ -28,7 +31,7 @@ export type Timed = Omit<Scored, "breakdown"> & { breakdown: FinishBreakdown };
  * affinity's input; none by default).
  */
 export function byFinishTime(
-  { registry, queues, speeds }: FinishSources,
+  sources: FinishSources,
   nodes: readonly NodeView[],
   scored: readonly Scored[],
   req: Pick<InferenceRequest, "kind" | "promptTokens" | "options">,
@@ -36,8 +39,38 @@ export function byFinishTime(
 ): Timed[] {
   const model = scored[0]?.model;
   if (model === undefined) return [];
+  const candidates = finishCandidates(sources, nodes, scored, model, cachedPrefixTokens);
+  const typical = req.kind === "embed" ? 0 : typicalReply(sources, model);
+  const cap = req.kind === "embed" ? 0 : replyCapOf(req);
+  const outputTokens = cap !== null && cap > 0 ? cap : typical;
+  const { ranked } = rankByFinishTime(candidates, { promptTokens: req.promptTokens, outputTokens, typicalOutputTokens: typical });
+  return ranked.map((e) => ({ ...e.candidate.scored, score: e.ms, breakdown: e.breakdown, estimatedWaitMs: e.breakdown.wait_ms }));
+}
+
+/** What the rebalancer's replica pass reads for `model` (fleet/replicas.ts): the nodes that could serve it as the estimate sees them, and a typical request. */
+export function replicaInputs(sources: FinishSources & { config: Config }, model: string, promptTokens: number): { candidates: ReplicaCandidate[]; request: FinishRequest } {
+  const { registry, queues, config } = sources;
+  const nodes = registry.all().map((n) => nodeView(registry, n));
+  const scored = scoreNodes(nodes, (id) => queues.view(id, model), { model, promptTokens }, config.scoring).ranked;
   const byId = new Map(nodes.map((n) => [n.id, n]));
-  const candidates = scored.map((s): FinishCandidate & { scored: Scored } => {
+  const candidates = finishCandidates(sources, nodes, scored, model, () => 0).map((c) => ({
+    ...c,
+    busyGb: busyModels(byId.get(c.nodeId)!, model, queues).reduce((sum, m) => sum + m.sizeGb, 0),
+  }));
+  const typical = typicalReply(sources, model);
+  return { candidates, request: { promptTokens, outputTokens: typical, typicalOutputTokens: typical } };
+}
+
+/** The scored nodes as the estimate reads them, each with its score kept. */
+function finishCandidates(
+  { registry, queues, speeds }: FinishSources,
+  nodes: readonly NodeView[],
+  scored: readonly Scored[],
+  model: string,
+  cachedPrefixTokens: (nodeId: string) => number,
+): (FinishCandidate & { scored: Scored })[] {
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  return scored.map((s) => {
     const node = byId.get(s.nodeId)!;
     const q = queues.view(s.nodeId, model);
     const bytes = diskBytes(registry.get(s.nodeId), model) || s.modelSizeGb * GB;
@@ -55,12 +88,9 @@ export function byFinishTime(
       evidentMemoryGb: evidentMemoryGb(node),
     };
   });
-  const typical = req.kind === "embed" ? 0 : (speeds.typicalReply(model) ?? DEFAULT_REPLY_TOKENS);
-  const cap = req.kind === "embed" ? 0 : replyCapOf(req);
-  const outputTokens = cap !== null && cap > 0 ? cap : typical;
-  const { ranked } = rankByFinishTime(candidates, { promptTokens: req.promptTokens, outputTokens, typicalOutputTokens: typical });
-  return ranked.map((e) => ({ ...e.candidate.scored, score: e.ms, breakdown: e.breakdown, estimatedWaitMs: e.breakdown.wait_ms }));
 }
+
+const typicalReply = ({ speeds }: FinishSources, model: string) => speeds.typicalReply(model) ?? DEFAULT_REPLY_TOKENS;
 
 /**
  * Room for `model` on the node: what its agent reports free, else its declared memory less the OS's share and the
@@ -70,14 +100,18 @@ function memoryOf(node: NodeView, model: string, queues: Queues): FinishCandidat
   const loadedGb = node.loaded.reduce((sum, m) => sum + m.sizeGb, 0);
   const freeGb = node.memoryAvailableGb ?? (node.memoryTotalGb === null ? null : node.memoryTotalGb - OS_RESERVE_GB - loadedGb);
   if (freeGb === null) return null;
-  const idleGb = node.loaded
-    .filter((m) => modelKey(m.name) !== modelKey(model))
-    .filter((m) => {
-      const q = queues.view(node.id, normalizeModelName(m.name));
-      return q.inFlight === 0 && q.pending === 0;
-    })
-    .map((m) => m.sizeGb);
+  const busy = busyModels(node, model, queues);
+  const idleGb = node.loaded.filter((m) => modelKey(m.name) !== modelKey(model) && !busy.includes(m)).map((m) => m.sizeGb);
   return { freeGb, idleGb };
+}
+
+/** The node's loaded models other than `model` with requests running or waiting there: a load must not evict them. */
+function busyModels(node: NodeView, model: string, queues: Queues): LoadedModel[] {
+  return node.loaded.filter((m) => {
+    if (modelKey(m.name) === modelKey(model)) return false;
+    const q = queues.view(node.id, normalizeModelName(m.name));
+    return q.inFlight > 0 || q.pending > 0;
+  });
 }
 
 /** The node's memory as reported or declared, else the least it must have: its loaded models together, or its biggest on disk. */
