@@ -63,6 +63,9 @@ test("a queue on a single-slot node gets a second replica warmed elsewhere, and 
   await eventually(() => loadedOn("b"), 5000, "the model warmed on b");
   expect(await first).toEqual(["a", "a", "a", "a"]);
   expect(b.state().counters.loads).toBe(1);
+  // A replica stays while it is used, for the node's own keep-alive after its last request (Ollama's 5 minutes), not for ever as a pin does.
+  const ps = (await getJson(`${b.url}/api/ps`)).models.find((m: any) => m.name === MODEL);
+  expect(Date.parse(ps.expires_at) - Date.now()).toBeLessThan(10 * 60_000);
   const next = await burst(4);
   expect(next.filter((n) => n === "b").length).toBeGreaterThanOrEqual(1);
   expect(next.filter((n) => n === "a").length).toBeGreaterThanOrEqual(1);

@@ -9,6 +9,7 @@ import { modelList, psEntry, tagEntry, toGb, versionText } from "../fleet/node-m
 import { type Answer, postJson } from "./http1.ts";
 import { type LineLimits, readLineBatches } from "./lines.ts";
 import { ollamaChunk } from "./ollama-events.ts";
+import type { Keep } from "../fleet/preloader.ts";
 
 const versionAnswer = v.object({ version: v.optional(versionText) });
 const modelsAnswer = <S extends v.GenericSchema>(entry: S) => v.object({ models: v.optional(modelList(entry), []) });
@@ -149,18 +150,19 @@ export function pullModel(baseUrl: string, model: string, stream: boolean, signa
 }
 
 /**
- * Has a node's Ollama load `model` and keep it (keep_alive -1); an empty prompt loads without generating. Throws why
+ * Has a node's Ollama load `model` and keep it: for ever (keep_alive -1), or for the node's own keep-alive after its
+ * last use (keep_alive left out). An empty prompt loads without generating. Throws why
  * not. Resolves to how long the load took in ns: the answer's load_duration where it has one, else the call's own time
  * (Ollama's answer to a load carries no durations; a model already resident answers in a few ms).
  */
-export async function loadModel(baseUrl: string, model: string, timeoutMs: number): Promise<number> {
+export async function loadModel(baseUrl: string, model: string, timeoutMs: number, keep: Keep = "forever"): Promise<number> {
   const started = performance.now();
   let res: Response;
   try {
     res = await fetch(new URL("/api/generate", baseUrl), {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model, prompt: "", keep_alive: -1, stream: false }),
+      body: JSON.stringify({ model, prompt: "", stream: false, ...(keep === "forever" ? { keep_alive: -1 } : {}) }),
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (e) {

@@ -12,8 +12,14 @@ import { loadedOn, onDisk, type Registry } from "./registry.ts";
 // A cycle every 12 heartbeats: 60 s at the default 5 s, seconds under the fast heartbeats of tests and demos.
 const HEARTBEATS_PER_CYCLE = 12;
 
-/** Has the Ollama at `url` load `model` and keep it; resolves to how long the load took (ns), rejects with why not. */
-export type LoadModel = (url: string, model: string, timeoutMs: number) => Promise<number>;
+/**
+ * How long a warmed model stays: "forever" for a pin (until it is unpinned), "while used" for a replica herd warmed
+ * ahead of a queue, which then goes when the node's keep-alive runs out after its last request, as any model does.
+ */
+export type Keep = "forever" | "while used";
+
+/** Has the Ollama at `url` load `model` and keep it as `keep` says; resolves to how long the load took (ns), rejects with why not. */
+export type LoadModel = (url: string, model: string, timeoutMs: number, keep: Keep) => Promise<number>;
 
 /** Loads models on nodes, one load per node:model at a time: a warm while one runs shares it. */
 export class Warmer {
@@ -25,11 +31,11 @@ export class Warmer {
     private readonly loaded: (nodeId: string, model: string, loadNs: number) => void = () => {},
   ) {}
 
-  warm(nodeId: string, url: string, model: string, timeoutMs: number): Promise<void> {
+  warm(nodeId: string, url: string, model: string, timeoutMs: number, keep: Keep = "forever"): Promise<void> {
     const key = `${url} ${normalizeModelName(model)}`;
     let load = this.loading.get(key);
     if (!load) {
-      load = this.load(url, model, timeoutMs)
+      load = this.load(url, model, timeoutMs, keep)
         .then((ns) => this.loaded(nodeId, model, ns))
         .finally(() => this.loading.delete(key));
       this.loading.set(key, load);

@@ -63,7 +63,7 @@ export function warmReplicas(registry: Registry, queues: Queues, config: Config,
     if (!choice || !url) continue;
     holds.record(choice);
     log.info(`rebalancer: warming ${choice.model} on ${choice.to}: ${q.pending} waiting on ${choice.from}, the next would finish in ${Math.round(choice.hotMs)} ms there, ${Math.round(choice.coldMs)} ms after a load on ${choice.to}`);
-    sources.warmer.warm(choice.to, url, choice.model, config.timeouts.firstByteMs).catch((e) => log.warn(`rebalancer: ${choice.model} did not load on ${choice.to}: ${(e as Error).message}`));
+    sources.warmer.warm(choice.to, url, choice.model, config.timeouts.firstByteMs, "while used").catch((e) => log.warn(`rebalancer: ${choice.model} did not load on ${choice.to}: ${(e as Error).message}`));
     begun.push(choice);
   }
   return begun;
