@@ -161,22 +161,53 @@ describe("text embedding models", () => {
       for (const input of ["hello", ["hello"]]) expect((await answer("/api/embeddings", { input })).embedding).toEqual(legacy);
     });
 
-    test(`${backend} (${model}): no text, an empty one or one of the wrong type is a 400 naming the field, on every route`, async () => {
+    // Real Ollama schedules the model (loads it) and then answers no vectors; the reference says 400, real Ollama wins.
+    test(`${backend} (${model}): no text or an empty one is real Ollama's 200 with no vectors, the model scheduled on the node`, async () => {
+      const loaded = async () => ((await getJson(`${fleet.sim.url}/api/ps`)).models as any[]).some((m) => m.name.startsWith(model));
+      if (backend === "ollama") {
+        // Unloaded first, so the empty request below is what loads it.
+        expect((await post("/api/embed", { model, input: "x", keep_alive: 0 })).status).toBe(200);
+        expect(await loaded()).toBe(false);
+      }
+      const before = { asked: text.requests.length, completed: (await getJson(`${fleet.url}/fleet/queue`)).completed };
+      const cases: [string, Record<string, unknown>][] = [
+        ["/api/embed", {}], ["/api/embed", { input: "" }], ["/api/embed", { input: [] }], ["/api/embed", { input: null }], ["/api/embed", { prompt: "" }],
+        ["/api/embeddings", {}], ["/api/embeddings", { prompt: "" }], ["/api/embeddings", { input: "" }], ["/api/embeddings", { input: [] }],
+      ];
+      for (const [path, body] of cases) {
+        const res = await post(path, { model, ...body, metadata: { tags: [`empty-${backend}`] } });
+        const empty = path === "/api/embed" ? { model: backend === "native" ? model : `${model}:latest`, embeddings: [] } : { embedding: [] };
+        expect([path, body, res.status, res.headers.get("x-fleet-node"), res.headers.get("x-fleet-backend"), await res.json()]).toEqual([path, body, 200, "studio", backend, empty]);
+        if (backend === "ollama") expect(await loaded()).toBe(true);
+      }
+      // A native server has nothing to embed: it is not asked. Each request took a queue slot and is traced as any other.
+      expect(text.requests.length).toBe(before.asked);
+      expect((await getJson(`${fleet.url}/fleet/queue`)).completed).toBe(before.completed + cases.length);
+      const traced = await eventually(async () => {
+        const rows = ((await getJson(`${fleet.url}/dashboard/api/traces?limit=100`)).traces as any[]).filter((t) => t.tags.includes(`empty-${backend}`));
+        return rows.length === cases.length && rows;
+      }, 5000, "every empty request traced");
+      for (const row of traced) expect(row).toMatchObject({ node_id: "studio", status: "completed" });
+    });
+
+    test(`${backend} (${model}): a text of the wrong type is a 400 naming the field, as is a list with an empty text`, async () => {
       const cases: [string, Record<string, unknown>, string][] = [
-        ["/api/embed", {}, "input: required (or prompt): the text, or list of texts, to embed"],
-        ["/api/embed", { input: "" }, "input: expected a non-empty string or a non-empty list of non-empty strings"],
-        ["/api/embed", { input: [] }, "input: expected a non-empty string or a non-empty list of non-empty strings"],
-        ["/api/embed", { input: ["a", 1] }, "input: expected a non-empty string or a non-empty list of non-empty strings"],
-        ["/api/embed", { prompt: 5 }, "prompt: expected a non-empty string or a non-empty list of non-empty strings"],
-        ["/api/embeddings", {}, "prompt: required (or input): the text to embed"],
-        ["/api/embeddings", { prompt: "" }, "prompt: expected a non-empty string"],
-        ["/api/embeddings", { input: { text: "a" } }, "input: expected a non-empty string"],
+        ["/api/embed", { input: 5 }, "input: expected a string or a list of non-empty strings"],
+        ["/api/embed", { input: ["a", 1] }, "input: expected a string or a list of non-empty strings"],
+        ["/api/embed", { input: ["a", ""] }, "input: expected a string or a list of non-empty strings"],
+        ["/api/embed", { input: { text: "a" } }, "input: expected a string or a list of non-empty strings"],
+        ["/api/embed", { prompt: 5 }, "prompt: expected a string or a list of non-empty strings"],
+        ["/api/embeddings", { prompt: 5 }, "prompt: expected a string"],
+        ["/api/embeddings", { input: { text: "a" } }, "input: expected a string"],
         ["/api/embeddings", { input: ["a", "b"] }, "input: /api/embeddings embeds one text; send a list to /api/embed"],
       ];
       for (const [path, body, error] of cases) {
         const res = await post(path, { model, ...body });
         expect([path, body, res.status, await res.json()]).toEqual([path, body, 400, { error }]);
       }
+    });
+
+    test(`${backend} (${model}): /v1/embeddings refuses no text or an empty one with a 400, as OpenAI does`, async () => {
       for (const input of [undefined, "", [], [""]]) {
         const res = await post("/v1/embeddings", { model, input });
         const message = input === undefined ? "input: required: the text, or list of texts, to embed" : "input: expected a non-empty string or a non-empty list of non-empty strings";

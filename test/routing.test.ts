@@ -256,7 +256,7 @@ describe("models that are not there", () => {
     // Refused before routing, in each surface, the fleet headers say so: no node, no retry, the model asked for.
     const refusals: [string, unknown, string][] = [
       ["/api/chat", { model: "llama3.2:3b", stream: "yes" }, "llama3.2:3b"],
-      ["/api/embed", { model: "nomic-embed-text" }, "nomic-embed-text"],
+      ["/api/embed", { model: "nomic-embed-text", input: 5 }, "nomic-embed-text"],
       ["/v1/chat/completions", { messages: [] }, "none"],
       ["/v1/chat/completions", { model: "llama3.2:3b", messages: "hi" }, "llama3.2:3b"],
       ["/v1/responses", { model: "llama3.2:3b", previous_response_id: "resp_1", input: "hi" }, "llama3.2:3b"],

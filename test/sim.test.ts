@@ -200,6 +200,20 @@ describe("ollama sim through the ollama client", () => {
     expect(legacy.embedding).toHaveLength(768);
   });
 
+  test("an embedding request with no text loads the model and answers no vectors, as real Ollama does", async () => {
+    const node = await ollamaNode();
+    for (const [path, body, answer] of [
+      ["/api/embed", { model: "nomic-embed-text" }, '{"model":"nomic-embed-text","embeddings":[]}'],
+      ["/api/embed", { model: "nomic-embed-text", input: [] }, '{"model":"nomic-embed-text","embeddings":[]}'],
+      ["/api/embeddings", { model: "nomic-embed-text", prompt: "" }, '{"embedding":[]}'],
+    ] as const) {
+      const res = await post(node, path, body);
+      expect([path, res.status, await res.text()]).toEqual([path, 200, answer]);
+    }
+    expect((await client(node).ps()).models.map((m) => m.name)).toContain("nomic-embed-text:latest");
+    expect((await post(node, "/api/embed", { model: "nomic-embed-text", input: [1] })).status).toBe(400);
+  });
+
   test("pull streams Ollama's progress lines, then the model is listed; delete removes it", async () => {
     const ollama = client(await ollamaNode());
     const events = [];

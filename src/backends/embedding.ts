@@ -36,13 +36,13 @@ export function embeddingKind(registry: Registry, model: string): EmbeddingKind 
   return online.some((n) => serves(n, "native", model)) ? "native" : null;
 }
 
-/** An embedding answer in the shape of Ollama's /api/embed. */
+/** An embedding answer in the shape of Ollama's /api/embed (which leaves the counts out when it embedded nothing). */
 export interface Embeddings {
   model: string;
   embeddings: number[][];
-  total_duration: number;
-  load_duration: number;
-  prompt_eval_count: number;
+  total_duration?: number;
+  load_duration?: number;
+  prompt_eval_count?: number;
 }
 
 /** Where `kind`'s server can embed it: the nodes whose server serves the model; a RouteError when none runs or vision embedding is off. */
@@ -57,6 +57,8 @@ export function nativeEmbeddingJob(registry: Registry, queues: Queues, config: C
   // The native servers speak /api/embed only.
   const body = JSON.stringify({ model: req.model, input: req.input, dimensions: req.dimensions });
   const call = async (n: NodeRecord, signal: AbortSignal) => {
+    // No text (Ollama's routes take that: a model loaded, no vectors): nothing for the server to do.
+    if (req.input.length === 0) return { value: { model: req.model, embeddings: [] }, backend: kind };
     const url = registry.serviceUrl(n, serverOn(n, kind)!.port);
     if (!url) throw new NodeFailure(`no address for ${n.id}'s ${what} server`);
     const started = performance.now();
