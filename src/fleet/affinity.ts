@@ -23,7 +23,6 @@ export class SessionAffinity {
   private readonly sessions = new Map<string, LastTurn>();
   /** node id + model → the sessions whose prompts it served last, most recent first. */
   private readonly recent = new Map<string, string[]>();
-  private anonymous = 0;
 
   constructor(
     private readonly maxSessions = MAX_SESSIONS,
@@ -32,14 +31,14 @@ export class SessionAffinity {
 
   /** The node:model now holds this request's prompt in one of its slots; `session` undefined: a request without one. */
   served(session: string | undefined, nodeId: string, model: string, now = Date.now()): void {
-    const holder = session ?? `\0anonymous:${this.anonymous++}`;
     const slotKey = slotKeyOf(nodeId, model);
     // Edited in place: it runs for every answer, and a new list each time cost more than the routing that reads it.
     let list = this.recent.get(slotKey);
     if (!list) this.recent.set(slotKey, (list = []));
-    const was = list.indexOf(holder);
+    // A request without a session takes a slot from the sessions before it, and no session is ever it: one shared mark.
+    const was = session === undefined ? -1 : list.indexOf(session);
     if (was !== -1) list.splice(was, 1);
-    list.unshift(holder);
+    list.unshift(session ?? ANONYMOUS);
     if (list.length > MAX_SLOTS_TRACKED) list.length = MAX_SLOTS_TRACKED;
     if (session === undefined) return;
     this.sessions.delete(session);
@@ -74,3 +73,5 @@ export class SessionAffinity {
 }
 
 const slotKeyOf = (nodeId: string, model: string) => `${nodeId}\0${model}`;
+/** A slot's prompt of a request without a session: no session key is ever this. */
+const ANONYMOUS = "\0anonymous";

@@ -64,7 +64,7 @@ export const SPILL_RATIO = 0.75;
 export const SPILL_MIN_MS = 1000;
 
 /** The estimate for one candidate, or why it cannot serve at all. */
-export function estimateFinish(c: FinishCandidate, req: FinishRequest): Estimated<FinishCandidate> | { excluded: string } {
+export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishRequest): Estimated<C> | { excluded: string } {
   const prefillMs = (tokens: number) => (Math.max(0, tokens) / c.speed.prefillTps) * 1000;
   const decodeMs = (tokens: number) => (tokens / c.speed.decodeTps) * 1000;
   let evictions = 0;
@@ -104,7 +104,7 @@ export function rankByFinishTime<C extends FinishCandidate>(candidates: readonly
   for (const c of candidates) {
     const e = estimateFinish(c, req);
     if ("excluded" in e) excluded.push({ nodeId: c.nodeId, reason: e.excluded });
-    else ranked.push({ ...e, candidate: c });
+    else ranked.push(e);
   }
   if (!ranked.length) {
     // None fits beside the models busy there now: Ollama would load once they finish, so wait for that rather than refuse.

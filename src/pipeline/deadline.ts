@@ -25,9 +25,9 @@ export function deadline(config: Config, kind: RequestKind, shutdown: AbortSigna
     controller.abort(gone.reason);
     return { signal: controller.signal, relaying: () => {}, release: () => {} };
   }
-  const onStop = () => controller.abort(shutdown.reason);
+  const live = runningUntil(shutdown);
+  live.add(controller);
   const onLeft = () => controller.abort(client.reason);
-  shutdown.addEventListener("abort", onStop, { once: true });
   client.addEventListener("abort", onLeft, { once: true });
   // 0: no deadline of herd's own.
   const timer = ms > 0 ? setTimeout(() => controller.abort(new RouteError(504, `the request ran past its deadline of ${ms} ms (timeouts.${key})`)), ms) : undefined;
@@ -38,7 +38,23 @@ export function deadline(config: Config, kind: RequestKind, shutdown: AbortSigna
     release() {
       clearTimeout(timer);
       relaying();
-      shutdown.removeEventListener("abort", onStop);
+      live.delete(controller);
     },
   };
+}
+
+const running = new WeakMap<AbortSignal, Set<AbortController>>();
+
+/** The requests a stop ends: one listener on the stop for all of them, not one each (a listener per request cost more than its deadline). */
+function runningUntil(shutdown: AbortSignal): Set<AbortController> {
+  let live = running.get(shutdown);
+  if (!live) {
+    const requests = (live = new Set<AbortController>());
+    running.set(shutdown, requests);
+    shutdown.addEventListener("abort", () => {
+      for (const request of requests) request.abort(shutdown.reason);
+      requests.clear();
+    }, { once: true });
+  }
+  return live;
 }

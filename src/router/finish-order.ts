@@ -69,9 +69,8 @@ function finishCandidates(
   model: string,
   cachedPrefixTokens: (nodeId: string) => number,
 ): (FinishCandidate & { scored: Scored })[] {
-  const byId = new Map(nodes.map((n) => [n.id, n]));
   return scored.map((s) => {
-    const node = byId.get(s.nodeId)!;
+    const node = nodes.find((n) => n.id === s.nodeId)!; // a few nodes: a scan costs less than a map built per request
     const q = queues.view(s.nodeId, model);
     const bytes = diskBytes(registry.get(s.nodeId), model) || s.modelSizeGb * GB;
     return {
