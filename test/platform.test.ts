@@ -75,7 +75,7 @@ describe("the platform connection", () => {
     expect(platform.received).toEqual([]);
   });
 
-  test("a platform.json that is not JSON: the status says so (not a 500), disconnect still answers 200, nothing is sent", async () => {
+  test("a platform.json that is not JSON: the status says so (not a 500), connect is an internal_error, disconnect still answers 200, the file is kept, nothing is sent", async () => {
     const platform = standIn();
     const dataDir = join(tmpDir(), "data");
     mkdirSync(dataDir, { recursive: true });
@@ -84,6 +84,9 @@ describe("the platform connection", () => {
     const shown = await status(url);
     expect(shown.state).toBe("not_connected");
     expect(shown.error).toContain("platform.json in the data dir cannot be read");
+    // Connecting cannot keep a key pair it cannot read: seed 000's internal_error, and the file is not replaced.
+    const refused = await connect(url);
+    expect([refused.status, ((await refused.json()) as { code: string }).code]).toEqual([500, "internal_error"]);
     expect((await post(url, "/api/platform/disconnect")).status).toBe(200);
     expect(readFileSync(join(dataDir, "platform.json"), "utf8")).toBe("{ not json");
     expect(platform.received).toEqual([]);
