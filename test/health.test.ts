@@ -220,6 +220,9 @@ test("ollama_unreachable: an agent that reports while its Ollama does not answer
   expect(check.nodes).toEqual(["no-ollama"]);
   expect(check.finding).toBe("no-ollama: Ollama at http://127.0.0.1:9 does not answer (connection refused)");
   expect(check.recommendation).toContain("`OLLAMA_HOST=0.0.0.0 ollama serve`");
+  // The node is up, but routing leaves it out whatever the model, and /fleet/status says why.
+  const node = (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "no-ollama");
+  expect([node.status, node.excluded]).toEqual(["online", "ollama unreachable"]);
   expect(await getJson(`${router.url}/healthz`)).toMatchObject({ status: "ok", reasons: [] });
   await beats;
 });

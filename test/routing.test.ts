@@ -133,10 +133,10 @@ describe("when nodes fail", () => {
     expect([single.status, single.headers.get("x-fleet-retries")]).toEqual([503, "0"]);
   });
 
-  test("a node killed mid-run is routed around at once and marked offline", async () => {
+  test("a node killed mid-run is routed around at once and marked offline; a model only it has is a 503 saying so", async () => {
     const { url, nodes } = await fleet(
       [
-        { id: "doomed", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] },
+        { id: "doomed", models: ["llama3.2:3b", "qwen3:8b"], loaded: ["llama3.2:3b"] },
         { id: "survivor", models: ["llama3.2:3b"], loaded: [] },
       ],
       "heartbeat: { intervalMs: 200, timeoutMs: 600, offlineMs: 1000 }",
@@ -151,6 +151,10 @@ describe("when nodes fail", () => {
     await nodes[0]!.stop();
     for (let i = 0; i < 5; i++) expect(await ask()).toBe("survivor");
     await eventually(async () => (await getJson(`${url}/fleet/status`)).nodes.find((n: any) => n.node_id === "doomed").status === "offline", 3000, "doomed offline");
+    expect((await getJson(`${url}/fleet/status`)).nodes.find((n: any) => n.node_id === "doomed").excluded).toBe("offline");
+    const orphaned = await post(url, "/api/generate", { model: "qwen3:8b", prompt: "hi", stream: false });
+    expect(orphaned.status).toBe(503);
+    expect(((await orphaned.json()) as { error: string }).error).toContain("qwen3:8b on doomed (offline)");
   });
 
   test("a node that accepts and never answers is abandoned after timeouts.firstByteMs, the request's one budget: a 503 naming it", async () => {
@@ -256,7 +260,9 @@ describe("models that are not there", () => {
     // Refused before routing, in each surface, the fleet headers say so: no node, no retry, the model asked for.
     const refusals: [string, unknown, string][] = [
       ["/api/chat", { model: "llama3.2:3b", stream: "yes" }, "llama3.2:3b"],
+      ["/api/generate", { model: "llama3.2:3b", prompt: 5 }, "llama3.2:3b"],
       ["/api/embed", { model: "nomic-embed-text", input: 5 }, "nomic-embed-text"],
+      ["/api/embeddings", { model: "nomic-embed-text", prompt: ["a", "b"] }, "nomic-embed-text"],
       ["/v1/chat/completions", { messages: [] }, "none"],
       ["/v1/chat/completions", { model: "llama3.2:3b", messages: "hi" }, "llama3.2:3b"],
       ["/v1/responses", { model: "llama3.2:3b", previous_response_id: "resp_1", input: "hi" }, "llama3.2:3b"],
