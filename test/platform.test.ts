@@ -44,13 +44,13 @@ function standIn() {
 
 type Platform = ReturnType<typeof standIn>;
 
-/** A router without nodes whose platform is `platform`; `dataDir` kept across restarts. */
-async function router(platform: Platform, telemetry = "", dataDir = join(tmpDir(), "data"), more = "") {
+/** A router without nodes whose platform is `platform`; `dataDir` kept across restarts; the roll-up due `sendAtMs` after 00:00 UTC. */
+async function router(platform: Platform, telemetry = "", dataDir = join(tmpDir(), "data"), more = "", sendAtMs = 0) {
   const dir = tmpDir();
   const file = join(dir, "herd.config.ts");
   writeFileSync(file, `export default { platform: { url: "${platform.url}" }, telemetry: { ${telemetry} }, ${more} };\n`);
   const r = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir], {
-    env: { HERD_TELEMETRY_SEND_AT_MS: "0" },
+    env: { HERD_TELEMETRY_SEND_AT_MS: String(sendAtMs) },
   });
   return { ...r, dataDir };
 }
@@ -254,6 +254,16 @@ describe("the daily usage roll-up", () => {
     const stateFile = join(failing.dataDir, "telemetry_state.json");
     await eventually(async () => readFileSync(stateFile, "utf8").includes(YESTERDAY), 5000, "the day recorded");
     expect((await status(restarted.url)).error).toBeNull();
+  });
+
+  test("before today's send time, nothing is sent", async () => {
+    const platform = standIn();
+    // Ten minutes from now in the UTC day (or its last ms): the day's roll-up is not due yet.
+    const later = Math.min((Date.now() % (DAY_S * 1000)) + 10 * 60_000, DAY_S * 1000 - 1);
+    const { url } = await router(platform, "localSummary: true", await dataDirWithHistory(), "", later);
+    expect((await connect(url)).status).toBe(200);
+    await Bun.sleep(500);
+    expect(platform.received.map((r) => r.path)).toEqual(["/api/nodes/register"]);
   });
 
   test("connected but the feature off: no roll-up", async () => {

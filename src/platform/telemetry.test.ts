@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { VERSION } from "../version.ts";
-import { dayDue, localSummary } from "./telemetry.ts";
+import { dayDue, defaultSendAtMs, localSummary } from "./telemetry.ts";
 
 const DAY = Date.parse("2026-04-20T00:00:00Z");
 const FIVE_PAST = 5 * 60_000;
@@ -10,6 +10,14 @@ test("yesterday is due once today's UTC clock is past the send time, not before"
   expect(dayDue(DAY + FIVE_PAST, FIVE_PAST)).toBe("2026-04-19");
   expect(dayDue(DAY + 86_400_000 - 1, FIVE_PAST)).toBe("2026-04-19");
   expect(dayDue(DAY, 0)).toBe("2026-04-19");
+});
+
+test("the send time is 00:05 UTC plus a jitter of under half an hour", () => {
+  for (let i = 0; i < 100; i++) {
+    const at = defaultSendAtMs();
+    expect(at).toBeGreaterThanOrEqual(FIVE_PAST);
+    expect(at).toBeLessThan(FIVE_PAST + 30 * 60_000);
+  }
 });
 
 test("the roll-up carries the whitelisted fields only; tags only when asked", () => {
