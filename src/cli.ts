@@ -5,7 +5,7 @@ import { existsSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { Secret } from "./auth/secrets.ts";
+import { Secret } from "./config/credentials/secrets.ts";
 import { checkConfig } from "./commands/check-config.ts";
 import { plan } from "./commands/plan.ts";
 import { enroll, enrollmentSteps } from "./commands/enroll.ts";

@@ -5,7 +5,7 @@ import type { Server } from "bun";
 import { join } from "node:path";
 import { AgentFleet } from "./agents/fleet.ts";
 import { buildApp } from "./app.ts";
-import { internalHeaders } from "./auth/internal.ts";
+import { internalHeaders } from "./config/credentials/internal.ts";
 import { lineLimits, readLines } from "./backends/lines.ts";
 import { loadModel, probeOllama } from "./backends/ollama.ts";
 import { serverBodyCap } from "./auth/limits.ts";

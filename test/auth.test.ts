@@ -10,7 +10,7 @@ import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
-import { sameSecret } from "../src/auth/tokens.ts";
+import { sameSecret } from "../src/config/credentials/tokens.ts";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
 import { cleanupFile, eventually, getJson, herd, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
 

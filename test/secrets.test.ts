@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { buildApp } from "../src/app.ts";
-import { isSecretField } from "../src/auth/secrets.ts";
+import { isSecretField } from "../src/config/credentials/secrets.ts";
 import { parseConfig } from "../src/config/load.ts";
 import { herdConfigSchema } from "../src/config/schema.ts";
 import type { Runtime } from "../src/runtime.ts";

@@ -7,7 +7,7 @@
 // and a held-out one of other Macs named only by their Ollama URLs, of which
 // herd knows nothing but what Ollama answers.
 import { randomUUID } from "node:crypto";
-import { agentToken } from "../../src/auth/credentials.ts";
+import { agentToken } from "../../src/config/credentials/keys.ts";
 import { LiveConfig } from "../../src/config/live.ts";
 import type { Config } from "../../src/config/schema.ts";
 import type { NodeConfig } from "../../src/config/types.ts";

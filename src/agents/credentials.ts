@@ -2,7 +2,7 @@
 // worker's is minted at spawn, kept only as a hash, and revoked when the worker
 // stops or exits. A credential is presented as `Authorization: Bearer <token>`.
 import { createHash, randomBytes } from "node:crypto";
-import { sameSecret } from "../auth/tokens.ts";
+import { sameSecret } from "../config/credentials/tokens.ts";
 import type { Principal, Role } from "./authz.ts";
 
 type Member = Extract<Principal, { kind: "member" }>;

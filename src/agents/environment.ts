@@ -3,7 +3,7 @@
 // what herd sets itself. Blocked: the variables herd sets (a worker cannot
 // override them), those that would let it drive other panes, and those a herd
 // secret is read from or whose value is a herd secret.
-import { Secret } from "../auth/secrets.ts";
+import { Secret } from "../config/credentials/secrets.ts";
 import type { Config } from "../config/schema.ts";
 import type { Role } from "./authz.ts";
 

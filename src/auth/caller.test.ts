@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { Caller, KeyUsage } from "./caller.ts";
-import type { ClientEntry } from "./credentials.ts";
-import { Secret } from "./secrets.ts";
+import type { ClientEntry } from "../config/credentials/keys.ts";
+import { Secret } from "../config/credentials/secrets.ts";
 
 const key = (entry: Partial<ClientEntry>, now = () => 0) => new Caller({ name: "k", key: new Secret("sk-test"), ...entry } as ClientEntry, new KeyUsage(now));
 const modelMap = { "claude-opus-*": "llama3.3:70b", coder: "qwen2.5-coder:7b" };

@@ -6,7 +6,7 @@ import { normalizeModelName, sameModel } from "../fleet/model-name.ts";
 import { globToRegExp, resolveAlias } from "../router/aliases.ts";
 import { ClientGate } from "../router/client-gate.ts";
 import type { ClientKey, Refusal } from "../core/client-key.ts";
-import type { ClientEntry } from "./credentials.ts";
+import type { ClientEntry } from "../config/credentials/keys.ts";
 
 /** Every key's budget: a token bucket for its requests per minute, and its requests in flight. */
 export class KeyUsage {

@@ -9,12 +9,12 @@ import type { Config } from "../config/schema.ts";
 import { log } from "../log.ts";
 import { ClientGate } from "../router/client-gate.ts";
 import { Caller, KeyUsage } from "./caller.ts";
-import { clientOf, isAdmin } from "./credentials.ts";
+import { clientOf, isAdmin } from "../config/credentials/keys.ts";
 import { crossSiteRefusal } from "./cross-site.ts";
 import { admitBody } from "./limits.ts";
 import { refusal } from "./refusal.ts";
 import type { ErrorFormat, RouteTable } from "./route-facts.ts";
-import { Presented, presentedKey } from "./tokens.ts";
+import { Presented, presentedKey } from "../config/credentials/tokens.ts";
 
 type Server = { requestIP(r: Request): { address: string } | null; port?: number } | null;
 

@@ -1,7 +1,7 @@
 // Image generation on the fleet: one generation on a node (the image service a node agent runs over
 // mflux / DiffusionKit, or Ollama's experimental x/ models), tried on the least busy node that
 // offers the model first. Which nodes offer which models, and the job's fields: fleet/image-models.ts.
-import { agentToken } from "../auth/credentials.ts";
+import { agentToken } from "../config/credentials/keys.ts";
 import type { Config } from "../config/schema.ts";
 import type { GeneratedImage, ImageRequest } from "../core/media-request.ts";
 import { NodeFailure, RouteError } from "../errors.ts";

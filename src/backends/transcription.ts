@@ -1,6 +1,6 @@
 // Speech-to-text on the fleet: which nodes offer which transcription models (the transcription
 // service a node agent runs over Qwen3-ASR), and one transcription on a node, the least busy tried first.
-import { agentToken } from "../auth/credentials.ts";
+import { agentToken } from "../config/credentials/keys.ts";
 import type { Config } from "../config/schema.ts";
 import type { Transcribed, Transcript, TranscriptionRequest } from "../core/media-request.ts";
 import { NodeFailure, RouteError } from "../errors.ts";

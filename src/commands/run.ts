@@ -1,7 +1,7 @@
 // The long-running commands: the router (with or without a local node agent),
 // the node agent alone, and the simulated demo fleet.
 import { join } from "node:path";
-import { agentToken } from "../auth/credentials.ts";
+import { agentToken } from "../config/credentials/keys.ts";
 import { LiveConfig } from "../config/live.ts";
 import { expandPath, findConfig, type LoadOptions, parseConfig } from "../config/load.ts";
 import type { Config, NodeEntry } from "../config/schema.ts";

@@ -1,7 +1,7 @@
 // What applying a proposed config would change on a running router (`herd plan`), from the two configs'
 // effective views (every default filled in, secrets masked): nodes and client keys by name, every other
 // setting by its path. A secret shows only as set or not, so a plan never holds one.
-import { maskSecrets, withoutCredentials } from "../auth/secrets.ts";
+import { maskSecrets, withoutCredentials } from "./credentials/secrets.ts";
 import { formatPath } from "./problems.ts";
 import { type Config, herdConfigSchema } from "./schema.ts";
 

@@ -1,7 +1,7 @@
 // The config's validator and its defaults. types.ts is the shape users see;
 // the assertion at the bottom keeps the two from drifting apart.
 import * as v from "valibot";
-import { secretSchema } from "../auth/secrets.ts";
+import { secretSchema } from "./credentials/secrets.ts";
 import { bandwidthForChip, CHIP_NAMES } from "../core/chips.ts";
 import type { HerdConfig } from "./types.ts";
 

@@ -3,7 +3,7 @@
 // node id and follows config reloads like the router does; it runs the node's
 // MLX servers (mlx-supervisor.ts) and its image, transcription and embedding
 // services (services.ts), and reports them too.
-import { agentToken } from "../auth/credentials.ts";
+import { agentToken } from "../config/credentials/keys.ts";
 import { probeOllama } from "../backends/ollama.ts";
 import type { LiveConfig } from "../config/live.ts";
 import type { NodeEntry } from "../config/schema.ts";

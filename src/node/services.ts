@@ -6,7 +6,7 @@ import type { Server } from "bun";
 import type { LiveConfig } from "../config/live.ts";
 import type { NodeEntry } from "../config/schema.ts";
 import type { Heartbeat } from "../fleet/heartbeat.ts";
-import { bearerToken, sameSecret } from "../auth/tokens.ts";
+import { bearerToken, sameSecret } from "../config/credentials/tokens.ts";
 import { log } from "../log.ts";
 import { deadline, installed } from "./services-cli.ts";
 import { type EmbeddingReport, embeddingReport } from "./services-embedding.ts";

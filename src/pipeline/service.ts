@@ -8,10 +8,11 @@ import { RouteError } from "../errors.ts";
 import type { Pipeline } from "./route.ts";
 import type { TraceStatus } from "../store/traces.ts";
 import { admit, leave, type RouteMeta } from "./admit.ts";
-import { attempt, UNCAPPED } from "./attempt.ts";
+import { attempt, UNCAPPED } from "../router/attempt.ts";
 import type { MediaRequest } from "../core/media-request.ts";
 import { errorHeaders, fleetHeaders } from "../core/fleet-headers.ts";
-import { type Answered, keepRefused, newTrace, traceEnd, traceRefused, traceServed } from "./trace.ts";
+import type { Answered } from "../router/routed.ts";
+import { keepRefused, newTrace, traceEnd, traceRefused, traceServed } from "./trace.ts";
 
 /** How the surface answers, in its own format: the value with the headers given, or an error. */
 export interface ServiceReply<T> {

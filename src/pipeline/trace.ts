@@ -1,11 +1,10 @@
 // One trace row per request, whatever its kind: what was asked and by whom, what served it, how it
 // ended. A row is built when the request comes in, filled as it goes, and recorded once, at its end.
 import type { ClientKey } from "../core/client-key.ts";
-import type { Slot } from "../fleet/queues.ts";
+import type { Answered } from "../router/routed.ts";
 import type { RouteError } from "../errors.ts";
 import { newRequestId, type Trace, type TraceStatus, type TraceWriter } from "../store/traces.ts";
 import type { RouteMeta } from "./admit.ts";
-import type { Served } from "../core/fleet-headers.ts";
 import { MAX_NAME_CHARS, MAX_NAMES } from "../core/client-names.ts";
 
 /** A node's error can be as long as it likes; the row keeps the start of it. */
@@ -29,14 +28,6 @@ export interface Traced {
   adjustments?: string[];
   /** Whether the answer streams; a node service's never does. */
   stream?: boolean;
-}
-
-/** What answered, as its trace records it. */
-export interface Answered extends Served {
-  breakdown: NonNullable<Served["breakdown"]> | null;
-  retries: number;
-  excluded: string[];
-  slot: Slot;
 }
 
 /** The row of a request nothing has served yet. */

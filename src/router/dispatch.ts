@@ -13,7 +13,7 @@ import { markPulled, noRoomFor, notPullable, pullTargets } from "../fleet/pulls.
 import { ollamaDown, START_OLLAMA } from "../fleet/ollama-down.ts";
 import type { Registry } from "../fleet/registry.ts";
 import { type NodeView, type ScoreResult, type Scored, scoreNodes } from "../fleet/scorer.ts";
-import { attempt, type Tried } from "../pipeline/attempt.ts";
+import { attempt, type Tried } from "./attempt.ts";
 import { resolveAlias } from "./aliases.ts";
 import { adjustOptions } from "./body-rules.ts";
 import { byFinishTime, type Timed } from "./finish-order.ts";

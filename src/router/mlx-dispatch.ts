@@ -7,7 +7,7 @@ import { lineLimits } from "../backends/lines.ts";
 import { WallClockTimeout, callMlx, openAiBody } from "../backends/mlx.ts";
 import { RouteError } from "../errors.ts";
 import { MLX_PREFIX, type MlxServer, mlxServers } from "../fleet/catalog.ts";
-import { attempt } from "../pipeline/attempt.ts";
+import { attempt } from "./attempt.ts";
 import type { InferenceRequest } from "../core/request.ts";
 import type { Routed, RouterDeps } from "./routed.ts";
 

@@ -10,8 +10,17 @@ import type { Queues } from "../fleet/queues.ts";
 import type { Registry } from "../fleet/registry.ts";
 import type { Scored } from "../fleet/scorer.ts";
 import type { Speeds } from "../fleet/speeds.ts";
-import type { Answered } from "../pipeline/trace.ts";
+import type { Served } from "../core/fleet-headers.ts";
+import type { Slot } from "../fleet/queues.ts";
 import type { Adjusted } from "./body-rules.ts";
+
+/** What answered, as its trace records it. */
+export interface Answered extends Served {
+  breakdown: NonNullable<Served["breakdown"]> | null;
+  retries: number;
+  excluded: string[];
+  slot: Slot;
+}
 
 /** The node that answered, its first line already read; it holds its queue slot until the answer ends. */
 export interface Routed extends Answered {

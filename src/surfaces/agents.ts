@@ -8,7 +8,7 @@ import type { Principal } from "../agents/authz.ts";
 import { askFields, check, inputOf, peekFields, replyFields, sendFields, spawnFields } from "../agents/inputs.ts";
 import { renderMetrics } from "../agents/metrics.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
-import { bearerToken } from "../auth/tokens.ts";
+import { bearerToken } from "../config/credentials/tokens.ts";
 import type { MetricsSources } from "../agents/metrics.ts";
 import { readJsonObject } from "./body.ts";
 

@@ -7,7 +7,7 @@ import { Elysia } from "elysia";
 import { callerOf, clientAddressOf } from "../auth/guard.ts";
 import { keyRefusal } from "../auth/refusal.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
-import { presentedKey, sameSecret } from "../auth/tokens.ts";
+import { presentedKey, sameSecret } from "../config/credentials/tokens.ts";
 import { type InferenceRequest, needsOf, replyCapOf } from "../core/request.ts";
 import { takeHerdFields } from "./herd-fields.ts";
 import { sessionOf } from "../core/session.ts";

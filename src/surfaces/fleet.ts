@@ -1,9 +1,9 @@
 // Fleet management: the state of every node, and the heartbeats agents send.
 import { Elysia } from "elysia";
 import * as v from "valibot";
-import { enrollment } from "../auth/credentials.ts";
+import { enrollment } from "../config/credentials/keys.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
-import { bearerToken } from "../auth/tokens.ts";
+import { bearerToken } from "../config/credentials/tokens.ts";
 import { formatIssues } from "../config/problems.ts";
 import { heartbeatSchema } from "../fleet/heartbeat.ts";
 import { type FleetState, fleetLimits, fleetQueue, fleetStatus } from "../fleet/status.ts";

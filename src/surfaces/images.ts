@@ -11,7 +11,7 @@ import { fleetImageModels, imageJobSchema, imageModelField, imageOptions, prompt
 import type { Pipeline } from "../pipeline/route.ts";
 import { generateImage } from "../pipeline/media.ts";
 import type { ServiceReply } from "../pipeline/service.ts";
-import type { Answered } from "../pipeline/trace.ts";
+import type { Served } from "../core/fleet-headers.ts";
 import { takeHerdFields } from "./herd-fields.ts";
 import { readJsonObject } from "./body.ts";
 import { jsonError, openaiError } from "../core/wire-errors.ts";
@@ -65,7 +65,7 @@ function generate(rt: Pipeline, request: Request, clientIp: string | null, tags:
   return generateImage(rt, req, meta, reply);
 }
 
-function pngResponse(image: GeneratedImage, headers: Record<string, string>, served: Answered): Response {
+function pngResponse(image: GeneratedImage, headers: Record<string, string>, served: Served): Response {
   return new Response(image.png, {
     headers: { "content-type": "image/png", ...headers, "X-Fleet-Model": served.servedModel, "X-Generation-Time": String(image.generationMs) },
   });
@@ -94,7 +94,7 @@ async function generateOpenai(rt: Pipeline, request: Request, clientIp: string |
     response: response_format === "url" ? "png" : "b64_json",
     signal: request.signal,
   };
-  const answer = (image: GeneratedImage, headers: Record<string, string>, served: Answered) => {
+  const answer = (image: GeneratedImage, headers: Record<string, string>, served: Served) => {
     if (req.response === "png") return pngResponse(image, headers, served);
     const data = [{ b64_json: Buffer.from(image.png).toString("base64"), revised_prompt: req.prompt }];
     return Response.json({ created: Math.floor(Date.now() / 1000), data }, { headers: { ...headers, "X-Generation-Time": String(image.generationMs) } });

@@ -6,7 +6,7 @@ import { hostname } from "node:os";
 import { Elysia } from "elysia";
 import * as v from "valibot";
 import { routeFacts } from "../auth/route-facts.ts";
-import { maskSecrets, withoutCredentials } from "../auth/secrets.ts";
+import { maskSecrets, withoutCredentials } from "../config/credentials/secrets.ts";
 import { type Config, herdConfigSchema } from "../config/schema.ts";
 import type { LiveConfig } from "../config/live.ts";
 import { effectiveView } from "../config/plan.ts";

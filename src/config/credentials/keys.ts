@@ -1,7 +1,7 @@
 // What the config says about credentials: which node may heartbeat with which
 // token, which client key a request presents, whether it is the admin's.
 // Every comparison is constant-time (a Presented credential against each secret) and none stops at the first match.
-import type { Config } from "../config/schema.ts";
+import type { Config } from "../schema.ts";
 import { isInternal } from "./internal.ts";
 import type { Secret } from "./secrets.ts";
 import { Presented, sameSecret } from "./tokens.ts";

@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, resolve } from "node:path";
 import * as v from "valibot";
-import { formatPath } from "../config/problems.ts";
+import { formatPath } from "../problems.ts";
 
 export type SecretSource = string | { env: string } | { file: string };
 
