@@ -3,6 +3,7 @@
 // cleaned up after that test; what a file starts outside any test (in
 // beforeAll) after that file calls cleanupFile(), or at the latest when the
 // run ends (test/setup.ts, preloaded by bunfig.toml, wires both).
+import { expect } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -153,4 +154,19 @@ export async function getJson<T = any>(url: string): Promise<T> {
   const res = await fetch(url);
   if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
   return (await res.json()) as T;
+}
+
+/** Sends `n` whole chats for `model` at once, each a 200; the node that served each (X-Fleet-Node), in order. */
+export function chatBurst(routerUrl: string, model: string, n: number): Promise<(string | null)[]> {
+  return Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      const res = await fetch(`${routerUrl}/api/chat`, {
+        method: "POST",
+        body: JSON.stringify({ model, messages: [{ role: "user", content: `say something, ${i}` }], stream: false }),
+      });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      return res.headers.get("x-fleet-node");
+    }),
+  );
 }

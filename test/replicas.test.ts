@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
-import { cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+import { chatBurst, cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
 
 const MODEL = "llama3.2:1b";
 // Answers of 30–40 tokens: about 0.35 s each, against a predicted cold load of about 0.65 s on b.
@@ -17,18 +17,7 @@ let b: SimNode;
 let router: Awaited<ReturnType<typeof startRouterProcess>>;
 
 /** Sends `n` chats at once; the node that served each. */
-const burst = (n: number) =>
-  Promise.all(
-    Array.from({ length: n }, async (_, i) => {
-      const res = await fetch(`${router.url}/api/chat`, {
-        method: "POST",
-        body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: `say something, ${i}` }], stream: false }),
-      });
-      expect(res.status).toBe(200);
-      await res.arrayBuffer();
-      return res.headers.get("x-fleet-node");
-    }),
-  );
+const burst = (n: number) => chatBurst(router.url, MODEL, n);
 const loadedOn = async (id: string) =>
   ((await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === id).ollama?.models_loaded ?? []).some((m: any) => m.name === MODEL);
 

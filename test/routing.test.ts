@@ -420,14 +420,20 @@ describe("pulling models", () => {
     expect(res.headers.get("x-fleet-node")).toBe("n");
   });
 
-  test("a model larger than every online node's free memory is a 503 with the arithmetic, and nothing is pulled", async () => {
-    // An agent node (it reports its free memory), with the credential that lets it say where its Ollama is.
+  /** A router with one agent node (it reports its free memory: 10 of 16 GB), holding llama3.2:3b on disk. */
+  async function smallAgentNode() {
     const { url } = await fleet([], `auth: { nodeToken: "fleet-token" }`);
     const small = await startSimOllama({ id: "small", models: ["llama3.2:3b"], loaded: [] });
     sims.push(small);
     const memory = { total_gb: 16, used_gb: 6, available_gb: 10, pressure: "nominal" };
     const beat = await post(url, "/heartbeat", { node_id: "small", ollama_url: small.url, memory, ollama: { models_available: ["llama3.2:3b"] } }, { authorization: "Bearer fleet-token" });
     expect(beat.status).toBe(200);
+    return { url, small };
+  }
+
+  test("a model larger than every online node's free memory is a 503 with the arithmetic, and nothing is pulled", async () => {
+    // An agent node (it reports its free memory), with the credential that lets it say where its Ollama is.
+    const { url, small } = await smallAgentNode();
     const res = await post(url, "/api/pull", { model: "llama3.3:70b" });
     expect(res.status).toBe(503);
     expect(await res.json()).toEqual({ error: 'No node has enough available memory for "llama3.3:70b" (48 GB): small has 10 GB available, 38 GB short' });
@@ -439,12 +445,7 @@ describe("pulling models", () => {
   });
 
   test("auto-pull applies /api/pull's memory check: a model larger than every node's free memory is a 503 in each surface's format, not pulled", async () => {
-    const { url } = await fleet([], `auth: { nodeToken: "fleet-token" }`);
-    const small = await startSimOllama({ id: "small", models: ["llama3.2:3b"], loaded: [] });
-    sims.push(small);
-    const memory = { total_gb: 16, used_gb: 6, available_gb: 10, pressure: "nominal" };
-    const beat = await post(url, "/heartbeat", { node_id: "small", ollama_url: small.url, memory, ollama: { models_available: ["llama3.2:3b"] } }, { authorization: "Bearer fleet-token" });
-    expect(beat.status).toBe(200);
+    const { url, small } = await smallAgentNode();
     const noRoom = 'No node has enough available memory for "llama3.3:70b" (48 GB): small has 10 GB available, 38 GB short';
     const messages = [{ role: "user", content: "hi" }];
 

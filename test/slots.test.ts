@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
-import { cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+import { chatBurst, cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
 
 const FAST = "heartbeat: { intervalMs: 200, timeoutMs: 700, offlineMs: 1400 }";
 const MODEL = "llama3.2:1b";
@@ -28,18 +28,7 @@ const startRouter = async () => {
 
 const nodeStatus = async (id: string) => (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === id);
 /** Sends `n` chats at once; the node that served each. */
-const burst = (n: number) =>
-  Promise.all(
-    Array.from({ length: n }, async (_, i) => {
-      const res = await fetch(`${router.url}/api/chat`, {
-        method: "POST",
-        body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: `say something, ${i}` }], stream: false }),
-      });
-      expect(res.status).toBe(200);
-      await res.arrayBuffer();
-      return res.headers.get("x-fleet-node");
-    }),
-  );
+const burst = (n: number) => chatBurst(router.url, MODEL, n);
 
 afterAll(cleanupFile);
 
