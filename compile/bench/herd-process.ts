@@ -50,9 +50,9 @@ export function rssMb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
 }
 
-/** CPU seconds (user + system) a process has used. */
-export function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+/** CPU seconds (user + system) a process has used: all its threads, or with `mainThread` its JS thread alone (the event loop's). */
+export function cpuSeconds(pid: number, mainThread = false): number {
+  const stat = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" "); // fields from the 3rd (state) on
   return (Number(fields[11]) + Number(fields[12])) / clockTicks;
 }

@@ -37,6 +37,8 @@ export interface Summary {
   errors: number;
   /** CPU time (user + system, all threads) the target's process spent per answered request, in µs; null when it is not ours. */
   cpuUsPerRequest: number | null;
+  /** The same, of its main thread alone (the event loop, where every request waits its turn). */
+  mainCpuUsPerRequest: number | null;
 }
 
 export interface Cell<K extends string> {
@@ -57,10 +59,11 @@ export async function loadMatrix<K extends string>(targets: Record<K, Target>): 
       for (let round = 0; round < ROUNDS; round++) {
         for (const [name, t] of Object.entries(targets) as [K, Target][]) {
           const spec = { url: t.url, client: t.client, path: "/api/generate", body, clients, requests: Math.ceil(REQUESTS[clients]! / ROUNDS), warmup: Math.max(100, clients * 2), maxMs: MAX_MS / ROUNDS };
-          const cpu = t.pid === undefined ? null : cpuSeconds(t.pid);
+          const cpu = t.pid === undefined ? null : [cpuSeconds(t.pid), cpuSeconds(t.pid, true)];
           const result = await runLoad(spec);
-          const cpuUs = cpu === null ? null : ((cpuSeconds(t.pid!) - cpu) * 1e6) / Math.max(1, result.latencyMs.length);
-          rounds.set(name, [...(rounds.get(name) ?? []), { ...summarize(result), cpuUsPerRequest: cpuUs }]);
+          const perRequest = (seconds: number) => (seconds * 1e6) / Math.max(1, result.latencyMs.length);
+          const [cpuUsPerRequest, mainCpuUsPerRequest] = cpu === null ? [null, null] : [perRequest(cpuSeconds(t.pid!) - cpu[0]!), perRequest(cpuSeconds(t.pid!, true) - cpu[1]!)];
+          rounds.set(name, [...(rounds.get(name) ?? []), { ...summarize(result), cpuUsPerRequest, mainCpuUsPerRequest }]);
         }
       }
       const by = {} as Record<K, Summary>;
@@ -78,7 +81,7 @@ function bodyOf(stream: boolean): string {
   return JSON.stringify({ model: MODEL, prompt: "hi", stream, options: { num_predict: TOKENS } });
 }
 
-function summarize(r: LoadResult): Omit<Summary, "cpuUsPerRequest"> {
+function summarize(r: LoadResult): Omit<Summary, "cpuUsPerRequest" | "mainCpuUsPerRequest"> {
   const latency = sorted(r.latencyMs);
   return { p50: percentile(latency, 0.5), p99: percentile(latency, 0.99), firstByteP50: percentile(sorted(r.firstByteMs), 0.5), rps: latency.length / r.seconds, errors: r.errors };
 }

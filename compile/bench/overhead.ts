@@ -60,10 +60,10 @@ tens of thousands).
 |---|---|---|---|---|---|---|---|---|---|
 ${rows.join("\n")}
 
-CPU per request (user + system time of the serving process, all its threads, over each measured round ÷ answers, µs; the kernel counts it in 10 ms ticks, so a 1-client round of ~1,000 answers reads to ±10 µs${cells[0]?.by.before ? "; \"before\" is the older herd binary given in HERD_BENCH_BEFORE, measured in the same rounds" : ""}):
+CPU per request (user + system time of the serving process, all its threads, over each measured round ÷ answers, µs; the kernel counts it in 10 ms ticks, so a 1-client round of ~1,000 answers reads to ±10 µs; the last column is the main thread alone, the event loop every request waits its turn on (herd's trace writer and the engine's collector run beside it)${cells[0]?.by.before ? "; \"before\" is the older herd binary given in HERD_BENCH_BEFORE, measured in the same rounds" : ""}):
 
-| body | clients | pass-through | JSON floor | herd |${cells[0]?.by.before ? " before | herd ÷ before |" : ""} herd ÷ pass-through | herd ÷ JSON floor |
-|---|---|---|---|---|${cells[0]?.by.before ? "---|---|" : ""}---|---|
+| body | clients | pass-through | JSON floor | herd |${cells[0]?.by.before ? " before | herd ÷ before |" : ""} herd ÷ pass-through | herd ÷ JSON floor | main thread: pass-through / herd (÷) |
+|---|---|---|---|---|${cells[0]?.by.before ? "---|---|" : ""}---|---|---|
 ${cpuRows(cells).join("\n")}
 ${cells[0]?.by.before ? `\nHerd against the older binary in the same rounds: added latency against direct (ms, p50 / p99) and throughput:\n\n| body | clients | herd added | before added | req/s herd / before |\n|---|---|---|---|---|\n${beforeRows(cells).join("\n")}\n` : ""}
 Time to first token (streaming: request sent → first body byte), p50 in ms:
@@ -79,7 +79,8 @@ const ratio = (a: number | null, b: number | null) => (a === null || b === null 
 function cpuRows(cells: Cell<Targets>[]): string[] {
   return cells.map(({ stream, clients, by: { proxy, json, herd, before } }) => {
     const old = before ? ` ${us(before.cpuUsPerRequest)} | ${ratio(herd.cpuUsPerRequest, before.cpuUsPerRequest)} |` : "";
-    return `| ${stream ? "stream" : "whole"} | ${clients} | ${us(proxy.cpuUsPerRequest)} | ${us(json.cpuUsPerRequest)} | ${us(herd.cpuUsPerRequest)} |${old} ${ratio(herd.cpuUsPerRequest, proxy.cpuUsPerRequest)} | ${ratio(herd.cpuUsPerRequest, json.cpuUsPerRequest)} |`;
+    const main = `${us(proxy.mainCpuUsPerRequest)} / ${us(herd.mainCpuUsPerRequest)} (${ratio(herd.mainCpuUsPerRequest, proxy.mainCpuUsPerRequest)})`;
+    return `| ${stream ? "stream" : "whole"} | ${clients} | ${us(proxy.cpuUsPerRequest)} | ${us(json.cpuUsPerRequest)} | ${us(herd.cpuUsPerRequest)} |${old} ${ratio(herd.cpuUsPerRequest, proxy.cpuUsPerRequest)} | ${ratio(herd.cpuUsPerRequest, json.cpuUsPerRequest)} | ${main} |`;
   });
 }
 
