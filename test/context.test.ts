@@ -115,14 +115,16 @@ function recordingNode(ollama: string) {
 }
 
 describe("compaction by summary", () => {
-  async function summarisingRouter() {
+  /** `auth`: config text after the anthropic section; `key`: a client key to read the router with, when it has clients. */
+  async function summarisingRouter(auth = "", key?: string) {
     const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 5000 });
     onCleanup({ run: () => sim.stop() });
     const node = recordingNode(sim.url);
     const dir = tmpDir();
-    writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [{ id: "n", ollama: "${node.url}" }], anthropic: { maxPromptTokens: 3000 } };\n`);
+    writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [{ id: "n", ollama: "${node.url}" }], anthropic: { maxPromptTokens: 3000 }${auth} };\n`);
     const r = await startRouterProcess(["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
-    await eventually(async () => (await getJson(`${r.url}/api/ps`)).models.length === 1, 3000, "the loaded model");
+    const headers = key ? { authorization: `Bearer ${key}` } : undefined;
+    await eventually(async () => ((await (await fetch(`${r.url}/api/ps`, { headers })).json()) as any).models?.length === 1, 3000, "the loaded model");
     return { url: r.url, node, client: new Anthropic({ baseURL: r.url, apiKey: "unused", maxRetries: 0 }) };
   }
 
@@ -163,7 +165,9 @@ describe("compaction by summary", () => {
     expect(node.chats[3].messages).toEqual(served.messages);
 
     const traces: any[] = await eventually(async () => ((await getJson(`${url}/dashboard/api/traces?limit=4`)).traces as any[]).filter((t) => t.status === "completed").length === 4 && (await getJson(`${url}/dashboard/api/traces?limit=4`)).traces, 3000, "the traces");
-    const [outer, summary] = traces;
+    // The client's request came in before the summary it caused: told apart by the summary's tag, not by time.
+    const outer = traces.find((t) => !t.tags.includes("herd:compaction"));
+    const summary = traces.find((t) => t.tags.includes("herd:compaction"));
     expect(outer.adjustments[0]).toMatch(/^summarised the \d+ oldest messages with llama3.2:3b \(\d+ → \d+ tokens\) to fit 3000$/);
     expect(summary.tags).toContain("herd:compaction");
   });
@@ -179,6 +183,20 @@ describe("compaction by summary", () => {
     expect(error.message).toMatch(/summarising the \d+ oldest messages with llama3.2:3b failed/);
     expect(error.message).toContain("/compact");
     expect(node.chats.length).toBeGreaterThan(0); // the summary was asked for
+  });
+
+  test("a key over its rate, or asking for a model it may not use, is refused before any summary is asked of a model", async () => {
+    const auth = `, auth: { clients: [{ name: "once", key: "key-once", rateLimit: { requestsPerMinute: 1 } }, { name: "other", key: "key-other", models: ["qwen3:*"] }] }`;
+    const { url, node } = await summarisingRouter(auth, "key-other");
+    const as = (key: string) => new Anthropic({ baseURL: url, apiKey: key, maxRetries: 0 });
+    // The key's one request of the minute, short: nothing to summarise.
+    await as("key-once").messages.create({ model: "llama3.2:3b", max_tokens: 16, messages: [{ role: "user", content: "hi" }] });
+    const chatsBefore = node.chats.length;
+    const overRate = await as("key-once").messages.create({ model: "llama3.2:3b", max_tokens: 256, messages: conversation }).catch((e) => e);
+    expect(overRate.status).toBe(429);
+    const denied = await as("key-other").messages.create({ model: "llama3.2:3b", max_tokens: 256, messages: conversation }).catch((e) => e);
+    expect(denied.status).toBe(403);
+    expect(node.chats.length).toBe(chatsBefore); // no summary was asked of the node for either
   });
 });
 

@@ -57,8 +57,8 @@ export interface Pipeline {
 
 export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encoder, meta: RouteMeta): Promise<Response> {
   // Before admission, which checks the model that will serve; a request refused here leaves no trace, as a 400 leaves none.
-  const unfit = req.resolve || req.fitContext || req.thinkAsk ? await modelStages(rt, req, meta) : null;
-  if (unfit) return encoder.error(unfit.status, unfit.message, errorHeaders(req.requested ?? req.model, unfit));
+  const unresolved = req.resolve ? resolveAgentModel(rt.registry, rt.live.config, req, meta.caller) : null;
+  if (unresolved) return encoder.error(unresolved.status, unresolved.message, errorHeaders(req.requested ?? req.model, unresolved));
   const started = performance.now();
   const requested = req.requested ?? req.model;
   const trace = newTrace(req, meta);
@@ -67,6 +67,15 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
     keepRefused(rt.traces, traceEnd(trace, "rejected", started, refused.message), refused.status);
     return encoder.error(refused.status, refused.message, errorHeaders(requested, refused));
   }
+  // After admission: fitting may ask a model of the fleet for a summary, which a key over its rate, or one asking for a
+  // model it may not use, must not get.
+  const unfit = req.fitContext || req.thinkAsk ? await fitStages(rt, req) : null;
+  if (unfit) {
+    leave(rt.clients, meta);
+    keepRefused(rt.traces, traceEnd(trace, "rejected", started, unfit.message), unfit.status);
+    return encoder.error(unfit.status, unfit.message, errorHeaders(requested, unfit));
+  }
+  trace.adjustments = req.adjustments ?? [];
   // The request's deadline, a stop that runs out of grace and the client leaving end the wait for a node (with their
   // RouteError) and a whole answer's gathering; the first two end the relay too.
   const limit = deadline(rt.live.config, req.kind, rt.shutdown.signal, req.signal);
@@ -113,9 +122,9 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
   }
 }
 
-/** The stages that need the model the request will run on, which only agents' surfaces ask for: resolution, context fitting, thinking. */
-async function modelStages(rt: Pipeline, req: InferenceRequest, meta: RouteMeta): Promise<RouteError | null> {
-  const unfit = resolveAgentModel(rt.registry, rt.live.config, req, meta.caller) ?? (await fitContext(rt.modelFacts, rt.live.config, rt.summarise, req));
+/** The stages that need the model the request will run on, once it is resolved and admitted (only agents' surfaces ask for them): context fitting, thinking. */
+async function fitStages(rt: Pipeline, req: InferenceRequest): Promise<RouteError | null> {
+  const unfit = await fitContext(rt.modelFacts, rt.live.config, rt.summarise, req);
   if (!unfit) await decideThink(rt.modelFacts, req);
   return unfit;
 }
