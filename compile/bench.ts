@@ -5,7 +5,8 @@
 //             binary>: measured in the same rounds, so a change is compared with what came before it)
 //   client    Bun's fetch, undici's Pool and herd's own HTTP/1.1 client as herd's upstream client
 //   routing   seeded mixed workloads (agent sessions among them) through each routing.strategy (and finish-time without
-//             session affinity), on two fleets of unlike Macs (HERD_BENCH_SEEDS=5,6: only those seeds)
+//             session affinity), on two fleets of unlike Macs, beside the best any routing could do (HERD_BENCH_SEEDS=5,6:
+//             only those seeds; HERD_BENCH_KEEP_DATA=1: each herd's data dir, with its traces, kept)
 //   load      1,000 concurrent streaming clients for 60 s through herd: errors, added latency, memory, CPU
 //   telemetry time to ready, idle memory and CPU per request without and with OTLP export (telemetry.otlp),
 //             and of HERD_BENCH_BEFORE's binary when given (off must cost what it did before)

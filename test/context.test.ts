@@ -230,6 +230,23 @@ describe("the context a prompt runs in", () => {
     expect(await loadedContext(sim.url)).toBe(16384);
     await sim.stop();
   });
+
+  test("a short request sent before any report has seen the bigger runner keeps it too: herd knows the num_ctx it sent", async () => {
+    const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 5000 });
+    const dir = tmpDir();
+    // One poll at start, the next a minute later: only herd's own dispatch can tell it the runner grew.
+    writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [{ id: "n", ollama: "${sim.url}" }], heartbeat: { intervalMs: 60000, timeoutMs: 120000, offlineMs: 180000 } };\n`);
+    const { url } = await startRouterProcess(["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+    await eventually(async () => (await getJson(`${url}/api/ps`)).models.length === 1, 3000, "the loaded model");
+
+    const long = chat(url, longPrompt);
+    await Bun.sleep(20); // the long prompt is at the node, its runner reloading at 16384
+    expect((await chat(url, "hi")).done).toBe(true);
+    expect((await long).done).toBe(true);
+    expect(await loadedContext(sim.url)).toBe(16384);
+    expect(sim.state().counters.loads).toBe(1); // the one reload the long prompt needs, not one back to 4096
+    await sim.stop();
+  });
 });
 
 describe("the Anthropic surface's key", () => {

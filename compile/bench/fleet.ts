@@ -13,7 +13,7 @@ import type { Config } from "../../src/config/schema.ts";
 import type { NodeConfig } from "../../src/config/types.ts";
 import { postTo, startAgent } from "../../src/node/agent.ts";
 import { simCollector } from "../../src/sim/collector.ts";
-import { type SimNode, startSimOllama } from "../../src/sim/index.ts";
+import { type SimNode, type SimNodeOptions, startSimOllama } from "../../src/sim/index.ts";
 import { AGENT_MODEL } from "./workload.ts";
 
 export interface Mac {
@@ -79,22 +79,17 @@ export interface Fleet {
   stop(): Promise<void>;
 }
 
+/** A Mac's sim options, every field that sets its speed given. */
+export type MacSim = SimNodeOptions & Required<Pick<SimNodeOptions, "memoryGb" | "memoryBandwidthGbps" | "loadTimeMs" | "diskGbps">> & { models: string[]; loaded: string[] };
+
+/** The sim that plays this Mac. */
+export function simOptions(m: Mac): MacSim {
+  return { id: m.id, memoryGb: m.memoryGb, memoryBandwidthGbps: m.bandwidthGbps, loadTimeMs: RUNNER_START_MS, diskGbps: m.diskGbps, numParallel: m.numParallel, models: m.models, loaded: m.loaded };
+}
+
 /** Starts the fleet's sims; their agents start once the router is up (report). */
 export async function startFleet(fleet: BenchFleet): Promise<Fleet> {
-  const sims = await Promise.all(
-    fleet.macs.map((m) =>
-      startSimOllama({
-        id: m.id,
-        memoryGb: m.memoryGb,
-        memoryBandwidthGbps: m.bandwidthGbps,
-        loadTimeMs: RUNNER_START_MS,
-        diskGbps: m.diskGbps,
-        numParallel: m.numParallel,
-        models: m.models,
-        loaded: m.loaded,
-      }),
-    ),
-  );
+  const sims = await Promise.all(fleet.macs.map((m) => startSimOllama(simOptions(m))));
   const stops: (() => void)[] = [];
   const withAgents = fleet.name !== "agentless";
   return {

@@ -1,6 +1,7 @@
 // The compiled herd binary as a user runs it: `herd serve` in a folder of its
 // own with a herd.config.json, ready once /healthz answers. Each start gets a
-// fresh data dir, so no run sees another's traces, pins or queues.
+// fresh data dir, so no run sees another's traces, pins or queues; removed when
+// it stops, unless HERD_BENCH_KEEP_DATA=1 keeps it to read the traces after.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,6 +12,8 @@ export interface HerdProcess {
   pid: number;
   /** Spawn → first 200 from /healthz. */
   readyMs: number;
+  /** Its data dir (the store with its traces), gone once stopped unless HERD_BENCH_KEEP_DATA=1. */
+  dataDir: string;
   stop(): Promise<void>;
 }
 
@@ -22,7 +25,7 @@ export async function startHerd(bin: string, config: HerdConfig, env: Record<str
   const stop = async () => {
     proc.kill();
     await proc.exited;
-    rmSync(dir, { recursive: true, force: true });
+    if (process.env.HERD_BENCH_KEEP_DATA !== "1") rmSync(dir, { recursive: true, force: true });
   };
   const reader = proc.stderr.getReader();
   const decoder = new TextDecoder();
@@ -34,7 +37,7 @@ export async function startHerd(bin: string, config: HerdConfig, env: Record<str
     const url = m[1]!;
     while (!(await fetch(`${url}/healthz`).then((r) => r.ok).catch(() => false))) await Bun.sleep(5);
     void drain(reader); // a log nobody reads must not fill the pipe and block herd
-    return { url, pid: proc.pid, readyMs: performance.now() - started, stop };
+    return { url, pid: proc.pid, readyMs: performance.now() - started, dataDir: join(dir, "data"), stop };
   }
   await stop();
   throw new Error(`herd did not start:\n${out}`);

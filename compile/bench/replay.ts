@@ -3,7 +3,7 @@
 // An agent session is the exception, as an agent is: each turn leaves once the
 // last one's answer is in and the agent has worked on it, and resends the whole
 // conversation with that answer and its next message.
-import type { Job } from "./workload.ts";
+import { type Job, nextTurn } from "./workload.ts";
 
 /** Longest a request may take before it counts as failed. */
 const REQUEST_TIMEOUT_MS = 90_000;
@@ -41,7 +41,7 @@ async function session(url: string, job: Job): Promise<Outcome[]> {
     const next = job.session!.next[turn];
     if (!outcome.ok || !next) return outcomes;
     await Bun.sleep(next.afterMs);
-    messages = [...messages, { role: "assistant", content }, { role: "user", content: next.content }];
+    messages = nextTurn(messages, content, next);
   }
 }
 

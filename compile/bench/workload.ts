@@ -24,6 +24,11 @@ export interface AgentSession {
   next: { content: string; afterMs: number }[];
 }
 
+/** A session's next turn: the whole conversation resent, with the answer to the last turn and the agent's next message. */
+export function nextTurn(messages: readonly unknown[], answer: string, next: AgentSession["next"][number]): unknown[] {
+  return [...messages, { role: "assistant", content: answer }, { role: "user", content: next.content }];
+}
+
 type Random = () => number;
 
 interface Stream {

@@ -340,6 +340,18 @@ export function loadedOn(node: NodeRecord, model: string): boolean {
   return (node.ollama?.models_loaded ?? []).some((m) => sameModel(m.name, model));
 }
 
+/**
+ * herd sends the node `model` with this num_ctx: the model's runner has that context from now on, so say so now rather
+ * than at the next report (up to a heartbeat later). A request sized to the old context meanwhile would make Ollama
+ * reload the model, twice: to the old size, then back for the next long prompt.
+ */
+export function markRunnerContext(node: NodeRecord, model: string, numCtx: number): void {
+  const ollama = node.ollama;
+  if (!ollama?.models_loaded.some((m) => sameModel(m.name, model) && m.context_length !== numCtx)) return;
+  // A new list, never an edit: the routing views of a node's models are cached per list.
+  ollama.models_loaded = ollama.models_loaded.map((m) => (sameModel(m.name, model) ? { ...m, context_length: numCtx } : m));
+}
+
 /** The node has the model on disk. */
 export function onDisk(node: NodeRecord, model: string): boolean {
   return (node.ollama?.models_available ?? []).some((m) => sameModel(m.name, model));

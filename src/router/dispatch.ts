@@ -11,7 +11,7 @@ import { mlxModelOf } from "../fleet/catalog.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
 import { markPulled, noRoomFor, notPullable, pullTargets } from "../fleet/pulls.ts";
 import { ollamaDown, START_OLLAMA } from "../fleet/ollama-down.ts";
-import type { Registry } from "../fleet/registry.ts";
+import { markRunnerContext, type Registry } from "../fleet/registry.ts";
 import { type NodeView, type ScoreResult, type Scored, scoreNodes } from "../fleet/scorer.ts";
 import { attempt, type Tried } from "./attempt.ts";
 import { resolveAlias } from "./aliases.ts";
@@ -103,7 +103,9 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
       const { model } = candidate;
       const loadedContext = nodes.find((n) => n.id === candidate.nodeId)?.loadedByKey.get(modelKey(model))?.contextLength;
       const { options, thinkingBudget, notes, contextRaised } = adjustOptions(req, model, { loadedContext, promptTokens: req.kind === "embed" ? null : req.promptTokens }, config.features.contextProtection);
-      const call = await callOllama(registry.ollamaUrl(registry.get(candidate.nodeId)!)!, req.path, JSON.stringify(ollamaBody(req, model, options)), {
+      const node = registry.get(candidate.nodeId)!;
+      if (typeof options.num_ctx === "number") markRunnerContext(node, model, options.num_ctx);
+      const call = await callOllama(registry.ollamaUrl(node)!, req.path, JSON.stringify(ollamaBody(req, model, options)), {
         firstByteMs: Math.max(1, Math.ceil(leftMs)), // up: a first attempt names the whole budget, not a millisecond less
         lines: lineLimits(config),
         signal,

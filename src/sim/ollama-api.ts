@@ -95,7 +95,7 @@ export async function generate(node: OllamaNode, req: Request, ctx: RequestConte
   const prompt = str(body.prompt);
   const keepAlive = keepAliveMs(body.keep_alive);
   if (!prompt) return loadOrUnload(node, spec, model, keepAlive, ctx, { response: "" });
-  const messages: ChatMessage[] = [...(body.system ? [{ role: "system", content: str(body.system) }] : []), { role: "user", content: prompt }];
+  const messages = generateMessages(body);
   const run = await startRun(node, { spec, model, verb: "generate", body, messages, tools: [], format: body.format }, ctx);
   const r = run.reply;
   // `context` encodes prompt + answer so a client can continue; raw mode has none.
@@ -120,7 +120,7 @@ export async function embed(node: OllamaNode, req: Request, ctx: RequestContext)
   const loaded = performance.now();
   try {
     if (inputs.length === 0) return json({ model, embeddings: [] });
-    const tokens = inputs.reduce((sum, text) => sum + tokenIds(text).length, 0);
+    const tokens = embedTokens(inputs);
     await ctx.sleep(promptEvalMs(tokens, ctx));
     const dims = typeof body.dimensions === "number" && body.dimensions > 0 ? Math.min(body.dimensions, spec.embeddingLength) : undefined;
     return json({
@@ -306,13 +306,23 @@ function layers(spec: SimModelSpec): { digest: string; size: number }[] {
 
 // ---- request fields ----------------------------------------------------------
 
+/** A generate request's prompt (and system) as the chat messages a run takes. */
+export function generateMessages(body: Record<string, unknown>): ChatMessage[] {
+  return [...(body.system ? [{ role: "system", content: str(body.system) }] : []), { role: "user", content: str(body.prompt) }];
+}
+
 // The routes that name a model also accept the older `name` field.
 function modelField(body: Record<string, unknown>): string {
   return str(body.model) || str(body.name);
 }
 
-// /api/embed's input: a string ("" for none) or a list of strings.
-function embedInputs(input: unknown): string[] {
+/** The tokens an embedding of these inputs evaluates. */
+export function embedTokens(inputs: readonly string[]): number {
+  return inputs.reduce((sum, text) => sum + tokenIds(text).length, 0);
+}
+
+/** /api/embed's input: a string ("" for none) or a list of strings. */
+export function embedInputs(input: unknown): string[] {
   const inputs = typeof input === "string" ? (input ? [input] : []) : Array.isArray(input) ? input : [];
   if ((input !== undefined && input !== null && typeof input !== "string" && !Array.isArray(input)) || inputs.some((i) => typeof i !== "string")) {
     throw new OllamaError(400, "invalid input type");

@@ -57,13 +57,13 @@ export function namedModel(node: OllamaNode, model: string): SimModelSpec {
   return onDisk(node, model);
 }
 
-// Checks capabilities, loads the model, and spends the prompt-evaluation
-// time before the first byte, so time-to-first-token looks real; the reply
-// is then fixed, as the run's thinking and token cap decide it.
+// Fixes the reply (checking capabilities first), loads the model, and spends
+// the prompt-evaluation time before the first byte, so time-to-first-token
+// looks real.
 export async function startRun(node: OllamaNode, req: RunRequest, ctx: RequestContext): Promise<Run> {
-  const { spec, model, body, messages, tools } = req;
-  const thinks = checkCapabilities(req);
-  const options = (body.options ?? {}) as { num_predict?: unknown; num_ctx?: unknown };
+  const { spec, model, body, messages } = req;
+  const answer = runReply(req);
+  const options = (body.options ?? {}) as { num_ctx?: unknown };
   const numCtx = typeof options.num_ctx === "number" ? options.num_ctx : defaultNumCtx(spec);
   if (node.memoryBandwidthGbps) ctx.setTokensPerSecond(decodeTokensPerSecond(spec, node.memoryBandwidthGbps));
   const timing = { began: performance.now(), loaded: 0, slotted: 0, prompted: 0 };
@@ -83,9 +83,15 @@ export async function startRun(node: OllamaNode, req: RunRequest, ctx: RequestCo
     throw e;
   }
   timing.prompted = performance.now();
-  const maxTokens = typeof options.num_predict === "number" && options.num_predict >= 0 ? options.num_predict : undefined;
-  const answer = reply({ model: spec.name, messages, think: thinks && body.think !== false, format: req.format, tools, maxTokens });
   return { resident: r, model, reply: answer, promptTokens: prompt.length, prompt, slot, timing };
+}
+
+/** The reply a run gives (fixed by the request alone: its messages, thinking and token cap), or Ollama's refusal of a capability the model lacks. */
+export function runReply(req: RunRequest): Reply {
+  const thinks = checkCapabilities(req);
+  const { num_predict } = (req.body.options ?? {}) as { num_predict?: unknown };
+  const maxTokens = typeof num_predict === "number" && num_predict >= 0 ? num_predict : undefined;
+  return reply({ model: req.spec.name, messages: req.messages, think: thinks && req.body.think !== false, format: req.format, tools: req.tools, maxTokens });
 }
 
 /** Frames that hand the model back to the scheduler once the last is sent (or the stream dies). */
@@ -99,7 +105,7 @@ export async function* releasing(node: OllamaNode, run: Run, keepAliveMs: number
 }
 
 // Prompt processing runs roughly ten times faster than generation.
-export function promptEvalMs(tokens: number, ctx: RequestContext): number {
+export function promptEvalMs(tokens: number, ctx: Pick<RequestContext, "tokenIntervalMs">): number {
   return (tokens * ctx.tokenIntervalMs) / 10;
 }
 

@@ -36,8 +36,7 @@ export class PromptSlots {
       this.slots.push(best.slot);
     }
     best.slot.inUse = true;
-    // A prompt wholly cached still evaluates its last token, to have logits to sample from.
-    return { slot: best.slot, cached: Math.min(best.cached, Math.max(0, prompt.length - 1)) };
+    return { slot: best.slot, cached: skippedPrefill(best.cached, prompt.length) };
   }
 
   /** The slot now holds `tokens` (what the request evaluated) and is free again. */
@@ -45,6 +44,11 @@ export class PromptSlots {
     slot.tokens = tokens;
     slot.inUse = false;
   }
+}
+
+/** Of a prompt sharing `shared` tokens with a slot, those whose prefill is skipped: a prompt wholly cached still evaluates its last token, to have logits to sample from. */
+export function skippedPrefill(shared: number, promptLength: number): number {
+  return Math.min(shared, Math.max(0, promptLength - 1));
 }
 
 export function commonPrefix(a: readonly number[], b: readonly number[]): number {

@@ -147,7 +147,7 @@ export class Residency {
       ctx.count("evictions");
     }
     ctx.count("loads");
-    const r = this.newResident(spec, numCtx, Bun.sleep(this.loadMs(spec)));
+    const r = this.newResident(spec, numCtx, Bun.sleep(loadMs(spec, this.opts)));
     this.models.set(spec.name, r);
     return r;
   }
@@ -156,11 +156,6 @@ export class Residency {
     const now = Date.now();
     const slots = new PromptSlots(this.opts.numParallel);
     return { spec, bytes: loadedBytes(spec), numCtx, inFlight: 0, running: 0, waiting: [], lastUsed: now, expiresAt: now + DEFAULT_KEEP_ALIVE_MS, ready, slots };
-  }
-
-  private loadMs(spec: SimModelSpec): number {
-    const readMs = this.opts.diskGbps ? (sizeBytes(spec) / 1e9 / this.opts.diskGbps) * 1000 : 0;
-    return this.opts.loadTimeMs + readMs;
   }
 
   // A claimed model runs the request now if a parallel slot is free, else once one is; a request that
@@ -198,6 +193,12 @@ export class Residency {
   private usedBytes(): number {
     return [...this.models.values()].reduce((sum, r) => sum + r.bytes, 0);
   }
+}
+
+/** How long a load of the model takes: the runner's start, then (with a disk rate) its file read. */
+export function loadMs(spec: SimModelSpec, opts: Pick<ResidencyOptions, "loadTimeMs" | "diskGbps">): number {
+  const readMs = opts.diskGbps ? (sizeBytes(spec) / 1e9 / opts.diskGbps) * 1000 : 0;
+  return opts.loadTimeMs + readMs;
 }
 
 // Ollama's default context, raised for models that need more to be useful.

@@ -71,11 +71,13 @@ export interface ServeOptions {
 }
 
 const SHELL_KEYS = ["faults", "tokensPerSecond", "machine"];
+/** A sim's token rate when it is given none (and what an Ollama sim embeds at, whatever its bandwidth). */
+export const DEFAULT_TOKENS_PER_SECOND = 400;
 
 export function serveSim(opts: ServeOptions): SimServer {
   const { id, kind, backend } = opts;
   let faults = parseFaults(opts.faults ?? {});
-  let tokensPerSecond = positive(opts.tokensPerSecond ?? 400, "tokensPerSecond");
+  let tokensPerSecond = positive(opts.tokensPerSecond ?? DEFAULT_TOKENS_PER_SECOND, "tokensPerSecond");
   let machine: SimMachine = {};
   let inFlight = 0;
   const counters: Record<string, number> = { requests: 0, errors: 0, tokens: 0, dropped: 0, hung: 0 };
