@@ -50,3 +50,24 @@ test("a node that fails fast leaves the rest of the budget to the next, and a qu
   expect(left[0]!).toBeGreaterThan(95);
   busy.release("completed");
 });
+
+test("the first candidate is given the whole budget less its time in the queue, however late the event loop comes back to it", async () => {
+  const queues = new Queues();
+  // A free slot, taken at once (nothing waited in the queue), but handed over a few ms later, as on a busy machine.
+  const late = Object.assign(Object.create(queues), {
+    acquire: async (...args: Parameters<Queues["acquire"]>) => {
+      const slot = await queues.acquire(...args);
+      await Bun.sleep(15);
+      return slot;
+    },
+  });
+  const given: number[] = [];
+  await attempt(nodes("a"), loop({
+    queues: late,
+    async call(_c, _slot, _excluded, leftMs) {
+      given.push(leftMs);
+      return "answer";
+    },
+  }));
+  expect(given[0]!).toBeGreaterThan(99);
+});

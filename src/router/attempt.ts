@@ -51,6 +51,8 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
   let attempts = 0;
   // Set at the first candidate (scoring it takes no budget), so a first call given all of it says so.
   let deadline: number | null = null;
+  /** No candidate has spent any of the budget yet. */
+  let first = true;
   for (const c of candidates) {
     if (attempts > a.maxRetries) break;
     if (tried?.excluded.includes(c.nodeId)) continue;
@@ -62,6 +64,7 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
     try {
       slot = await a.queues.acquire(c.nodeId, c.model, a.slots.parallel(c.nodeId), Math.max(0, Math.round(deadline - performance.now())), a.signal, a.maxPending);
     } catch (e) {
+      first = false;
       if (a.signal.aborted) throw e;
       // Moved by the rebalancer: not a failure of the node, so not a retry; the next candidate gets it.
       if (e instanceof Moved) attempts--;
@@ -70,8 +73,12 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
       else throw e;
       continue;
     }
+    // The first candidate's budget is the whole wait less its time in the queue: the turn of the event loop between
+    // taking the slot and calling (a few ms on a busy machine) is not the node's to lose.
+    const leftMs = first ? a.waitMs - slot.waitedMs : deadline - performance.now();
+    first = false;
     try {
-      return await a.call(c, slot, tried?.excluded ?? NO_NODES, deadline - performance.now());
+      return await a.call(c, slot, tried?.excluded ?? NO_NODES, leftMs);
     } catch (e) {
       slot.release("failed");
       // Cut by the client, the deadline or a stop: herd's answer, not the node's.
