@@ -247,6 +247,41 @@ describe("the context a prompt runs in", () => {
     expect(sim.state().counters.loads).toBe(1); // the one reload the long prompt needs, not one back to 4096
     await sim.stop();
   });
+  test("routing prices the reload: a prompt that outgrows one node's runner goes to the node whose runner already fits it", async () => {
+    const opts = { models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 5000 };
+    // Both alike and idle; by name the small one would win a tie.
+    const small = await startSimOllama({ id: "a-small", ...opts });
+    const big = await startSimOllama({ id: "b-big", ...opts });
+    onCleanup({ run: () => small.stop() });
+    onCleanup({ run: () => big.stop() });
+    // b-big's runner at 16384, as a client's num_ctx leaves it; a-small's at Ollama's default 4096.
+    await fetch(`${big.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "llama3.2:3b", stream: false, messages: [{ role: "user", content: "hi" }], options: { num_ctx: 16384 } }) });
+    const dir = tmpDir();
+    const nodes = [small, big].map((sim, i) => `{ id: "${["a-small", "b-big"][i]}", ollama: "${sim.url}" }`).join(", ");
+    writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [${nodes}], heartbeat: { intervalMs: 60000, timeoutMs: 120000, offlineMs: 180000 } };\n`);
+    const { url } = await startRouterProcess(["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+    const contexts = async () => Object.fromEntries((await getJson(`${url}/fleet/status`)).nodes.map((n: any) => [n.node_id, n.ollama?.models_loaded[0]?.context_length]));
+    await eventually(async () => { const c = await contexts(); return c["b-big"] === 16384 && c["a-small"] === 4096; }, 3000, "both runners seen");
+
+    // ~6,000 tokens: with the reply's room it outgrows 4096, not 16384.
+    const prompt = Array.from({ length: 460 }, (_, i) => `rule ${i}: keep the build green and the change small`).join("\n");
+    const ask = () => fetch(`${url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "llama3.2:3b", stream: false, messages: [{ role: "user", content: prompt }] }) });
+    const parts = (res: Response) => Object.fromEntries(res.headers.get("x-fleet-score-breakdown")!.split("; ").map((p) => p.split("=")));
+    const res = await ask();
+    expect(res.headers.get("x-fleet-node")).toBe("b-big");
+    expect(parts(res).reload_ms).toBe("0");
+    expect(((await res.json()) as any).done).toBe(true);
+    expect(small.state().counters.loads ?? 0).toBe(0);
+
+    // With b-big gone, a-small serves it, and its estimate named the reload it costs there.
+    await big.stop();
+    const there = await ask();
+    expect(there.headers.get("x-fleet-node")).toBe("a-small");
+    expect(Number(parts(there).reload_ms)).toBeGreaterThan(0);
+    expect(parts(there).load_ms).toBe("0");
+    expect(((await there.json()) as any).done).toBe(true);
+    expect(await loadedContext(small.url)).toBe(8192);
+  });
 });
 
 describe("the Anthropic surface's key", () => {

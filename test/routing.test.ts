@@ -625,7 +625,7 @@ describe('routing.strategy "finish-time" (the default)', () => {
     expect(res.headers.get("x-fleet-node")).toBe("b-big");
     // The verdict is the expected finish in ms, and its parts.
     const parts: Record<string, number> = Object.fromEntries(res.headers.get("x-fleet-score-breakdown")!.split("; ").map((p) => [p.split("=")[0], Number(p.split("=")[1])]));
-    expect(Object.keys(parts)).toEqual(["wait_ms", "load_ms", "evict_ms", "prefill_ms", "decode_ms"]);
+    expect(Object.keys(parts)).toEqual(["wait_ms", "load_ms", "reload_ms", "evict_ms", "prefill_ms", "decode_ms"]);
     expect(parts.load_ms).toBeGreaterThan(0);
     expect(Number(res.headers.get("x-fleet-score"))).toBeCloseTo(Object.values(parts).reduce((a, b) => a + b, 0), -1);
     const traces = await eventually(async () => {

@@ -13,6 +13,7 @@ function node(id: string, over: Partial<FinishCandidate> = {}): FinishCandidate 
     speed: { decodeTps: 20, prefillTps: 500, loadMs: 5000 },
     memory: null,
     cachedPrefixTokens: 0,
+    reloadsRunner: false,
     evidentMemoryGb: 16,
     ...over,
   };
@@ -99,5 +100,30 @@ describe("the estimate", () => {
   test("a prefix the node holds cached is not prefilled again (session affinity's input)", () => {
     const cached = node("cached", { cachedPrefixTokens: 1000, queue: { pending: 0, inFlight: 1, lastDispatchAt: 0 }, slots: 1, speed: { decodeTps: 20, prefillTps: 100, loadMs: 0 } });
     expect(estimateFinish(cached, { promptTokens: 1000, outputTokens: 10, typicalOutputTokens: 10 })).toMatchObject({ breakdown: { prefill_ms: 0 } });
+  });
+});
+
+describe("a reload for context (the model loaded there with a context this request outgrows)", () => {
+  // 2 s of prefill and 1 s of decode: 3 s wherever the runner fits it.
+  const short: FinishRequest = { promptTokens: 1000, outputTokens: 20, typicalOutputTokens: 20 };
+
+  test("costs the load again, after every request on the runner has finished, and loses the cached prefix", () => {
+    const c = node("a", { reloadsRunner: true, slots: 2, queue: { pending: 1, inFlight: 2, lastDispatchAt: 0 }, cachedPrefixTokens: 500 });
+    // All three ahead finish first, two at a time (two rounds of 12 s); then the 5 s load and the whole prompt's 2 s.
+    const e = estimateFinish(c, req);
+    expect(e).toMatchObject({ ms: 24000 + 5000 + 2000 + 10000, breakdown: { wait_ms: 24000, load_ms: 0, reload_ms: 5000, prefill_ms: 2000, decode_ms: 10000 } });
+    expect("breakdown" in e && e.breakdown.cached_tokens).toBeUndefined();
+  });
+
+  test("a node whose runner is too small, even holding the session's prefix, loses to one big enough when the reload outweighs the wait", () => {
+    const reloads = node("reloads", { reloadsRunner: true, cachedPrefixTokens: 1000 }); // 5 s load + 3 s
+    const fits = node("fits", { queue: { pending: 0, inFlight: 1, lastDispatchAt: 0 } }); // 3 s ahead + 3 s
+    expect(order([reloads, fits], short)).toEqual(["fits", "reloads"]);
+  });
+
+  test("and wins when the other's queue is longer", () => {
+    const reloads = node("reloads", { reloadsRunner: true, cachedPrefixTokens: 1000 }); // 8 s
+    const fits = node("fits", { queue: { pending: 2, inFlight: 1, lastDispatchAt: 0 } }); // 9 s ahead + 3 s
+    expect(order([fits, reloads], short)).toEqual(["reloads", "fits"]);
   });
 });

@@ -1,6 +1,7 @@
 // When a request would finish on each candidate node, in ms: the wait for a slot, the load of a
-// model not resident (after evicting idle models to make room), the prefill of the prompt and
-// the decode of the expected reply, all from the speeds herd learned (or predicts) of that node.
+// model not resident (after evicting idle models to make room) or the reload of one loaded with
+// another context, the prefill of the prompt and the decode of the expected reply, all from the
+// speeds herd learned (or predicts) of that node.
 // The smallest wins. Pure: the dispatcher gathers the inputs, so the choice is easy to test.
 
 /** A node that could serve the request, as the estimate reads it. */
@@ -22,6 +23,11 @@ export interface FinishCandidate {
   /** Prompt tokens the node likely still holds cached for this request (session affinity); 0 when none. */
   cachedPrefixTokens: number;
   /**
+   * The model is loaded there with another context than herd would send this request (router/body-rules.ts): Ollama
+   * reloads its runner, once every request on it has finished, and the KV cache (any cached prefix) goes with it.
+   */
+  reloadsRunner: boolean;
+  /**
    * The memory the node is known or shown to have, in GB: reported or declared, else the most its models need (those
    * loaded now together, or the biggest it keeps on disk): a node keeps the models it can run. The tie-break among
    * nodes herd has no speeds of yet.
@@ -41,6 +47,8 @@ export interface FinishRequest {
 export type FinishBreakdown = {
   wait_ms: number;
   load_ms: number;
+  /** The load again, of a model loaded with another context than this request is sent (reloadsRunner); 0 otherwise. */
+  reload_ms: number;
   evict_ms: number;
   prefill_ms: number;
   decode_ms: number;
@@ -77,18 +85,25 @@ export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishReque
     }
     if (room < c.sizeGb) return { excluded: `model needs ${c.sizeGb} GB; ${round(room)} GB free even after evicting idle models` };
   }
+  const reload = c.reloadsRunner;
+  const cached = reload ? 0 : c.cachedPrefixTokens;
   // The requests ahead of this one (those queued, and those running beyond the slots but one) are taken to be typical.
-  const ahead = c.queue.inFlight < c.slots ? 0 : c.queue.pending + c.queue.inFlight - c.slots + 1;
+  // A reload waits for all of them: the runner restarts only once idle, so the last batch runs whole first.
+  const slots = Math.max(1, c.slots);
   const serviceMs = prefillMs(req.promptTokens) + decodeMs(req.typicalOutputTokens);
+  const waitMs = reload
+    ? Math.ceil((c.queue.pending + c.queue.inFlight) / slots) * serviceMs
+    : ((c.queue.inFlight < c.slots ? 0 : c.queue.pending + c.queue.inFlight - c.slots + 1) * serviceMs) / slots;
   const breakdown: FinishBreakdown = {
-    wait_ms: round((ahead * serviceMs) / Math.max(1, c.slots)),
+    wait_ms: round(waitMs),
     load_ms: c.resident ? 0 : round(c.speed.loadMs),
+    reload_ms: reload ? round(c.speed.loadMs) : 0,
     evict_ms: evictions * EVICT_MS,
-    prefill_ms: round(prefillMs(req.promptTokens - c.cachedPrefixTokens)),
+    prefill_ms: round(prefillMs(req.promptTokens - cached)),
     decode_ms: round(decodeMs(req.outputTokens)),
-    ...(c.cachedPrefixTokens > 0 ? { cached_tokens: c.cachedPrefixTokens } : {}),
+    ...(cached > 0 ? { cached_tokens: cached } : {}),
   };
-  const ms = round(breakdown.wait_ms + breakdown.load_ms + breakdown.evict_ms + breakdown.prefill_ms + breakdown.decode_ms);
+  const ms = round(breakdown.wait_ms + breakdown.load_ms + breakdown.reload_ms + breakdown.evict_ms + breakdown.prefill_ms + breakdown.decode_ms);
   return { candidate: c, ms, breakdown };
 }
 

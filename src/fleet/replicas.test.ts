@@ -16,6 +16,7 @@ function node(id: string, over: Partial<ReplicaCandidate> = {}): ReplicaCandidat
     speed: { decodeTps: 50, prefillTps: 500, loadMs: 1500 },
     memory: { freeGb: 40, idleGb: [] },
     cachedPrefixTokens: 0,
+    reloadsRunner: false,
     evidentMemoryGb: 64,
     busyGb: 0,
     ...over,

@@ -9,9 +9,8 @@
 import type { Config } from "../config/schema.ts";
 import type { Chunk } from "../core/events.ts";
 import type { Conversation, Options } from "../core/conversation.ts";
-import { replyCapOf } from "../core/request.ts";
+import { type InferenceRequest, replyCapOf } from "../core/request.ts";
 import { reasons } from "../fleet/thinking-models.ts";
-import { log } from "../log.ts";
 import { contextSize } from "./context-size.ts";
 import { thinkingTokens } from "../core/tokens.ts";
 
@@ -29,6 +28,8 @@ export interface Adjusted {
   notes: string[];
   /** num_ctx was raised so the prompt fits: it no longer overflows the node's context. */
   contextRaised: boolean;
+  /** For the log ("warn"): a client's num_ctx kept that makes Ollama reload the model. Not logged here: the ranking asks this of every candidate. */
+  warning: string | null;
 }
 
 /** What herd knows about the request's fit on the chosen node; promptTokens null for requests that run no chat (embeddings). */
@@ -37,16 +38,27 @@ export interface Fit {
   promptTokens: number | null;
 }
 
+/** The request's fit on a node whose runner for the model has `loadedContext` (undefined: none loaded, or not reported). */
+export function fitOn(req: Pick<InferenceRequest, "kind" | "promptTokens">, loadedContext: number | undefined): Fit {
+  return { loadedContext, promptTokens: req.kind === "embed" ? null : req.promptTokens };
+}
+
+/** Sending these options makes Ollama reload the loaded runner: another num_ctx restarts it, and its KV cache goes with it. */
+export function reloadsRunner({ num_ctx }: Options, loadedContext: number | undefined): boolean {
+  return loadedContext !== undefined && typeof num_ctx === "number" && num_ctx !== loadedContext;
+}
+
 export function adjustOptions(req: Pick<Conversation, "options" | "think">, model: string, { loadedContext, promptTokens }: Fit, mode: Config["features"]["contextProtection"]): Adjusted {
   const options = { ...req.options };
   const requested = replyCapOf(req);
   const notes: string[] = [];
+  let warning: string | null = null;
   const numCtx = options.num_ctx;
   if (typeof numCtx === "number" && loadedContext && numCtx <= loadedContext && mode !== "passthrough") {
     if (mode === "strip") {
       delete options.num_ctx;
       notes.push(`num_ctx ${numCtx} stripped: the loaded context (${loadedContext}) already fits it`);
-    } else log.warn(`${model}: num_ctx ${numCtx} fits the loaded context (${loadedContext}) but makes Ollama reload the model`);
+    } else warning = `${model}: num_ctx ${numCtx} fits the loaded context (${loadedContext}) but makes Ollama reload the model`;
   }
   let thinkingBudget: Adjusted["thinkingBudget"] = null;
   // A cap that is already generous (agents ask for 32k–128k) is left alone: ×4 would only let a runaway run on.
@@ -62,7 +74,7 @@ export function adjustOptions(req: Pick<Conversation, "options" | "think">, mode
     options.num_ctx = size.numCtx;
     if (size.note) notes.push(size.note);
   }
-  return { options, thinkingBudget, notes, contextRaised: Boolean(size?.note) };
+  return { options, thinkingBudget, notes, contextRaised: Boolean(size?.note), warning };
 }
 
 /** The seed's reasoning-budget diagnostics for a finished non-streaming answer. */

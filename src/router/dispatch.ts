@@ -7,6 +7,7 @@ import { callOllama, pullModel } from "../backends/ollama.ts";
 import { ollamaBody } from "../backends/ollama-render.ts";
 import type { InferenceRequest } from "../core/request.ts";
 import { RouteError } from "../errors.ts";
+import { log } from "../log.ts";
 import { mlxModelOf } from "../fleet/catalog.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
 import { markPulled, noRoomFor, notPullable, pullTargets } from "../fleet/pulls.ts";
@@ -15,9 +16,9 @@ import { markRunnerContext, type Registry } from "../fleet/registry.ts";
 import { type NodeView, type ScoreResult, type Scored, scoreNodes } from "../fleet/scorer.ts";
 import { attempt, type Tried } from "./attempt.ts";
 import { resolveAlias } from "./aliases.ts";
-import { adjustOptions } from "./body-rules.ts";
+import { adjustOptions, fitOn } from "./body-rules.ts";
 import { byFinishTime, type Timed } from "./finish-order.ts";
-import { nodeView } from "./node-view.ts";
+import { nodeView, runnerContext } from "./node-view.ts";
 import { dispatchMlx } from "./mlx-dispatch.ts";
 import type { Routed, RouterDeps } from "./routed.ts";
 import { vramSubstitute } from "./vram-fallback.ts";
@@ -101,8 +102,9 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
     slots: registry,
     async call(candidate, slot, excluded, leftMs) {
       const { model } = candidate;
-      const loadedContext = nodes.find((n) => n.id === candidate.nodeId)?.loadedByKey.get(modelKey(model))?.contextLength;
-      const { options, thinkingBudget, notes, contextRaised } = adjustOptions(req, model, { loadedContext, promptTokens: req.kind === "embed" ? null : req.promptTokens }, config.features.contextProtection);
+      const loadedContext = runnerContext(nodes.find((n) => n.id === candidate.nodeId), model);
+      const { options, thinkingBudget, notes, contextRaised, warning } = adjustOptions(req, model, fitOn(req, loadedContext), config.features.contextProtection);
+      if (warning) log.warn(warning);
       const node = registry.get(candidate.nodeId)!;
       if (typeof options.num_ctx === "number") markRunnerContext(node, model, options.num_ctx);
       const call = await callOllama(registry.ollamaUrl(node)!, req.path, JSON.stringify(ollamaBody(req, model, options)), {

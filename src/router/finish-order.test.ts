@@ -16,7 +16,7 @@ const chat = (numPredict?: number) => ({ kind: "chat" as const, promptTokens: 50
 function rank(nodes: NodeView[], req: Parameters<typeof byFinishTime>[3] = chat(), typical: number | null = null, queues = new Queues(), cached?: (nodeId: string) => number) {
   const { registry, config } = testFleet(nodes.map((n) => ({ id: n.id, parallel: 2 })));
   const scored = scoreNodes(nodes, (id) => queues.view(id, MODEL), { model: MODEL, promptTokens: req.promptTokens }, config.scoring).ranked;
-  return quietly(() => byFinishTime({ registry, queues, speeds: speeds(typical) }, nodes, scored, req, cached));
+  return quietly(() => byFinishTime({ config, registry, queues, speeds: speeds(typical) }, nodes, scored, req, cached));
 }
 
 const cold = (id: string, over: Partial<NodeView> = {}) => nodeView(id, { available: [{ name: MODEL, sizeGb: 20 }], ...over });
@@ -73,5 +73,28 @@ describe("session affinity", () => {
     const ranked = rank([hot("other"), hot("last")], turn, 100, queues, onLast);
     expect(ranked.map((c) => c.nodeId)).toEqual(["other", "last"]);
     expect(ranked[0]!.breakdown.cached_tokens).toBeUndefined();
+  });
+});
+
+describe("a reload for context", () => {
+  const loadedAt = (id: string, contextLength: number) => nodeView(id, { available: [{ name: MODEL, sizeGb: 5 }], loaded: [{ name: MODEL, sizeGb: 5, contextLength }] });
+  // 6,000 prompt tokens and room for a 100-token reply outgrow a 4096 runner (herd would send num_ctx 8192), not a 16384 one.
+  const long = { kind: "chat" as const, promptTokens: 6000, options: { num_predict: 100 } };
+
+  test("the node loaded at too small a context pays the load again and keeps no cached prefix: the one loaded big enough wins", () => {
+    const onSmall = (id: string) => (id === "a-small" ? 5000 : 0); // the session's last turn was there
+    const ranked = rank([loadedAt("a-small", 4096), loadedAt("b-big", 16384)], long, 100, new Queues(), onSmall);
+    expect(ranked.map((c) => c.nodeId)).toEqual(["b-big", "a-small"]);
+    expect(ranked[1]!.breakdown).toMatchObject({ load_ms: 0, reload_ms: 2000, prefill_ms: 6000 });
+    expect(ranked[1]!.breakdown.cached_tokens).toBeUndefined();
+    expect(ranked[0]!.breakdown.reload_ms).toBe(0);
+  });
+
+  test("by the dispatcher's rule: a prompt that fits, or a client's num_ctx the runner already fits, is no reload; a prompt that outgrows it, or a bigger num_ctx, is", () => {
+    const reloadMs = (req: Parameters<typeof byFinishTime>[3]) => rank([loadedAt("a", 4096)], req)[0]!.breakdown.reload_ms;
+    expect(reloadMs(chat(100))).toBe(0);
+    expect(reloadMs({ kind: "chat", promptTokens: 500, options: { num_ctx: 2048 } })).toBe(0); // stripped: the runner fits it
+    expect(reloadMs(long)).toBe(2000);
+    expect(reloadMs({ kind: "chat", promptTokens: 500, options: { num_ctx: 16384 } })).toBe(2000);
   });
 });

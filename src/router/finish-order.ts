@@ -1,6 +1,7 @@
 // routing.strategy "finish-time": the scorer's eligible nodes (online, not draining, holding the model,
 // big enough for it) ranked by when the request would finish on each (fleet/finish-time.ts), from the
-// queues, the nodes' memory and the speeds herd learned. Each candidate's score becomes that estimate, in ms.
+// queues, the nodes' memory, the context each has the model loaded with and the speeds herd learned.
+// Each candidate's score becomes that estimate, in ms.
 import type { Config } from "../config/schema.ts";
 import { type InferenceRequest, replyCapOf } from "../core/request.ts";
 import { type FinishBreakdown, type FinishCandidate, type FinishRequest, rankByFinishTime } from "../fleet/finish-time.ts";
@@ -11,13 +12,15 @@ import { diskBytes, type Registry } from "../fleet/registry.ts";
 import type { ReplicaCandidate } from "../fleet/replicas.ts";
 import { type LoadedModel, type NodeView, OS_RESERVE_GB, type Scored, scoreNodes } from "../fleet/scorer.ts";
 import type { Speeds } from "../fleet/speeds.ts";
-import { nodeView } from "./node-view.ts";
+import { adjustOptions, fitOn, reloadsRunner } from "./body-rules.ts";
+import { nodeView, runnerContext } from "./node-view.ts";
 
 /** A reply's length before herd has seen the model answer. */
 export const DEFAULT_REPLY_TOKENS = 256;
 
 /** What the ranking reads of the fleet. */
 export interface FinishSources {
+  config: Pick<Config, "features">;
   registry: Registry;
   queues: Queues;
   speeds: Pick<Speeds, "predict" | "typicalReply">;
@@ -34,12 +37,17 @@ export function byFinishTime(
   sources: FinishSources,
   nodes: readonly NodeView[],
   scored: readonly Scored[],
-  req: Pick<InferenceRequest, "kind" | "promptTokens" | "options">,
+  req: Pick<InferenceRequest, "kind" | "promptTokens" | "options" | "think">,
   cachedPrefixTokens: (nodeId: string) => number = () => 0,
 ): Timed[] {
   const model = scored[0]?.model;
   if (model === undefined) return [];
-  const candidates = finishCandidates(sources, nodes, scored, model, cachedPrefixTokens);
+  // The num_ctx the request would be sent there, by the rule the dispatcher applies, against the runner's.
+  const reloads = (node: NodeView) => {
+    const loaded = runnerContext(node, model);
+    return reloadsRunner(adjustOptions(req, model, fitOn(req, loaded), sources.config.features.contextProtection).options, loaded);
+  };
+  const candidates = finishCandidates(sources, nodes, scored, model, cachedPrefixTokens, reloads);
   const typical = req.kind === "embed" ? 0 : typicalReply(sources, model);
   const cap = req.kind === "embed" ? 0 : replyCapOf(req);
   const outputTokens = cap !== null && cap > 0 ? cap : typical;
@@ -53,7 +61,8 @@ export function replicaInputs(sources: FinishSources & { config: Config }, model
   const nodes = registry.all().map((n) => nodeView(registry, n));
   const scored = scoreNodes(nodes, (id) => queues.view(id, model), { model, promptTokens }, config.scoring).ranked;
   const byId = new Map(nodes.map((n) => [n.id, n]));
-  const candidates = finishCandidates(sources, nodes, scored, model, () => 0).map((c) => ({
+  // A typical request fits the runners as loaded: no reload to price.
+  const candidates = finishCandidates(sources, nodes, scored, model, () => 0, () => false).map((c) => ({
     ...c,
     busyGb: busyModels(byId.get(c.nodeId)!, model, queues).reduce((sum, m) => sum + m.sizeGb, 0),
   }));
@@ -68,6 +77,7 @@ function finishCandidates(
   scored: readonly Scored[],
   model: string,
   cachedPrefixTokens: (nodeId: string) => number,
+  reloads: (node: NodeView) => boolean,
 ): (FinishCandidate & { scored: Scored })[] {
   return scored.map((s) => {
     const node = nodes.find((n) => n.id === s.nodeId)!; // a few nodes: a scan costs less than a map built per request
@@ -84,6 +94,7 @@ function finishCandidates(
       speed: speeds.predict(s.nodeId, model, bytes),
       memory: memoryOf(node, model, queues),
       cachedPrefixTokens: cachedPrefixTokens(s.nodeId),
+      reloadsRunner: reloads(node),
       evidentMemoryGb: evidentMemoryGb(node),
     };
   });
