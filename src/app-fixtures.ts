@@ -18,6 +18,7 @@ import { Queues } from "./fleet/queues.ts";
 import { Registry } from "./fleet/registry.ts";
 import { RepairStats } from "./fleet/repair-stats.ts";
 import { SessionAffinity } from "./fleet/affinity.ts";
+import { PromptCounts } from "./fleet/prompt-counts.ts";
 import { Speeds } from "./fleet/speeds.ts";
 import { ClientGate } from "./router/client-gate.ts";
 import { Toggles } from "./router/toggles.ts";
@@ -45,6 +46,7 @@ export async function idleSources(raw: Record<string, unknown> = {}): Promise<Ap
     warmer: new Warmer(async () => 0),
     toolRepairs: new RepairStats(),
     speeds: new Speeds((id) => registry.bandwidthGbps(id)),
+    promptCounts: new PromptCounts(),
     affinity: new SessionAffinity(),
     modelFacts: new ModelFacts(registry),
     summarise: (ask, signal) => summariseOnFleet(sources, ask, signal),

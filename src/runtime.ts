@@ -32,6 +32,7 @@ import { RepairStats } from "./fleet/repair-stats.ts";
 import { Toggles } from "./router/toggles.ts";
 import { diskBytes, Registry } from "./fleet/registry.ts";
 import { SessionAffinity } from "./fleet/affinity.ts";
+import { PromptCounts } from "./fleet/prompt-counts.ts";
 import { Speeds } from "./fleet/speeds.ts";
 import { RouteError, UserError } from "./errors.ts";
 import { log } from "./log.ts";
@@ -63,6 +64,7 @@ export interface Runtime {
   toolRepairs: RepairStats;
   /** How fast each node:model runs, learned from the answers and loads (kept in the store). */
   speeds: Speeds;
+  promptCounts: PromptCounts;
   /** Which node served each session's last turn (routing.sessionAffinity). */
   affinity: SessionAffinity;
   /** What a node's /api/show says of each model: capabilities (thinking, tools, vision, …) and trained context. */
@@ -122,6 +124,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     warmer: new Warmer(loadModel, (nodeId, model, loadNs) => speeds.observe(nodeId, model, { loadNs }, diskBytes(registry.get(nodeId), model))),
     toolRepairs: new RepairStats(),
     speeds,
+    promptCounts: new PromptCounts(),
     affinity: new SessionAffinity(),
     modelFacts: new ModelFacts(registry),
     summarise: (ask, signal) => summariseOnFleet(rt, ask, signal),

@@ -231,6 +231,26 @@ describe("the context a prompt runs in", () => {
     await sim.stop();
   });
 
+  test("once the model has answered, a prompt herd's estimate says outgrows the runner but the node's own count says fits is sent without a num_ctx raise: no reload", async () => {
+    const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 5000 });
+    onCleanup({ run: () => sim.stop() });
+    const dir = tmpDir();
+    writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [{ id: "n", ollama: "${sim.url}" }], heartbeat: { intervalMs: 200 } };\n`);
+    const { url } = await startRouterProcess(["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+    await eventually(async () => (await getJson(`${url}/api/ps`)).models.length === 1, 3000, "the loaded model");
+    // Long words: ~7.7 characters a word, which the sim counts as a token each, herd's estimate as ~1.9.
+    const prose = (words: number) => Array.from({ length: words }, (_, i) => ["routing", "learns", "speeds", "between", "unlike", "machines", "quickly"][i % 7]).join(" ");
+    for (let i = 0; i < 3; i++) expect((await chat(url, prose(300))).prompt_eval_count).toBeGreaterThan(290);
+
+    const document = prose(1770); // ~3,400 tokens by the estimate: with 1,024 for the reply, over 4096; ~1,800 by the node's count
+    const answered = await chat(url, document);
+    expect(answered.prompt_eval_count).toBeGreaterThan(1770); // all of it evaluated: not cut
+    expect(await loadedContext(sim.url)).toBe(4096);
+    expect(sim.state().counters.loads ?? 0).toBe(0);
+    const trace = await eventually(async () => (await getJson(`${url}/dashboard/api/traces?limit=1`)).traces[0], 3000, "the trace");
+    expect(trace.adjustments).toEqual([]);
+  });
+
   test("a short request sent before any report has seen the bigger runner keeps it too: herd knows the num_ctx it sent", async () => {
     const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 5000 });
     const dir = tmpDir();

@@ -1,7 +1,8 @@
 // How many tokens a prompt or a text is, two ways:
 // - the estimate, 4 characters a token: how the Ollama, Chat Completions and
 //   Responses surfaces size every prompt for routing (the scorer's overflow
-//   check, num_ctx sizing). A size is all routing needs, and tokenizing each
+//   check, num_ctx sizing, there scaled by how the model's own answers counted
+//   herd's prompts: fleet/prompt-counts.ts). A size is all routing needs, and tokenizing each
 //   prompt on the hot path would cost the router milliseconds a request. Also
 //   the thinking share of an answer, which Ollama's eval_count does not split.
 // - the count, with a real BPE tokenizer: cl100k_base from gpt-tokenizer (pure

@@ -206,7 +206,7 @@ export class Speeds {
 }
 
 /** The one name a model's rates are kept under: Ollama's rule for Ollama's models; an MLX model's repo id has no tag. */
-function nameOf(model: string): string {
+export function nameOf(model: string): string {
   return model.startsWith(MLX_PREFIX) ? model : normalizeModelName(model);
 }
 
@@ -215,7 +215,8 @@ function rate(tokens: number | undefined, ns: number | undefined): number | null
   return tokens !== undefined && tokens >= MIN_TOKENS && ns !== undefined && ns > 0 ? tokens / (ns / 1e9) : null;
 }
 
-function ewma(previous: number | null, sample: number): number {
+/** The decaying average: `sample` moves it ALPHA of the way from `previous` (null: none yet). */
+export function ewma(previous: number | null, sample: number): number {
   return previous === null ? sample : previous + ALPHA * (sample - previous);
 }
 

@@ -13,6 +13,7 @@ import type { Pulls } from "../fleet/pulls.ts";
 import type { SessionAffinity } from "../fleet/affinity.ts";
 import type { Queues } from "../fleet/queues.ts";
 import { diskBytes, type Registry } from "../fleet/registry.ts";
+import type { PromptCounts } from "../fleet/prompt-counts.ts";
 import type { Speeds } from "../fleet/speeds.ts";
 import { budgetHeaders } from "../router/body-rules.ts";
 import type { ClientGate } from "../router/client-gate.ts";
@@ -45,6 +46,8 @@ export interface Pipeline {
   toolRepairs: RepairStats;
   /** What each answer teaches of its node's speed, and what routing predicts from it. */
   speeds: Pick<Speeds, "observe" | "predict" | "typicalReply">;
+  /** What each answer's prompt count teaches of its model's tokenizer, and the num_ctx sized from it. */
+  promptCounts: Pick<PromptCounts, "observe" | "expected">;
   /** What a node says of a model: its trained context (context fitting) and whether it thinks. */
   modelFacts: Pick<ModelFacts, "canThink" | "contextLength">;
   /** Where each session's last turn ran: routing's guess of which node still holds its prompt cached. */
@@ -81,7 +84,7 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
   const limit = deadline(rt.live.config, req.kind, rt.shutdown.signal, req.signal);
   let routed: Routed;
   try {
-    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, speeds: rt.speeds, affinity: rt.affinity, config: rt.toggles.apply(rt.live.config), grant: meta.caller }, req, limit.signal);
+    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, speeds: rt.speeds, promptCounts: rt.promptCounts, affinity: rt.affinity, config: rt.toggles.apply(rt.live.config), grant: meta.caller }, req, limit.signal);
   } catch (e) {
     limit.release();
     leave(rt.clients, meta);
@@ -105,6 +108,7 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
     row.prompt_tokens = usage?.promptTokens ?? null;
     row.completion_tokens = usage?.completionTokens ?? null;
     rt.traces.record(row);
+    if (usage && req.kind !== "embed") rt.promptCounts.observe(routed.servedModel, req.promptTokens, usage.promptTokens, routed.contextTokens);
     if (usage) rt.speeds.observe(routed.nodeId, routed.servedModel, learnable(timed(usage, row, req.stream ?? false), routed), diskBytes(rt.registry.get(routed.nodeId), routed.servedModel));
     const ranMs = usage && status === "completed" && routed.backend === "ollama" ? ranMsOf(usage) : null;
     if (ranMs !== null) rt.registry.learnedSlots.observe(routed.nodeId, { othersInFlight: routed.slot.othersInFlight, wallMs: performance.now() - routed.slot.takenAt, ranMs });

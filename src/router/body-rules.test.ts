@@ -1,5 +1,6 @@
 import { expect, test } from "bun:test";
-import { adjustOptions } from "./body-rules.ts";
+import { PromptCounts, SAFETY_MARGIN } from "../fleet/prompt-counts.ts";
+import { adjustOptions, fitOn } from "./body-rules.ts";
 
 const budget = (numPredict: number, model = "qwen3:8b", think?: boolean) =>
   adjustOptions({ options: { num_predict: numPredict }, think }, model, { loadedContext: undefined, promptTokens: null }, "strip");
@@ -18,4 +19,18 @@ test("every reasoning family gets the budget, EXAONE Deep (which thinks in its a
   expect(budget(100, "hf.co/unsloth/Qwen3-8B-GGUF:Q4_K_M").thinkingBudget).toEqual({ requested: 100, sent: 1024 });
   expect(budget(100, "qwen3:8b", false).thinkingBudget).toBeNull();
   expect(budget(100, "llama3.2:3b").thinkingBudget).toBeNull();
+});
+
+test("num_ctx is sized from the model's own count of herd's prompts once it has answered, never below that count plus the margin", () => {
+  const req = { kind: "chat" as const, promptTokens: 3637, options: {} };
+  const numCtx = (counts: PromptCounts) => adjustOptions(req, "llama3.1:8b", fitOn(req, "llama3.1:8b", 4096, counts), "strip").options.num_ctx;
+  const counts = new PromptCounts();
+  expect(numCtx(counts)).toBe(8192); // before any answer: the estimate, as ever
+  counts.observe("llama3.1:8b", 3637, 2406, 4096);
+  expect(numCtx(counts)).toBe(4096);
+  expect(fitOn(req, "llama3.1:8b", 4096, counts).promptTokens).toBeGreaterThanOrEqual(2406 * (1 + SAFETY_MARGIN));
+  // A model whose tokenizer counts more than the estimate gets more room, not less.
+  const fits = { ...req, promptTokens: 3000 };
+  counts.observe("qwen3:8b", 3000, 3600, null);
+  expect(adjustOptions(fits, "qwen3:8b", fitOn(fits, "qwen3:8b", 4096, counts), "strip").options.num_ctx).toBe(8192);
 });

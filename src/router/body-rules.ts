@@ -10,6 +10,7 @@ import type { Config } from "../config/schema.ts";
 import type { Chunk } from "../core/events.ts";
 import type { Conversation, Options } from "../core/conversation.ts";
 import { type InferenceRequest, replyCapOf } from "../core/request.ts";
+import type { PromptCounts } from "../fleet/prompt-counts.ts";
 import { reasons } from "../fleet/thinking-models.ts";
 import { contextSize } from "./context-size.ts";
 import { thinkingTokens } from "../core/tokens.ts";
@@ -35,12 +36,13 @@ export interface Adjusted {
 /** What herd knows about the request's fit on the chosen node; promptTokens null for requests that run no chat (embeddings). */
 export interface Fit {
   loadedContext: number | undefined;
+  /** The prompt as `model`'s tokenizer will likely count it (fleet/prompt-counts.ts). */
   promptTokens: number | null;
 }
 
-/** The request's fit on a node whose runner for the model has `loadedContext` (undefined: none loaded, or not reported). */
-export function fitOn(req: Pick<InferenceRequest, "kind" | "promptTokens">, loadedContext: number | undefined): Fit {
-  return { loadedContext, promptTokens: req.kind === "embed" ? null : req.promptTokens };
+/** The request's fit for `model` on a node whose runner for it has `loadedContext` (undefined: none loaded, or not reported). */
+export function fitOn(req: Pick<InferenceRequest, "kind" | "promptTokens">, model: string, loadedContext: number | undefined, counts: Pick<PromptCounts, "expected">): Fit {
+  return { loadedContext, promptTokens: req.kind === "embed" ? null : counts.expected(model, req.promptTokens) };
 }
 
 /** Sending these options makes Ollama reload the loaded runner: another num_ctx restarts it, and its KV cache goes with it. */

@@ -103,7 +103,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
     async call(candidate, slot, excluded, leftMs) {
       const { model } = candidate;
       const loadedContext = runnerContext(nodes.find((n) => n.id === candidate.nodeId), model);
-      const { options, thinkingBudget, notes, contextRaised, warning } = adjustOptions(req, model, fitOn(req, loadedContext), config.features.contextProtection);
+      const { options, thinkingBudget, notes, contextRaised, warning } = adjustOptions(req, model, fitOn(req, model, loadedContext, deps.promptCounts), config.features.contextProtection);
       if (warning) log.warn(warning);
       const node = registry.get(candidate.nodeId)!;
       if (typeof options.num_ctx === "number") markRunnerContext(node, model, options.num_ctx);
@@ -128,6 +128,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
         adjustments: notes,
         // Known whether affinity steered the choice or not: what the node learns of its prefill rate depends on it.
         cachedPromptTokens: cachedOn(model)(candidate.nodeId),
+        contextTokens: typeof options.num_ctx === "number" ? options.num_ctx : (loadedContext ?? null),
       };
     },
     exhausted: (tried) => unroutable(registry, nodes, models, tried, (model, nodeId) => verdict(model).eliminated.find((e) => e.nodeId === nodeId)?.reason),

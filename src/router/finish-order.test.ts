@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { PromptCounts } from "../fleet/prompt-counts.ts";
 import { Queues } from "../fleet/queues.ts";
 import { type NodeView, scoreNodes } from "../fleet/scorer.ts";
 import { nodeView, quietly, testFleet } from "../fleet/test-fixtures.ts";
@@ -13,10 +14,10 @@ const speeds = (typical: number | null = null) => ({
 });
 const chat = (numPredict?: number) => ({ kind: "chat" as const, promptTokens: 500, options: numPredict === undefined ? {} : { num_predict: numPredict } });
 
-function rank(nodes: NodeView[], req: Parameters<typeof byFinishTime>[3] = chat(), typical: number | null = null, queues = new Queues(), cached?: (nodeId: string) => number) {
+function rank(nodes: NodeView[], req: Parameters<typeof byFinishTime>[3] = chat(), typical: number | null = null, queues = new Queues(), cached?: (nodeId: string) => number, promptCounts = new PromptCounts()) {
   const { registry, config } = testFleet(nodes.map((n) => ({ id: n.id, parallel: 2 })));
   const scored = scoreNodes(nodes, (id) => queues.view(id, MODEL), { model: MODEL, promptTokens: req.promptTokens }, config.scoring).ranked;
-  return quietly(() => byFinishTime({ config, registry, queues, speeds: speeds(typical) }, nodes, scored, req, cached));
+  return quietly(() => byFinishTime({ config, registry, queues, speeds: speeds(typical), promptCounts }, nodes, scored, req, cached));
 }
 
 const cold = (id: string, over: Partial<NodeView> = {}) => nodeView(id, { available: [{ name: MODEL, sizeGb: 20 }], ...over });
@@ -96,5 +97,13 @@ describe("a reload for context", () => {
     expect(reloadMs({ kind: "chat", promptTokens: 500, options: { num_ctx: 2048 } })).toBe(0); // stripped: the runner fits it
     expect(reloadMs(long)).toBe(2000);
     expect(reloadMs({ kind: "chat", promptTokens: 500, options: { num_ctx: 16384 } })).toBe(2000);
+  });
+
+  test("a prompt herd's estimate says outgrows the runner, but the model's own count says fits, is no reload", () => {
+    const estimated = { kind: "chat" as const, promptTokens: 3637, options: {} };
+    const counts = new PromptCounts();
+    expect(rank([loadedAt("a", 4096)], estimated, null, new Queues(), undefined, counts)[0]!.breakdown.reload_ms).toBe(2000);
+    counts.observe(MODEL, 3637, 2406, 4096);
+    expect(rank([loadedAt("a", 4096)], estimated, null, new Queues(), undefined, counts)[0]!.breakdown.reload_ms).toBe(0);
   });
 });

@@ -7,6 +7,7 @@ import { type InferenceRequest, replyCapOf } from "../core/request.ts";
 import { type FinishBreakdown, type FinishCandidate, type FinishRequest, rankByFinishTime } from "../fleet/finish-time.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
 import { GB } from "../fleet/node-models.ts";
+import type { PromptCounts } from "../fleet/prompt-counts.ts";
 import type { Queues } from "../fleet/queues.ts";
 import { diskBytes, type Registry } from "../fleet/registry.ts";
 import type { ReplicaCandidate } from "../fleet/replicas.ts";
@@ -24,6 +25,7 @@ export interface FinishSources {
   registry: Registry;
   queues: Queues;
   speeds: Pick<Speeds, "predict" | "typicalReply">;
+  promptCounts: Pick<PromptCounts, "expected">;
 }
 
 /** A candidate ranked by its finish time: its score is the estimate in ms (lower is sooner), its breakdown the parts. */
@@ -45,7 +47,7 @@ export function byFinishTime(
   // The num_ctx the request would be sent there, by the rule the dispatcher applies, against the runner's.
   const reloads = (node: NodeView) => {
     const loaded = runnerContext(node, model);
-    return reloadsRunner(adjustOptions(req, model, fitOn(req, loaded), sources.config.features.contextProtection).options, loaded);
+    return reloadsRunner(adjustOptions(req, model, fitOn(req, model, loaded, sources.promptCounts), sources.config.features.contextProtection).options, loaded);
   };
   const candidates = finishCandidates(sources, nodes, scored, model, cachedPrefixTokens, reloads);
   const typical = req.kind === "embed" ? 0 : typicalReply(sources, model);

@@ -65,6 +65,7 @@ export async function dispatchMlx(deps: RouterDeps, req: InferenceRequest, model
         thinkingBudget: null,
         adjustments: [],
         cachedPromptTokens: 0,
+        contextTokens: null,
       };
     },
     exhausted({ failures, excluded, full, retries }) {

@@ -5,6 +5,7 @@ import type { OllamaCall } from "../backends/ollama.ts";
 import type { Config } from "../config/schema.ts";
 import type { SessionAffinity } from "../fleet/affinity.ts";
 import type { NodeOrdering } from "../fleet/ordering.ts";
+import type { PromptCounts } from "../fleet/prompt-counts.ts";
 import type { Pulls } from "../fleet/pulls.ts";
 import type { Queues } from "../fleet/queues.ts";
 import type { Registry } from "../fleet/registry.ts";
@@ -32,6 +33,8 @@ export interface Routed extends Answered {
   adjustments: string[];
   /** Prompt tokens session affinity takes the serving node to hold cached for this request (0: none). */
   cachedPromptTokens: number;
+  /** The context the prompt ran in (the num_ctx sent, else the runner's); null when herd does not know it. */
+  contextTokens: number | null;
 }
 
 export interface RouterDeps {
@@ -43,6 +46,8 @@ export interface RouterDeps {
   grant: KeyGrant | null;
   /** What the finish-time strategy predicts from. */
   speeds: Pick<Speeds, "predict" | "typicalReply">;
+  /** How each model's tokenizer counts herd's prompts: num_ctx is sized from it. */
+  promptCounts: Pick<PromptCounts, "expected">;
   /** Which node served each session's last turn, and whether it likely still holds the prompt. */
   affinity: Pick<SessionAffinity, "holder">;
 }
