@@ -108,7 +108,8 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
     row.prompt_tokens = usage?.promptTokens ?? null;
     row.completion_tokens = usage?.completionTokens ?? null;
     rt.traces.record(row);
-    if (usage && req.kind !== "embed") rt.promptCounts.observe(routed.servedModel, req.promptTokens, usage.promptTokens, routed.contextTokens);
+    // Not from a turn herd expects cached: some Ollama versions count only the part they evaluated, an under-count.
+    if (usage && req.kind !== "embed" && routed.cachedPromptTokens === 0) rt.promptCounts.observe(routed.servedModel, req.promptTokens, usage.promptTokens, routed.contextTokens);
     if (usage) rt.speeds.observe(routed.nodeId, routed.servedModel, learnable(timed(usage, row, req.stream ?? false), routed), diskBytes(rt.registry.get(routed.nodeId), routed.servedModel));
     const ranMs = usage && status === "completed" && routed.backend === "ollama" ? ranMsOf(usage) : null;
     if (ranMs !== null) rt.registry.learnedSlots.observe(routed.nodeId, { othersInFlight: routed.slot.othersInFlight, wallMs: performance.now() - routed.slot.takenAt, ranMs });
