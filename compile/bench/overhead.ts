@@ -37,7 +37,7 @@ export function overheadMarkdown(cells: Cell<Targets>[]): string {
   const mark = (ok: boolean) => (ok ? "✓" : "✗");
   const rows = cells.map(({ stream, clients, by: { direct, proxy, json, herd } }) => {
     const [addedP50, addedP99, share] = [herd.p50 - direct.p50, herd.p99 - direct.p99, herd.rps / direct.rps];
-    return `| ${stream ? "stream" : "whole"} | ${clients} | ${ms(direct.p50)} / ${ms(direct.p99)} | ${ms(proxy.p50)} / ${ms(proxy.p99)} | ${ms(json.p50)} / ${ms(json.p99)} | ${ms(herd.p50)} / ${ms(herd.p99)} | ${ms(addedP50)} ${mark(addedP50 < TARGET.addedP50)} / ${ms(addedP99)} ${mark(addedP99 < TARGET.addedP99)} | ${ratio(addedP50, proxy.p50 - direct.p50)} | ${direct.rps.toFixed(0)} / ${proxy.rps.toFixed(0)} (${pct(proxy.rps, direct.rps)}) / ${herd.rps.toFixed(0)} (${pct(herd.rps, direct.rps)} ${mark(share >= TARGET.throughput)}) | ${direct.errors + proxy.errors + json.errors + herd.errors} |`;
+    return `| ${stream ? "stream" : "whole"} | ${clients} | ${ms(direct.p50)} / ${ms(direct.p99)} | ${ms(proxy.p50)} / ${ms(proxy.p99)} | ${ms(json.p50)} / ${ms(json.p99)} | ${ms(herd.p50)} / ${ms(herd.p99)} | ${ms(addedP50)} ${mark(addedP50 < TARGET.addedP50)} / ${ms(addedP99)} ${mark(addedP99 < TARGET.addedP99)} | ${proxy.p50 > direct.p50 ? ratio(addedP50, proxy.p50 - direct.p50) : "—"} | ${direct.rps.toFixed(0)} / ${proxy.rps.toFixed(0)} (${pct(proxy.rps, direct.rps)}) / ${herd.rps.toFixed(0)} (${pct(herd.rps, direct.rps)} ${mark(share >= TARGET.throughput)}) | ${direct.errors + proxy.errors + json.errors + herd.errors} |`;
   });
   const ttft = cells
     .filter((c) => c.stream)
