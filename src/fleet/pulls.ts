@@ -60,8 +60,9 @@ export function noRoomFor(registry: Registry, model: string, nodes: NodeRecord[]
 }
 
 /** After a pull the model is on the node's disk: say so now rather than at the next heartbeat. */
-export function markPulled(node: NodeRecord, model: string): void {
+export function markPulled(node: NodeRecord, model: string, now = Date.now()): void {
   const ollama: OllamaSection | null = node.ollama;
-  if (!ollama || onDisk(node, model)) return;
-  ollama.models_available = [...ollama.models_available, { name: normalizeModelName(model) }];
+  if (!ollama) return;
+  node.pulledAt.set(normalizeModelName(model), now);
+  if (!onDisk(node, model)) ollama.models_available = [...ollama.models_available, { name: normalizeModelName(model) }];
 }

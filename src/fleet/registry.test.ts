@@ -1,6 +1,7 @@
 import { expect, test } from "bun:test";
 import type { Heartbeat } from "./heartbeat.ts";
-import { Registry } from "./registry.ts";
+import { markPulled } from "./pulls.ts";
+import { onDisk, PULL_SETTLE_MS, Registry } from "./registry.ts";
 import { quietly, testConfig } from "./test-fixtures.ts";
 
 const config = testConfig({ nodes: [{ id: "mini" }, { id: "studio", ollama: "http://10.0.0.2:11434" }] });
@@ -29,4 +30,19 @@ test("a proven heartbeat (a node credential, or the agent in this process) is be
   quietly(() => registry.heartbeat(claim("mini"), "10.0.0.3", true));
   const mini = registry.get("mini")!;
   expect([registry.ollamaUrl(mini), registry.isDraining(mini), mini.ollama?.reachable]).toEqual(["http://203.0.113.9:9999", true, false]);
+});
+
+test("a model pulled through herd stays on the node's disk when a report gathered before the pull ended comes in; later the node's word wins", () => {
+  let now = 1_000_000;
+  const registry = new Registry(config, null, () => now);
+  const up = () => ({ ...down, reachable: true, error: null, models_available: [{ name: "qwen3:8b" }] }); // a report is new each time
+  quietly(() => registry.polled("studio", up()));
+  const studio = registry.get("studio")!;
+  markPulled(studio, "llama3.2:1b", now);
+  now += 200;
+  quietly(() => registry.polled("studio", up())); // a poll under way before the pull's success line
+  expect(onDisk(studio, "llama3.2:1b")).toBe(true);
+  now += PULL_SETTLE_MS + 1;
+  quietly(() => registry.polled("studio", up())); // the node still does not list it: it is gone (deleted, or the pull lied)
+  expect(onDisk(studio, "llama3.2:1b")).toBe(false);
 });

@@ -17,6 +17,8 @@ export type NodeStatus = "online" | "degraded" | "offline";
 const OLLAMA_PORT = 11434;
 /** How long an unloaded model still counts as warm (its files are likely still in the page cache). */
 const WARM_FOR_MS = 10 * 60_000;
+/** Longer than any report takes to arrive: a report without a model pulled this long ago is the node's own news. */
+export const PULL_SETTLE_MS = 30_000;
 /** How long load/unload events are kept: the health checks look at the last hour. */
 const LOAD_EVENTS_FOR_MS = 60 * 60_000;
 /** A bound on them whatever a node reports. */
@@ -46,6 +48,11 @@ export interface NodeRecord {
   onlineSince: number | null;
   /** Models the node unloaded, and when: reloading them soon after is cheaper (warm). */
   unloadedAt: Map<string, number>;
+  /**
+   * Models a pull through herd put on the node's disk, and when (ms epoch): a report gathered before the pull ended (a
+   * poll already under way) must not take them off again. Kept for PULL_SETTLE_MS, after which the node's word wins.
+   */
+  pulledAt: Map<string, number>;
   /** Loads and unloads seen between successive reports in the last hour, oldest first. */
   loadEvents: LoadEvent[];
 }
@@ -204,7 +211,7 @@ export class Registry {
     for (const m of node.ollama?.models_loaded ?? []) if (!stillLoaded.has(m.name)) node.unloadedAt.set(m.name, now);
     for (const [name, at] of node.unloadedAt) if (now - at > WARM_FOR_MS || stillLoaded.has(name)) node.unloadedAt.delete(name);
     recordLoadEvents(node, next, now);
-    node.ollama = next;
+    node.ollama = withRecentPulls(node, next, now);
   }
 
   /** Declared nodes with an Ollama URL whose agent is not reporting: the router polls those. */
@@ -302,8 +309,19 @@ function blank(id: string): NodeRecord {
     ollama: null,
     onlineSince: null,
     unloadedAt: new Map(),
+    pulledAt: new Map(),
     loadEvents: [],
   };
+}
+
+/** The report, with the models herd saw pulled onto the node since a report could have been gathered without them. */
+function withRecentPulls(node: NodeRecord, next: OllamaSection, now: number): OllamaSection {
+  const missing: { name: string }[] = [];
+  for (const [name, at] of node.pulledAt) {
+    if (now - at > PULL_SETTLE_MS) node.pulledAt.delete(name);
+    else if (!next.models_available.some((m) => sameModel(m.name, name))) missing.push({ name });
+  }
+  return missing.length ? { ...next, models_available: [...next.models_available, ...missing] } : next;
 }
 
 // Only between two answers: a node that was unreachable did not unload everything, nor reload it on its return.
