@@ -45,6 +45,20 @@ export function fitOn(req: Pick<InferenceRequest, "kind" | "promptTokens">, mode
   return { loadedContext, promptTokens: req.kind === "embed" ? null : counts.expected(model, req.promptTokens) };
 }
 
+/**
+ * The options herd sends `model` on a node whose runner has `loadedContext`: what the dispatcher sends, and what the
+ * ranking prices a reload by, from one rule.
+ */
+export function optionsOn(
+  req: Pick<InferenceRequest, "kind" | "promptTokens"> & Pick<Conversation, "options" | "think">,
+  model: string,
+  loadedContext: number | undefined,
+  counts: Pick<PromptCounts, "expected">,
+  mode: Config["features"]["contextProtection"],
+): Adjusted {
+  return adjustOptions(req, model, fitOn(req, model, loadedContext, counts), mode);
+}
+
 /** Sending these options makes Ollama reload the loaded runner: another num_ctx restarts it, and its KV cache goes with it. */
 export function reloadsRunner({ num_ctx }: Options, loadedContext: number | undefined): boolean {
   return loadedContext !== undefined && typeof num_ctx === "number" && num_ctx !== loadedContext;

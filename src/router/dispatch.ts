@@ -16,7 +16,7 @@ import { markRunnerContext, type Registry } from "../fleet/registry.ts";
 import { type NodeView, type ScoreResult, type Scored, scoreNodes } from "../fleet/scorer.ts";
 import { attempt, type Tried } from "./attempt.ts";
 import { resolveAlias } from "./aliases.ts";
-import { adjustOptions, fitOn } from "./body-rules.ts";
+import { optionsOn } from "./body-rules.ts";
 import { byFinishTime, type Timed } from "./finish-order.ts";
 import { nodeView, runnerContext } from "./node-view.ts";
 import { dispatchMlx } from "./mlx-dispatch.ts";
@@ -103,7 +103,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
     async call(candidate, slot, excluded, leftMs) {
       const { model } = candidate;
       const loadedContext = runnerContext(nodes.find((n) => n.id === candidate.nodeId), model);
-      const { options, thinkingBudget, notes, contextRaised, warning } = adjustOptions(req, model, fitOn(req, model, loadedContext, deps.promptCounts), config.features.contextProtection);
+      const { options, thinkingBudget, notes, contextRaised, warning } = optionsOn(req, model, loadedContext, deps.promptCounts, config.features.contextProtection);
       if (warning) log.warn(warning);
       const node = registry.get(candidate.nodeId)!;
       if (typeof options.num_ctx === "number") markRunnerContext(node, model, options.num_ctx);

@@ -13,7 +13,7 @@ import { diskBytes, type Registry } from "../fleet/registry.ts";
 import type { ReplicaCandidate } from "../fleet/replicas.ts";
 import { type LoadedModel, type NodeView, OS_RESERVE_GB, type Scored, scoreNodes } from "../fleet/scorer.ts";
 import type { Speeds } from "../fleet/speeds.ts";
-import { adjustOptions, fitOn, reloadsRunner } from "./body-rules.ts";
+import { optionsOn, reloadsRunner } from "./body-rules.ts";
 import { nodeView, runnerContext } from "./node-view.ts";
 
 /** A reply's length before herd has seen the model answer. */
@@ -47,7 +47,7 @@ export function byFinishTime(
   // The num_ctx the request would be sent there, by the rule the dispatcher applies, against the runner's.
   const reloads = (node: NodeView) => {
     const loaded = runnerContext(node, model);
-    return reloadsRunner(adjustOptions(req, model, fitOn(req, model, loaded, sources.promptCounts), sources.config.features.contextProtection).options, loaded);
+    return reloadsRunner(optionsOn(req, model, loaded, sources.promptCounts, sources.config.features.contextProtection).options, loaded);
   };
   const candidates = finishCandidates(sources, nodes, scored, model, cachedPrefixTokens, reloads);
   const typical = req.kind === "embed" ? 0 : typicalReply(sources, model);
@@ -62,11 +62,10 @@ export function replicaInputs(sources: FinishSources & { config: Config }, model
   const { registry, queues, config } = sources;
   const nodes = registry.all().map((n) => nodeView(registry, n));
   const scored = scoreNodes(nodes, (id) => queues.view(id, model), { model, promptTokens }, config.scoring).ranked;
-  const byId = new Map(nodes.map((n) => [n.id, n]));
   // A typical request fits the runners as loaded: no reload to price.
   const candidates = finishCandidates(sources, nodes, scored, model, () => 0, () => false).map((c) => ({
     ...c,
-    busyGb: busyModels(byId.get(c.nodeId)!, model, queues).reduce((sum, m) => sum + m.sizeGb, 0),
+    busyGb: busyModels(nodes.find((n) => n.id === c.nodeId)!, model, queues).reduce((sum, m) => sum + m.sizeGb, 0),
   }));
   const typical = typicalReply(sources, model);
   return { candidates, request: { promptTokens, outputTokens: typical, typicalOutputTokens: typical } };
