@@ -17,7 +17,7 @@ export interface FinishCandidate {
   speed: { decodeTps: number; prefillTps: number; loadMs: number };
   /**
    * Room for the model there, in GB: free now, and the sizes of the loaded models nothing uses (which a load
-   * may evict); null when the node's memory is unknown.
+   * may evict); null when the node's memory is unknown, or the model is resident (no load needs room).
    */
   memory: { freeGb: number; idleGb: number[] } | null;
   /** Prompt tokens the node likely still holds cached for this request (session affinity); 0 when none. */

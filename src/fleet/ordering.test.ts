@@ -1,21 +1,10 @@
 import { expect, test } from "bun:test";
 import { NodeOrdering } from "./ordering.ts";
-import type { Scored } from "./scorer.ts";
 
 /** The scorer's ranking, best first: only the node ids matter to the ordering. */
-const ranked = (...ids: string[]): Scored[] =>
-  ids.map((nodeId, i) => ({
-    nodeId,
-    model: "llama3.2:3b",
-    score: 100 - i,
-    breakdown: { model_thermal: 0, memory_fit: 0, queue_depth: 0, wait_time: 0, role_affinity: 0, availability: 0, context_fit: 0 },
-    loaded: true,
-    modelSizeGb: 5,
-    estimatedWaitMs: 0,
-    contextOverflow: null,
-  }));
+const ranked = (...ids: string[]) => ids.map((nodeId) => ({ nodeId }));
 
-const ids = (scored: Scored[]) => scored.map((s) => s.nodeId);
+const ids = (scored: { nodeId: string }[]) => scored.map((s) => s.nodeId);
 const noLoad = () => 0;
 
 test("the score and finish-time strategies try the nodes in the order they were ranked in", () => {

@@ -59,22 +59,35 @@ export type Breakdown = {
   context_fit: number;
 };
 
-export interface Scored {
+/** A node that can serve the model at all (online, not draining, holding it, big enough for it): what every ranking starts from. */
+export interface Eligible {
   nodeId: string;
-  /** The model it was scored for. */
+  node: NodeView;
+  /** The model it was found for. */
   model: string;
-  score: number;
-  breakdown: Breakdown;
   loaded: boolean;
   modelSizeGb: number;
-  estimatedWaitMs: number;
+  /** The context the node's runner for the model was loaded with, when loaded and said. */
+  loadedContext: number | undefined;
   /** The prompt is larger than the loaded context window. */
   contextOverflow: { estimated: number; contextLength: number } | null;
 }
 
+export interface Eligibility {
+  eligible: Eligible[];
+  eliminated: { nodeId: string; reason: string }[];
+}
+
+/** A candidate as the scorer ranked it: its points and their parts. */
+export interface Scored extends Eligible {
+  score: number;
+  breakdown: Breakdown;
+  estimatedWaitMs: number;
+}
+
 export interface ScoreResult {
   ranked: Scored[];
-  eliminated: { nodeId: string; reason: string }[];
+  eliminated: Eligibility["eliminated"];
 }
 
 /** macOS and the rest of the machine keep this much; a model must fit beside it. */
@@ -84,43 +97,61 @@ const FULL_WAIT_PENALTY_MS = 30_000;
 /** A node online this long has earned the whole availability bonus. */
 const SETTLED_S = 600;
 
-export function scoreNodes(
-  nodes: readonly NodeView[],
-  queues: (nodeId: string) => QueueView,
-  req: ScoreRequest,
-  scoring: Config["scoring"],
-): ScoreResult {
+/**
+ * The nodes that can serve `req.model` at all, and why each other node cannot: the scorer's first pass, and all
+ * that routing.strategy "finish-time" reads of it (its estimate ranks them), so no points are counted for it.
+ */
+export function eligibleNodes(nodes: readonly NodeView[], req: ScoreRequest): Eligibility {
+  const eligible: Eligible[] = [];
+  const eliminated: Eligibility["eliminated"] = [];
+  const key = modelKey(req.model);
+  for (const node of nodes) {
+    const out = (reason: string) => eliminated.push({ nodeId: node.id, reason });
+    if (!node.online) {
+      out("offline");
+      continue;
+    }
+    if (node.draining) {
+      out("draining");
+      continue;
+    }
+    const loaded = node.loadedByKey.get(key);
+    const onDisk = node.availableByKey.get(key);
+    if (!loaded && !onDisk) {
+      out("model not on this node");
+      continue;
+    }
+    const sizeGb = loaded?.sizeGb || onDisk?.sizeGb || 0;
+    if (!loaded && node.memoryTotalGb !== null && sizeGb > node.memoryTotalGb - OS_RESERVE_GB) {
+      out(`model needs ${sizeGb} GB; node has ${node.memoryTotalGb} GB less a ${OS_RESERVE_GB} GB OS reserve`);
+      continue;
+    }
+    const contextLength = loaded?.contextLength;
+    const contextOverflow = contextLength && req.promptTokens > contextLength ? { estimated: req.promptTokens, contextLength } : null;
+    eligible.push({ nodeId: node.id, node, model: req.model, loaded: Boolean(loaded), modelSizeGb: sizeGb, loadedContext: contextLength, contextOverflow });
+  }
+  return { eligible, eliminated };
+}
+
+export function scoreNodes(nodes: readonly NodeView[], queues: (nodeId: string) => QueueView, req: ScoreRequest, scoring: Config["scoring"]): ScoreResult {
+  const { eligible, eliminated } = eligibleNodes(nodes, req);
+  return { ranked: scoreEligible(nodes, eligible, queues, scoring), eliminated };
+}
+
+/** The eligible nodes by their points, best first (routing.strategy "score", and the order the classic balancers start from). */
+export function scoreEligible(nodes: readonly NodeView[], eligible: readonly Eligible[], queues: (nodeId: string) => QueueView, scoring: Config["scoring"]): Scored[] {
   const w = scoring.weights;
   const ranked: Scored[] = [];
-  const eliminated: ScoreResult["eliminated"] = [];
   const tieBreak = new Map<string, QueueView>();
   // The reference speeds are those of the nodes that can serve: an offline fast node must not make the rest look slow.
   const bandwidths = nodes.filter((n) => n.online).map((n) => n.bandwidthGbps ?? 0);
   const fastest = Math.max(1, ...bandwidths);
   const knownBandwidth = bandwidths.filter((b) => b > 0);
   const medianBandwidth = knownBandwidth.length ? knownBandwidth.sort((a, b) => a - b)[Math.floor(knownBandwidth.length / 2)]! : 0;
-  const key = modelKey(req.model);
 
-  for (const node of nodes) {
-    if (!node.online) {
-      eliminated.push({ nodeId: node.id, reason: "offline" });
-      continue;
-    }
-    if (node.draining) {
-      eliminated.push({ nodeId: node.id, reason: "draining" });
-      continue;
-    }
-    const loaded = node.loadedByKey.get(key);
-    const onDisk = node.availableByKey.get(key);
-    if (!loaded && !onDisk) {
-      eliminated.push({ nodeId: node.id, reason: "model not on this node" });
-      continue;
-    }
-    const sizeGb = loaded?.sizeGb || onDisk?.sizeGb || 0;
-    if (!loaded && node.memoryTotalGb !== null && sizeGb > node.memoryTotalGb - OS_RESERVE_GB) {
-      eliminated.push({ nodeId: node.id, reason: `model needs ${sizeGb} GB; node has ${node.memoryTotalGb} GB less a ${OS_RESERVE_GB} GB OS reserve` });
-      continue;
-    }
+  for (const e of eligible) {
+    const { node, modelSizeGb: sizeGb, loaded } = e;
+    const key = modelKey(e.model);
     const q = queues(node.id);
     const estimatedWaitMs = (q.pending + Math.max(0, q.inFlight - q.concurrency + 1)) * (q.avgLatencyMs / Math.max(1, q.concurrency));
 
@@ -135,10 +166,7 @@ export function scoreNodes(
 
     const roleAffinity = affinity(node, sizeGb, fastest, scoring) * w.roleAffinity;
     const availability = Math.min(1, node.onlineForS / SETTLED_S) * w.availability;
-
-    const contextLength = loaded?.contextLength;
-    const overflow = contextLength && req.promptTokens > contextLength ? { estimated: req.promptTokens, contextLength } : null;
-    const contextFit = overflow ? 0 : w.contextFit;
+    const contextFit = e.contextOverflow ? 0 : w.contextFit;
 
     const breakdown: Breakdown = {
       model_thermal: round(thermal),
@@ -150,7 +178,7 @@ export function scoreNodes(
       context_fit: round(contextFit),
     };
     const score = round(Object.values(breakdown).reduce((a, b) => a + b, 0));
-    ranked.push({ nodeId: node.id, model: req.model, score, breakdown, loaded: Boolean(loaded), modelSizeGb: sizeGb, estimatedWaitMs, contextOverflow: overflow });
+    ranked.push({ ...e, score, breakdown, estimatedWaitMs });
     tieBreak.set(node.id, q);
   }
   // Equal scores must not all go to whichever node registered first: the less busy, then the longest idle, wins.
@@ -158,7 +186,7 @@ export function scoreNodes(
     const [qa, qb] = [tieBreak.get(a.nodeId)!, tieBreak.get(b.nodeId)!];
     return b.score - a.score || qa.inFlight - qb.inFlight || qa.lastDispatchAt - qb.lastDispatchAt || a.nodeId.localeCompare(b.nodeId);
   });
-  return { ranked, eliminated };
+  return ranked;
 }
 
 /** 0..1: how comfortably the model fits in what the node has free, after loading it. */

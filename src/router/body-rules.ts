@@ -59,6 +59,22 @@ export function optionsOn(
   return adjustOptions(req, model, fitOn(req, model, loadedContext, counts), mode);
 }
 
+/**
+ * optionsOn for one request, remembering its last answer: the ranking asks it of every candidate (most share a model
+ * and a loaded context) and the call again of the one it picked.
+ */
+export function optionsFor(
+  req: Parameters<typeof optionsOn>[0],
+  counts: Pick<PromptCounts, "expected">,
+  mode: Config["features"]["contextProtection"],
+): (model: string, loadedContext: number | undefined) => Adjusted {
+  let last: { model: string; loadedContext: number | undefined; adjusted: Adjusted } | null = null;
+  return (model, loadedContext) => {
+    if (last?.model !== model || last.loadedContext !== loadedContext) last = { model, loadedContext, adjusted: optionsOn(req, model, loadedContext, counts, mode) };
+    return last.adjusted;
+  };
+}
+
 /** Sending these options makes Ollama reload the loaded runner: another num_ctx restarts it, and its KV cache goes with it. */
 export function reloadsRunner({ num_ctx }: Options, loadedContext: number | undefined): boolean {
   return loadedContext !== undefined && typeof num_ctx === "number" && num_ctx !== loadedContext;

@@ -13,12 +13,12 @@ import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
 import { markPulled, noRoomFor, notPullable, pullTargets } from "../fleet/pulls.ts";
 import { ollamaDown, START_OLLAMA } from "../fleet/ollama-down.ts";
 import { markRunnerContext, type Registry } from "../fleet/registry.ts";
-import { type NodeView, type ScoreResult, type Scored, scoreNodes } from "../fleet/scorer.ts";
+import { type Eligibility, type Eligible, eligibleNodes, type NodeView, type Scored, scoreEligible } from "../fleet/scorer.ts";
 import { attempt, type Tried } from "./attempt.ts";
 import { resolveAlias } from "./aliases.ts";
-import { optionsOn } from "./body-rules.ts";
+import { optionsFor } from "./body-rules.ts";
 import { byFinishTime, type Timed } from "./finish-order.ts";
-import { nodeView, runnerContext } from "./node-view.ts";
+import { nodeView } from "./node-view.ts";
 import { dispatchMlx } from "./mlx-dispatch.ts";
 import type { Routed, RouterDeps } from "./routed.ts";
 import { vramSubstitute } from "./vram-fallback.ts";
@@ -74,24 +74,25 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
   const nodes = registry.all().map((n) => nodeView(registry, n));
   const models = [req.model, ...(req.strict ? [] : req.fallbackModels)].map((m) => normalizeModelName(resolveAlias(m, config.modelMap)));
   const requested = models[0]!;
-  // Each model is scored once: the VRAM-fallback check, the candidates and the 503's reasons share the scorer's verdict.
-  const verdicts = new Map<string, ScoreResult>();
-  const verdict = (model: string): ScoreResult => {
-    if (!verdicts.has(model)) verdicts.set(model, scoreNodes(nodes, (id) => queues.view(id, model), { model, promptTokens: req.promptTokens }, config.scoring));
+  // Each model's eligibility is worked out once: the VRAM-fallback check, the ranking and the 503's reasons share it.
+  const verdicts = new Map<string, Eligibility>();
+  const verdict = (model: string): Eligibility => {
+    if (!verdicts.has(model)) verdicts.set(model, eligibleNodes(nodes, { model, promptTokens: req.promptTokens }));
     return verdicts.get(model)!;
   };
-  const score = (model: string): Scored[] => verdict(model).ranked;
+  const eligible = (model: string): Eligible[] => verdict(model).eligible;
   const cached = new Map<string, (nodeId: string) => number>();
   const cachedOn = (model: string) => {
     if (!cached.has(model)) cached.set(model, cachedPrompt(deps, nodes, req, model));
     return cached.get(model)!;
   };
+  const sendOptions = optionsFor(req, deps.promptCounts, config.features.contextProtection);
   const rank = (model: string): Ranked[] => {
-    if (config.routing.strategy !== "finish-time") return score(model);
-    return byFinishTime(deps, nodes, score(model), req, config.routing.sessionAffinity ? cachedOn(model) : undefined);
+    if (config.routing.strategy !== "finish-time") return scoreEligible(nodes, eligible(model), (id) => queues.view(id, model), config.scoring);
+    return byFinishTime(deps, eligible(model), req, config.routing.sessionAffinity ? cachedOn(model) : undefined, sendOptions);
   };
   if (config.features.vramFallback && !req.strict) {
-    const standIn = vramSubstitute(requested, score(requested), nodes, req.needs, (m) => deps.grant?.mayServe(m) ?? true);
+    const standIn = vramSubstitute(requested, eligible(requested), nodes, req.needs, (m) => deps.grant?.mayServe(m) ?? true);
     if (standIn) models.unshift(standIn);
   }
   return attempt(inOrder(deps, models, rank), {
@@ -101,9 +102,8 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
     signal,
     slots: registry,
     async call(candidate, slot, excluded, leftMs) {
-      const { model } = candidate;
-      const loadedContext = runnerContext(nodes.find((n) => n.id === candidate.nodeId), model);
-      const { options, thinkingBudget, notes, contextRaised, warning } = optionsOn(req, model, loadedContext, deps.promptCounts, config.features.contextProtection);
+      const { model, loadedContext } = candidate;
+      const { options, thinkingBudget, notes, contextRaised, warning } = sendOptions(model, loadedContext);
       if (warning) log.warn(warning);
       const node = registry.get(candidate.nodeId)!;
       if (typeof options.num_ctx === "number") markRunnerContext(node, model, options.num_ctx);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { PromptCounts } from "../fleet/prompt-counts.ts";
 import { Queues } from "../fleet/queues.ts";
-import { type NodeView, scoreNodes } from "../fleet/scorer.ts";
+import { eligibleNodes, type NodeView } from "../fleet/scorer.ts";
 import { nodeView, quietly, testFleet } from "../fleet/test-fixtures.ts";
 import { byFinishTime, DEFAULT_REPLY_TOKENS } from "./finish-order.ts";
 
@@ -14,10 +14,10 @@ const speeds = (typical: number | null = null) => ({
 });
 const chat = (numPredict?: number) => ({ kind: "chat" as const, promptTokens: 500, options: numPredict === undefined ? {} : { num_predict: numPredict } });
 
-function rank(nodes: NodeView[], req: Parameters<typeof byFinishTime>[3] = chat(), typical: number | null = null, queues = new Queues(), cached?: (nodeId: string) => number, promptCounts = new PromptCounts()) {
+function rank(nodes: NodeView[], req: Parameters<typeof byFinishTime>[2] = chat(), typical: number | null = null, queues = new Queues(), cached?: (nodeId: string) => number, promptCounts = new PromptCounts()) {
   const { registry, config } = testFleet(nodes.map((n) => ({ id: n.id, parallel: 2 })));
-  const scored = scoreNodes(nodes, (id) => queues.view(id, MODEL), { model: MODEL, promptTokens: req.promptTokens }, config.scoring).ranked;
-  return quietly(() => byFinishTime({ config, registry, queues, speeds: speeds(typical), promptCounts }, nodes, scored, req, cached));
+  const { eligible } = eligibleNodes(nodes, { model: MODEL, promptTokens: req.promptTokens });
+  return quietly(() => byFinishTime({ config, registry, queues, speeds: speeds(typical), promptCounts }, eligible, req, cached));
 }
 
 const cold = (id: string, over: Partial<NodeView> = {}) => nodeView(id, { available: [{ name: MODEL, sizeGb: 20 }], ...over });
@@ -92,7 +92,7 @@ describe("a reload for context", () => {
   });
 
   test("by the dispatcher's rule: a prompt that fits, or a client's num_ctx the runner already fits, is no reload; a prompt that outgrows it, or a bigger num_ctx, is", () => {
-    const reloadMs = (req: Parameters<typeof byFinishTime>[3]) => rank([loadedAt("a", 4096)], req)[0]!.breakdown.reload_ms;
+    const reloadMs = (req: Parameters<typeof byFinishTime>[2]) => rank([loadedAt("a", 4096)], req)[0]!.breakdown.reload_ms;
     expect(reloadMs(chat(100))).toBe(0);
     expect(reloadMs({ kind: "chat", promptTokens: 500, options: { num_ctx: 2048 } })).toBe(0); // stripped: the runner fits it
     expect(reloadMs(long)).toBe(2000);

@@ -3,7 +3,7 @@
 // queues, the nodes' memory, the context each has the model loaded with and the speeds herd learned.
 // Each candidate's score becomes that estimate, in ms.
 import type { Config } from "../config/schema.ts";
-import { type InferenceRequest, replyCapOf } from "../core/request.ts";
+import { replyCapOf } from "../core/request.ts";
 import { type FinishBreakdown, type FinishCandidate, type FinishRequest, rankByFinishTime } from "../fleet/finish-time.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
 import { GB } from "../fleet/node-models.ts";
@@ -11,10 +11,10 @@ import type { PromptCounts } from "../fleet/prompt-counts.ts";
 import type { Queues } from "../fleet/queues.ts";
 import { diskBytes, type Registry } from "../fleet/registry.ts";
 import type { ReplicaCandidate } from "../fleet/replicas.ts";
-import { type LoadedModel, type NodeView, OS_RESERVE_GB, type Scored, scoreNodes } from "../fleet/scorer.ts";
+import { type Eligible, eligibleNodes, type LoadedModel, type NodeView, OS_RESERVE_GB } from "../fleet/scorer.ts";
 import type { Speeds } from "../fleet/speeds.ts";
-import { optionsOn, reloadsRunner } from "./body-rules.ts";
-import { nodeView, runnerContext } from "./node-view.ts";
+import { type Adjusted, optionsFor, reloadsRunner } from "./body-rules.ts";
+import { nodeView } from "./node-view.ts";
 
 /** A reply's length before herd has seen the model answer. */
 export const DEFAULT_REPLY_TOKENS = 256;
@@ -29,74 +29,75 @@ export interface FinishSources {
 }
 
 /** A candidate ranked by its finish time: its score is the estimate in ms (lower is sooner), its breakdown the parts. */
-export type Timed = Omit<Scored, "breakdown"> & { breakdown: FinishBreakdown };
+export type Timed = Eligible & { score: number; breakdown: FinishBreakdown; estimatedWaitMs: number };
 
 /**
- * `cachedPrefixTokens`: per node, the prompt tokens it likely still holds cached for this request (session
- * affinity's input; none by default).
+ * The eligible nodes (fleet/scorer.ts:eligibleNodes) by their estimated finish. `cachedPrefixTokens`: per node, the
+ * prompt tokens it likely still holds cached for this request (session affinity's input; none by default).
+ * `options`: what the request would be sent with on a runner of a given context, the dispatcher's own rule.
  */
 export function byFinishTime(
   sources: FinishSources,
-  nodes: readonly NodeView[],
-  scored: readonly Scored[],
-  req: Pick<InferenceRequest, "kind" | "promptTokens" | "options" | "think">,
+  eligible: readonly Eligible[],
+  req: Parameters<typeof optionsFor>[0],
   cachedPrefixTokens: (nodeId: string) => number = () => 0,
+  options: (model: string, loadedContext: number | undefined) => Adjusted = optionsFor(req, sources.promptCounts, sources.config.features.contextProtection),
 ): Timed[] {
-  const model = scored[0]?.model;
+  const model = eligible[0]?.model;
   if (model === undefined) return [];
   // The num_ctx the request would be sent there, by the rule the dispatcher applies, against the runner's.
-  const reloads = (node: NodeView) => {
-    const loaded = runnerContext(node, model);
-    return reloadsRunner(optionsOn(req, model, loaded, sources.promptCounts, sources.config.features.contextProtection).options, loaded);
-  };
-  const candidates = finishCandidates(sources, nodes, scored, model, cachedPrefixTokens, reloads);
+  const reloads = (e: Eligible) => reloadsRunner(options(model, e.loadedContext).options, e.loadedContext);
+  const candidates = finishCandidates(sources, eligible, model, cachedPrefixTokens, reloads);
   const typical = req.kind === "embed" ? 0 : typicalReply(sources, model);
   const cap = req.kind === "embed" ? 0 : replyCapOf(req);
   const outputTokens = cap !== null && cap > 0 ? cap : typical;
   const { ranked } = rankByFinishTime(candidates, { promptTokens: req.promptTokens, outputTokens, typicalOutputTokens: typical });
-  return ranked.map((e) => ({ ...e.candidate.scored, score: e.ms, breakdown: e.breakdown, estimatedWaitMs: e.breakdown.wait_ms }));
+  return ranked.map(({ candidate: { eligible: e }, ms, breakdown }) => ({
+    nodeId: e.nodeId, node: e.node, model: e.model, loaded: e.loaded, modelSizeGb: e.modelSizeGb, loadedContext: e.loadedContext, contextOverflow: e.contextOverflow,
+    score: ms, breakdown, estimatedWaitMs: breakdown.wait_ms,
+  }));
 }
 
 /** What the rebalancer's replica pass reads for `model` (fleet/replicas.ts): the nodes that could serve it as the estimate sees them, and a typical request. */
-export function replicaInputs(sources: FinishSources & { config: Config }, model: string, promptTokens: number): { candidates: ReplicaCandidate[]; request: FinishRequest } {
-  const { registry, queues, config } = sources;
+export function replicaInputs(sources: FinishSources, model: string, promptTokens: number): { candidates: ReplicaCandidate[]; request: FinishRequest } {
+  const { registry, queues } = sources;
   const nodes = registry.all().map((n) => nodeView(registry, n));
-  const scored = scoreNodes(nodes, (id) => queues.view(id, model), { model, promptTokens }, config.scoring).ranked;
+  const { eligible } = eligibleNodes(nodes, { model, promptTokens });
   // A typical request fits the runners as loaded: no reload to price.
-  const candidates = finishCandidates(sources, nodes, scored, model, () => 0, () => false).map((c) => ({
+  const candidates = finishCandidates(sources, eligible, model, () => 0, () => false).map((c) => ({
     ...c,
-    busyGb: busyModels(nodes.find((n) => n.id === c.nodeId)!, model, queues).reduce((sum, m) => sum + m.sizeGb, 0),
+    busyGb: busyModels(c.eligible.node, model, queues).reduce((sum, m) => sum + m.sizeGb, 0),
   }));
   const typical = typicalReply(sources, model);
   return { candidates, request: { promptTokens, outputTokens: typical, typicalOutputTokens: typical } };
 }
 
-/** The scored nodes as the estimate reads them, each with its score kept. */
+/** The eligible nodes as the estimate reads them, each with its eligibility kept. */
 function finishCandidates(
   { registry, queues, speeds }: FinishSources,
-  nodes: readonly NodeView[],
-  scored: readonly Scored[],
+  eligible: readonly Eligible[],
   model: string,
   cachedPrefixTokens: (nodeId: string) => number,
-  reloads: (node: NodeView) => boolean,
-): (FinishCandidate & { scored: Scored })[] {
-  return scored.map((s) => {
-    const node = nodes.find((n) => n.id === s.nodeId)!; // a few nodes: a scan costs less than a map built per request
-    const q = queues.view(s.nodeId, model);
-    const bytes = diskBytes(registry.get(s.nodeId), model) || s.modelSizeGb * GB;
+  reloads: (e: Eligible) => boolean,
+): (FinishCandidate & { eligible: Eligible })[] {
+  return eligible.map((e) => {
+    const q = queues.view(e.nodeId, model);
+    const bytes = diskBytes(registry.get(e.nodeId), model) || e.modelSizeGb * GB;
+    // A request running there means the model is loaded or loading, before the next report says so.
+    const resident = e.loaded || q.inFlight > 0;
     return {
-      scored: s,
-      nodeId: s.nodeId,
-      // A request running there means the model is loaded or loading, before the next report says so.
-      resident: s.loaded || q.inFlight > 0,
-      sizeGb: s.modelSizeGb,
+      eligible: e,
+      nodeId: e.nodeId,
+      resident,
+      sizeGb: e.modelSizeGb,
       queue: q,
-      slots: registry.parallel(s.nodeId),
-      speed: speeds.predict(s.nodeId, model, bytes),
-      memory: memoryOf(node, model, queues),
-      cachedPrefixTokens: cachedPrefixTokens(s.nodeId),
-      reloadsRunner: reloads(node),
-      evidentMemoryGb: evidentMemoryGb(node),
+      slots: registry.parallel(e.nodeId),
+      speed: speeds.predict(e.nodeId, model, bytes),
+      // Only a load needs room: a resident model's is not counted.
+      memory: resident ? null : memoryOf(e.node, model, queues),
+      cachedPrefixTokens: cachedPrefixTokens(e.nodeId),
+      reloadsRunner: reloads(e),
+      evidentMemoryGb: evidentMemoryGb(e.node),
     };
   });
 }

@@ -27,11 +27,6 @@ export function nodeView(registry: Registry, node: NodeRecord): NodeView {
   };
 }
 
-/** The context the node's runner for `model` was loaded with, as last reported (or as herd last sized it); undefined when not loaded or not said. */
-export function runnerContext(node: NodeView | undefined, model: string): number | undefined {
-  return node?.loadedByKey.get(modelKey(model))?.contextLength;
-}
-
 const NONE: never[] = [];
 
 /**

@@ -5,16 +5,16 @@
 import type { Needs } from "../core/request.ts";
 import { canSubstitute } from "../fleet/model-traits.ts";
 import { sameModel } from "../fleet/model-name.ts";
-import type { NodeView, Scored } from "../fleet/scorer.ts";
+import type { Eligible, NodeView } from "../fleet/scorer.ts";
 
 /**
  * A loaded stand-in for `model`, or null when the model can be served (or nothing fits the bill). `allowed`: whether
  * the client's key may be served a stand-in (auth.clients[].models); the best one it may is chosen.
  */
-export function vramSubstitute(model: string, ranked: Scored[], nodes: NodeView[], needs: Needs, allowed: (model: string) => boolean): string | null {
-  if (!ranked.length) return null;
-  const cannotFit = ranked.every((c) => {
-    const free = nodes.find((n) => n.id === c.nodeId)?.memoryAvailableGb;
+export function vramSubstitute(model: string, eligible: readonly Eligible[], nodes: NodeView[], needs: Needs, allowed: (model: string) => boolean): string | null {
+  if (!eligible.length) return null;
+  const cannotFit = eligible.every((c) => {
+    const free = c.node.memoryAvailableGb;
     return !c.loaded && free !== null && free !== undefined && free < c.modelSizeGb;
   });
   if (!cannotFit) return null;
