@@ -18,7 +18,7 @@ afterEach(() => testOver.abort(new Error("test over")));
 /** Asks for a slot on NODE:MODEL with `concurrency` slots; waits up to LONG unless told otherwise. */
 function acquire(concurrency: number, opts: { waitMs?: number; signal?: AbortSignal; maxPending?: number; node?: string; model?: string } = {}): Promise<Slot> {
   const signal = opts.signal ? AbortSignal.any([opts.signal, testOver.signal]) : testOver.signal;
-  return queues.acquire(opts.node ?? NODE, opts.model ?? MODEL, concurrency, opts.waitMs ?? LONG, signal, opts.maxPending);
+  return Promise.resolve(queues.acquire(opts.node ?? NODE, opts.model ?? MODEL, concurrency, opts.waitMs ?? LONG, signal, opts.maxPending));
 }
 
 /** What a pending acquire came to, without an unhandled rejection: the slot, or the error. */
@@ -30,6 +30,15 @@ test("requests up to the concurrency get a slot at once, without waiting", async
   const slots = await Promise.all([acquire(2), acquire(2)]);
   expect(slots.every((s) => s.waitedMs < 50)).toBe(true);
   expect(view()).toMatchObject({ inFlight: 2, pending: 0, concurrency: 2 });
+});
+
+test("a free slot is handed over in the same turn (no promise to wait on); a wait is a promise", async () => {
+  const free = queues.acquire(NODE, MODEL, 1, LONG, testOver.signal);
+  expect(free).not.toBeInstanceOf(Promise);
+  const waiting = queues.acquire(NODE, MODEL, 1, LONG, testOver.signal);
+  expect(waiting).toBeInstanceOf(Promise);
+  (free as Slot).release("completed");
+  expect((await waiting).waitedMs).toBeGreaterThanOrEqual(0);
 });
 
 test("requests past the concurrency wait in arrival order, each release letting the next one in", async () => {

@@ -96,17 +96,25 @@ export class Queues {
    * signal's reason if it aborts first. A free slot is taken at once, with no timer at all.
    * With `maxPending`, a request that would wait behind that many others is refused at once (QueueFull).
    */
-  async acquire(nodeId: string, model: string, concurrency: number, waitMs: number, signal?: AbortSignal, maxPending?: number): Promise<Slot> {
+  acquire(nodeId: string, model: string, concurrency: number, waitMs: number, signal?: AbortSignal, maxPending?: number): Slot | Promise<Slot> {
     // A client already gone takes no slot, free or not: nothing would read the answer.
-    signal?.throwIfAborted();
+    if (signal?.aborted) return Promise.reject(signal.reason);
     const q = this.queue(nodeId, model);
     q.concurrency = concurrency;
     q.maxPending = maxPending ?? null;
     this.wakeWaiters(q); // a raised limit lets more through at once
     const queuedAt = performance.now();
-    if (q.inFlight < q.concurrency && !q.waiters.length) q.inFlight++;
-    else if (maxPending !== undefined && q.waiters.length >= maxPending) throw new QueueFull(maxPending);
-    else await this.wait(q, waitMs, signal); // the slot is taken for us when our turn comes
+    // A free slot is handed over at once, not a turn of the event loop later.
+    if (q.inFlight < q.concurrency && !q.waiters.length) {
+      q.inFlight++;
+      return this.slot(q, queuedAt);
+    }
+    if (maxPending !== undefined && q.waiters.length >= maxPending) return Promise.reject(new QueueFull(maxPending));
+    return this.wait(q, waitMs, signal).then(() => this.slot(q, queuedAt)); // the slot is taken for us when our turn comes
+  }
+
+  /** The slot a request took on `q` (its inFlight already counted). */
+  private slot(q: Queue, queuedAt: number): Slot {
     q.lastDispatchAt = Date.now();
     const running = { since: q.lastDispatchAt };
     q.running.add(running);

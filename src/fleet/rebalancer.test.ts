@@ -19,7 +19,7 @@ afterEach(() => testOver.abort(new Error("test over")));
 /** `running` requests holding every slot of node:MODEL and `waiting` more behind them; resolves to what each waiter came to. */
 async function load(nodeId: string, running: number, waiting = 0): Promise<Promise<unknown>[]> {
   for (let i = 0; i < running; i++) await queues.acquire(nodeId, MODEL, running, 60_000, testOver.signal);
-  return Array.from({ length: waiting }, () => queues.acquire(nodeId, MODEL, running, 60_000, testOver.signal).then(() => "slot", (e: unknown) => e));
+  return Array.from({ length: waiting }, () => Promise.resolve(queues.acquire(nodeId, MODEL, running, 60_000, testOver.signal)).then(() => "slot", (e: unknown) => e));
 }
 
 /** One rebalancer pass over a fleet of `nodes`. */

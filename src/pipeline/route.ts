@@ -148,7 +148,8 @@ async function answer(rt: Pipeline, req: InferenceRequest, encoder: Encoder, rou
   }
   // A client that asked for one answer gets one answer or one error, even from a node that streams anyway.
   if (!req.stream) {
-    const failure = await gather(routed, req.kind, limit);
+    const gathering = gather(routed, req.kind, limit);
+    const failure = gathering instanceof Promise ? await gathering : gathering;
     if (failure) {
       finish(req.signal.aborted ? "client_disconnected" : "failed", null, failure.message);
       return encoder.error(failure.status, failure.message, fleetHeaders(requested, routed, routed.retries));

@@ -62,7 +62,8 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
     attempts++;
     let slot: Slot;
     try {
-      slot = await a.queues.acquire(c.nodeId, c.model, a.slots.parallel(c.nodeId), Math.max(0, Math.round(deadline - performance.now())), a.signal, a.maxPending);
+      const taken = a.queues.acquire(c.nodeId, c.model, a.slots.parallel(c.nodeId), Math.max(0, Math.round(deadline - performance.now())), a.signal, a.maxPending);
+      slot = taken instanceof Promise ? await taken : taken;
     } catch (e) {
       first = false;
       if (a.signal.aborted) throw e;

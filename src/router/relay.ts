@@ -174,34 +174,46 @@ async function nextChunks(routed: Routed, encoder: Encoder, send: (bytes: string
  * node streams anyway (NDJSON for stream:false), the whole answer is read before anything is sent, and its
  * chunks are put in `arrived` for the relay. Says why it did not end well, or null.
  */
-export async function gather(routed: Routed, kind: RequestKind, signal: AbortSignal): Promise<{ status: number; message: string } | null> {
+export function gather(routed: Routed, kind: RequestKind, signal: AbortSignal): Promise<Gathered> | Gathered {
   const call = routed.call;
   const chunks = [call.first, ...(call.arrived ?? [])];
-  let ended = kind === "embed" || chunks.some((c) => endOf(c));
-  if (!ended) {
-    const stop = () => call.cancel();
-    signal.addEventListener("abort", stop, { once: true });
-    try {
-      // Batch by batch, not a for-await: leaving that loop would close the node's body before its end.
-      while (!ended) {
-        const next = await call.rest.next();
-        if (next.done) break;
-        chunks.push(...next.value);
-        ended = next.value.some((c) => endOf(c));
-      }
-    } catch (e) {
-      if (!signal.aborted) return { status: 502, message: `node ${routed.nodeId} failed mid-answer: ${(e as Error).message}` };
-    } finally {
-      signal.removeEventListener("abort", stop);
+  // Most whole answers are: no read to wait for, so no turn of the event loop either.
+  if (kind === "embed" || chunks.some((c) => endOf(c))) return gathered(routed, kind, chunks, false);
+  return gatherRest(routed, kind, chunks, signal);
+}
+
+type Gathered = { status: number; message: string } | null;
+
+async function gatherRest(routed: Routed, kind: RequestKind, chunks: Chunk[], signal: AbortSignal): Promise<Gathered> {
+  const call = routed.call;
+  let ended = false;
+  const stop = () => call.cancel();
+  signal.addEventListener("abort", stop, { once: true });
+  try {
+    // Batch by batch, not a for-await: leaving that loop would close the node's body before its end.
+    while (!ended) {
+      const next = await call.rest.next();
+      if (next.done) break;
+      chunks.push(...next.value);
+      ended = next.value.some((c) => endOf(c));
     }
-    if (signal.aborted) {
-      const reason = signal.reason as Error;
-      return { status: reason instanceof RouteError ? reason.status : 502, message: reason.message };
-    }
+  } catch (e) {
+    if (!signal.aborted) return { status: 502, message: `node ${routed.nodeId} failed mid-answer: ${(e as Error).message}` };
+  } finally {
+    signal.removeEventListener("abort", stop);
   }
+  if (signal.aborted) {
+    const reason = signal.reason as Error;
+    return { status: reason instanceof RouteError ? reason.status : 502, message: reason.message };
+  }
+  return gathered(routed, kind, chunks, true);
+}
+
+/** The gathered chunks as the relay's (`read`: some came after those the call began with), or why they do not make an answer. */
+function gathered(routed: Routed, kind: RequestKind, chunks: Chunk[], read: boolean): Gathered {
   const last = chunks.map((c) => endOf(c)).find((e) => e);
   if (last?.type === "error") return { status: 502, message: last.message };
   if (!last && kind !== "embed") return { status: 502, message: `node ${routed.nodeId} closed the stream before it finished` };
-  routed.call = { ...call, arrived: chunks.slice(1) };
+  if (read) routed.call = { ...routed.call, arrived: chunks.slice(1) };
   return null;
 }
