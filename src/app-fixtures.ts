@@ -22,6 +22,7 @@ import { PromptCounts } from "./fleet/prompt-counts.ts";
 import { Speeds } from "./fleet/speeds.ts";
 import { ClientGate } from "./router/client-gate.ts";
 import { Toggles } from "./router/toggles.ts";
+import { AfterAnswer } from "./pipeline/after-answer.ts";
 import { summariseOnFleet } from "./pipeline/summarise.ts";
 import { WorkerRoster } from "./store/agent-workers.ts";
 import { migrate } from "./store/db.ts";
@@ -45,6 +46,7 @@ export async function idleSources(raw: Record<string, unknown> = {}): Promise<Ap
     pins: new Pins(store, live, registry),
     warmer: new Warmer(async () => 0),
     toolRepairs: new RepairStats(),
+    afterAnswer: new AfterAnswer(),
     speeds: new Speeds((id) => registry.bandwidthGbps(id)),
     promptCounts: new PromptCounts(),
     affinity: new SessionAffinity(),

@@ -12,6 +12,7 @@ import { serverBodyCap } from "./auth/limits.ts";
 import type { LiveConfig } from "./config/live.ts";
 import type { Config } from "./config/schema.ts";
 import type { OtlpExport } from "./pipeline/otlp.ts";
+import { AfterAnswer } from "./pipeline/after-answer.ts";
 import { summariseOnFleet } from "./pipeline/summarise.ts";
 import type { Summarise } from "./router/compaction.ts";
 import { BenchmarkRunner } from "./fleet/benchmark.ts";
@@ -62,6 +63,8 @@ export interface Runtime {
   /** Loads models on nodes for the pins (the preloader, POST /fleet/pin). */
   warmer: Warmer;
   toolRepairs: RepairStats;
+  /** Each answer's bookkeeping (trace row, learned speeds and slots, token counts), done once the answer is out. */
+  afterAnswer: AfterAnswer;
   /** How fast each node:model runs, learned from the answers and loads (kept in the store). */
   speeds: Speeds;
   promptCounts: PromptCounts;
@@ -123,6 +126,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     pins: new Pins(store, live, registry),
     warmer: new Warmer(loadModel, (nodeId, model, loadNs) => speeds.observe(nodeId, model, { loadNs }, diskBytes(registry.get(nodeId), model))),
     toolRepairs: new RepairStats(),
+    afterAnswer: new AfterAnswer(),
     speeds,
     promptCounts: new PromptCounts(),
     affinity: new SessionAffinity(),
@@ -186,6 +190,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
       await rt.telemetry.stop(); // a roll-up being read or sent, too
       await rt.agents.close(); // ends the workers and their panes; a send still waiting answers "failed"
       await drain(app, server, rt);
+      rt.afterAnswer.flush(); // the last answers' rows and lessons, before the writer and the store close
       await rt.traces.close();
       await otlp.stop(); // after the traces: their last rows' spans go out too
       learnedSaver.stop(); // saves what the last answers taught

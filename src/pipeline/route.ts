@@ -32,6 +32,7 @@ import { decideThink } from "./thinking.ts";
 import { deadline } from "./deadline.ts";
 import { errorHeaders, fleetHeaders } from "../core/fleet-headers.ts";
 import { keepRefused, newTrace, traceEnd, traceRefused, traceServed } from "./trace.ts";
+import type { AfterAnswer } from "./after-answer.ts";
 
 /** What the request pipeline reads, for a chat (route), a node service's answer (runService) and native embeddings alike. */
 export interface Pipeline {
@@ -56,6 +57,8 @@ export interface Pipeline {
   summarise: Summarise;
   /** Aborted when a stop's grace period runs out: what is still waiting or streaming ends with an error. */
   shutdown: AbortController;
+  /** Where each answer's bookkeeping waits until the answer is out. */
+  afterAnswer: Pick<AfterAnswer, "later">;
 }
 
 export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encoder, meta: RouteMeta): Promise<Response> {
@@ -104,15 +107,8 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
     const row = traceEnd(trace, status, started, error);
     routed.slot.release(status === "completed" ? "completed" : "failed", row.latency_ms!);
     leave(rt.clients, meta);
-    const usage = done && usageOf(done);
-    row.prompt_tokens = usage?.promptTokens ?? null;
-    row.completion_tokens = usage?.completionTokens ?? null;
-    rt.traces.record(row);
-    // Not from a turn herd expects cached: some Ollama versions count only the part they evaluated, an under-count.
-    if (usage && req.kind !== "embed" && routed.cachedPromptTokens === 0) rt.promptCounts.observe(routed.servedModel, req.promptTokens, usage.promptTokens, routed.contextTokens);
-    if (usage) rt.speeds.observe(routed.nodeId, routed.servedModel, learnable(timed(usage, row, req.stream ?? false), routed), diskBytes(rt.registry.get(routed.nodeId), routed.servedModel));
-    const ranMs = usage && status === "completed" && routed.backend === "ollama" ? ranMsOf(usage) : null;
-    if (ranMs !== null) rt.registry.learnedSlots.observe(routed.nodeId, { othersInFlight: routed.slot.othersInFlight, wallMs: performance.now() - routed.slot.takenAt, ranMs });
+    const wallMs = performance.now() - routed.slot.takenAt;
+    rt.afterAnswer.later(() => account(rt, req, routed, row, status, done, wallMs));
   };
   // Whatever goes wrong from here, the node's slot and the client's place are given back.
   try {
@@ -125,6 +121,20 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
     finish("failed", null, error.message);
     return encoder.error(error.status, error.message, errorHeaders(requested, error));
   }
+}
+
+/** What the answer teaches: its trace row, the node's speed and parallel slots (`wallMs`: its slot's time), the model's token counts. */
+function account(rt: Pipeline, req: InferenceRequest, routed: Routed, row: Trace, status: TraceStatus, done: Chunk | null, wallMs: number): void {
+  const usage = done && usageOf(done);
+  row.prompt_tokens = usage?.promptTokens ?? null;
+  row.completion_tokens = usage?.completionTokens ?? null;
+  rt.traces.record(row);
+  if (!usage) return;
+  // Not from a turn herd expects cached: some Ollama versions count only the part they evaluated, an under-count.
+  if (req.kind !== "embed" && routed.cachedPromptTokens === 0) rt.promptCounts.observe(routed.servedModel, req.promptTokens, usage.promptTokens, routed.contextTokens);
+  rt.speeds.observe(routed.nodeId, routed.servedModel, learnable(timed(usage, row, req.stream ?? false), routed), diskBytes(rt.registry.get(routed.nodeId), routed.servedModel));
+  const ranMs = status === "completed" && routed.backend === "ollama" ? ranMsOf(usage) : null;
+  if (ranMs !== null) rt.registry.learnedSlots.observe(routed.nodeId, { othersInFlight: routed.slot.othersInFlight, wallMs, ranMs });
 }
 
 /** The stages that need the model the request will run on, once it is resolved and admitted (only agents' surfaces ask for them): context fitting, thinking. */
