@@ -20,21 +20,57 @@ export interface Served {
 }
 
 export function fleetHeaders(requested: string, served: Served | null, retries: number): Record<string, string> {
-  const headers: Record<string, string> = {
+  const headers = identityHeaders(requested, served);
+  addVerdict((name, value) => (headers[name] = value), served, retries);
+  return headers;
+}
+
+/** What names the node, the model and the backend: the same for every answer that node gives that model for that name. */
+function identityHeaders(requested: string, served: Served | null): Record<string, string> {
+  return {
     "X-Fleet-Node": served?.nodeId ?? "none",
     "X-Fleet-Served-Model": headerValue(served?.servedModel ?? "none"),
     "X-Fleet-Requested-Model": headerValue(requested),
     "X-Fleet-Fallback": String(served?.fallback ?? false),
     "X-Fleet-Backend": served?.backend ?? "none",
-    "X-Fleet-Retries": String(retries),
   };
-  if (served?.score != null) headers["X-Fleet-Score"] = String(Math.round(served.score));
-  if (served?.breakdown) headers["X-Fleet-Score-Breakdown"] = Object.entries(served.breakdown).map(([part, value]) => `${part}=${value}`).join("; ");
-  if (served?.contextOverflow) {
-    headers["X-Fleet-Context-Overflow"] = `estimated_tokens=${served.contextOverflow.estimated}; context_length=${served.contextOverflow.contextLength}`;
+}
+
+/** What is this request's own: its retries, and the routing's verdict. */
+function addVerdict(set: (name: string, value: string) => void, served: Served | null, retries: number): void {
+  set("X-Fleet-Retries", String(retries));
+  if (served?.score != null) set("X-Fleet-Score", String(Math.round(served.score)));
+  if (served?.breakdown) {
+    let parts = "";
+    for (const part in served.breakdown) parts += `${parts ? "; " : ""}${part}=${served.breakdown[part]}`;
+    set("X-Fleet-Score-Breakdown", parts);
   }
+  if (served?.contextOverflow) {
+    set("X-Fleet-Context-Overflow", `estimated_tokens=${served.contextOverflow.estimated}; context_length=${served.contextOverflow.contextLength}`);
+  }
+}
+
+/**
+ * The headers of an answer a node gave, as fleetHeaders makes them, with its content type: the part every answer of
+ * that node, model and name shares is built once (a few of them are in use at a time) and copied, which costs a
+ * Response far less than a fresh object of every header.
+ */
+export function answerHeaders(contentType: string, requested: string, served: Served, retries: number, extra: Record<string, string>): Headers {
+  const key = `${contentType}\n${requested}\n${served.nodeId}\n${served.servedModel}\n${served.backend}\n${served.fallback}`;
+  let shared = identities.get(key);
+  if (!shared) {
+    if (identities.size >= MAX_IDENTITIES) identities.clear(); // names a client made up must not grow it
+    shared = new Headers({ "content-type": contentType, ...identityHeaders(requested, served) });
+    identities.set(key, shared);
+  }
+  const headers = new Headers(shared);
+  addVerdict((name, value) => headers.set(name, value), served, retries);
+  for (const name in extra) headers.set(name, extra[name]!);
   return headers;
 }
+
+const identities = new Map<string, Headers>();
+const MAX_IDENTITIES = 256;
 
 /** The headers of a request nothing served: the node whose answer the error is, if any; Retry-After when the error knows when. */
 export function errorHeaders(requested: string, error: RouteError): Record<string, string> {

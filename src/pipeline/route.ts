@@ -30,7 +30,7 @@ import { fitContext } from "./context-fit.ts";
 import { resolveAgentModel } from "./resolve.ts";
 import { decideThink } from "./thinking.ts";
 import { deadline } from "./deadline.ts";
-import { errorHeaders, fleetHeaders } from "../core/fleet-headers.ts";
+import { answerHeaders, errorHeaders, fleetHeaders } from "../core/fleet-headers.ts";
 import { keepRefused, newTrace, traceEnd, traceRefused, traceServed } from "./trace.ts";
 import type { AfterAnswer } from "./after-answer.ts";
 
@@ -173,7 +173,7 @@ async function answer(rt: Pipeline, req: InferenceRequest, encoder: Encoder, rou
   const clientReadMs = rt.live.config.timeouts.clientReadMs;
   return new Response(relay(routed, req.kind, encoder, repair, finish, limit, clientReadMs), {
     status: routed.call.status,
-    headers: { "content-type": encoder.contentType, ...fleetHeaders(requested, routed, routed.retries), ...budget },
+    headers: answerHeaders(encoder.contentType, requested, routed, routed.retries, budget),
   });
 }
 
