@@ -20,6 +20,9 @@ export interface NodeView {
   /** The same two lists by modelKey, for the lookups every request makes. */
   loadedByKey: ReadonlyMap<string, LoadedModel>;
   availableByKey: ReadonlyMap<string, DiskModel>;
+  /** What the loaded models take together, and the biggest model on disk, in GB: worked out once per list the node reports. */
+  loadedGb: number;
+  largestOnDiskGb: number;
   /** Models this node unloaded recently: a reload is faster (files in page cache). */
   recentlyLoaded: string[];
 }

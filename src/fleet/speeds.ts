@@ -113,17 +113,24 @@ export class Speeds {
   /** What `model` (of `sizeBytes`; 0: unknown) will do on the node: its own learned rates, else the node's factor × size. */
   predict(nodeId: string, model: string, sizeBytes: number): SpeedPrediction {
     const row = this.rows.get(nodeId)?.get(nameOf(model));
+    // Every figure learned: the node's factor (a pass over the fleet's tallies) is not needed. Routing asks this of every candidate.
+    if (row && row.decodeTps !== null && row.prefillTps !== null && row.loadMs !== null) {
+      return { decodeTps: row.decodeTps, prefillTps: row.prefillTps, loadMs: row.loadMs, source: "learned", sources: ALL_LEARNED };
+    }
     const bytes = sizeBytes > 0 ? sizeBytes : row?.sizeBytes || DEFAULT_MODEL_BYTES;
     const factor = this.factor(nodeId);
-    const decode = row?.decodeTps != null ? { value: row.decodeTps, source: "learned" as const } : { value: factor.decodeBytesPerS / bytes, source: factor.sources.decode };
-    const prefill = row?.prefillTps != null ? { value: row.prefillTps, source: "learned" as const } : { value: factor.prefillBytesPerS / bytes, source: factor.sources.prefill };
-    const load = row?.loadMs != null ? { value: row.loadMs, source: "learned" as const } : { value: (bytes / factor.loadBytesPerS) * 1000, source: factor.sources.load };
+    const [decodeTps, prefillTps, loadMs] = [row?.decodeTps ?? null, row?.prefillTps ?? null, row?.loadMs ?? null];
+    const sources = {
+      decode: decodeTps === null ? factor.sources.decode : ("learned" as const),
+      prefill: prefillTps === null ? factor.sources.prefill : ("learned" as const),
+      load: loadMs === null ? factor.sources.load : ("learned" as const),
+    };
     return {
-      decodeTps: decode.value,
-      prefillTps: prefill.value,
-      loadMs: load.value,
-      source: decode.source,
-      sources: { decode: decode.source, prefill: prefill.source, load: load.source },
+      decodeTps: decodeTps ?? factor.decodeBytesPerS / bytes,
+      prefillTps: prefillTps ?? factor.prefillBytesPerS / bytes,
+      loadMs: loadMs ?? (bytes / factor.loadBytesPerS) * 1000,
+      source: sources.decode,
+      sources,
     };
   }
 
@@ -206,6 +213,8 @@ export class Speeds {
 }
 
 /** The one name a model's rates are kept under: Ollama's rule for Ollama's models; an MLX model's repo id has no tag. */
+const ALL_LEARNED: SpeedPrediction["sources"] = Object.freeze({ decode: "learned", prefill: "learned", load: "learned" });
+
 export function nameOf(model: string): string {
   return model.startsWith(MLX_PREFIX) ? model : normalizeModelName(model);
 }

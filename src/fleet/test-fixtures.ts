@@ -26,7 +26,7 @@ export function testConfig(raw: Record<string, unknown> = {}): Config {
  * A node as the scorer sees it: online, undrained, 64 GB with 48 GB free, settled (online for an hour),
  * bandwidth unknown, no models; `over` sets the rest. The by-key maps follow the lists, as dispatch builds them.
  */
-export function nodeView(id: string, over: Partial<Omit<NodeView, "id" | "loadedByKey" | "availableByKey">> = {}): NodeView {
+export function nodeView(id: string, over: Partial<Omit<NodeView, "id" | "loadedByKey" | "availableByKey" | "loadedGb" | "largestOnDiskGb">> = {}): NodeView {
   const loaded = over.loaded ?? [];
   const available = over.available ?? [];
   return {
@@ -43,6 +43,8 @@ export function nodeView(id: string, over: Partial<Omit<NodeView, "id" | "loaded
     available,
     loadedByKey: byKey(loaded),
     availableByKey: byKey(available),
+    loadedGb: loaded.reduce((sum, m) => sum + m.sizeGb, 0),
+    largestOnDiskGb: Math.max(0, ...available.map((m) => m.sizeGb)),
   };
 }
 

@@ -109,8 +109,7 @@ const typicalReply = ({ speeds }: FinishSources, model: string) => speeds.typica
  * models loaded; and the loaded models no request uses there now, which a load may evict. Null when unknown.
  */
 function memoryOf(node: NodeView, model: string, queues: Queues): FinishCandidate["memory"] {
-  const loadedGb = node.loaded.reduce((sum, m) => sum + m.sizeGb, 0);
-  const freeGb = node.memoryAvailableGb ?? (node.memoryTotalGb === null ? null : node.memoryTotalGb - OS_RESERVE_GB - loadedGb);
+  const freeGb = node.memoryAvailableGb ?? (node.memoryTotalGb === null ? null : node.memoryTotalGb - OS_RESERVE_GB - node.loadedGb);
   if (freeGb === null) return null;
   const busy = busyModels(node, model, queues);
   const idleGb = node.loaded.filter((m) => modelKey(m.name) !== modelKey(model) && !busy.includes(m)).map((m) => m.sizeGb);
@@ -128,6 +127,5 @@ function busyModels(node: NodeView, model: string, queues: Queues): LoadedModel[
 
 /** The node's memory as reported or declared, else the least it must have: its loaded models together, or its biggest on disk. */
 function evidentMemoryGb(node: NodeView): number {
-  const sum = (models: readonly { sizeGb: number }[]) => models.reduce((total, m) => total + m.sizeGb, 0);
-  return node.memoryTotalGb ?? Math.max(sum(node.loaded), ...node.available.map((m) => m.sizeGb), 0);
+  return node.memoryTotalGb ?? Math.max(node.loadedGb, node.largestOnDiskGb);
 }

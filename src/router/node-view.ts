@@ -23,6 +23,8 @@ export function nodeView(registry: Registry, node: NodeRecord): NodeView {
     loadedByKey: loaded.byKey,
     available: available.list,
     availableByKey: available.byKey,
+    loadedGb: loaded.totalGb,
+    largestOnDiskGb: available.largestGb,
     recentlyLoaded: [...node.unloadedAt.keys()],
   };
 }
@@ -33,20 +35,27 @@ const NONE: never[] = [];
  * A node's model list as the scorer reads it, and by modelKey: built once per list, not per request. A heartbeat,
  * a poll or a pull replaces a node's list (never edits it), so the list itself is the cache key.
  */
-class ModelViews<M, V extends { name: string }> {
-  private readonly cache = new WeakMap<readonly M[], { list: V[]; byKey: Map<string, V> }>();
+class ModelViews<M, V extends { name: string; sizeGb: number }> {
+  private readonly cache = new WeakMap<readonly M[], Views<V>>();
 
-  of(models: readonly M[], view: (m: M) => V): { list: V[]; byKey: Map<string, V> } {
+  of(models: readonly M[], view: (m: M) => V): Views<V> {
     let views = this.cache.get(models);
     if (!views) {
       const list = models.map(view);
       const byKey = new Map<string, V>();
       for (const v of list) if (!byKey.has(modelKey(v.name))) byKey.set(modelKey(v.name), v);
-      views = { list, byKey };
+      views = { list, byKey, totalGb: list.reduce((sum, m) => sum + m.sizeGb, 0), largestGb: Math.max(0, ...list.map((m) => m.sizeGb)) };
       this.cache.set(models, views);
     }
     return views;
   }
+}
+
+interface Views<V> {
+  list: V[];
+  byKey: Map<string, V>;
+  totalGb: number;
+  largestGb: number;
 }
 
 const loadedViews = new ModelViews<OllamaSection["models_loaded"][number], LoadedModel>();
