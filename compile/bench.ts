@@ -20,6 +20,9 @@ import { fuzzMemoryRow, measureFuzzMemory } from "./bench/fuzz-memory.ts";
 import { startHerd } from "./bench/herd-process.ts";
 import { loadMarkdown, measureLoad } from "./bench/load.ts";
 import { MODEL } from "./bench/matrix.ts";
+
+/** What each simulated node holds on disk: the model the load asks for (loaded) and two more, as a Mac would. */
+const FLEET_MODELS = [MODEL, "qwen3:8b", "gemma3:4b"];
 import { measureOverhead, overheadMarkdown } from "./bench/overhead.ts";
 import { compareStrategies, routingMarkdown } from "./bench/routing.ts";
 import { measureTelemetry, telemetryMarkdown } from "./bench/telemetry.ts";
@@ -41,14 +44,19 @@ const oneNode = { nodes: [{ id: "bench", ollama: sim.url, parallel: 256 }] };
 try {
   if (runs("binary")) out.push(binaryMarkdown(HOST_TARGET, await measureBinary(bin, oneNode), fuzzMemoryRow(await measureFuzzMemory(bin))));
   if (runs("overhead")) {
-    const herd = await startHerd(bin, oneNode);
-    const before = process.env.HERD_BENCH_BEFORE ? await startHerd(process.env.HERD_BENCH_BEFORE, oneNode) : undefined;
+    // Beside the one node, a fleet of three (each with three models on disk, the asked one loaded): what routing costs
+    // per candidate, as a user with a Studio, a Mini and a laptop pays it.
+    const fleet = await Promise.all(["studio", "mini", "laptop"].map((id) => startSimOllama({ id, models: FLEET_MODELS, loaded: [MODEL], tokensPerSecond: 1_000_000 })));
+    const threeNodes = { nodes: fleet.map((s) => ({ id: s.id, ollama: s.url, parallel: 256 })) };
+    const before = process.env.HERD_BENCH_BEFORE;
+    const started = await Promise.all([startHerd(bin, oneNode), startHerd(bin, threeNodes), ...(before ? [startHerd(before, oneNode), startHerd(before, threeNodes)] : [])]);
+    const [herd, herd3, old, old3] = started;
     try {
-      for (const h of [herd, before]) while (h && !(await fetch(`${h.url}/api/tags`).then(async (r) => ((await r.json()) as { models: unknown[] }).models.length > 0))) await Bun.sleep(50);
-      out.push(overheadMarkdown(await measureOverhead(sim.url, herd, before)));
+      for (const h of started) while (!(await fetch(`${h.url}/api/tags`).then(async (r) => ((await r.json()) as { models: unknown[] }).models.length > 0))) await Bun.sleep(50);
+      out.push(overheadMarkdown(await measureOverhead(sim.url, { herd: herd!, herd3: herd3!, ...(old && old3 ? { before: old, before3: old3 } : {}) })));
     } finally {
-      await herd.stop();
-      await before?.stop();
+      await Promise.all(started.map((h) => h.stop()));
+      await Promise.all(fleet.map((s) => s.stop()));
     }
   }
   if (runs("client")) out.push(clientsMarkdown(await compareClients(sim.url)));

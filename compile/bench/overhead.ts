@@ -8,7 +8,7 @@ import { ms, pct } from "./stats.ts";
 
 const TARGET = { addedP50: 0.3, addedP99: 2, throughput: 0.6 };
 
-type Targets = "direct" | "proxy" | "json" | "herd" | "before";
+type Targets = "direct" | "proxy" | "json" | "herd" | "herd3" | "before" | "before3";
 
 /** A herd process the bench started: where it listens, and its pid (its CPU time is counted). */
 export interface Served {
@@ -16,16 +16,27 @@ export interface Served {
   pid: number;
 }
 
-/** Direct, through the two floors, through herd, and through `before` (an older herd binary) when given, in one matrix. */
-export async function measureOverhead(simUrl: string, herd: Served, before?: Served): Promise<Cell<Targets>[]> {
+/**
+ * The herds measured: over the one node the floors front (`herd`), over a fleet of three (`herd3`), and the same two of
+ * an older binary when given.
+ */
+export interface Herds {
+  herd: Served;
+  herd3: Served;
+  before?: Served;
+  before3?: Served;
+}
+
+/** Direct, through the two floors and through each herd, in one matrix. */
+export async function measureOverhead(simUrl: string, herds: Herds): Promise<Cell<Targets>[]> {
   const [proxy, json] = await Promise.all([startPassthrough(simUrl, "bytes"), startPassthrough(simUrl, "json")]);
   try {
+    const served = (s: Served): Target => ({ url: s.url, client: "fetch", pid: s.pid });
     const targets = {
       direct: { url: simUrl, client: "fetch" },
       proxy: { url: proxy.url, client: "fetch", pid: proxy.pid },
       json: { url: json.url, client: "fetch", pid: json.pid },
-      herd: { url: herd.url, client: "fetch", pid: herd.pid },
-      ...(before ? { before: { url: before.url, client: "fetch", pid: before.pid } } : {}),
+      ...Object.fromEntries(Object.entries(herds).map(([name, s]) => [name, served(s)])),
     } as Record<Targets, Target>;
     return await loadMatrix(targets);
   } finally {
@@ -60,10 +71,10 @@ tens of thousands).
 |---|---|---|---|---|---|---|---|---|---|
 ${rows.join("\n")}
 
-CPU per request (user + system time of the serving process, all its threads, over each measured round ÷ answers, µs; the kernel counts it in 10 ms ticks, so a 1-client round of ~1,000 answers reads to ±10 µs; the last column is the main thread alone, the event loop every request waits its turn on (herd's trace writer and the engine's collector run beside it)${cells[0]?.by.before ? "; \"before\" is the older herd binary given in HERD_BENCH_BEFORE, measured in the same rounds" : ""}):
+CPU per request (user + system time of the serving process, all its threads, over each measured round ÷ answers, µs; the kernel counts it in 10 ms ticks, so a 1-client round of ~1,000 answers reads to ±10 µs; "main thread" is its JS thread alone, the event loop every request waits its turn on (herd's trace writer and the engine's collector run beside it); "over three nodes" is herd in front of a fleet of three simulated nodes, each with three models on disk and the asked one loaded, so each request has three candidates to rank${cells[0]?.by.before ? "; \"before\" is the older herd binary given in HERD_BENCH_BEFORE, measured in the same rounds" : ""}):
 
-| body | clients | pass-through | JSON floor | herd |${cells[0]?.by.before ? " before | herd ÷ before |" : ""} herd ÷ pass-through | herd ÷ JSON floor | main thread: pass-through / herd (÷) |
-|---|---|---|---|---|${cells[0]?.by.before ? "---|---|" : ""}---|---|---|
+| body | clients | pass-through | JSON floor | herd |${cells[0]?.by.before ? " before | herd ÷ before |" : ""} herd ÷ pass-through | herd ÷ JSON floor | main thread: pass-through / herd (÷) | main thread, herd over three nodes (÷ pass-through) |${cells[0]?.by.before3 ? " main thread, before over three nodes (herd's ÷ before's) |" : ""}
+|---|---|---|---|---|${cells[0]?.by.before ? "---|---|" : ""}---|---|---|---|${cells[0]?.by.before3 ? "---|" : ""}
 ${cpuRows(cells).join("\n")}
 ${cells[0]?.by.before ? `\nHerd against the older binary in the same rounds: added latency against direct (ms, p50 / p99) and throughput:\n\n| body | clients | herd added | before added | req/s herd / before |\n|---|---|---|---|---|\n${beforeRows(cells).join("\n")}\n` : ""}
 Time to first token (streaming: request sent → first body byte), p50 in ms:
@@ -77,10 +88,11 @@ const us = (n: number | null) => (n === null ? "—" : n.toFixed(0));
 const ratio = (a: number | null, b: number | null) => (a === null || b === null || b === 0 ? "—" : `${(a / b).toFixed(2)}×`);
 
 function cpuRows(cells: Cell<Targets>[]): string[] {
-  return cells.map(({ stream, clients, by: { proxy, json, herd, before } }) => {
+  return cells.map(({ stream, clients, by: { proxy, json, herd, herd3, before, before3 } }) => {
     const old = before ? ` ${us(before.cpuUsPerRequest)} | ${ratio(herd.cpuUsPerRequest, before.cpuUsPerRequest)} |` : "";
     const main = `${us(proxy.mainCpuUsPerRequest)} / ${us(herd.mainCpuUsPerRequest)} (${ratio(herd.mainCpuUsPerRequest, proxy.mainCpuUsPerRequest)})`;
-    return `| ${stream ? "stream" : "whole"} | ${clients} | ${us(proxy.cpuUsPerRequest)} | ${us(json.cpuUsPerRequest)} | ${us(herd.cpuUsPerRequest)} |${old} ${ratio(herd.cpuUsPerRequest, proxy.cpuUsPerRequest)} | ${ratio(herd.cpuUsPerRequest, json.cpuUsPerRequest)} | ${main} |`;
+    const three = `${us(herd3.mainCpuUsPerRequest)} (${ratio(herd3.mainCpuUsPerRequest, proxy.mainCpuUsPerRequest)})${before3 ? ` | ${us(before3.mainCpuUsPerRequest)} (${ratio(herd3.mainCpuUsPerRequest, before3.mainCpuUsPerRequest)})` : ""}`;
+    return `| ${stream ? "stream" : "whole"} | ${clients} | ${us(proxy.cpuUsPerRequest)} | ${us(json.cpuUsPerRequest)} | ${us(herd.cpuUsPerRequest)} |${old} ${ratio(herd.cpuUsPerRequest, proxy.cpuUsPerRequest)} | ${ratio(herd.cpuUsPerRequest, json.cpuUsPerRequest)} | ${main} | ${three} |`;
   });
 }
 
