@@ -32,9 +32,9 @@ export function nameProblem(field: string, value: string): string | null {
 /** Why the list of names in `field` is too long, or one of them is, or null. */
 export function namesProblem(field: string, values: string[]): string | null {
   if (values.length > MAX_NAMES) return `${field}: at most ${MAX_NAMES} entries (got ${values.length})`;
-  for (const [i, value] of values.entries()) {
-    const problem = nameProblem(`${field}[${i}]`, value);
-    if (problem) return problem;
+  for (let i = 0; i < values.length; i++) {
+    const fault = nameFault(values[i]!);
+    if (fault) return `${field}[${i}]: ${fault}`;
   }
   return null;
 }
