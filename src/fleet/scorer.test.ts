@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { type NodeView, type QueueView, type ScoreRequest, scoreNodes } from "./scorer.ts";
+import { eligibleNodes, type NodeView, type QueueView, type ScoreRequest, scoreEligible } from "./scorer.ts";
 import { nodeView, testConfig } from "./test-fixtures.ts";
 
 const MODEL = "qwen3:8b";
@@ -10,7 +10,8 @@ const hot = (sizeGb = 5, contextLength?: number) => ({ loaded: [{ name: MODEL, s
 const cold = (sizeGb = 5) => ({ available: [{ name: MODEL, sizeGb }] });
 
 function score(nodes: NodeView[], queues: Record<string, Partial<QueueView>> = {}, req: Partial<ScoreRequest> = {}, weights = scoring) {
-  return scoreNodes(nodes, (id) => ({ ...idle, ...queues[id] }), { model: MODEL, promptTokens: 100, ...req }, weights);
+  const { eligible, eliminated } = eligibleNodes(nodes, { model: MODEL, promptTokens: 100, ...req });
+  return { ranked: scoreEligible(nodes, eligible, (id) => ({ ...idle, ...queues[id] }), weights), eliminated };
 }
 
 function only(node: NodeView, queue: Partial<QueueView> = {}, req: Partial<ScoreRequest> = {}) {

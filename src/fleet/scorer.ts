@@ -88,11 +88,6 @@ export interface Scored extends Eligible {
   estimatedWaitMs: number;
 }
 
-export interface ScoreResult {
-  ranked: Scored[];
-  eliminated: Eligibility["eliminated"];
-}
-
 /** macOS and the rest of the machine keep this much; a model must fit beside it. */
 export const OS_RESERVE_GB = 6;
 /** An estimated wait this long takes the whole wait-time penalty. */
@@ -134,11 +129,6 @@ export function eligibleNodes(nodes: readonly NodeView[], req: ScoreRequest): El
     eligible.push({ nodeId: node.id, node, model: req.model, loaded: Boolean(loaded), modelSizeGb: sizeGb, loadedContext: contextLength, contextOverflow });
   }
   return { eligible, eliminated };
-}
-
-export function scoreNodes(nodes: readonly NodeView[], queues: (nodeId: string) => QueueView, req: ScoreRequest, scoring: Config["scoring"]): ScoreResult {
-  const { eligible, eliminated } = eligibleNodes(nodes, req);
-  return { ranked: scoreEligible(nodes, eligible, queues, scoring), eliminated };
 }
 
 /** The eligible nodes by their points, best first (routing.strategy "score", and the order the classic balancers start from). */

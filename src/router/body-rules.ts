@@ -49,7 +49,7 @@ export function fitOn(req: Pick<InferenceRequest, "kind" | "promptTokens">, mode
  * The options herd sends `model` on a node whose runner has `loadedContext`: what the dispatcher sends, and what the
  * ranking prices a reload by, from one rule.
  */
-export function optionsOn(
+function optionsOn(
   req: Pick<InferenceRequest, "kind" | "promptTokens"> & Pick<Conversation, "options" | "think">,
   model: string,
   loadedContext: number | undefined,
