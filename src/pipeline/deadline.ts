@@ -2,8 +2,8 @@
 // timeouts.embeddingMs for an embedding. Once it runs out, a request still waiting for a node ends
 // with a 504 and one streaming ends with an error in its format; either way its slot is freed.
 // herd's stop past its grace ends a request the same way, with its own reason. Until the answer is
-// being relayed, a client that leaves ends it too: one signal for every wait of a request, where a
-// signal per wait (each an AbortController and two listeners) cost more than the rest of the routing.
+// being relayed, a client that leaves ends it too: one signal for every wait of a request, not one
+// per wait (each an AbortController and two listeners).
 import type { Config } from "../config/schema.ts";
 import type { RequestKind } from "../core/request.ts";
 import { RouteError } from "../errors.ts";
@@ -45,7 +45,7 @@ export function deadline(config: Config, kind: RequestKind, shutdown: AbortSigna
 
 const running = new WeakMap<AbortSignal, Set<AbortController>>();
 
-/** The requests a stop ends: one listener on the stop for all of them, not one each (a listener per request cost more than its deadline). */
+/** The requests a stop ends: one listener on the stop for all of them, not one each. */
 function runningUntil(shutdown: AbortSignal): Set<AbortController> {
   let live = running.get(shutdown);
   if (!live) {

@@ -52,10 +52,7 @@ export function byFinishTime(
   const cap = req.kind === "embed" ? 0 : replyCapOf(req);
   const outputTokens = cap !== null && cap > 0 ? cap : typical;
   const { ranked } = rankByFinishTime(candidates, { promptTokens: req.promptTokens, outputTokens, typicalOutputTokens: typical });
-  return ranked.map(({ candidate: { eligible: e }, ms, breakdown }) => ({
-    nodeId: e.nodeId, node: e.node, model: e.model, loaded: e.loaded, modelSizeGb: e.modelSizeGb, loadedContext: e.loadedContext, contextOverflow: e.contextOverflow,
-    score: ms, breakdown, estimatedWaitMs: breakdown.wait_ms,
-  }));
+  return ranked.map(({ candidate, ms, breakdown }) => ({ ...candidate.eligible, score: ms, breakdown, estimatedWaitMs: breakdown.wait_ms }));
 }
 
 /** What the rebalancer's replica pass reads for `model` (fleet/replicas.ts): the nodes that could serve it as the estimate sees them, and a typical request. */

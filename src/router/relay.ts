@@ -177,8 +177,9 @@ async function nextChunks(routed: Routed, encoder: Encoder, send: (bytes: string
 export function gather(routed: Routed, kind: RequestKind, signal: AbortSignal): Promise<Gathered> | Gathered {
   const call = routed.call;
   const chunks = [call.first, ...(call.arrived ?? [])];
+  const end = endAmong(chunks);
   // Most whole answers are: no read to wait for, so no turn of the event loop either.
-  if (kind === "embed" || chunks.some((c) => endOf(c))) return gathered(routed, kind, chunks, false);
+  if (end || kind === "embed") return verdict(routed, kind, end);
   return gatherRest(routed, kind, chunks, signal);
 }
 
@@ -186,16 +187,16 @@ type Gathered = { status: number; message: string } | null;
 
 async function gatherRest(routed: Routed, kind: RequestKind, chunks: Chunk[], signal: AbortSignal): Promise<Gathered> {
   const call = routed.call;
-  let ended = false;
+  let end: ReturnType<typeof endOf>;
   const stop = () => call.cancel();
   signal.addEventListener("abort", stop, { once: true });
   try {
     // Batch by batch, not a for-await: leaving that loop would close the node's body before its end.
-    while (!ended) {
+    while (!end) {
       const next = await call.rest.next();
       if (next.done) break;
       chunks.push(...next.value);
-      ended = next.value.some((c) => endOf(c));
+      end = endAmong(next.value);
     }
   } catch (e) {
     if (!signal.aborted) return { status: 502, message: `node ${routed.nodeId} failed mid-answer: ${(e as Error).message}` };
@@ -206,14 +207,23 @@ async function gatherRest(routed: Routed, kind: RequestKind, chunks: Chunk[], si
     const reason = signal.reason as Error;
     return { status: reason instanceof RouteError ? reason.status : 502, message: reason.message };
   }
-  return gathered(routed, kind, chunks, true);
+  const failure = verdict(routed, kind, end);
+  if (!failure) routed.call = { ...call, arrived: chunks.slice(1) };
+  return failure;
 }
 
-/** The gathered chunks as the relay's (`read`: some came after those the call began with), or why they do not make an answer. */
-function gathered(routed: Routed, kind: RequestKind, chunks: Chunk[], read: boolean): Gathered {
-  const last = chunks.map((c) => endOf(c)).find((e) => e);
-  if (last?.type === "error") return { status: 502, message: last.message };
-  if (!last && kind !== "embed") return { status: 502, message: `node ${routed.nodeId} closed the stream before it finished` };
-  if (read) routed.call = { ...routed.call, arrived: chunks.slice(1) };
+/** The first end (done or error) among the chunks, if one has come. */
+function endAmong(chunks: readonly Chunk[]): ReturnType<typeof endOf> {
+  for (const c of chunks) {
+    const end = endOf(c);
+    if (end) return end;
+  }
+  return undefined;
+}
+
+/** Whether the answer ended well: null, or why not. */
+function verdict(routed: Routed, kind: RequestKind, end: ReturnType<typeof endOf>): Gathered {
+  if (end?.type === "error") return { status: 502, message: end.message };
+  if (!end && kind !== "embed") return { status: 502, message: `node ${routed.nodeId} closed the stream before it finished` };
   return null;
 }
