@@ -9,6 +9,7 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BIN, type ClientResult, type Exchange, clientScene, jsonLines, sseData, startClientFleet } from "./clients.ts";
+import { NEWEST_OLLAMA } from "../src/fleet/ollama-releases.ts";
 
 const CODEX = join(BIN, "codex");
 const SHELL_STEP = `sim: call exec_command {"cmd":"echo herd-ok > out.txt && cat out.txt"}`;
@@ -115,7 +116,7 @@ describe("codex exec --oss with herd as the local Ollama", () => {
     const r = await oss(["--json", "-s", "workspace-write", SHELL_STEP]);
     expect(setup(r), r.why("the requests before the first turn")).toEqual(CHECKS);
     const version = r.exchanges.find((e) => e.path === "/api/version")!;
-    expect(JSON.parse(version.answer).version, r.why("GET /api/version: version (Codex needs Ollama 0.13.4 or newer)")).toBe("0.13.5");
+    expect(JSON.parse(version.answer).version, r.why("GET /api/version: version (Codex needs Ollama 0.13.4 or newer)")).toBe(NEWEST_OLLAMA);
     expect(turns(r)[0]?.body.model, r.why("turn 1: request model (--oss's default)")).toBe("gpt-oss:20b");
     checkShellLoop(r, "gpt-oss:20b");
   }, 90_000);

@@ -10,8 +10,8 @@ import { startSimOllama } from "../src/sim/index.ts";
 import { eventually, getJson, onCleanup, startRouterProcess, tmpDir } from "./helpers.ts";
 
 async function router(extra = "") {
-  // llama3.2:3b is loaded with a 4096-token context in the simulator, as Ollama's default.
-  const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] });
+  // llama3.2:3b is loaded with a 4096-token context, as Ollama's default on a 16 GB Mac.
+  const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], memoryGb: 16 });
   const dir = tmpDir();
   const file = join(dir, "herd.config.ts");
   writeFileSync(file, `export default { nodes: [{ id: "n", ollama: "${sim.url}" }], ${extra} };\n`);
@@ -47,8 +47,8 @@ describe("context management", () => {
   });
 
   test("a model trained for less than the conversation: old tool results cleared to fit it, and a 413 naming its context when that is not enough", async () => {
-    // Not a catalog model: the sim gives it an 8192-token trained context (/api/show model_info), and loads it at 4096.
-    const sim = await startSimOllama({ id: "n", models: ["smallctx:3b"], loaded: ["smallctx:3b"], tokensPerSecond: 5000 });
+    // Not a catalog model: the sim gives it an 8192-token trained context (/api/show model_info), and loads it at 4096 (a 16 GB Mac).
+    const sim = await startSimOllama({ id: "n", models: ["smallctx:3b"], loaded: ["smallctx:3b"], tokensPerSecond: 5000, memoryGb: 16 });
     const dir = tmpDir();
     writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [{ id: "n", ollama: "${sim.url}" }] };\n`);
     const r = await startRouterProcess(["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
@@ -117,7 +117,7 @@ function recordingNode(ollama: string) {
 describe("compaction by summary", () => {
   /** `auth`: config text after the anthropic section; `key`: a client key to read the router with, when it has clients. */
   async function summarisingRouter(auth = "", key?: string) {
-    const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 5000 });
+    const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 5000, memoryGb: 16 });
     onCleanup({ run: () => sim.stop() });
     const node = recordingNode(sim.url);
     const dir = tmpDir();
@@ -208,9 +208,9 @@ describe("the context a prompt runs in", () => {
   const loadedContext = async (simUrl: string) => (await getJson(`${simUrl}/api/ps`)).models[0].context_length;
 
   test("a prompt larger than the loaded context gets a num_ctx it fits (the trace says so), not Ollama's silent cut; the runner is kept after", async () => {
-    const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 5000 });
+    const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 5000, memoryGb: 16 });
     const direct = await chat(sim.url, longPrompt);
-    expect(direct.prompt_eval_count).toBe(4096); // what Ollama does to it unasked: the start is gone
+    expect(direct.prompt_eval_count).toBeLessThan(4096); // what Ollama does to it unasked: most of it is gone
     const dir = tmpDir();
     writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [{ id: "n", ollama: "${sim.url}" }], heartbeat: { intervalMs: 200 } };\n`);
     const { url } = await startRouterProcess(["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
@@ -232,7 +232,7 @@ describe("the context a prompt runs in", () => {
   });
 
   test("once the model has answered, a prompt herd's estimate says outgrows the runner but the node's own count says fits is sent without a num_ctx raise: no reload", async () => {
-    const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 5000 });
+    const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 5000, memoryGb: 16 });
     onCleanup({ run: () => sim.stop() });
     const dir = tmpDir();
     writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [{ id: "n", ollama: "${sim.url}" }], heartbeat: { intervalMs: 200 } };\n`);
@@ -252,7 +252,7 @@ describe("the context a prompt runs in", () => {
   });
 
   test("a short request sent before any report has seen the bigger runner keeps it too: herd knows the num_ctx it sent", async () => {
-    const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 5000 });
+    const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 5000, memoryGb: 16 });
     const dir = tmpDir();
     // One poll at start, the next a minute later: only herd's own dispatch can tell it the runner grew.
     writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [{ id: "n", ollama: "${sim.url}" }], heartbeat: { intervalMs: 60000, timeoutMs: 120000, offlineMs: 180000 } };\n`);
@@ -267,8 +267,52 @@ describe("the context a prompt runs in", () => {
     expect(sim.state().counters.loads).toBe(1); // the one reload the long prompt needs, not one back to 4096
     await sim.stop();
   });
+  /** A router over one agentless sim node whose memory the config declares, as an owner would. */
+  async function declared(sim: { url: string }, memoryGb: number) {
+    const dir = tmpDir();
+    writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [{ id: "n", ollama: "${sim.url}", hardware: { memoryGb: ${memoryGb} } }], heartbeat: { intervalMs: 200 } };\n`);
+    const r = await startRouterProcess(["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+    await eventually(async () => (await getJson(`${r.url}/fleet/status`)).nodes[0].status === "online", 3000, "the node online");
+    return r.url;
+  }
+  const lastTrace = async (url: string) => (await eventually(async () => (await getJson(`${url}/dashboard/api/traces?limit=1`)).traces[0], 3000, "the trace")) as any;
+
+  test("on a 64 GB Mac the context Ollama picks itself (its 262144, cut to the model's 131072) is kept: no num_ctx, and the conversation grows without a reload", async () => {
+    const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: [], tokensPerSecond: 5000, memoryGb: 64 });
+    onCleanup({ run: () => sim.stop() });
+    const url = await declared(sim, 64);
+    expect((await getJson(`${url}/fleet/status`)).nodes[0].capacity).toMatchObject({ default_context: 262144, sources: { default_context: "release" } });
+    // ~5,000 words, the issue's cold prompt: herd used to send num_ctx 16384.
+    const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(" ");
+    expect((await chat(url, words(5000))).done).toBe(true);
+    expect(await loadedContext(sim.url)).toBe(131072);
+    expect((await lastTrace(url)).adjustments).toEqual([]);
+    await eventually(async () => (await getJson(`${url}/fleet/status`)).nodes[0].ollama.models_loaded[0]?.context_length === 131072, 3000, "herd seeing the runner");
+    expect((await chat(url, words(20_000))).prompt_eval_count).toBeGreaterThan(20_000);
+    expect(sim.state().counters.loads).toBe(1);
+  });
+
+  test("never past the model's trained context: a client's num_ctx is cut to it, and a prompt that does not fit even there says X-Fleet-Context-Overflow", async () => {
+    const sim = await startSimOllama({ id: "n", models: ["llama3.2:3b"], loaded: [], tokensPerSecond: 200_000, memoryGb: 16 });
+    onCleanup({ run: () => sim.stop() });
+    const url = await declared(sim, 16);
+    const send = (content: string, options: Record<string, unknown> = {}) =>
+      fetch(`${url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "llama3.2:3b", stream: false, messages: [{ role: "user", content }], options }) });
+    const asked = await send("hi", { num_ctx: 1073741824 });
+    expect(asked.status).toBe(200);
+    expect((await lastTrace(url)).adjustments).toContain("num_ctx 1073741824 cut to the model's trained context (131072)");
+
+    // ~150,000 tokens for a model trained for 131072: Ollama cuts it, and the client is told.
+    const huge = Array.from({ length: 150_000 }, (_, i) => `w${i}`).join(" ");
+    const res = await send(huge);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-fleet-context-overflow")).toMatch(/^estimated_tokens=\d{6}; context_length=131072$/);
+    expect(((await res.json()) as any).prompt_eval_count).toBeLessThan(131072);
+    expect(await loadedContext(sim.url)).toBe(131072);
+  });
+
   test("routing prices the reload: a prompt that outgrows one node's runner goes to the node whose runner already fits it", async () => {
-    const opts = { models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 5000 };
+    const opts = { models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], tokensPerSecond: 5000, memoryGb: 16 };
     // Both alike and idle; by name the small one would win a tie.
     const small = await startSimOllama({ id: "a-small", ...opts });
     const big = await startSimOllama({ id: "b-big", ...opts });

@@ -191,7 +191,7 @@ describe("acting from the dashboard", () => {
     expect(speeds).toMatch(/qwen3:32b\S*\s*[\d.,]+ tok\/s/);
     // Each node's slots per model and where the figure came from.
     const slots = async (id: string) => page.locator(`[data-node="${id}"] [data-slots]`).textContent({ timeout: 3000 });
-    expect([await slots("studio"), await slots("mini"), await slots("air")]).toEqual(["4 per model (assumed)", "2 per model (declared)", "1 per model (learned)"]);
+    expect([await slots("studio"), await slots("mini"), await slots("air")]).toEqual(["1 per model (Ollama's default)", "2 per model (declared)", "1 per model (learned)"]);
     expect(await page.locator(".live").textContent()).toBe("Live");
     // The store's size and what it keeps (store.traces' defaults).
     const store = page.locator(".stat", { hasText: "Store" });

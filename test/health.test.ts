@@ -38,7 +38,8 @@ afterAll(cleanupFile);
 
 beforeAll(async () => {
   [mac, flakySim, hangSim] = await Promise.all([
-    startSimOllama({ id: "mac", memoryGb: 64, models: ["llama3.2:3b", "qwen3:8b", "gemma3:4b", "nomic-embed-text"], loaded: ["llama3.2:3b"] }),
+    // Its operator set OLLAMA_CONTEXT_LENGTH=4096: without it a 64 GB Mac loads every model at up to 262144 tokens.
+    startSimOllama({ id: "mac", memoryGb: 64, contextLength: 4096, models: ["llama3.2:3b", "qwen3:8b", "gemma3:4b", "nomic-embed-text"], loaded: ["llama3.2:3b"] }),
     startSimOllama({ id: "flaky", faults: { error500: true } }),
     startSimOllama({ id: "hung", faults: { hang: true } }),
   ]);

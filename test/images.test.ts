@@ -27,7 +27,7 @@ function startOllamaImager() {
     port: 0,
     async fetch(req) {
       const path = new URL(req.url).pathname;
-      if (path === "/api/version") return Response.json({ version: "0.14.0" });
+      if (path === "/api/version") return Response.json({ version: "0.32.5" }); // the last release with image generation
       if (path === "/api/tags") return Response.json({ models: [model] });
       if (path === "/api/ps") return Response.json({ models: [] });
       if (path === "/v1/images/generations" && req.method === "POST") {

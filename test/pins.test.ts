@@ -62,7 +62,7 @@ afterAll(cleanupFile);
 
 beforeAll(async () => {
   [a, big] = await Promise.all([
-    startSimOllama({ id: "a", memoryGb: 16, models: ["llama3.2:3b", "qwen3:8b", "qwen3:32b", "llama3.3:70b"] }),
+    startSimOllama({ id: "a", memoryGb: 16, models: ["llama3.2:3b", "qwen3:8b", "qwen3:32b", "llama3.3:70b", "nomic-embed-text", "gpt-oss:120b-cloud"] }),
     startSimOllama({ id: "big", memoryGb: 64, models: ["llama3.2:3b", "qwen3:32b", "gpt-oss:20b"] }),
   ]);
   dir = tmpDir();
@@ -92,6 +92,19 @@ describe("POST /fleet/pin", () => {
     const status = await nodeStatus("a");
     expect(status.ollama.models_loaded.map((m: any) => m.name)).toContain("qwen3:8b");
     expect(status.pinned).toEqual(["llama3.2:3b", "qwen3:8b"]);
+  });
+
+  test("an embedding model is loaded as Ollama loads one (an embed with no input: an empty generate is refused for it), then unpinned", async () => {
+    const res = await post("/fleet/pin", { model: "nomic-embed-text", node_id: "a", wait: true, timeout_s: 5 });
+    expect([res.status, await res.json()]).toEqual([200, expect.objectContaining({ ok: true, pinned_node: "a", ready: true })]);
+    expect(a.state().loaded).toContain("nomic-embed-text:latest");
+    expect((await del("/fleet/pin/nomic-embed-text?node_id=a")).status).toBe(200);
+  });
+
+  test("an Ollama cloud model is a 400: it runs at ollama.com, there is nothing to load", async () => {
+    const res = await post("/fleet/pin", { model: "gpt-oss:120b-cloud", node_id: "a" });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as any).error).toBe("gpt-oss:120b-cloud is an Ollama cloud model: it runs at ollama.com, not in a's memory; there is nothing to load or pin");
   });
 
   test("picks the node with the most free memory; a pin that cannot co-reside is a 409 with the arithmetic, and force: true overrides", async () => {

@@ -24,7 +24,7 @@ afterAll(async () => {
 
 /** A router over one sim generating `tokensPerSecond`, with `parallel` slots and the given grace. */
 async function setUp(opts: { tokensPerSecond: number; parallel: number; graceMs: number }) {
-  const sim = await startSimOllama({ id: "n1", models: [MODEL], loaded: [MODEL], tokensPerSecond: opts.tokensPerSecond });
+  const sim = await startSimOllama({ id: "n1", models: [MODEL], loaded: [MODEL], tokensPerSecond: opts.tokensPerSecond, numParallel: opts.parallel });
   sims.push(sim);
   const dir = tmpDir();
   const file = join(dir, "herd.config.json");
@@ -50,7 +50,7 @@ async function imageRouter(opts: { delayMs: number; graceMs: number }) {
     port: 0,
     async fetch(req) {
       const path = new URL(req.url).pathname;
-      if (path === "/api/version") return Response.json({ version: "0.14.0" });
+      if (path === "/api/version") return Response.json({ version: "0.32.5" }); // the last release that draws images
       if (path === "/api/tags") return Response.json({ models: [{ name: IMAGE_MODEL, model: IMAGE_MODEL, size: 12e9, details: {} }] });
       if (path === "/api/ps") return Response.json({ models: [] });
       if (path !== "/v1/images/generations") return new Response("404 page not found", { status: 404 });

@@ -5,7 +5,7 @@ import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { demoFleet, startSimMlx, startSimOllama, type SimNode, type SimNodeOptions } from "../src/sim/index.ts";
 import { catalogSpec, decodeTokensPerSecond, sizeBytes } from "../src/sim/models.ts";
-import { DEFAULT_OLLAMA_VERSION } from "../src/sim/ollama-api.ts";
+import { NEWEST_OLLAMA } from "../src/fleet/ollama-releases.ts";
 
 const started: SimNode[] = [];
 afterEach(async () => {
@@ -71,7 +71,7 @@ describe("ollama sim through the ollama client", () => {
     const node = await ollamaNode();
     const ollama = client(node);
     expect(await (await fetch(node.url)).text()).toBe("Ollama is running");
-    expect((await ollama.version()).version).toBe(DEFAULT_OLLAMA_VERSION);
+    expect((await ollama.version()).version).toBe(NEWEST_OLLAMA);
     expect((await client(await ollamaNode({ ollamaVersion: "0.13.10" })).version()).version).toBe("0.13.10");
 
     const { models } = await ollama.list();
@@ -437,9 +437,9 @@ describe("ollama sim as a particular Mac", () => {
     await first;
     expect(node.state().inFlightByModel).toEqual({});
 
-    const unlimited = await ollamaNode({ tokensPerSecond: 100 });
+    const two = await ollamaNode({ tokensPerSecond: 100, numParallel: 2 });
     const together = performance.now();
-    await Promise.all([1, 2].map(() => generate(unlimited, "llama3.2:3b", 10)));
+    await Promise.all([1, 2].map(() => generate(two, "llama3.2:3b", 10)));
     expect(performance.now() - together).toBeLessThan(190);
   });
 

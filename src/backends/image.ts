@@ -5,7 +5,7 @@ import { agentToken } from "../config/credentials/keys.ts";
 import type { Config } from "../config/schema.ts";
 import type { GeneratedImage, ImageRequest } from "../core/media-request.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
-import { fleetImageModels, type ImageJob, isOllamaImageModel } from "../fleet/image-models.ts";
+import { fleetImageModels, type ImageJob, isOllamaImageModel, ollamaGeneratesImages } from "../fleet/image-models.ts";
 import type { Queues } from "../fleet/queues.ts";
 import { type NodeRecord, onDisk, type Registry } from "../fleet/registry.ts";
 import { errorOf, postToNode, type ServiceCall, type ServiceJob, serviceNodes } from "./node-service.ts";
@@ -15,7 +15,7 @@ const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 /** How `node` generates `model`: its agent's image service, Ollama, or not at all. */
 function backendOn(node: NodeRecord, model: string): "service" | "ollama" | null {
   if (node.report.image_port && (node.report.image_models ?? []).some((m) => m.name === model)) return "service";
-  if (isOllamaImageModel(model) && node.ollama?.reachable && onDisk(node, model)) return "ollama";
+  if (isOllamaImageModel(model) && ollamaGeneratesImages(node) && onDisk(node, model)) return "ollama";
   return null;
 }
 
@@ -25,6 +25,11 @@ export function imageJob(registry: Registry, queues: Queues, config: Config, req
   const nodes = serviceNodes(registry, queues, (n) => backendOn(n, req.model) !== null);
   if (!nodes.length) {
     const known = [...new Set(fleetImageModels(registry).map((m) => m.name))].sort();
+    const stranded = registry.all().filter((n) => n.status === "online" && isOllamaImageModel(req.model) && onDisk(n, req.model));
+    if (stranded.length) {
+      const on = stranded.map((n) => `${n.id} (Ollama ${n.ollama?.version ?? "of unknown version"})`).join(", ");
+      throw new RouteError(404, `image model "${req.model}" is on ${on}, but Ollama generates images only from 0.14.3 until 0.32.6, which removed it; serve it from an image service (nodes[].images) instead`);
+    }
     throw new RouteError(404, `image model "${req.model}" is not available on any node; ${known.length ? `the fleet has: ${known.join(", ")}` : "no node offers image generation (nodes[].images in the config)"}`);
   }
   return {

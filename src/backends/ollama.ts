@@ -32,8 +32,8 @@ export async function probeOllama(baseUrl: string, timeoutMs: number): Promise<O
       error: null,
       version: version.version ?? null,
       requests_active: 0,
-      // Seed 000's size_gb: what the model takes in memory (on a Mac all of it is in VRAM).
-      models_loaded: ps.models.map((m) => ({ ...m, size_gb: toGb(m.size_vram || m.size || 0) })),
+      // Seed 000's size_gb: what the model takes in memory, all of it on unified memory (size_vram is only the GPU's part).
+      models_loaded: ps.models.map((m) => ({ ...m, size_gb: toGb(m.size || m.size_vram || 0) })),
       models_available: tags.models,
     };
   } catch (e) {
@@ -83,7 +83,9 @@ export async function callOllama(
     const res = await postJson(nodeUrl(baseUrl, path), body, abort.signal);
     const { first, arrived, rest } = isStream(res) ? await streamed(res, opts.lines) : await whole(res);
     if (!first) throw new NodeFailure(`empty response (HTTP ${res.status})`, res.status);
-    if (res.status >= 500 || res.status === 404) throw new NodeFailure(errorOf(first) ?? `HTTP ${res.status}`, res.status);
+    if (res.status >= 500 || res.status === 404 || (res.status === 400 && path === "/api/embed" && !embedRequestError(errorOf(first)))) {
+      throw new NodeFailure(errorOf(first) ?? `HTTP ${res.status}`, res.status);
+    }
     clearTimeout(timer);
     return {
       status: res.status,
@@ -105,6 +107,15 @@ export async function callOllama(
     if (reason instanceof NodeFailure) throw reason;
     throw new NodeFailure(describeFetchError(e, opts.firstByteMs), null);
   }
+}
+
+/**
+ * /api/embed answers its runner's failures with a 400 too (server/routes.go EmbedHandler, 0.33): only these are about
+ * the request, to be said to the client; any other 400 there is the node's, and another node may serve it.
+ */
+const EMBED_REQUEST_ERRORS = /^(missing request body|invalid input type|the input length exceeds the context length|input (after truncation )?exceeds maximum context length|json: |invalid character|unexpected EOF|".*" does not support)/;
+function embedRequestError(error: string | undefined): boolean {
+  return error !== undefined && EMBED_REQUEST_ERRORS.test(error);
 }
 
 /** A node's URL for a path, parsed once: a few nodes and paths, called for every request. */
@@ -151,24 +162,27 @@ export function pullModel(baseUrl: string, model: string, stream: boolean, signa
 
 /**
  * Has a node's Ollama load `model` and keep it: for ever (keep_alive -1), or for the node's own keep-alive after its
- * last use (keep_alive left out). An empty prompt loads without generating. Throws why
- * not. Resolves to how long the load took in ns: the answer's load_duration where it has one, else the call's own time
- * (Ollama's answer to a load carries no durations; a model already resident answers in a few ms).
+ * last use (keep_alive left out). An empty prompt loads a model that generates; Ollama checks that first and refuses an
+ * embedding model ("… does not support generate", server/routes.go), which an embedding with no input loads instead.
+ * Throws why not. Resolves to how long the load took in ns: the answer's load_duration where it has one, else the
+ * call's own time (Ollama's answer to a load carries no durations; a model already resident answers in a few ms).
  */
 export async function loadModel(baseUrl: string, model: string, timeoutMs: number, keep: Keep = "forever"): Promise<number> {
   const started = performance.now();
-  let res: Response;
+  const signal = AbortSignal.timeout(timeoutMs);
+  const keepAlive = keep === "forever" ? { keep_alive: -1 } : {};
+  let answer = await loadCall(baseUrl, "/api/generate", { model, prompt: "", stream: false, ...keepAlive }, signal, timeoutMs);
+  if (answer.status === 400 && /does not support generate/.test(answer.body.error ?? "")) answer = await loadCall(baseUrl, "/api/embed", { model, ...keepAlive }, signal, timeoutMs);
+  if (answer.status !== 200) throw new Error(answer.body.error ?? `HTTP ${answer.status}`);
+  const ns = answer.body.load_duration;
+  return typeof ns === "number" && ns >= 0 ? ns : (performance.now() - started) * 1e6;
+}
+
+async function loadCall(baseUrl: string, path: string, body: unknown, signal: AbortSignal, timeoutMs: number): Promise<{ status: number; body: { error?: string; load_duration?: unknown } }> {
   try {
-    res = await fetch(new URL("/api/generate", baseUrl), {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model, prompt: "", stream: false, ...(keep === "forever" ? { keep_alive: -1 } : {}) }),
-      signal: AbortSignal.timeout(timeoutMs),
-    });
+    const res = await fetch(new URL(path, baseUrl), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal });
+    return { status: res.status, body: (await res.json().catch(() => ({}))) as { error?: string } };
   } catch (e) {
     throw new Error(describeFetchError(e, timeoutMs));
   }
-  const body = (await res.json().catch(() => ({}))) as { error?: string; load_duration?: unknown };
-  if (!res.ok) throw new Error(body.error ?? `HTTP ${res.status}`);
-  return typeof body.load_duration === "number" && body.load_duration >= 0 ? body.load_duration : (performance.now() - started) * 1e6;
 }

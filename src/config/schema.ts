@@ -8,9 +8,6 @@ import type { HerdConfig } from "./types.ts";
 /** The `pins` key meaning every node. */
 export const EVERY_NODE = "*";
 
-/** Concurrent requests per loaded model on a node, as Ollama's OLLAMA_NUM_PARALLEL defaults. */
-export const DEFAULT_PARALLEL = 4;
-
 const httpUrl = v.pipe(
   v.string(),
   v.check((s) => /^https?:\/\/[^\s/]+/.test(s) && URL.canParse(s), "expected a URL like http://10.0.0.2:11434"),
@@ -86,8 +83,10 @@ const node = v.strictObject({
   ollama: v.optional(httpUrl),
   mlx: v.optional(v.array(mlxServer), []),
   labels: v.optional(v.record(v.string(), v.string()), {}),
-  // No default here: a node that declares none has its slots learned (fleet/slots.ts) from DEFAULT_PARALLEL down.
+  // No default here: a node that declares none has its slots learned (fleet/slots.ts) from its release's default.
   parallel: v.optional(v.pipe(count, v.minValue(1))),
+  // The node's OLLAMA_CONTEXT_LENGTH; none: its release's own choice (fleet/ollama-releases.ts).
+  contextLength: v.optional(v.pipe(count, v.minValue(256, "expected at least 256 tokens"), v.maxValue(16_777_216, "expected at most 16777216 tokens"))),
   draining: v.optional(v.boolean(), false),
   mlxBindHost: v.optional(v.string(), "127.0.0.1"),
   mlxMemoryHeadroomGb: v.optional(v.pipe(v.number(), v.minValue(0)), 10),

@@ -109,8 +109,13 @@ export interface NodeConfig {
   mlx?: MlxServerConfig[];
   /** Free-form labels shown in status and usable by routing rules. */
   labels?: Record<string, string>;
-  /** Concurrent requests per loaded model (Ollama's OLLAMA_NUM_PARALLEL). Undeclared: learned from the node's answers, from 4 down. */
+  /** Concurrent requests per loaded model (the node's OLLAMA_NUM_PARALLEL). Undeclared: learned from the node's answers, starting from its Ollama release's default (1 since 0.9.7). */
   parallel?: number;
+  /**
+   * The node's OLLAMA_CONTEXT_LENGTH, when its operator set one. Undeclared: herd takes the context its Ollama release
+   * picks (4096, 32768 or 262144 by the Mac's memory since 0.15.5), capped at each model's trained context.
+   */
+  contextLength?: number;
   /** Take the node out of rotation without removing it: in-flight work finishes. */
   draining?: boolean;
   /** Address the node's MLX servers bind to: "127.0.0.1" (local only) or "0.0.0.0". */

@@ -3,7 +3,8 @@
 // image job's fields: POST /api/generate-image's body and what the router sends a node's image service.
 import * as v from "valibot";
 import { modelNameCheck, sameModel } from "./model-name.ts";
-import type { Registry } from "./registry.ts";
+import { servesImages } from "./ollama-releases.ts";
+import type { NodeRecord, Registry } from "./registry.ts";
 
 /** A side of an image, in pixels. */
 const imageSide = v.pipe(v.number(), v.integer("expected a whole number of pixels"), v.minValue(64), v.maxValue(4096));
@@ -36,6 +37,11 @@ export function isOllamaImageModel(name: string): boolean {
   return name.startsWith("x/");
 }
 
+/** The node's Ollama answers and is a release that generates images (not before 0.14.3, nor from 0.32.6). */
+export function ollamaGeneratesImages(node: NodeRecord): boolean {
+  return Boolean(node.ollama?.reachable) && servesImages(node.ollama?.version);
+}
+
 export interface FleetImageModel {
   name: string;
   type: "image";
@@ -54,7 +60,7 @@ export function fleetImageModels(registry: Registry): FleetImageModel[] {
   };
   for (const node of registry.all().filter((n) => n.status === "online")) {
     if (node.report.image_port) for (const m of node.report.image_models ?? []) add(m.name, m.backend, node.id);
-    for (const m of node.ollama?.reachable ? node.ollama.models_available : []) if (isOllamaImageModel(m.name)) add(m.name, "ollama", node.id);
+    for (const m of ollamaGeneratesImages(node) ? node.ollama!.models_available : []) if (isOllamaImageModel(m.name)) add(m.name, "ollama", node.id);
   }
   return [...models.values()];
 }

@@ -41,8 +41,8 @@ const common = {
 const small = <S extends v.GenericSchema>(schema: S) =>
   v.pipe(schema, v.check((entry: v.InferOutput<S>) => JSON.stringify(entry).length <= MAX_ENTRY_CHARS, `an entry longer than ${MAX_ENTRY_CHARS} characters`));
 
-/** An /api/tags entry. */
-export const tagEntry = small(v.looseObject({ ...common, modified_at: v.optional(text(64)) }));
+/** An /api/tags entry; a cloud model's names where it runs (remote_host, remote_model). */
+export const tagEntry = small(v.looseObject({ ...common, modified_at: v.optional(text(64)), remote_host: v.optional(text(512)), remote_model: v.optional(text(512)) }));
 
 /** An /api/ps entry, with seed 000's size_gb: what it takes in memory, in GB. */
 export const psEntry = small(
@@ -53,6 +53,14 @@ export const psEntry = small(
 export const modelList = <S extends v.GenericSchema>(entry: S) => v.pipe(v.array(entry), v.maxLength(MAX_MODELS));
 
 export type TagEntry = v.InferOutput<typeof tagEntry>;
+
+/**
+ * An Ollama cloud model ("gpt-oss:120b-cloud"): a stub of a few hundred bytes on disk whose inference Ollama forwards
+ * to remote_host (server/cloud_proxy.go). It is never loaded, takes no memory and cannot be pinned.
+ */
+export function isCloud(entry: Pick<TagEntry, "remote_host">): boolean {
+  return Boolean(entry.remote_host);
+}
 
 /** A model's size on disk in GB, to a tenth (as seed 000's size_gb fields are). */
 export function diskGb(entry: TagEntry): number {

@@ -7,7 +7,7 @@ import { log } from "../log.ts";
 import type { LiveConfig } from "../config/live.ts";
 import { normalizeModelName } from "./model-name.ts";
 import { loadableUrl, type Pins } from "./pins.ts";
-import { loadedOn, onDisk, type Registry } from "./registry.ts";
+import { cloudOn, loadedOn, onDisk, type Registry } from "./registry.ts";
 
 // A cycle every 12 heartbeats: 60 s at the default 5 s, seconds under the fast heartbeats of tests and demos.
 const HEARTBEATS_PER_CYCLE = 12;
@@ -86,8 +86,9 @@ export function startPreloader(rt: PreloadSources, intervalMs = () => HEARTBEATS
       for (const m of missing.filter((m) => !onDisk(node, m))) {
         warnOnce(`${node.id} ${m}`, `preloader: pinned ${m} is not on disk on ${node.id}; pull it there (the preloader does not pull)`);
       }
+      for (const m of missing.filter((m) => cloudOn(node, m))) warnOnce(`${node.id} ${m}`, `preloader: pinned ${m} is an Ollama cloud model; it runs at ollama.com, nothing to load on ${node.id}`);
       // Loads on one node go one after another, as Ollama would take them anyway.
-      void reload(node.id, url, missing.filter((m) => onDisk(node, m)));
+      void reload(node.id, url, missing.filter((m) => onDisk(node, m) && !cloudOn(node, m)));
     }
   };
 

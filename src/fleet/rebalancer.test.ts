@@ -39,8 +39,9 @@ test("waiting requests move to another node with the model and free slots, the n
 
 test("a queue shorter than rebalancer.threshold is left alone", async () => {
   await load("busy", 1, 3);
-  expect(pass([busy, { id: "spare", onDisk: { [MODEL]: 5 } }])).toBe(0);
-  expect(pass([busy, { id: "spare", onDisk: { [MODEL]: 5 } }], { threshold: 3 })).toBe(3);
+  const spare = { id: "spare", onDisk: { [MODEL]: 5 }, parallel: 4 };
+  expect(pass([busy, spare])).toBe(0);
+  expect(pass([busy, spare], { threshold: 3 })).toBe(3);
 });
 
 test("one pass moves at most rebalancer.maxPerCycle requests", async () => {

@@ -2,12 +2,14 @@
 // (agent nodes) or polled by the router itself (agentless nodes). Status is
 // derived from the age of the last report: online → degraded → offline.
 import type { Database } from "bun:sqlite";
-import { type Config, DEFAULT_PARALLEL, type NodeEntry } from "../config/schema.ts";
+import { type Config, type NodeEntry } from "../config/schema.ts";
 import { bandwidthForChip } from "../core/chips.ts";
 import { log } from "../log.ts";
 import { recordEvent } from "../store/db.ts";
 import { readSlots } from "../store/slots.ts";
 import { sameModel } from "./model-name.ts";
+import { isCloud } from "./node-models.ts";
+import { defaultContext, defaultParallel } from "./ollama-releases.ts";
 import { LearnedSlots } from "./slots.ts";
 import type { Heartbeat, OllamaSection } from "./heartbeat.ts";
 
@@ -78,7 +80,7 @@ export class Registry {
     private readonly now: () => number = Date.now,
   ) {
     this.config = config;
-    this.learnedSlots = new LearnedSlots(DEFAULT_PARALLEL, store ? readSlots(store) : []);
+    this.learnedSlots = new LearnedSlots((id) => this.priorParallel(id), store ? readSlots(store) : []);
     this.sync(config);
   }
 
@@ -97,9 +99,29 @@ export class Registry {
     return this.declared.get(id);
   }
 
-  /** Concurrent requests per loaded model on the node: its declared `parallel`, else what herd learned, else the default. */
+  /** Concurrent requests per loaded model on the node: its declared `parallel`, else what herd learned, else its release's default. */
   parallel(id: string): number {
-    return this.declared.get(id)?.parallel ?? this.learnedSlots.slots(id) ?? DEFAULT_PARALLEL;
+    return this.declared.get(id)?.parallel ?? this.learnedSlots.slots(id) ?? this.priorParallel(id);
+  }
+
+  private priorParallel(id: string): number {
+    return defaultParallel(this.nodes.get(id)?.ollama?.version);
+  }
+
+  /**
+   * The context the node's Ollama loads a model with when a request asks none, before the model's trained context
+   * caps it: its declared `contextLength` (OLLAMA_CONTEXT_LENGTH), else its release's choice for its memory.
+   */
+  defaultContext(node: NodeRecord): number {
+    return this.defaultContextOf(node).numCtx;
+  }
+
+  /** defaultContext and where it comes from: the config, the node's release and memory, or the smallest tier assumed. */
+  defaultContextOf(node: NodeRecord): { numCtx: number; source: "config" | "release" | "assumed" } {
+    const declared = this.declared.get(node.id)?.contextLength;
+    if (declared !== undefined) return { numCtx: declared, source: "config" };
+    const { numCtx, known } = defaultContext(node.ollama?.version, this.hardware(node).memoryTotalGb);
+    return { numCtx, source: known ? "release" : "assumed" };
   }
 
   /** Where the node's `parallel` comes from, in the words of the other figures' sources: its config entry, its answers, or the default. */
@@ -373,6 +395,11 @@ export function markRunnerContext(node: NodeRecord, model: string, numCtx: numbe
 /** The node has the model on disk. */
 export function onDisk(node: NodeRecord, model: string): boolean {
   return (node.ollama?.models_available ?? []).some((m) => sameModel(m.name, model));
+}
+
+/** The node lists the model as an Ollama cloud model (node-models.ts isCloud). */
+export function cloudOn(node: NodeRecord, model: string): boolean {
+  return (node.ollama?.models_available ?? []).some((m) => sameModel(m.name, model) && isCloud(m));
 }
 
 /** The model's size on the node's disk in bytes, as its Ollama lists it; 0 when unknown. Read as each answer ends. */

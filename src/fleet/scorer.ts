@@ -25,6 +25,8 @@ export interface NodeView {
   largestOnDiskGb: number;
   /** Models this node unloaded recently: a reload is faster (files in page cache). */
   recentlyLoaded: string[];
+  /** The context its Ollama loads a model with when a request asks none, before the model's trained context caps it. */
+  defaultContext: number;
 }
 
 export interface LoadedModel {
@@ -36,6 +38,8 @@ export interface LoadedModel {
 export interface DiskModel {
   name: string;
   sizeGb: number;
+  /** An Ollama cloud model: it runs at ollama.com, never loaded here. */
+  remote?: boolean;
 }
 
 export interface QueueView {
@@ -69,6 +73,8 @@ export interface Eligible {
   /** The model it was found for. */
   model: string;
   loaded: boolean;
+  /** An Ollama cloud model on this node: no load, no memory, whatever the node holds. */
+  remote: boolean;
   modelSizeGb: number;
   /** The context the node's runner for the model was loaded with, when loaded and said. */
   loadedContext: number | undefined;
@@ -126,7 +132,7 @@ export function eligibleNodes(nodes: readonly NodeView[], req: ScoreRequest): El
     }
     const contextLength = loaded?.contextLength;
     const contextOverflow = contextLength && req.promptTokens > contextLength ? { estimated: req.promptTokens, contextLength } : null;
-    eligible.push({ nodeId: node.id, node, model: req.model, loaded: Boolean(loaded), modelSizeGb: sizeGb, loadedContext: contextLength, contextOverflow });
+    eligible.push({ nodeId: node.id, node, model: req.model, loaded: Boolean(loaded), remote: onDisk?.remote ?? false, modelSizeGb: sizeGb, loadedContext: contextLength, contextOverflow });
   }
   return { eligible, eliminated };
 }

@@ -95,17 +95,21 @@ const round1 = (n: number) => Math.round(n * 10) / 10;
 
 /**
  * Seed 000's optional `capacity`: how fast herd has found the node, per GB of model (decode ≈ its effective memory
- * bandwidth), and the requests it runs at once per model; `sources` says where each came from (parallel: `config`,
- * `learned` from its answers, or the `prior` default).
+ * bandwidth), the requests it runs at once per model, and the context its Ollama loads a model with when asked none;
+ * `sources` says where each came from (parallel: `config`, `learned` from its answers, or the `prior`, its release's
+ * default; default_context: `config`, its `release` and memory, or `assumed`, the smallest, when herd cannot place them).
  */
 function capacityJson(registry: Registry, speeds: Speeds, nodeId: string) {
   const f = speeds.factor(nodeId);
+  const node = registry.get(nodeId);
+  const context = node && registry.defaultContextOf(node);
   return {
     decode_gb_per_s: round1(f.decodeBytesPerS / 1e9),
     prefill_gb_per_s: round1(f.prefillBytesPerS / 1e9),
     load_gb_per_s: round1(f.loadBytesPerS / 1e9),
     parallel: registry.parallel(nodeId),
-    sources: { ...f.sources, parallel: registry.parallelSource(nodeId) },
+    default_context: context?.numCtx ?? null,
+    sources: { ...f.sources, parallel: registry.parallelSource(nodeId), default_context: context?.source ?? null },
   };
 }
 

@@ -38,6 +38,7 @@ export function nodeView(id: string, over: Partial<Omit<NodeView, "id" | "loaded
     bandwidthGbps: null,
     onlineForS: 3600,
     recentlyLoaded: [],
+    defaultContext: 4096,
     ...over,
     loaded,
     available,

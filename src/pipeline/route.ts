@@ -87,7 +87,7 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
   const limit = deadline(rt.live.config, req.kind, rt.shutdown.signal, req.signal);
   let routed: Routed;
   try {
-    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, speeds: rt.speeds, promptCounts: rt.promptCounts, affinity: rt.affinity, config: rt.toggles.apply(rt.live.config), grant: meta.caller }, req, limit.signal);
+    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, speeds: rt.speeds, promptCounts: rt.promptCounts, affinity: rt.affinity, modelFacts: rt.modelFacts, config: rt.toggles.apply(rt.live.config), grant: meta.caller }, req, limit.signal);
   } catch (e) {
     limit.release();
     leave(rt.clients, meta);

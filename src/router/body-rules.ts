@@ -1,9 +1,10 @@
 // Three adjustments to a request's options once the serving node is known:
 // - context protection: a client's num_ctx no larger than what the node already
 //   has loaded would only make Ollama reload the model (a long stall), so it is
-//   stripped ("strip"), logged ("warn") or left alone ("passthrough");
-// - context size: with no num_ctx from the client, herd sets one the prompt
-//   fits (context-size.ts);
+//   stripped ("strip"), logged ("warn") or left alone ("passthrough"); one past the
+//   model's trained context is cut to it (Ollama would run it so anyway);
+// - context size: with no num_ctx from the client, herd sends what the prompt
+//   fits, or nothing where the node's own choice fits it (context-size.ts);
 // - thinking budgets: a thinking model spends tokens on its reasoning before it
 //   answers, so a client's num_predict is raised so the answer still fits.
 import type { Config } from "../config/schema.ts";
@@ -11,8 +12,9 @@ import type { Chunk } from "../core/events.ts";
 import type { Conversation, Options } from "../core/conversation.ts";
 import { type InferenceRequest, replyCapOf } from "../core/request.ts";
 import type { PromptCounts } from "../fleet/prompt-counts.ts";
+import type { Eligible } from "../fleet/scorer.ts";
 import { reasons } from "../fleet/thinking-models.ts";
-import { contextSize } from "./context-size.ts";
+import { type ContextOverflow, contextSize, type NodeContext } from "./context-size.ts";
 import { thinkingTokens } from "../core/tokens.ts";
 
 /** Raise a thinking model's num_predict by this factor, to at least THINKING_MIN_PREDICT and at most THINKING_MAX_PREDICT. */
@@ -27,64 +29,63 @@ export interface Adjusted {
   thinkingBudget: { requested: number; sent: number } | null;
   /** What was changed, for the trace. */
   notes: string[];
-  /** num_ctx was raised so the prompt fits: it no longer overflows the node's context. */
-  contextRaised: boolean;
+  /** The prompt is larger than the context it will run in on this node (Ollama cuts it): the X-Fleet-Context-Overflow. */
+  overflow: ContextOverflow | null;
   /** For the log ("warn"): a client's num_ctx kept that makes Ollama reload the model. Not logged here: the ranking asks this of every candidate. */
   warning: string | null;
 }
 
+/** What a candidate node does with the context of its model, whose trained context is `trained`. */
+export function contextAt(e: Pick<Eligible, "loadedContext" | "node">, trained: number | null): NodeContext {
+  return { loaded: e.loadedContext, automatic: e.node.defaultContext, trained };
+}
+
 /** What herd knows about the request's fit on the chosen node; promptTokens null for requests that run no chat (embeddings). */
 export interface Fit {
-  loadedContext: number | undefined;
+  at: NodeContext;
   /** The prompt as `model`'s tokenizer will likely count it (fleet/prompt-counts.ts). */
   promptTokens: number | null;
 }
 
-/** The request's fit for `model` on a node whose runner for it has `loadedContext` (undefined: none loaded, or not reported). */
-export function fitOn(req: Pick<InferenceRequest, "kind" | "promptTokens">, model: string, loadedContext: number | undefined, counts: Pick<PromptCounts, "expected">): Fit {
-  return { loadedContext, promptTokens: req.kind === "embed" ? null : counts.expected(model, req.promptTokens) };
+/** The request's fit for `model` on a node that does `at` with its context. */
+export function fitOn(req: Pick<InferenceRequest, "kind" | "promptTokens">, model: string, at: NodeContext, counts: Pick<PromptCounts, "expected">): Fit {
+  return { at, promptTokens: req.kind === "embed" ? null : counts.expected(model, req.promptTokens) };
 }
 
-/**
- * The options herd sends `model` on a node whose runner has `loadedContext`: what the dispatcher sends, and what the
- * ranking prices a reload by, from one rule.
- */
-function optionsOn(
-  req: Pick<InferenceRequest, "kind" | "promptTokens"> & Pick<Conversation, "options" | "think">,
-  model: string,
-  loadedContext: number | undefined,
-  counts: Pick<PromptCounts, "expected">,
-  mode: Config["features"]["contextProtection"],
-): Adjusted {
-  return adjustOptions(req, model, fitOn(req, model, loadedContext, counts), mode);
-}
+type OptionsRequest = Pick<InferenceRequest, "kind" | "promptTokens"> & Pick<Conversation, "options" | "think">;
 
 /**
- * optionsOn for one request, remembering its last answer: the ranking asks it of every candidate (most share a model
- * and a loaded context) and the call again of the one it picked.
+ * The options herd sends `model` on a node, for one request: what the dispatcher sends, and what the ranking prices a
+ * reload by, from one rule. It remembers its last answer: the ranking asks it of every candidate (most share a model
+ * and a context) and the call again of the one it picked.
  */
-export function optionsFor(
-  req: Parameters<typeof optionsOn>[0],
-  counts: Pick<PromptCounts, "expected">,
-  mode: Config["features"]["contextProtection"],
-): (model: string, loadedContext: number | undefined) => Adjusted {
-  let last: { model: string; loadedContext: number | undefined; adjusted: Adjusted } | null = null;
-  return (model, loadedContext) => {
-    if (last?.model !== model || last.loadedContext !== loadedContext) last = { model, loadedContext, adjusted: optionsOn(req, model, loadedContext, counts, mode) };
+export function optionsFor(req: OptionsRequest, counts: Pick<PromptCounts, "expected">, mode: Config["features"]["contextProtection"]): (model: string, at: NodeContext) => Adjusted {
+  let last: { model: string; at: NodeContext; adjusted: Adjusted } | null = null;
+  const same = (a: NodeContext, b: NodeContext) => a.loaded === b.loaded && a.automatic === b.automatic && a.trained === b.trained;
+  return (model, at) => {
+    if (last?.model !== model || !same(last.at, at)) last = { model, at, adjusted: adjustOptions(req, model, fitOn(req, model, at, counts), mode) };
     return last.adjusted;
   };
 }
 
-/** Sending these options makes Ollama reload the loaded runner: another num_ctx restarts it, and its KV cache goes with it. */
+/**
+ * Sending these options makes Ollama reload the loaded runner: another num_ctx restarts it (herd's options cut theirs
+ * to the trained context, as Ollama does), and its KV cache goes with it. herd sends none only with nothing loaded.
+ */
 export function reloadsRunner({ num_ctx }: Options, loadedContext: number | undefined): boolean {
   return loadedContext !== undefined && typeof num_ctx === "number" && num_ctx !== loadedContext;
 }
 
-export function adjustOptions(req: Pick<Conversation, "options" | "think">, model: string, { loadedContext, promptTokens }: Fit, mode: Config["features"]["contextProtection"]): Adjusted {
+export function adjustOptions(req: Pick<Conversation, "options" | "think">, model: string, { at, promptTokens }: Fit, mode: Config["features"]["contextProtection"]): Adjusted {
   const options = { ...req.options };
   const requested = replyCapOf(req);
   const notes: string[] = [];
   let warning: string | null = null;
+  const loadedContext = at.loaded;
+  if (typeof options.num_ctx === "number" && at.trained !== null && options.num_ctx > at.trained) {
+    notes.push(`num_ctx ${options.num_ctx} cut to the model's trained context (${at.trained})`);
+    options.num_ctx = at.trained;
+  }
   const numCtx = options.num_ctx;
   if (typeof numCtx === "number" && loadedContext && numCtx <= loadedContext && mode !== "passthrough") {
     if (mode === "strip") {
@@ -101,12 +102,16 @@ export function adjustOptions(req: Pick<Conversation, "options" | "think">, mode
     notes.push(`num_predict raised ${requested} → ${sent} for a thinking model`);
   }
   // After the thinking budget: the reply's room includes the reasoning.
-  const size = promptTokens !== null && options.num_ctx === undefined ? contextSize(promptTokens, thinkingBudget?.sent ?? requested, loadedContext) : null;
-  if (size) {
-    options.num_ctx = size.numCtx;
+  let overflow: ContextOverflow | null = null;
+  if (promptTokens !== null && options.num_ctx === undefined) {
+    const size = contextSize(promptTokens, thinkingBudget?.sent ?? requested, at);
+    if (size.numCtx !== undefined) options.num_ctx = size.numCtx;
     if (size.note) notes.push(size.note);
+    overflow = size.overflow;
+  } else if (promptTokens !== null && typeof options.num_ctx === "number" && promptTokens > options.num_ctx) {
+    overflow = { estimated: promptTokens, contextLength: options.num_ctx };
   }
-  return { options, thinkingBudget, notes, contextRaised: Boolean(size?.note), warning };
+  return { options, thinkingBudget, notes, overflow, warning };
 }
 
 /** The seed's reasoning-budget diagnostics for a finished non-streaming answer. */

@@ -5,7 +5,7 @@
 import { lineLimits } from "../backends/lines.ts";
 import { callOllama, pullModel } from "../backends/ollama.ts";
 import { ollamaBody } from "../backends/ollama-render.ts";
-import type { InferenceRequest } from "../core/request.ts";
+import { type InferenceRequest, replyCapOf } from "../core/request.ts";
 import { RouteError } from "../errors.ts";
 import { log } from "../log.ts";
 import { mlxModelOf } from "../fleet/catalog.ts";
@@ -16,7 +16,8 @@ import { markRunnerContext, type Registry } from "../fleet/registry.ts";
 import { type Eligibility, type Eligible, eligibleNodes, type NodeView, type Scored, scoreEligible } from "../fleet/scorer.ts";
 import { attempt, type Tried } from "./attempt.ts";
 import { resolveAlias } from "./aliases.ts";
-import { optionsFor } from "./body-rules.ts";
+import { contextAt, optionsFor } from "./body-rules.ts";
+import { neededContext, SMALLEST_DEFAULT_CONTEXT } from "./context-size.ts";
 import { byFinishTime, type Timed } from "./finish-order.ts";
 import { nodeView } from "./node-view.ts";
 import { dispatchMlx } from "./mlx-dispatch.ts";
@@ -86,15 +87,17 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
     if (!cached.has(model)) cached.set(model, cachedPrompt(deps, nodes, req, model));
     return cached.get(model)!;
   };
-  const sendOptions = optionsFor(req, deps.promptCounts, config.features.contextProtection);
-  const rank = (model: string): Ranked[] => {
-    if (config.routing.strategy !== "finish-time") return scoreEligible(nodes, eligible(model), (id) => queues.view(id, model), config.scoring);
-    return byFinishTime(deps, eligible(model), req, config.routing.sessionAffinity ? cachedOn(model) : undefined, sendOptions);
-  };
   if (config.features.vramFallback && !req.strict) {
     const standIn = vramSubstitute(requested, eligible(requested), nodes, req.needs, (m) => deps.grant?.mayServe(m) ?? true);
     if (standIn) models.unshift(standIn);
   }
+  const trained = await trainedContexts(deps, req, models);
+  const optionsOf = optionsFor(req, deps.promptCounts, config.features.contextProtection);
+  const sendOptions = (e: Eligible) => optionsOf(e.model, contextAt(e, trained.get(e.model) ?? null));
+  const rank = (model: string): Ranked[] => {
+    if (config.routing.strategy !== "finish-time") return scoreEligible(nodes, eligible(model), (id) => queues.view(id, model), config.scoring);
+    return byFinishTime(deps, eligible(model), req, config.routing.sessionAffinity ? cachedOn(model) : undefined, sendOptions);
+  };
   return attempt(inOrder(deps, models, rank), {
     queues,
     maxRetries: config.routing.maxRetries,
@@ -103,7 +106,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
     slots: registry,
     async call(candidate, slot, excluded, leftMs) {
       const { model, loadedContext } = candidate;
-      const { options, thinkingBudget, notes, contextRaised, warning } = sendOptions(model, loadedContext);
+      const { options, thinkingBudget, notes, overflow, warning } = sendOptions(candidate);
       if (warning) log.warn(warning);
       const node = registry.get(candidate.nodeId)!;
       if (typeof options.num_ctx === "number") markRunnerContext(node, model, options.num_ctx);
@@ -123,7 +126,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
         fallback: model !== requested,
         excluded,
         slot,
-        contextOverflow: contextRaised ? null : candidate.contextOverflow,
+        contextOverflow: overflow,
         thinkingBudget,
         adjustments: notes,
         // Known whether affinity steered the choice or not: what the node learns of its prefill rate depends on it.
@@ -133,6 +136,17 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
     },
     exhausted: (tried) => unroutable(registry, nodes, models, tried, (model, nodeId) => verdict(model).eliminated.find((e) => e.nodeId === nodeId)?.reason),
   });
+}
+
+/**
+ * The trained context of each model the request may run on (/api/show, asked once per model and remembered), where it
+ * can change what the request is sent: a request that fits the smallest context any node picks, and asks no larger
+ * one itself, is not held for it.
+ */
+async function trainedContexts({ modelFacts }: RouterDeps, req: InferenceRequest, models: string[]): Promise<Map<string, number | null>> {
+  const asked = typeof req.options.num_ctx === "number" ? req.options.num_ctx : 0;
+  if (req.kind === "embed" || Math.max(asked, neededContext(req.promptTokens, replyCapOf(req))) <= SMALLEST_DEFAULT_CONTEXT) return new Map();
+  return new Map(await Promise.all(models.map(async (m) => [m, await modelFacts.contextLength(m)] as const)));
 }
 
 /**

@@ -13,7 +13,7 @@ import { diskBytes, type Registry } from "../fleet/registry.ts";
 import type { ReplicaCandidate } from "../fleet/replicas.ts";
 import { type Eligible, eligibleNodes, type LoadedModel, type NodeView, OS_RESERVE_GB } from "../fleet/scorer.ts";
 import type { Speeds } from "../fleet/speeds.ts";
-import { type Adjusted, optionsFor, reloadsRunner } from "./body-rules.ts";
+import { type Adjusted, contextAt, optionsFor, reloadsRunner } from "./body-rules.ts";
 import { nodeView } from "./node-view.ts";
 
 /** A reply's length before herd has seen the model answer. */
@@ -34,19 +34,20 @@ export type Timed = Eligible & { score: number; breakdown: FinishBreakdown; esti
 /**
  * The eligible nodes (fleet/scorer.ts:eligibleNodes) by their estimated finish. `cachedPrefixTokens`: per node, the
  * prompt tokens it likely still holds cached for this request (session affinity's input; none by default).
- * `options`: what the request would be sent with on a runner of a given context, the dispatcher's own rule.
+ * `options`: what the request would be sent with on a candidate, the dispatcher's own rule (by default with the
+ * model's trained context unknown).
  */
 export function byFinishTime(
   sources: FinishSources,
   eligible: readonly Eligible[],
   req: Parameters<typeof optionsFor>[0],
   cachedPrefixTokens: (nodeId: string) => number = () => 0,
-  options: (model: string, loadedContext: number | undefined) => Adjusted = optionsFor(req, sources.promptCounts, sources.config.features.contextProtection),
+  options: (e: Eligible) => Adjusted = untrained(optionsFor(req, sources.promptCounts, sources.config.features.contextProtection)),
 ): Timed[] {
   const model = eligible[0]?.model;
   if (model === undefined) return [];
   // The num_ctx the request would be sent there, by the rule the dispatcher applies, against the runner's.
-  const reloads = (e: Eligible) => reloadsRunner(options(model, e.loadedContext).options, e.loadedContext);
+  const reloads = (e: Eligible) => reloadsRunner(options(e).options, e.loadedContext);
   const candidates = finishCandidates(sources, eligible, model, cachedPrefixTokens, reloads);
   const typical = req.kind === "embed" ? 0 : typicalReply(sources, model);
   const cap = req.kind === "embed" ? 0 : replyCapOf(req);
@@ -55,11 +56,14 @@ export function byFinishTime(
   return ranked.map(({ candidate, ms, breakdown }) => ({ ...candidate.eligible, score: ms, breakdown, estimatedWaitMs: breakdown.wait_ms }));
 }
 
+const untrained = (options: ReturnType<typeof optionsFor>) => (e: Eligible) => options(e.model, contextAt(e, null));
+
 /** What the rebalancer's replica pass reads for `model` (fleet/replicas.ts): the nodes that could serve it as the estimate sees them, and a typical request. */
 export function replicaInputs(sources: FinishSources, model: string, promptTokens: number): { candidates: ReplicaCandidate[]; request: FinishRequest } {
   const { registry, queues } = sources;
   const nodes = registry.all().map((n) => nodeView(registry, n));
-  const { eligible } = eligibleNodes(nodes, { model, promptTokens });
+  // A cloud model has no replica to warm.
+  const eligible = eligibleNodes(nodes, { model, promptTokens }).eligible.filter((e) => !e.remote);
   // A typical request fits the runners as loaded: no reload to price.
   const candidates = finishCandidates(sources, eligible, model, () => 0, () => false).map((c) => ({
     ...c,
@@ -80,8 +84,9 @@ function finishCandidates(
   return eligible.map((e) => {
     const q = queues.view(e.nodeId, model);
     const bytes = diskBytes(registry.get(e.nodeId), model) || e.modelSizeGb * GB;
-    // A request running there means the model is loaded or loading, before the next report says so.
-    const resident = e.loaded || q.inFlight > 0;
+    // A request running there means the model is loaded or loading, before the next report says so; a cloud model
+    // is never loaded there at all.
+    const resident = e.loaded || e.remote || q.inFlight > 0;
     return {
       eligible: e,
       nodeId: e.nodeId,

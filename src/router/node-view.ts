@@ -1,7 +1,7 @@
 // A node as the scorer and the estimate read it (fleet/scorer.ts:NodeView), from the registry's record: built per
 // request, so its model lists are viewed once per list the node reports, not once per request.
 import { modelKey } from "../fleet/model-name.ts";
-import { diskGb } from "../fleet/node-models.ts";
+import { diskGb, isCloud } from "../fleet/node-models.ts";
 import type { OllamaSection } from "../fleet/heartbeat.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import type { DiskModel, LoadedModel, NodeView } from "../fleet/scorer.ts";
@@ -10,7 +10,7 @@ export function nodeView(registry: Registry, node: NodeRecord): NodeView {
   const hardware = registry.hardware(node);
   const ollama = node.ollama;
   const loaded = loadedViews.of(ollama?.models_loaded ?? NONE, (m) => ({ name: m.name, sizeGb: m.size_gb, contextLength: m.context_length }));
-  const available = availableViews.of(ollama?.models_available ?? NONE, (m) => ({ name: m.name, sizeGb: diskGb(m) }));
+  const available = availableViews.of(ollama?.models_available ?? NONE, (m) => ({ name: m.name, sizeGb: diskGb(m), remote: isCloud(m) }));
   return {
     id: node.id,
     online: registry.ollamaServing(node),
@@ -26,6 +26,7 @@ export function nodeView(registry: Registry, node: NodeRecord): NodeView {
     loadedGb: loaded.totalGb,
     largestOnDiskGb: available.largestGb,
     recentlyLoaded: [...node.unloadedAt.keys()],
+    defaultContext: registry.defaultContext(node),
   };
 }
 

@@ -9,11 +9,11 @@ import type { PromptCounts } from "../fleet/prompt-counts.ts";
 import type { Pulls } from "../fleet/pulls.ts";
 import type { Queues } from "../fleet/queues.ts";
 import type { Registry } from "../fleet/registry.ts";
-import type { Scored } from "../fleet/scorer.ts";
 import type { Speeds } from "../fleet/speeds.ts";
 import type { Served } from "../core/fleet-headers.ts";
 import type { Slot } from "../fleet/queues.ts";
 import type { Adjusted } from "./body-rules.ts";
+import type { ModelFacts } from "../fleet/model-facts.ts";
 
 /** What answered, as its trace records it. */
 export interface Answered extends Served {
@@ -28,7 +28,8 @@ export interface Routed extends Answered {
   call: OllamaCall;
   /** What served it: the node's Ollama, or one of its MLX servers (whose answer is parsed into the same Events). */
   backend: "ollama" | "mlx";
-  contextOverflow: Scored["contextOverflow"];
+  /** The prompt is larger than the context it runs in on the node (Ollama cuts it). */
+  contextOverflow: Adjusted["overflow"];
   thinkingBudget: Adjusted["thinkingBudget"];
   adjustments: string[];
   /** Prompt tokens session affinity takes the serving node to hold cached for this request (0: none). */
@@ -50,4 +51,6 @@ export interface RouterDeps {
   promptCounts: Pick<PromptCounts, "expected">;
   /** Which node served each session's last turn, and whether it likely still holds the prompt. */
   affinity: Pick<SessionAffinity, "holder">;
+  /** Each model's trained context: herd's num_ctx never passes it, and a prompt past it is an overflow. */
+  modelFacts: Pick<ModelFacts, "contextLength">;
 }

@@ -4,7 +4,7 @@
 // (but for flapMs: a node that is down is down, /_sim included).
 
 export interface Faults {
-  /** Answer with a 500 shaped like the backend's own errors. */
+  /** Answer as the backend does when its runner fails: a 500 shaped like its own errors (Ollama's /api/embed: a 400, as it answers any runner error there). */
   error500?: boolean;
   /** Accept the request and never answer (until the client or the sim gives up). */
   hang?: boolean;

@@ -19,7 +19,14 @@ export interface SimModelSpec {
   /** Hidden size; also the length of the vectors /api/embed returns. */
   embeddingLength: number;
   capabilities: Capability[];
+  /** Set for an Ollama cloud model: a stub on disk whose inference runs at this host (api/types.go remote_host). */
+  remoteHost?: string;
 }
+
+/** Where Ollama's cloud models ("gpt-oss:120b-cloud") run. */
+export const CLOUD_HOST = "https://ollama.com:443";
+/** A cloud model's manifest stub on disk, in bytes: a few hundred, not the weights. */
+const CLOUD_STUB_BYTES = 384;
 
 const chat: Capability[] = ["completion", "tools"];
 const thinker: Capability[] = ["completion", "tools", "thinking"];
@@ -81,7 +88,9 @@ export function specFor(name: string): SimModelSpec {
   const size = /(\d+(?:\.\d+)?)([bm])/.exec(tag);
   const parameters = size ? Number(size[1]) * (size[2] === "b" ? 1e9 : 1e6) : 7e9;
   const embedding = base.includes("embed");
+  const cloud = /[-:]cloud$/.test(tag);
   return {
+    ...(cloud ? { remoteHost: CLOUD_HOST } : {}),
     name: canonical,
     family: base.replace(/^.*\//, "").replace(/[^a-z].*$/, "") || "llama",
     parameters,
@@ -96,8 +105,9 @@ function splitTag(canonical: string): string[] {
   return canonical.split(/:(?=[^:/]*$)/);
 }
 
-/** Size of the GGUF blob in bytes. */
+/** Size of the GGUF blob in bytes (a cloud model's stub: its manifest alone). */
 export function sizeBytes(spec: SimModelSpec): number {
+  if (spec.remoteHost) return CLOUD_STUB_BYTES;
   return Math.round((spec.parameters * (BITS_PER_WEIGHT[spec.quantization] ?? 4.85)) / 8);
 }
 
@@ -109,9 +119,21 @@ export function decodeTokensPerSecond(spec: SimModelSpec, memoryBandwidthGbps: n
   return (0.6 * memoryBandwidthGbps * 1e9) / sizeBytes(spec);
 }
 
-/** Bytes a loaded model occupies: weights plus KV cache and compute graph (~20% at default context). */
-export function loadedBytes(spec: SimModelSpec): number {
-  return Math.round(sizeBytes(spec) * 1.2);
+/**
+ * KV cache bytes per token of context, keys and values at f16 (Ollama's default OLLAMA_KV_CACHE_TYPE): about
+ * 46 KiB × √(billions of parameters), which gives llama3.1:8b its 128 KiB (32 layers × 8 KV heads × 128 × 2 × 2 B).
+ */
+export function kvBytesPerToken(spec: SimModelSpec): number {
+  return 46 * 1024 * Math.sqrt(spec.parameters / 1e9);
+}
+
+/**
+ * Bytes a loaded model occupies: its weights, their compute graph (~5%), and a KV cache of `numCtx` tokens for each
+ * of its parallel slots (llama-server is started with num_ctx × OLLAMA_NUM_PARALLEL: server/sched.go
+ * effectiveLlamaServerContext).
+ */
+export function loadedBytes(spec: SimModelSpec, numCtx = 4096, parallel = 1): number {
+  return Math.round(sizeBytes(spec) * 1.05 + kvBytesPerToken(spec) * numCtx * parallel);
 }
 
 /** sha256 hex, stable per name: the manifest digest /api/tags and /api/ps report. */

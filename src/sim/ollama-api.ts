@@ -3,13 +3,11 @@
 import { goJson, rfc3339Nano } from "./encoding.ts";
 import { details, digest, embedding, sizeBytes, type SimModelSpec } from "./models.ts";
 import { JSON_TYPE, NDJSON_TYPE, OllamaError, goLine, json, readBody, str, text } from "./ollama-http.ts";
-import { namedModel, onDisk, promptEvalMs, releasing, startRun, type OllamaNode, type Run } from "./ollama-run.ts";
+import { checkCapabilities, namedModel, onDisk, promptEvalMs, releasing, startRun, type OllamaNode, type Run, type RunRequest } from "./ollama-run.ts";
+import { askedContext } from "./ollama-context.ts";
 import { parseMessages, parseTools, promptTokenIds, tokenIds, type ChatMessage } from "./replies.ts";
-import { DEFAULT_KEEP_ALIVE_MS, defaultNumCtx } from "./residency.ts";
+import { DEFAULT_KEEP_ALIVE_MS } from "./residency.ts";
 import { silentTokens, type Frame, type RequestContext } from "./server.ts";
-
-/** A current Ollama release: clients check it (Codex --oss wants 0.13.4 or newer). */
-export const DEFAULT_OLLAMA_VERSION = "0.13.5";
 
 export async function running(): Promise<Response> {
   return text("Ollama is running");
@@ -23,6 +21,8 @@ export async function tags(node: OllamaNode): Promise<Response> {
   const models = node.disk.newestFirst().map(({ spec, modifiedAt }) => ({
     name: spec.name,
     model: spec.name,
+    // A cloud model names where it runs (api/types.go ListModelResponse): the name without its -cloud tag suffix.
+    ...(spec.remoteHost ? { remote_model: spec.name.replace(/-cloud$/, ""), remote_host: spec.remoteHost } : {}),
     modified_at: rfc3339Nano(modifiedAt),
     size: sizeBytes(spec),
     digest: digest(spec.name),
@@ -32,6 +32,7 @@ export async function tags(node: OllamaNode): Promise<Response> {
 }
 
 export async function ps(node: OllamaNode): Promise<Response> {
+  const vram = node.residency.vramBytes();
   const models = node.residency
     .current()
     .sort((a, b) => b.expiresAt - a.expiresAt)
@@ -42,7 +43,8 @@ export async function ps(node: OllamaNode): Promise<Response> {
       digest: digest(r.spec.name),
       details: details(r.spec),
       expires_at: rfc3339Nano(Math.min(r.expiresAt, FOREVER())),
-      size_vram: r.bytes, // unified memory: everything is on the GPU
+      // What is on the GPU; a model past Metal's working set runs partly on the CPU (server/sched.go MemorySize).
+      size_vram: vram.get(r.spec.name) ?? 0,
       context_length: r.numCtx,
     }));
   return json({ models });
@@ -69,8 +71,8 @@ export async function chat(node: OllamaNode, req: Request, ctx: RequestContext):
   const spec = namedModel(node, model);
   const messages = parseMessages(body.messages);
   const keepAlive = keepAliveMs(body.keep_alive);
-  if (messages.length === 0) return loadOrUnload(node, spec, model, keepAlive, ctx, { message: { role: "assistant", content: "" } });
   const tools = parseTools(body.tools);
+  if (messages.length === 0) return loadOrUnload(node, { spec, model, verb: "chat", body, tools }, keepAlive, ctx, { message: { role: "assistant", content: "" } });
   const run = await startRun(node, { spec, model, verb: "chat", body, messages, tools, format: body.format }, ctx);
   const r = run.reply;
   if (r.toolCall && ctx.faults.botchedToolCalls) {
@@ -94,7 +96,7 @@ export async function generate(node: OllamaNode, req: Request, ctx: RequestConte
   const spec = onDisk(node, model);
   const prompt = str(body.prompt);
   const keepAlive = keepAliveMs(body.keep_alive);
-  if (!prompt) return loadOrUnload(node, spec, model, keepAlive, ctx, { response: "" });
+  if (!prompt) return loadOrUnload(node, { spec, model, verb: "generate", body, tools: [] }, keepAlive, ctx, { response: "" });
   const messages = generateMessages(body);
   const run = await startRun(node, { spec, model, verb: "generate", body, messages, tools: [], format: body.format }, ctx);
   const r = run.reply;
@@ -116,7 +118,8 @@ export async function embed(node: OllamaNode, req: Request, ctx: RequestContext)
   // Read before the model is claimed: a bad keep_alive must not leave the claim behind.
   const keepAlive = keepAliveMs(body.keep_alive);
   const began = performance.now();
-  const r = await node.residency.acquire(spec, defaultNumCtx(spec), ctx);
+  // No capability is asked of an embedding's model (server/routes.go EmbedHandler): empty input only loads it.
+  const r = await node.residency.acquire(spec, askedContext(body), ctx);
   const loaded = performance.now();
   try {
     if (inputs.length === 0) return json({ model, embeddings: [] });
@@ -144,7 +147,7 @@ export async function embeddings(node: OllamaNode, req: Request, ctx: RequestCon
   // This route reaches the scheduler before any lookup, hence the older wording.
   if (!found) throw new OllamaError(404, `model "${model}" not found, try pulling it first`);
   const keepAlive = keepAliveMs(body.keep_alive);
-  const r = await node.residency.acquire(found.spec, defaultNumCtx(found.spec), ctx);
+  const r = await node.residency.acquire(found.spec, askedContext(body), ctx);
   try {
     const prompt = str(body.prompt);
     if (!prompt) return json({ embedding: [] });
@@ -228,21 +231,22 @@ function doneObject(run: Run, shape: Shape, whole: boolean): Record<string, unkn
   };
 }
 
-// An empty prompt loads the model (or, with keep_alive 0, unloads it).
+// An empty prompt unloads the model with keep_alive 0; else it loads it, once the model passed the capability
+// checks (server/routes.go GenerateHandler, ChatHandler): an embedding model cannot be loaded this way.
 async function loadOrUnload(
   node: OllamaNode,
-  spec: SimModelSpec,
-  model: string,
+  req: Pick<RunRequest, "spec" | "model" | "verb" | "body" | "tools">,
   keepAlive: number,
   ctx: RequestContext,
   fields: Record<string, unknown>,
 ): Promise<Response> {
-  const head = { model, created_at: rfc3339Nano(), ...fields, done: true };
+  const head = { model: req.model, created_at: rfc3339Nano(), ...fields, done: true };
   if (keepAlive === 0) {
-    node.residency.unloadIfIdle(spec.name);
+    node.residency.unloadIfIdle(req.spec.name);
     return json({ ...head, done_reason: "unload" });
   }
-  node.residency.release(await node.residency.acquire(spec, defaultNumCtx(spec), ctx), keepAlive);
+  checkCapabilities(req);
+  node.residency.release(await node.residency.acquire(req.spec, askedContext(req.body), ctx), keepAlive);
   return json({ ...head, done_reason: "load" });
 }
 

@@ -4,8 +4,9 @@ import type { Disk } from "./disk.ts";
 import { decodeTokensPerSecond, type SimModelSpec } from "./models.ts";
 import { OllamaError } from "./ollama-http.ts";
 import type { CacheSlot } from "./prompt-cache.ts";
-import { promptTokenIds, reply, replyTokenIds, type ChatMessage, type Reply, type ToolSpec } from "./replies.ts";
-import { DEFAULT_KEEP_ALIVE_MS, defaultNumCtx, type Residency, type Resident } from "./residency.ts";
+import { reply, replyTokenIds, type ChatMessage, type Reply, type ToolSpec } from "./replies.ts";
+import { askedContext, fitPrompt } from "./ollama-context.ts";
+import { DEFAULT_KEEP_ALIVE_MS, type Residency, type Resident } from "./residency.ts";
 import type { Frame, RequestContext } from "./server.ts";
 
 /** The state every route handler of one node works on. */
@@ -63,14 +64,17 @@ export function namedModel(node: OllamaNode, model: string): SimModelSpec {
 export async function startRun(node: OllamaNode, req: RunRequest, ctx: RequestContext): Promise<Run> {
   const { spec, model, body, messages } = req;
   const answer = runReply(req);
-  const options = (body.options ?? {}) as { num_ctx?: unknown };
-  const numCtx = typeof options.num_ctx === "number" ? options.num_ctx : defaultNumCtx(spec);
   if (node.memoryBandwidthGbps) ctx.setTokensPerSecond(decodeTokensPerSecond(spec, node.memoryBandwidthGbps));
   const timing = { began: performance.now(), loaded: 0, slotted: 0, prompted: 0 };
-  const r = await node.residency.acquire(spec, numCtx, ctx, () => (timing.loaded = performance.now()));
+  const r = await node.residency.acquire(spec, askedContext(body), ctx, () => (timing.loaded = performance.now()));
   timing.slotted = performance.now();
-  // Like Ollama, a prompt longer than the runner's context is cut to fit, silently: only the count shows it.
-  const prompt = promptTokenIds(messages).slice(0, r.numCtx);
+  let prompt: number[];
+  try {
+    prompt = fitPrompt(messages, r.numCtx, body);
+  } catch (e) {
+    node.residency.release(r, DEFAULT_KEEP_ALIVE_MS);
+    throw e;
+  }
   const { slot, cached } = r.slots.claim(prompt);
   if (cached > 0) ctx.count("promptCacheHits");
   ctx.count("cachedPromptTokens", cached);
@@ -109,8 +113,8 @@ export function promptEvalMs(tokens: number, ctx: Pick<RequestContext, "tokenInt
   return (tokens * ctx.tokenIntervalMs) / 10;
 }
 
-// Ollama's checks, in its order; returns whether the model can think.
-function checkCapabilities({ spec, model, verb, body, tools }: RunRequest): boolean {
+/** Ollama's capability checks, in its order, made before anything runs or loads; returns whether the model can think. */
+export function checkCapabilities({ spec, model, verb, body, tools }: Pick<RunRequest, "spec" | "model" | "verb" | "body" | "tools">): boolean {
   if (!spec.capabilities.includes("completion")) throw new OllamaError(400, `"${model}" does not support ${verb}`);
   if (tools.length > 0 && !spec.capabilities.includes("tools")) {
     throw new OllamaError(400, `${qualifiedName(spec.name)} does not support tools`);

@@ -1,6 +1,7 @@
 // A simulated Ollama server: the native /api routes and the OpenAI-compatible
 // /v1 routes, byte-compatible with Ollama's Go encoder, over a disk of models
 // and their residency in memory. This module only wires them into serveSim.
+import { defaultContext, defaultParallel, NEWEST_OLLAMA } from "../fleet/ollama-releases.ts";
 import { Disk } from "./disk.ts";
 import type { Faults } from "./faults.ts";
 import type { SimModelSpec } from "./models.ts";
@@ -34,15 +35,19 @@ export interface SimNodeOptions {
   loadTimeMs?: number;
   /** When set, loading also reads the model file at this many GB/s: load time grows with model size. */
   diskGbps?: number;
-  /** OLLAMA_NUM_PARALLEL: requests each loaded model runs at once; the rest wait in line. Default: no limit. */
+  /** OLLAMA_NUM_PARALLEL: requests each loaded model runs at once; the rest wait in line. Default: the release's (1 since 0.9.7). */
   numParallel?: number;
-  /** The Ollama version GET /api/version reports. Default: a current release (DEFAULT_OLLAMA_VERSION). */
+  /** OLLAMA_CONTEXT_LENGTH. Default: unset, so the release picks the context (by memory since 0.15.5). */
+  contextLength?: number;
+  /** The release the node behaves as, and GET /api/version reports. Default: the newest herd follows (NEWEST_OLLAMA). */
   ollamaVersion?: string;
   faults?: Faults;
 }
 
 const RUNNER_CRASHED =
   "model runner has unexpectedly stopped, this may be due to resource limitations or an internal error, check ollama server logs for details";
+/** What /api/embed says of a runner that died under it: llm/llama_server.go Embedding's error, which EmbedHandler answers with a 400. */
+const EMBEDDING_RUNNER_DIED = 'do embedding request: Post "http://127.0.0.1:50122/v1/embeddings": EOF';
 
 type Handler = (node: OllamaNode, req: Request, ctx: RequestContext) => Promise<Response>;
 
@@ -63,8 +68,17 @@ const ROUTES: Record<string, Record<string, Handler>> = {
 };
 
 export function startOllamaServer(opts: SimNodeOptions): SimServer {
-  const residency = new Residency({ memoryBytes: (opts.memoryGb ?? 64) * 2 ** 30, loadTimeMs: opts.loadTimeMs ?? 20, diskGbps: opts.diskGbps, numParallel: opts.numParallel });
-  const node: OllamaNode = { disk: new Disk(), residency, version: opts.ollamaVersion ?? api.DEFAULT_OLLAMA_VERSION, memoryBandwidthGbps: opts.memoryBandwidthGbps };
+  const version = opts.ollamaVersion ?? NEWEST_OLLAMA;
+  const memoryGb = opts.memoryGb ?? 64;
+  const residency = new Residency({
+    memoryBytes: memoryGb * 2 ** 30,
+    loadTimeMs: opts.loadTimeMs ?? 20,
+    diskGbps: opts.diskGbps,
+    numParallel: opts.numParallel ?? defaultParallel(version),
+    defaultContext: opts.contextLength ?? defaultContext(version, memoryGb).numCtx,
+    contextFromEnv: opts.contextLength !== undefined,
+  });
+  const node: OllamaNode = { disk: new Disk(), residency, version, memoryBandwidthGbps: opts.memoryBandwidthGbps };
   setModels(node, opts.models ?? ["llama3.2:3b"]);
   setLoaded(node, opts.loaded ?? []);
   return serveSim({ ...opts, kind: "ollama", backend: backend(node) });
@@ -73,7 +87,8 @@ export function startOllamaServer(opts: SimNodeOptions): SimServer {
 function backend(node: OllamaNode): Backend {
   return {
     handle: (req, ctx) => route(node, req, ctx),
-    error500: (url) => errorResponse(url, 500, RUNNER_CRASHED),
+    // A failing runner: 500 on every route but /api/embed, whose handler reports any runner error as a 400 (server/routes.go).
+    error500: (url) => (url.pathname === "/api/embed" ? json({ error: EMBEDDING_RUNNER_DIED }, 400) : errorResponse(url, 500, RUNNER_CRASHED)),
     state: () => {
       const { memoryGb, usedGb, loaded, inFlightByModel } = node.residency.state();
       return { memoryGb, usedGb, models: node.disk.names(), loaded, inFlightByModel };

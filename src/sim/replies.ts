@@ -124,7 +124,7 @@ export function tokenIds(text: string): number[] {
  * single special tokens, so a conversation extended by one turn shares its
  * whole prefix with the previous prompt plus reply (what prompt caches reuse).
  */
-export function promptTokenIds(messages: ChatMessage[]): number[] {
+export function promptTokenIds(messages: readonly ChatMessage[]): number[] {
   const special = (name: string) => 128000 + (hash32(name) % 256);
   const ids = messages.flatMap((m) => [special(m.role), ...tokenIds(m.content), special("end")]);
   return [...ids, special("assistant")];

@@ -9,7 +9,7 @@ import { MLX_PREFIX, mlxServers } from "../fleet/catalog.ts";
 import { nameFault } from "../core/client-names.ts";
 import { modelNameCheck } from "../fleet/model-name.ts";
 import { type CoResidence, loadableUrl, type Pins } from "../fleet/pins.ts";
-import { loadedOn, onDisk, type NodeRecord, type Registry } from "../fleet/registry.ts";
+import { cloudOn, loadedOn, onDisk, type NodeRecord, type Registry } from "../fleet/registry.ts";
 import { OS_RESERVE_GB } from "../fleet/scorer.ts";
 import type { Warmer } from "../fleet/preloader.ts";
 import { validBody } from "./body.ts";
@@ -76,6 +76,7 @@ async function pin(rt: Fleet, pins: Pins, request: Request): Promise<Response> {
     return Response.json({ error: `unknown node_id "${node_id}"`, known_nodes: rt.registry.all().map((n) => n.id) }, { status: 400 });
   }
   const node = pickNode(rt, model, node_id);
+  if (node && cloudOn(node, model)) return jsonError(400, `${model} is an Ollama cloud model: it runs at ollama.com, not in ${node.id}'s memory; there is nothing to load or pin`);
   if (!node) {
     const where = node_id ? `node ${node_id} (${rt.registry.get(node_id)!.status})` : "any online node";
     return jsonError(404, `${model} is not on disk on ${where}; pull it first (ollama pull ${model})`);

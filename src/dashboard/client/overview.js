@@ -131,8 +131,8 @@ function runsBadge(n) {
 /** How each source of /fleet/status `capacity.sources.parallel` reads on the card, and what it means. */
 const SLOTS_SOURCE = {
   config: ["declared", "nodes[].parallel in the config"],
-  learned: ["learned", "learned from the node's answers: they waited inside it for a slot"],
-  prior: ["assumed", "Ollama's default until the node's answers show fewer"],
+  learned: ["learned", "learned from the node's answers: how many ran at once without waiting inside it"],
+  prior: ["Ollama's default", "the default of the node's Ollama release (OLLAMA_NUM_PARALLEL unset) until its answers show otherwise"],
 };
 
 /** The requests the node runs at once per loaded model, and where that figure came from. */
