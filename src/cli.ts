@@ -15,6 +15,7 @@ import { runNode, runRouter, runSim } from "./commands/run.ts";
 import * as v from "valibot";
 import { configJsonSchema } from "./config/json-schema.ts";
 import { nodeId as nodeIdRule } from "./config/schema.ts";
+import { NEWEST_OLLAMA, parseVersion } from "./fleet/ollama-releases.ts";
 import { runSimMlxServer } from "./sim/mlx-cli.ts";
 import { ConfigError, findConfig } from "./config/load.ts";
 import { UserError } from "./errors.ts";
@@ -72,7 +73,7 @@ The agent reads its own entry (by node id) from the same config file as the rout
                     the steps for the router's machine. Without one, a heartbeat cannot say where the
                     node's Ollama is nor take it out of service (open mode, docs/security.md)
   -h, --help        this help`,
-  sim: `Usage: herd sim [--nodes N] [--base-port P] [--no-router] [--mlx] [options]
+  sim: `Usage: herd sim [--nodes N] [--base-port P] [--ollama-version V] [--no-router] [--mlx] [options]
 
 Starts N simulated Ollama nodes (deterministic replies, realistic models and timings) and a
 router in front of them that uses them as its nodes. The config's other settings still apply.
@@ -80,6 +81,8 @@ Its store is its own (server.dataDir/sim, e.g. ~/.herd/sim) unless --data-dir sa
 demo traffic stays out of the real analytics.
   --nodes N         how many simulated nodes (default 3)
   --base-port P     first node's port; the others follow (default 11501; 0 = any free ports)
+  --ollama-version V  the Ollama release the nodes behave as (default ${NEWEST_OLLAMA}, the newest herd
+                    follows; e.g. 0.13.5 loads every model at 4096 tokens, 0.9.6 runs four at once)
   --no-router       only the simulated nodes, e.g. to point another herd at them
   --mlx             the first node also runs a simulated mlx_lm.server (port: after the nodes'),
                     started and health-checked by a node agent as on a Mac (\`herd sim-mlx-server\`)
@@ -131,6 +134,7 @@ const OPTIONS = {
   nodes: { type: "string" },
   "base-port": { type: "string" },
   "no-router": { type: "boolean" },
+  "ollama-version": { type: "string" },
   mlx: { type: "boolean" },
   force: { type: "boolean" },
   "agent-only": { type: "boolean" },
@@ -145,7 +149,7 @@ const ACCEPTS: Record<string, (keyof typeof OPTIONS)[]> = {
   herd: ["config", "port", "host", "data-dir", "node-id", "ollama"],
   serve: ["config", "port", "host", "data-dir"],
   node: ["config", "data-dir", "node-id", "ollama", "router", "token-file", "enroll"],
-  sim: ["config", "port", "host", "data-dir", "nodes", "base-port", "no-router", "mlx"],
+  sim: ["config", "port", "host", "data-dir", "nodes", "base-port", "ollama-version", "no-router", "mlx"],
   init: ["force"],
   "check-config": ["no-secrets"],
   plan: ["config", "router", "token-file"],
@@ -229,6 +233,7 @@ async function main(argv: string[]): Promise<number> {
         overrides,
         nodes: countValue("--nodes", values.nodes, 3),
         basePort: portValue("--base-port", values["base-port"]) ?? 11501,
+        ollamaVersion: versionValue("--ollama-version", values["ollama-version"]) ?? NEWEST_OLLAMA,
         withRouter: !values["no-router"],
         mlx: values.mlx ?? false,
       });
@@ -272,6 +277,12 @@ function portValue(flag: string, raw: string | undefined): number | undefined {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`${flag}: expected a port number 0-65535, got "${raw}"`);
   return n;
+}
+
+function versionValue(flag: string, raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  if (!parseVersion(raw) || raw.length > 32) throw new UsageError(`${flag}: expected an Ollama release such as ${NEWEST_OLLAMA}, got "${raw}"`);
+  return raw;
 }
 
 // The rule the router holds heartbeats to: an agent with another id would run, but never be taken.

@@ -4,7 +4,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
-import { getJson, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
+import { getJson, herd, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
 
 describe("herd sim", () => {
   test("brings up simulated nodes behind a router; a first chat through the router answers", async () => {
@@ -37,6 +37,21 @@ describe("herd sim", () => {
     await Bun.sleep(200);
     expect(sim.output()).not.toContain("serving on");
     expect(await sim.stop()).toBe(0);
+  });
+
+  test("--ollama-version picks the release the nodes behave as; the router knows each node's memory, so the context its Ollama picks", async () => {
+    const dir = tmpDir();
+    const sim = spawnHerd(["sim", "--nodes", "2", "--base-port", "0", "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data"), "--ollama-version", "0.13.5"], { cwd: dir });
+    const [, routerUrl] = await sim.waitFor(/try: curl (http:\/\/[\d.]+:\d+)\/api\/chat/);
+    const [, url] = sim.output().match(/simulated node sim-studio: (\S+)/)!;
+    expect((await getJson(`${url}/api/version`)).version).toBe("0.13.5");
+    const nodes = (await getJson(`${routerUrl}/fleet/status`)).nodes;
+    // Before 0.15.5 every model loads at 4096 tokens, whatever the memory.
+    expect(nodes.map((n: any) => [n.node_id, n.capacity.default_context, n.capacity.sources.default_context])).toEqual([["sim-studio", 4096, "release"], ["sim-mini", 4096, "release"]]);
+    expect(await sim.stop()).toBe(0);
+    const bad = await herd(["sim", "--ollama-version", "latest"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--ollama-version: expected an Ollama release such as 0.33.0, got "latest"');
   });
 
   test("keeps its store apart from the real one unless told; with no config, ~ is $HOME, not a folder in the cwd", async () => {

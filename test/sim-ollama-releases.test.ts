@@ -2,7 +2,10 @@
 // says of parallel slots, the context a model loads with, capability checks before a load, prompts cut to the context,
 // embedding failures and memory on the GPU. Black-box, through its HTTP API.
 import { afterEach, describe, expect, test } from "bun:test";
-import { NEWEST_OLLAMA, OLDEST_TESTED_OLLAMA } from "../src/fleet/ollama-releases.ts";
+import { NEWEST_OLLAMA } from "../src/fleet/ollama-releases.ts";
+
+/** A release herd supports from before the context tiers (0.15.5): Codex's --oss wants 0.13.4 or newer. */
+const BEFORE_TIERS = "0.13.5";
 import { type SimNode, type SimNodeOptions, startSimOllama } from "../src/sim/index.ts";
 import { promptTokenIds } from "../src/sim/replies.ts";
 
@@ -56,8 +59,8 @@ describe("the context a model loads with", () => {
     expect(await contextOf(qwen, "qwen3:8b")).toBe(40960);
   });
 
-  test(`on ${OLDEST_TESTED_OLLAMA} (before 0.15.5) the default is 4096 whatever the memory; OLLAMA_CONTEXT_LENGTH wins on any release`, async () => {
-    const old = await node({ memoryGb: 192, ollamaVersion: OLDEST_TESTED_OLLAMA });
+  test(`on ${BEFORE_TIERS} (before 0.15.5) the default is 4096 whatever the memory; OLLAMA_CONTEXT_LENGTH wins on any release`, async () => {
+    const old = await node({ memoryGb: 192, ollamaVersion: BEFORE_TIERS });
     await generate(old);
     expect(await contextOf(old, "llama3.2:3b")).toBe(4096);
     const set = await node({ memoryGb: 192, contextLength: 16384 });

@@ -1,7 +1,7 @@
-// Unlike Macs for the routing comparison, simulated: each an Ollama sim that
-// generates as fast as its memory bandwidth allows for the model's size, loads
-// for longer the bigger the model, runs OLLAMA_NUM_PARALLEL requests per model
-// at once and keeps each slot's last prompt in its KV cache. Two fleets: one
+// Unlike Macs for the routing comparison, simulated: each an Ollama sim of the newest release herd follows, with its
+// defaults (OLLAMA_NUM_PARALLEL and OLLAMA_CONTEXT_LENGTH unset: one request per model at a time, the context picked
+// by the Mac's memory), that generates as fast as its memory bandwidth allows for the model's size, loads for longer
+// the bigger the model (and its KV cache), and keeps each slot's last prompt in its KV cache. Two fleets: one
 // whose nodes have a real node agent (src/node/agent.ts) reporting them by
 // heartbeat, so herd learns memory and bandwidth the way it does in production,
 // and a held-out one of other Macs named only by their Ollama URLs, of which
@@ -23,8 +23,6 @@ export interface Mac {
   bandwidthGbps: number;
   /** How fast it reads a model file into memory. */
   diskGbps: number;
-  /** OLLAMA_NUM_PARALLEL as Ollama would pick it: fewer slots where memory is tight. */
-  numParallel: number;
   models: string[];
   loaded: string[];
 }
@@ -45,18 +43,18 @@ const BUT_THE_32B = EVERY_MODEL.filter((m) => m !== "qwen2.5-coder:32b");
 export const AGENT_FLEET: BenchFleet = {
   name: "agents",
   macs: [
-    { id: "studio", chip: "Apple M2 Ultra", memoryGb: 192, bandwidthGbps: 800, diskGbps: 5, numParallel: 4, models: EVERY_MODEL, loaded: ["qwen2.5-coder:32b", "llama3.2:3b", "nomic-embed-text", AGENT_MODEL] },
-    { id: "mini", chip: "Apple M4 Pro", memoryGb: 32, bandwidthGbps: 273, diskGbps: 4, numParallel: 2, models: EVERY_MODEL, loaded: ["mistral:7b", "llama3.2:3b", AGENT_MODEL] },
-    { id: "air", chip: "Apple M2", memoryGb: 16, bandwidthGbps: 100, diskGbps: 2, numParallel: 1, models: BUT_THE_32B, loaded: ["llama3.2:3b", "nomic-embed-text"] },
+    { id: "studio", chip: "Apple M2 Ultra", memoryGb: 192, bandwidthGbps: 800, diskGbps: 5, models: EVERY_MODEL, loaded: ["qwen2.5-coder:32b", "llama3.2:3b", "nomic-embed-text", AGENT_MODEL] },
+    { id: "mini", chip: "Apple M4 Pro", memoryGb: 32, bandwidthGbps: 273, diskGbps: 4, models: EVERY_MODEL, loaded: ["mistral:7b", "llama3.2:3b", AGENT_MODEL] },
+    { id: "air", chip: "Apple M2", memoryGb: 16, bandwidthGbps: 100, diskGbps: 2, models: BUT_THE_32B, loaded: ["llama3.2:3b", "nomic-embed-text"] },
   ],
 };
 
 export const AGENTLESS_FLEET: BenchFleet = {
   name: "agentless",
   macs: [
-    { id: "ultra", chip: "Apple M3 Ultra", memoryGb: 192, bandwidthGbps: 819, diskGbps: 6, numParallel: 4, models: EVERY_MODEL, loaded: ["qwen2.5-coder:32b", "nomic-embed-text", AGENT_MODEL] },
-    { id: "max", chip: "Apple M1 Max", memoryGb: 64, bandwidthGbps: 400, diskGbps: 5, numParallel: 2, models: EVERY_MODEL, loaded: ["llama3.2:3b", "mistral:7b", AGENT_MODEL] },
-    { id: "m1", chip: "Apple M1", memoryGb: 16, bandwidthGbps: 68, diskGbps: 2, numParallel: 1, models: BUT_THE_32B, loaded: ["llama3.2:3b", "nomic-embed-text"] },
+    { id: "ultra", chip: "Apple M3 Ultra", memoryGb: 192, bandwidthGbps: 819, diskGbps: 6, models: EVERY_MODEL, loaded: ["qwen2.5-coder:32b", "nomic-embed-text", AGENT_MODEL] },
+    { id: "max", chip: "Apple M1 Max", memoryGb: 64, bandwidthGbps: 400, diskGbps: 5, models: EVERY_MODEL, loaded: ["llama3.2:3b", "mistral:7b", AGENT_MODEL] },
+    { id: "m1", chip: "Apple M1", memoryGb: 16, bandwidthGbps: 68, diskGbps: 2, models: BUT_THE_32B, loaded: ["llama3.2:3b", "nomic-embed-text"] },
   ],
 };
 
@@ -64,14 +62,14 @@ export const FLEETS = [AGENT_FLEET, AGENTLESS_FLEET] as const;
 
 // The competing sessions' fleet: three alike Macs with agents, the coding model resident on each, so every turn has a
 // real choice of node, and the node holding its prompt is no faster than the others but for its cache.
-const alike = (id: string): Mac => ({ id, chip: "Apple M1 Max", memoryGb: 64, bandwidthGbps: 400, diskGbps: 5, numParallel: 2, models: [AGENT_MODEL], loaded: [AGENT_MODEL] });
+const alike = (id: string): Mac => ({ id, chip: "Apple M1 Max", memoryGb: 64, bandwidthGbps: 400, diskGbps: 5, models: [AGENT_MODEL], loaded: [AGENT_MODEL] });
 export const SESSION_FLEET: BenchFleet = { name: "sessions", macs: [alike("max-1"), alike("max-2"), alike("max-3")] };
 
 export interface Fleet {
   sims: SimNode[];
   /**
-   * The router's view of the fleet: with agents each node's parallel slots and credential (a heartbeat without one proves
-   * nothing, so herd would not take the Ollama address it reports); agentless its Ollama URL only.
+   * The router's view of the fleet: with agents each node's credential (a heartbeat without one proves nothing, so herd
+   * would not take the Ollama address it reports); agentless its Ollama URL only. Neither declares the node's slots.
    */
   nodes: NodeConfig[];
   /** Starts the agents (agentless: nothing), each sending its first heartbeat before this returns. */
@@ -84,7 +82,7 @@ export type MacSim = SimNodeOptions & Required<Pick<SimNodeOptions, "memoryGb" |
 
 /** The sim that plays this Mac. */
 export function simOptions(m: Mac): MacSim {
-  return { id: m.id, memoryGb: m.memoryGb, memoryBandwidthGbps: m.bandwidthGbps, loadTimeMs: RUNNER_START_MS, diskGbps: m.diskGbps, numParallel: m.numParallel, models: m.models, loaded: m.loaded };
+  return { id: m.id, memoryGb: m.memoryGb, memoryBandwidthGbps: m.bandwidthGbps, loadTimeMs: RUNNER_START_MS, diskGbps: m.diskGbps, models: m.models, loaded: m.loaded };
 }
 
 /** Starts the fleet's sims; their agents start once the router is up (report). */
@@ -94,7 +92,7 @@ export async function startFleet(fleet: BenchFleet): Promise<Fleet> {
   const withAgents = fleet.name !== "agentless";
   return {
     sims,
-    nodes: fleet.macs.map((m, i) => (withAgents ? { id: m.id, parallel: m.numParallel, token: randomUUID() } : { id: m.id, ollama: sims[i]!.url })),
+    nodes: fleet.macs.map((m, i) => (withAgents ? { id: m.id, token: randomUUID() } : { id: m.id, ollama: sims[i]!.url })),
     async report(routerUrl, routerConfig) {
       if (!withAgents) return;
       const live = await LiveConfig.open(null, () => routerConfig);

@@ -4,6 +4,7 @@
 // models, KV caches or queue statistics.
 import type { HerdConfig } from "../../src/config/types.ts";
 import { parseConfig } from "../../src/config/load.ts";
+import { NEWEST_OLLAMA } from "../../src/fleet/ollama-releases.ts";
 import { bestMs, verdict, workOf } from "./bound.ts";
 import { type BenchFleet, FLEETS, SESSION_FLEET, simOptions, startFleet } from "./fleet.ts";
 import { startHerd } from "./herd-process.ts";
@@ -107,7 +108,8 @@ system prompt in every session, its own task, then 3–7 more turns, each sent 0
 tool's output (30–120 words) appended, the whole conversation resent; answers capped at ${AGENT_REPLY_TOKENS} tokens.
 
 A sim generates at 60% of its bandwidth over the model's size, prefills ten times as fast, loads in 1 s plus the model file at its disk
-rate, runs OLLAMA_NUM_PARALLEL requests per model at once (the rest wait), and keeps each parallel slot's last prompt and answer in
+rate, runs as Ollama ${NEWEST_OLLAMA} does by default (one request per model at once, the rest wait; each model at the context the
+Mac's memory picks, its KV cache in memory beside the weights), and keeps each parallel slot's last prompt and answer in
 its KV cache as Ollama does: a request takes the free slot sharing the longest prefix with its prompt and prefills only the rest.
 The replay and the sims share the bench process; each herd runs in its own. Latency (request → last byte) and time to first token
 (TTFT, streams; "agent TTFT" over every agent turn) in seconds; cold loads and share of requests per node; "cached" is the prompt
@@ -125,7 +127,7 @@ ${sessionsMarkdown(runs.filter((r) => r.fleet === SESSION_FLEET))}`;
 function fleetMarkdown(bench: BenchFleet, runs: StrategyRun[], kinds: string[]): string {
   const ids = bench.macs.map((m) => m.id);
   const macs = bench.macs.map(
-    (m) => `| ${m.id} | ${m.chip} | ${m.memoryGb} GB | ${m.bandwidthGbps} GB/s | ${m.numParallel} | ${m.diskGbps} GB/s | ${m.models.map((x) => (m.loaded.includes(x) ? `**${x}**` : x)).join(", ")} |`,
+    (m) => `| ${m.id} | ${m.chip} | ${m.memoryGb} GB | ${m.bandwidthGbps} GB/s | ${m.diskGbps} GB/s | ${m.models.map((x) => (m.loaded.includes(x) ? `**${x}**` : x)).join(", ")} |`,
   );
   const p = (values: number[], q: number) => secs(percentile(sorted(values), q));
   const rows = runs.map((r) => {
@@ -150,8 +152,8 @@ function fleetMarkdown(bench: BenchFleet, runs: StrategyRun[], kinds: string[]):
 
 Three simulated Macs, ${told}. Loaded at start in bold.
 
-| node | chip | memory | bandwidth | parallel | disk | models |
-|---|---|---|---|---|---|---|
+| node | chip | memory | bandwidth | disk | models |
+|---|---|---|---|---|---|
 ${macs.join("\n")}
 
 Cold loads and share per ${ids.join(" / ")}:
@@ -243,7 +245,7 @@ ${COMPETING_SESSIONS} coding agents at once on ${AGENT_MODEL}, nothing else (\`c
 within the first 5 s with the shared 600-word system prompt and a task of its own, then 6–10 more turns, each sent 0.2–1.5 s after the
 last answer with that answer and a tool's output of 100–300 words appended, the whole conversation resent (prompts grow past 3,000
 tokens); answers capped at ${AGENT_REPLY_TOKENS} tokens. Three alike Macs with agents (${ids.join(", ")}: ${m.chip}, ${m.memoryGb} GB,
-${m.bandwidthGbps} GB/s, ${m.numParallel} parallel slots), the model resident on each: every turn has a real choice of node, and the one
+${m.bandwidthGbps} GB/s, Ollama's defaults), the model resident on each: every turn has a real choice of node, and the one
 holding its prompt is faster only by its cache. Latency and TTFT in seconds; "later turns" are every turn but a session's first.
 
 | strategy | seed | ok | p50 | p95 | later turns' TTFT p50 | p95 | mean | on their last turn's node | cached | share ${ids.join(" / ")} |

@@ -77,12 +77,12 @@ export async function runNode(opts: { configFlag?: string; nodeId: string; dataD
   return 0;
 }
 
-export async function runSim(opts: { configFlag?: string; overrides: Overrides; nodes: number; basePort: number; withRouter: boolean; mlx: boolean }): Promise<number> {
+export async function runSim(opts: { configFlag?: string; overrides: Overrides; nodes: number; basePort: number; ollamaVersion: string; withRouter: boolean; mlx: boolean }): Promise<number> {
   if (opts.mlx && !opts.withRouter) throw new UserError("--mlx needs the router (its node agent runs the MLX server); drop --no-router");
   const stopped = untilSignal();
   const sims: SimNode[] = [];
   try {
-    for (const [i, spec] of demoFleet(opts.nodes).entries()) sims.push(await startSimOllama({ ...spec, port: opts.basePort && opts.basePort + i }));
+    for (const [i, spec] of demoFleet(opts.nodes).entries()) sims.push(await startSimOllama({ ...spec, ollamaVersion: opts.ollamaVersion, port: opts.basePort && opts.basePort + i }));
   } catch (e) {
     await Promise.all(sims.map((s) => s.stop()));
     throw new UserError(`cannot start simulated node on port ${opts.basePort + sims.length} (${(e as Error).message}); pass --base-port P`);
@@ -95,7 +95,8 @@ export async function runSim(opts: { configFlag?: string; overrides: Overrides; 
     // --mlx: the first node runs an MLX server too; herd itself plays mlx_lm.server.
     const mlx = opts.mlx ? { mlx: [{ model: SIM_MLX_MODEL, port: opts.basePort ? opts.basePort + sims.length : await freePort() }], mlxCommand: [...selfCommand(), "sim-mlx-server"] } : {};
     // The demo fleet replaces the config's nodes; everything else in the config still applies and reloads.
-    const simNodes = parseConfig({ nodes: sims.map((s, i) => ({ id: s.id, ollama: s.url, ...(i === 0 ? mlx : {}) })) }).nodes;
+    // Each node's memory declared, as an owner would for an agentless Mac: herd then knows the context its Ollama picks.
+    const simNodes = parseConfig({ nodes: sims.map((s, i) => ({ id: s.id, ollama: s.url, hardware: { memoryGb: s.state().memoryGb }, ...(i === 0 ? mlx : {}) })) }).nodes;
     // Demo traffic must not land in the real store: its own data dir unless one is given.
     const overrides = withOverrides(opts.overrides, SIM_DATA_DIR);
     live = await openLive(opts.configFlag, (c) => ({ ...overrides(c), nodes: simNodes }));

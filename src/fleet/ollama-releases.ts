@@ -2,9 +2,8 @@
 // predicts a node from it (its parallel slots, the context it loads a model with, whether it takes image models),
 // and the simulated Ollama behaves by it, so when a release changes these, both change here.
 
-/** The newest release herd follows (the simulated Ollama's default) and the oldest it is still tested against. */
+/** The newest release herd follows: the simulated Ollama's default. */
 export const NEWEST_OLLAMA = "0.33.0";
-export const OLDEST_TESTED_OLLAMA = "0.13.5";
 
 type Version = readonly [number, number, number];
 
