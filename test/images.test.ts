@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { cleanupFile, eventually, getJson } from "./helpers.ts";
 import { type MediaFleet, standIn, startMediaFleet } from "./fixtures/media/fleet.ts";
-import { decodePng, encodePng } from "./fixtures/media/png.ts";
+import { decodePng, encodePng } from "../src/sim/png.ts";
 
 let fleet: MediaFleet;
 let ollamaImager: ReturnType<typeof Bun.serve>;

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
-import { encodePng } from "./fixtures/media/png.ts";
+import { encodePng } from "../src/sim/png.ts";
 import { eventually, getJson, herd, startRouterProcess, tmpDir } from "./helpers.ts";
 
 setDefaultTimeout(20_000);

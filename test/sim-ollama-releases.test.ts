@@ -1,12 +1,13 @@
 // The simulated Ollama behaves as the release it is given (src/fleet/ollama-releases.ts): what ollama/ollama's source
 // says of parallel slots, the context a model loads with, capability checks before a load, prompts cut to the context,
-// embedding failures and memory on the GPU. Black-box, through its HTTP API.
+// embedding failures, memory on the GPU and image generation. Black-box, through its HTTP API.
 import { afterEach, describe, expect, test } from "bun:test";
 import { NEWEST_OLLAMA } from "../src/fleet/ollama-releases.ts";
 
 /** A release herd supports from before the context tiers (0.15.5): Codex's --oss wants 0.13.4 or newer. */
 const BEFORE_TIERS = "0.13.5";
 import { type SimNode, type SimNodeOptions, startSimOllama } from "../src/sim/index.ts";
+import { decodePng } from "../src/sim/png.ts";
 import { promptTokenIds } from "../src/sim/replies.ts";
 
 const started: SimNode[] = [];
@@ -149,5 +150,18 @@ describe("memory", () => {
     expect(first.size_vram).toBe(first.size);
     expect(newest.size_vram).toBeLessThan(newest.size);
     expect(newest.size_vram).toBeGreaterThan(0);
+  });
+});
+
+describe("image generation", () => {
+  test("0.32.5 draws an x/ model's image as a PNG of the size asked; from 0.32.6 there is no such route", async () => {
+    const draw = (n: SimNode) => fetch(`${n.url}/v1/images/generations`, { method: "POST", body: JSON.stringify({ model: "x/z-image-turbo", prompt: "a fox", size: "96x64", response_format: "b64_json" }) });
+    const last = await node({ models: ["x/z-image-turbo"], ollamaVersion: "0.32.5" });
+    const res = await draw(last);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as any;
+    expect(decodePng(Buffer.from(body.data[0].b64_json, "base64"))).toMatchObject({ width: 96, height: 64 });
+    const gone = await draw(await node({ models: ["x/z-image-turbo"] }));
+    expect([gone.status, await gone.text()]).toEqual([404, "404 page not found"]);
   });
 });

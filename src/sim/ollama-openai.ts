@@ -1,7 +1,9 @@
 // The OpenAI-compatible routes (/v1/*) of a simulated Ollama node, shaped as
 // Ollama's OpenAI layer translates them: Go bytes, its ids and its usage.
+import { servesImages } from "../fleet/ollama-releases.ts";
 import { goJson } from "./encoding.ts";
-import { OllamaError, goLine, readBody, str } from "./ollama-http.ts";
+import { OllamaError, goLine, json, readBody, str, text } from "./ollama-http.ts";
+import { encodePng } from "./png.ts";
 import { namedModel, releasing, startRun, type OllamaNode, type Run } from "./ollama-run.ts";
 import { parseMessages, parseTools, type JsonSchema, type Reply } from "./replies.ts";
 import { DEFAULT_KEEP_ALIVE_MS } from "./residency.ts";
@@ -33,6 +35,27 @@ export async function chatCompletions(node: OllamaNode, req: Request, ctx: Reque
   const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
   const frames = stream ? chunks(run, head, includeUsage) : completion(run, head);
   return ctx.stream(releasing(node, run, DEFAULT_KEEP_ALIVE_MS, frames), { "Content-Type": stream ? "text/event-stream" : "application/json" });
+}
+
+/** How long the sim takes to draw an image, and the most pixels a side it draws (a bound, not Ollama's). */
+const DRAW_MS = 200;
+const MAX_SIDE = 2048;
+
+/**
+ * POST /v1/images/generations, from 0.14.3 until 0.32.6 removed it (commit 4713800b0): an x/ model draws a PNG of the
+ * size asked ("WxH", else its 1024 a side), answered as {created, data: [{b64_json}]}; any other model draws nothing,
+ * data null (openai/openai.go ToImageGenerationResponse, v0.32.5).
+ */
+export async function imageGenerations(node: OllamaNode, req: Request, ctx: RequestContext): Promise<Response> {
+  if (!servesImages(node.version)) return text("404 page not found", 404);
+  const body = await readBody(req, "ImageGenerationRequest");
+  const spec = namedModel(node, str(body.model));
+  const created = Math.floor(Date.now() / 1000);
+  if (!spec.name.startsWith("x/")) return json({ created, data: null });
+  const [w, h] = (/^(\d+)x(\d+)$/.exec(str(body.size)) ?? [, "1024", "1024"]).slice(1).map((n) => Math.min(Math.max(1, Number(n)), MAX_SIDE));
+  await ctx.sleep(DRAW_MS);
+  const png = encodePng(w!, h!, (x, y) => [x % 256, y % 256, 128]);
+  return json({ created, data: [{ b64_json: Buffer.from(png).toString("base64") }] });
 }
 
 export async function models(node: OllamaNode): Promise<Response> {

@@ -64,6 +64,7 @@ const ROUTES: Record<string, Record<string, Handler>> = {
   "/api/pull": { POST: api.pull },
   "/api/delete": { DELETE: api.remove },
   "/v1/chat/completions": { POST: openai.chatCompletions },
+  "/v1/images/generations": { POST: openai.imageGenerations },
   "/v1/models": { GET: openai.models },
 };
 
