@@ -6,6 +6,7 @@ import OpenAI from "openai";
 import { demoFleet, startSimMlx, startSimOllama, type SimNode, type SimNodeOptions } from "../src/sim/index.ts";
 import { catalogSpec, decodeTokensPerSecond, sizeBytes } from "../src/sim/models.ts";
 import { DEFAULT_OLLAMA_VERSION } from "../src/sim/ollama-api.ts";
+import { postJson } from "../src/backends/http1.ts";
 
 const started: SimNode[] = [];
 afterEach(async () => {
@@ -64,6 +65,27 @@ async function readUntilEnd(res: Response): Promise<{ text: string; dropped: boo
   } catch {
     return { text, dropped: true };
   }
+}
+
+// Sends raw bytes on a new connection; resolves with all that came back once the server closes it.
+function rawExchange(port: number, request: string, timeoutMs = 5000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let received = "";
+    const timer = setTimeout(() => reject(new Error(`no close within ${timeoutMs} ms; got ${JSON.stringify(received.slice(0, 200))}`)), timeoutMs);
+    void Bun.connect({
+      hostname: "127.0.0.1",
+      port,
+      socket: {
+        open: (socket) => void socket.write(request),
+        data: (_, bytes) => void (received += bytes.toString("latin1")),
+        close: () => {
+          clearTimeout(timer);
+          resolve(received);
+        },
+        error: (_, e) => reject(e),
+      },
+    }).catch(reject);
+  });
 }
 
 describe("ollama sim through the ollama client", () => {
@@ -652,15 +674,45 @@ describe("mlx_lm.server sim", () => {
     expect(call.function.arguments).toBe(`{"city": "example city", "unit": "celsius"}`);
   });
 
+  test("HTTP/1.0 as Python's http.server speaks it: one answer a connection, ended by the close; only a whole completion has a Content-Length", async () => {
+    const node = await mlxNode();
+    const health = await rawExchange(node.port, "GET /health HTTP/1.1\r\nHost: sim\r\nConnection: keep-alive\r\n\r\n");
+    expect(health).toMatch(/^HTTP\/1\.0 200 OK\r\nServer: BaseHTTP\/0\.6 Python\/3\.\d+\.\d+\r\nDate: \w{3}, \d\d \w{3} \d{4} [\d:]{8} GMT\r\n/);
+    expect(health).toEndWith(`\r\n\r\n{"status": "ok"}`);
+    expect(health.toLowerCase()).not.toContain("content-length");
+
+    const body = (stream: boolean) => JSON.stringify({ stream, max_tokens: 4, messages: ask("hi") });
+    const request = (stream: boolean) => `POST /v1/chat/completions HTTP/1.1\r\nHost: sim\r\nContent-Length: ${body(stream).length}\r\n\r\n${body(stream)}`;
+    const streamed = await rawExchange(node.port, request(true));
+    const [head, sse] = streamed.split("\r\n\r\n") as [string, string];
+    expect(head).toStartWith("HTTP/1.0 200 OK\r\n");
+    expect(head.toLowerCase()).not.toMatch(/content-length|transfer-encoding/);
+    expect(sse).toEndWith("data: [DONE]\n\n");
+    const whole = await rawExchange(node.port, request(false));
+    const [wholeHead, json] = whole.split("\r\n\r\n") as [string, string];
+    expect(wholeHead).toContain(`\r\nContent-Length: ${json.length}`);
+    expect(JSON.parse(json).object).toBe("chat.completion");
+
+    // herd's own HTTP/1.1 client reads both framings.
+    for (const stream of [true, false]) {
+      const answer = await postJson(new URL("/v1/chat/completions", node.url), body(stream), AbortSignal.timeout(5000));
+      expect(answer.status).toBe(200);
+      const text = await answer.text();
+      if (stream) expect(text).toEndWith("data: [DONE]\n\n");
+      else expect(JSON.parse(text).choices[0].finish_reason).toBe("length");
+    }
+  });
+
   test("faults apply to mlx too", async () => {
     const node = await mlxNode({ error500: true });
     const failed = await post(node, "/v1/chat/completions", { messages: ask("hi") });
     expect(failed.status).toBe(500);
     expect((await jsonOf(failed)).error).toStartWith("[metal::malloc]");
     node.setFaults({ dieAfterTokens: 2 });
+    // An HTTP/1.0 stream ends at the close, a dropped one too: what is missing is its end (the last chunk, [DONE]).
     const cut = await readUntilEnd(await post(node, "/v1/chat/completions", { stream: true, messages: ask("hi") }));
-    expect(cut.dropped).toBe(true);
     expect(cut.text.split("\n\n").filter(Boolean)).toHaveLength(2);
+    expect(cut.text).not.toContain("[DONE]");
   });
 });
 

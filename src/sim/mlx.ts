@@ -20,6 +20,8 @@ export interface SimMlxOptions {
 
 // mlx_lm's f"{__version__}-{mx.__version__}-{platform.platform()}-{gpu_arch}".
 const FINGERPRINT = "0.28.3-0.29.3-macOS-15.6.1-arm64-arm-64bit-applegpu_g15s";
+/** BaseHTTPRequestHandler's Server header (server_version, then sys_version); the Python release is one mlx-lm runs on. */
+const PYTHON_SERVER = "BaseHTTP/0.6 Python/3.12.8";
 const DEFAULT_MAX_TOKENS = 512; // mlx_lm.server --max-tokens default
 const PROMPT_CACHE_SIZE = 10; // mlx_lm.server --prompt-cache-size default
 const METAL_OOM =
@@ -120,14 +122,16 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
     };
     const sse = (value: unknown) => `data: ${pyJson(value)}\n\n`;
 
+    // A whole answer is written at once, with its length (mlx_lm/server.py 0.32.0 handle_completion sends Content-Length for it alone).
+    const whole = stream ? null : pyJson({ ...packet(r.content.join(""), finishReason, { reasoning: r.thinking.join(""), tool_calls: toolCalls }), usage });
+
     async function* frames(): AsyncGenerator<Frame> {
       for (const t of r.thinking) yield { token: true, data: stream ? sse(packet("", null, { reasoning: t })) : undefined };
       for (const t of r.content) yield { token: true, data: stream ? sse(packet(t, null)) : undefined };
       yield* silentTokens(r.callTokens);
       remember([...prompt, ...replyTokenIds(r)]);
-      if (!stream) {
-        const whole = packet(r.content.join(""), finishReason, { reasoning: r.thinking.join(""), tool_calls: toolCalls });
-        yield { tail: true, data: pyJson({ ...whole, usage }) };
+      if (whole !== null) {
+        yield { tail: true, data: whole };
         return;
       }
       yield { tail: true, data: sse(packet("", finishReason, { tool_calls: toolCalls })) };
@@ -138,7 +142,8 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
       }
       yield { tail: true, data: "data: [DONE]\n\n" };
     }
-    const headers: Record<string, string> = stream ? { "Content-Type": "text/event-stream", "Cache-Control": "no-cache" } : { "Content-Type": "application/json" };
+    const headers: Record<string, string> =
+      whole === null ? { "Content-Type": "text/event-stream", "Cache-Control": "no-cache" } : { "Content-Type": "application/json", "Content-Length": String(Buffer.byteLength(whole)) };
     return ctx.stream(frames(), { ...CORS, ...headers });
   }
 
@@ -169,7 +174,8 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
     patch: () => {},
   };
 
-  return serveSim({ ...opts, kind: "mlx", backend });
+  // mlx_lm/server.py 0.32.0 serves with http.server's ThreadingHTTPServer and BaseHTTPRequestHandler (HTTP/1.0).
+  return serveSim({ ...opts, kind: "mlx", backend, python: { server: PYTHON_SERVER } });
 }
 
 const CORS = { "Access-Control-Allow-Origin": "*", "Access-Control-Allow-Methods": "*", "Access-Control-Allow-Headers": "*" };
