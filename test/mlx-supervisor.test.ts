@@ -4,8 +4,10 @@
 // mlxCommand is a stand-in mlx_lm.server (test/fixtures/fake-mlx-lm-server.ts)
 // that misbehaves as its model name says, reporting what ran in a state dir.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, ftruncateSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, ftruncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { loadConfig, parseConfig } from "../src/config/load.ts";
+import type { NodeEntry } from "../src/config/schema.ts";
 import {
   CRASH_WINDOW_MS,
   QUARANTINE_MS,
@@ -17,6 +19,7 @@ import {
   serverArgs,
 } from "../src/node/mlx-policy.ts";
 import { type SimNode, startSimMlx } from "../src/sim/index.ts";
+import { parseMlxServerArgs } from "../src/sim/mlx-args.ts";
 import { ROOT, cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
 
 // Real processes on a machine that may be busy: generous bounds (every wait below is bounded too).
@@ -24,12 +27,43 @@ setDefaultTimeout(30_000);
 afterAll(cleanupFile);
 
 describe("policy", () => {
-  test("mlx_lm.server arguments: model, port, host, and the optional ones only when set", () => {
-    expect(serverArgs({ model: "org/m", port: 11440, kvBits: 0 }, "127.0.0.1")).toEqual(["--model", "org/m", "--port", "11440", "--host", "127.0.0.1"]);
-    expect(serverArgs({ model: "org/m", port: 11441, kvBits: 8, promptCacheSize: 4, promptCacheBytes: 1000, draftModel: "org/d" }, "0.0.0.0")).toEqual([
-      ...["--model", "org/m", "--port", "11441", "--host", "0.0.0.0"],
-      ...["--kv-bits", "8", "--prompt-cache-size", "4", "--prompt-cache-bytes", "1000", "--draft-model", "org/d"],
-    ]);
+  test("mlx_lm.server arguments: model, port, host, and the optional ones when set and the server takes them", () => {
+    const base = ["--model", "org/m", "--port", "11441", "--host", "0.0.0.0"];
+    const everything = { model: "org/m", port: 11441, kvBits: 8, promptCacheSize: 4, promptCacheBytes: 1000, draftModel: "org/d" } as const;
+    expect(serverArgs({ model: "org/m", port: 11440, kvBits: 0 }, "127.0.0.1", null)).toEqual({ args: ["--model", "org/m", "--port", "11440", "--host", "127.0.0.1"], leftOut: [] });
+    // A help that could not be read: all that is configured.
+    expect(serverArgs(everything, "0.0.0.0", null).args).toEqual([...base, "--kv-bits", "8", "--prompt-cache-size", "4", "--prompt-cache-bytes", "1000", "--draft-model", "org/d"]);
+    // mlx-lm 0.30.x: no prompt-cache flags, no --kv-bits (no release has it).
+    expect(serverArgs(everything, "0.0.0.0", new Set(["--model", "--port", "--host", "--draft-model"]))).toEqual({
+      args: [...base, "--draft-model", "org/d"],
+      leftOut: [
+        "kvBits 8 left out: this mlx_lm.server has no --kv-bits (stock mlx-lm never had it)",
+        "promptCacheSize 4 left out: this mlx_lm.server has no --prompt-cache-size (mlx-lm 0.31.0 added it)",
+        "promptCacheBytes 1000 left out: this mlx_lm.server has no --prompt-cache-bytes (mlx-lm 0.31.0 added it)",
+      ],
+    });
+  });
+
+  test("every example's MLX servers run on a stock `pip install mlx-lm`: the simulated 0.32.0 server takes their command lines as configured", async () => {
+    const entries: { where: string; node: NodeEntry; server: NodeEntry["mlx"][number] }[] = [];
+    for (const file of ["examples/fleet.config.ts", "examples/fleet.config.json", "examples/fleet.config.yaml", "examples/secure-fleet.config.ts"]) {
+      const { config } = await loadConfig(join(ROOT, file), { secrets: "unchecked" });
+      for (const node of config.nodes) for (const server of node.mlx) entries.push({ where: file, node, server });
+    }
+    // The ones written in prose or in comments: README, docs, herd.config.ts and `herd init`'s template.
+    const prose = ["README.md", "herd.config.ts", "src/commands/init.ts", ...readdirSync(join(ROOT, "docs")).map((f) => `docs/${f}`)];
+    for (const file of prose) {
+      for (const [literal] of readFileSync(join(ROOT, file), "utf8").matchAll(/\{ model: "[^"]*", port: \d+[^{}]*\}/g)) {
+        const node = parseConfig({ nodes: [{ id: "n", mlx: [new Function(`return (${literal})`)()] }] }).nodes[0]!;
+        entries.push({ where: file, node, server: node.mlx[0]! });
+      }
+    }
+    expect(entries.length).toBeGreaterThan(8);
+    const refused = entries.flatMap(({ where, node, server }) => {
+      const line = parseMlxServerArgs(serverArgs(server, node.mlxBindHost ?? "127.0.0.1", null).args);
+      return "error" in line ? [`${where}: ${line.error.split("\n").at(-2)}`] : [];
+    });
+    expect(refused).toEqual([]);
   });
 
   test("the memory gate: weights plus headroom must fit in free memory, said as seed 000 says it", () => {
@@ -137,11 +171,13 @@ describe("supervised servers through a real herd", () => {
     await orphan?.stop();
   });
 
-  test("a server starts with the configured arguments and turns healthy in the heartbeat", async () => {
+  test("a server starts with the arguments its mlx_lm.server takes (read from its --help) and turns healthy; kvBits, which stock mlx-lm lacks, is left out and said", async () => {
     const s = await until(ports.healthy, (s) => s.status === "healthy", 15000, "the healthy server");
-    expect(s).toMatchObject({ model: "mlx-community/Qwen3-8B-4bit", status_reason: "", kv_bits: 8, model_size_gb: 0 });
+    expect(s).toMatchObject({ model: "mlx-community/Qwen3-8B-4bit", kv_bits: 8, model_size_gb: 0 });
+    expect(s.status_reason).toBe("kvBits 8 left out: this mlx_lm.server has no --kv-bits (stock mlx-lm never had it)");
     expect(s.last_ok_ts).toBeGreaterThan(Date.now() / 1000 - 10);
-    expect(ran(ports.healthy)!.argv).toEqual(["--model", "mlx-community/Qwen3-8B-4bit", "--port", String(ports.healthy), "--host", "127.0.0.1", "--kv-bits", "8"]);
+    expect(ran(ports.healthy)!.argv).toEqual(["--model", "mlx-community/Qwen3-8B-4bit", "--port", String(ports.healthy), "--host", "127.0.0.1"]);
+    expect(herd.output().match(/MLX mlx-community\/Qwen3-8B-4bit on :\d+: started/g)).toHaveLength(1);
     const node = (await getJson(`${herd.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "n1");
     expect(node.mlx_bind_host).toBe("127.0.0.1");
   });

@@ -1,10 +1,10 @@
 // `herd sim`: the newcomer's demo fleet, from the command line.
 import { describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
-import { getJson, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
+import { ROOT, getJson, herd, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
 
 describe("herd sim", () => {
   test("brings up simulated nodes behind a router; a first chat through the router answers", async () => {
@@ -59,5 +59,32 @@ describe("herd sim", () => {
     expect(fromEnv.output()).toContain(`store: ${join(home, "elsewhere", "herd.sqlite")}\n`);
     await fromEnv.stop();
     expect(existsSync(join(cwd, "~"))).toBe(false);
+  });
+});
+
+// The simulated mlx_lm.server as a process: a stock mlx-lm's command line, as argparse reads it
+// (test/fixtures/mlx-lm holds what Python's argparse printed for the same options).
+describe("herd sim-mlx-server", () => {
+  const fixture = (name: string) => readFileSync(join(ROOT, "test/fixtures/mlx-lm", name), "utf8");
+
+  test("--help lists mlx_lm.server 0.32.0's options as argparse prints them", async () => {
+    const r = await herd(["sim-mlx-server", "--help"], { timeoutMs: 5000 });
+    expect(r).toMatchObject({ code: 0, stdout: fixture("help-0.32.0.txt") });
+  });
+
+  test("a flag stock mlx_lm.server lacks is argparse's usage error, exit 2: --kv-bits never existed", async () => {
+    const r = await herd(["sim-mlx-server", "--model", "m", "--port", "0", "--kv-bits", "8"], { timeoutMs: 5000 });
+    expect(r).toMatchObject({ code: 2, stderr: fixture("unrecognized-kv-bits.txt") });
+    const typo = await herd(["sim-mlx-server", "--model", "m", "--port", "zero"], { timeoutMs: 5000 });
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toEndWith("\nmlx_lm.server: error: argument --port: invalid int value: 'zero'\n");
+  });
+
+  test("herd's own first argument picks the mlx-lm release to behave as; one it does not simulate is refused", async () => {
+    const older = await herd(["sim-mlx-server", "--mlx-lm-version", "0.31.2", "--help"], { timeoutMs: 5000 });
+    expect(older).toMatchObject({ code: 0, stdout: fixture("help-0.32.0.txt") }); // 0.31.2 has the same options
+    const unknown = await herd(["sim-mlx-server", "--mlx-lm-version", "0.28.0", "--model", "m"], { timeoutMs: 5000 });
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("herd simulates mlx-lm 0.31.2 and 0.32.0");
   });
 });

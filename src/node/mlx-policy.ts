@@ -17,15 +17,41 @@ export const QUARANTINE_MS = 600_000;
  */
 export const HANG_RESTART_MS = 600_000;
 
-/** `mlx_lm.server` arguments for one configured server. */
-export function serverArgs(server: MlxServerEntry, bindHost: string): string[] {
+/** Why a server may lack a flag herd would pass, for the reason it reports. */
+const ORIGIN: Record<string, string> = {
+  // Seed 000's flag needs Ollama Herd's setup-mlx.sh patch; no mlx-lm release has it.
+  "--kv-bits": "stock mlx-lm never had it",
+  // mlx_lm/server.py 0.31.0 main() added both.
+  "--prompt-cache-size": "mlx-lm 0.31.0 added it",
+  "--prompt-cache-bytes": "mlx-lm 0.31.0 added it",
+};
+
+export interface ServerCommand {
+  args: string[];
+  /** What the configured server asks for that the installed mlx_lm.server does not take, each said as its reason. */
+  leftOut: string[];
+}
+
+/**
+ * `mlx_lm.server` arguments for one configured server. `accepts`: the options the installed server lists
+ * in its --help; an optional flag it lacks is left out (an unknown one is argparse's exit 2, a crash loop).
+ * null (its help could not be read) passes all that is configured.
+ */
+export function serverArgs(server: MlxServerEntry, bindHost: string, accepts: ReadonlySet<string> | null): ServerCommand {
   const args = ["--model", server.model, "--port", String(server.port), "--host", bindHost];
-  // --kv-bits is not in stock mlx_lm.server (seed 000: it needs the setup-mlx.sh patch): passed only when asked for.
-  if (server.kvBits) args.push("--kv-bits", String(server.kvBits));
-  if (server.promptCacheSize !== undefined) args.push("--prompt-cache-size", String(server.promptCacheSize));
-  if (server.promptCacheBytes !== undefined) args.push("--prompt-cache-bytes", String(server.promptCacheBytes));
-  if (server.draftModel) args.push("--draft-model", server.draftModel);
-  return args;
+  const leftOut: string[] = [];
+  const optional: [key: string, flag: string, value: string | number | undefined][] = [
+    ["kvBits", "--kv-bits", server.kvBits || undefined],
+    ["promptCacheSize", "--prompt-cache-size", server.promptCacheSize],
+    ["promptCacheBytes", "--prompt-cache-bytes", server.promptCacheBytes],
+    ["draftModel", "--draft-model", server.draftModel],
+  ];
+  for (const [key, flag, value] of optional) {
+    if (value === undefined) continue;
+    if (!accepts || accepts.has(flag)) args.push(flag, String(value));
+    else leftOut.push(`${key} ${value} left out: this mlx_lm.server has no ${flag}${ORIGIN[flag] ? ` (${ORIGIN[flag]})` : ""}`);
+  }
+  return { args, leftOut };
 }
 
 /** Why a server may not start now (its weights plus the headroom do not fit in free memory), or null. */

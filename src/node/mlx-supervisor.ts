@@ -2,8 +2,9 @@
 // node's config entry, started (after the memory gate and a check that nobody
 // else holds its port), health-polled on /v1/models, restarted with backoff when
 // it dies or hangs, quarantined when it crash-loops, and stopped (SIGTERM, then
-// SIGKILL) when it leaves the config or the agent stops. Decisions live in
-// mlx-policy.ts; this module only runs processes and keeps their state.
+// SIGKILL) when it leaves the config or the agent stops. Before the first start
+// of a command line it reads the options that mlx_lm.server takes from its --help.
+// Decisions live in mlx-policy.ts; this module only runs processes and keeps their state.
 import { readdir, stat } from "node:fs/promises";
 import { connect } from "node:net";
 import { homedir } from "node:os";
@@ -15,6 +16,7 @@ import type { MlxServerStatus } from "../fleet/heartbeat.ts";
 import { log } from "../log.ts";
 import type { MemoryInfo } from "./collectors.ts";
 import { afterCrash, hungTooLong, memoryGate, type MlxServerEntry, type Poll, readPoll, serverArgs } from "./mlx-policy.ts";
+import { argparseOptions, PythonStderr } from "./python-output.ts";
 
 /** Health polls while a server loads come at least this often, so it serves soon after it can. */
 const LOADING_POLL_MS = 1000;
@@ -22,6 +24,10 @@ const LOADING_POLL_MS = 1000;
 const STOP_GRACE_MS = 5000;
 /** How long an exit waits for the rest of the server's stderr, whose last line says why it died. */
 const STDERR_DRAIN_MS = 200;
+/** How long `mlx_lm.server --help` may take (Python imports mlx and transformers first: seconds). */
+const HELP_TIMEOUT_MS = 60_000;
+/** More help than this is not argparse's. */
+const MAX_HELP_BYTES = 256 * 1024;
 const GB = 1024 ** 3;
 
 export interface MlxSupervisorOptions {
@@ -49,6 +55,8 @@ interface Supervised {
   key: string;
   status: MlxServerStatus["status"];
   reason: string;
+  /** What its command line leaves out of the config entry (mlx-policy.ts serverArgs), said beside its status. */
+  note: string;
   sizeGb: number;
   lastOkTs: number | null;
   proc: Bun.Subprocess<"ignore", "ignore", "pipe"> | null;
@@ -61,7 +69,8 @@ interface Supervised {
   /** No start before this time (ms epoch): backoff or quarantine. */
   notBefore: number;
   removed: boolean;
-  lastStderrLine: string;
+  /** The running process's stderr, read for why it fails. */
+  stderr: PythonStderr;
 }
 
 export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
@@ -72,6 +81,18 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
   let nextTickAt = 0;
   let ticking = false;
   let reconciling: Promise<void> = Promise.resolve();
+  // The options each command line's mlx_lm.server lists in its --help: read once, kept while it serves.
+  const options = new Map<string, Promise<ReadonlySet<string> | null>>();
+  const optionsOf = (command: string[]): Promise<ReadonlySet<string> | null> => {
+    const key = JSON.stringify(command);
+    let read = options.get(key);
+    if (!read) {
+      options.set(key, (read = helpOptions(command)));
+      // A help that could not be read is read again at the next start (mlx-lm may be installed by then).
+      void read.then((found) => found || options.delete(key));
+    }
+    return read;
+  };
 
   const set = (s: Supervised, status: Supervised["status"], reason: string) => {
     const changed = status !== s.status || (status !== "starting" && reason !== s.reason);
@@ -148,12 +169,16 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
     // A collector that cannot read memory (total 0) blocks nothing.
     const blocked = memory.total_gb > 0 ? memoryGate(s.sizeGb, entry?.mlxMemoryHeadroomGb ?? 10, Math.max(0, memory.available_gb - loading)) : null;
     if (blocked) return set(s, "memory_blocked", blocked);
+    const accepts = await optionsOf(s.command);
     if (s.removed || stopped) return;
-    spawn(s);
+    spawn(s, accepts);
   }
 
-  function spawn(s: Supervised): void {
-    const argv = [...s.command, ...serverArgs(s.server, s.bindHost)];
+  function spawn(s: Supervised, accepts: ReadonlySet<string> | null): void {
+    const { args, leftOut } = serverArgs(s.server, s.bindHost, accepts);
+    const argv = [...s.command, ...args];
+    s.note = leftOut.join("; ");
+    if (!accepts) log.warn(`${prefix(s)}: could not read the options of ${s.command.join(" ")} --help; passing every configured one`);
     let proc: Supervised["proc"];
     try {
       // Its own process group, so a stop reaches whatever the command starts (a wrapper script and its python).
@@ -161,7 +186,7 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
     } catch (e) {
       return crashed(s, `cannot run ${s.command[0]}: ${(e as Error).message}; install mlx-lm (pip install mlx-lm) or set nodes[].mlxCommand`);
     }
-    Object.assign(s, { proc, answered: false, unhealthySince: null, hung: null, lastStderrLine: "" });
+    Object.assign(s, { proc, answered: false, unhealthySince: null, hung: null, stderr: new PythonStderr() });
     log.info(`${prefix(s)}: started (pid ${proc.pid}): ${argv.join(" ")}`);
     set(s, "starting", "loading the model; /v1/models does not answer yet");
     const drained = followStderr(s, proc);
@@ -170,8 +195,10 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
       if (s.proc !== proc) return;
       s.proc = null;
       if (s.removed || stopped) return set(s, "stopped", "stopped by the node agent");
-      const last = s.lastStderrLine;
+      const last = s.stderr.reason;
       const why = s.hung ?? (proc.signalCode ? `subprocess killed by ${proc.signalCode}` : `subprocess exited rc=${proc.exitCode}`);
+      // Exit 2 is argparse's usage error: what this command line takes may have changed (an upgrade); its help is read again.
+      if (proc.exitCode === 2) options.delete(JSON.stringify(s.command));
       crashed(s, last && !s.hung ? `${why} (${last})` : why);
     });
   }
@@ -186,7 +213,7 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
     schedule(next.restartInMs);
   }
 
-  // The server's log goes to herd's at debug level; its last line is kept for the crash reason.
+  // The server's log goes to herd's at debug level, and is read for the crash reason.
   async function followStderr(s: Supervised, proc: NonNullable<Supervised["proc"]>): Promise<void> {
     const decoder = new TextDecoder();
     let partial = "";
@@ -194,9 +221,9 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
       for await (const chunk of proc.stderr) {
         const lines = (partial + decoder.decode(chunk, { stream: true })).split("\n");
         partial = lines.pop()!;
-        for (const line of lines.map((l) => l.trim()).filter(Boolean)) {
-          log.debug(`${prefix(s)}: ${line}`);
-          if (s.proc === proc) s.lastStderrLine = line.slice(0, 300);
+        for (const line of lines.filter((l) => l.trim())) {
+          log.debug(`${prefix(s)}: ${line.trim()}`);
+          if (s.proc === proc) s.stderr.line(line);
         }
       }
     } catch {
@@ -232,6 +259,7 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
         key: keyOf(command, server, bindHost),
         status: "starting",
         reason: "",
+        note: "",
         sizeGb: 0,
         lastOkTs: null,
         proc: null,
@@ -241,7 +269,7 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
         crashes: [],
         notBefore: 0,
         removed: false,
-        lastStderrLine: "",
+        stderr: new PythonStderr(),
       });
     }
     schedule(0);
@@ -253,7 +281,7 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
         port: s.server.port,
         model: s.server.model,
         status: s.status,
-        status_reason: s.reason,
+        status_reason: [s.reason, s.note].filter(Boolean).join("; "),
         kv_bits: s.server.kvBits,
         model_size_gb: Math.round(s.sizeGb * 10) / 10,
         last_ok_ts: s.lastOkTs,
@@ -272,7 +300,27 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
 }
 
 function keyOf(command: string[], server: MlxServerEntry, bindHost: string): string {
-  return JSON.stringify([...command, ...serverArgs(server, bindHost)]);
+  return JSON.stringify([...command, ...serverArgs(server, bindHost, null).args]);
+}
+
+/** The long options `COMMAND --help` lists, or null when it lists none (not installed, not argparse, too slow). */
+async function helpOptions(command: string[]): Promise<ReadonlySet<string> | null> {
+  try {
+    const proc = Bun.spawn([...command, "--help"], { stdin: "ignore", stdout: "pipe", stderr: "ignore" });
+    const timer = setTimeout(() => proc.kill("SIGKILL"), HELP_TIMEOUT_MS);
+    const decoder = new TextDecoder();
+    let help = "";
+    for await (const chunk of proc.stdout) {
+      help += decoder.decode(chunk, { stream: true });
+      if (help.length > MAX_HELP_BYTES) proc.kill("SIGKILL");
+    }
+    await proc.exited;
+    clearTimeout(timer);
+    const found = argparseOptions(help);
+    return found.has("--model") ? found : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Where the agent itself reaches a server bound to `bindHost`. */

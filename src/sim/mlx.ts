@@ -8,27 +8,40 @@ import { commonPrefix } from "./prompt-cache.ts";
 import { parseMessages, parseTools, promptTokenIds, reply, replyTokenIds, tokenIds, type ChatMessage } from "./replies.ts";
 import { serveSim, silentDrop, silentTokens, type Backend, type Frame, type RequestContext, type SimServer } from "./server.ts";
 
+/** The mlx-lm releases the sim behaves as: the current one, and the last that loaded its model before serving. */
+export const MLX_LM_VERSIONS = ["0.31.2", "0.32.0"] as const;
+export type MlxLmVersion = (typeof MLX_LM_VERSIONS)[number];
+export const DEFAULT_MLX_LM_VERSION: MlxLmVersion = "0.32.0";
+
 export interface SimMlxOptions {
   id: string;
+  /** The mlx-lm release to behave as; default DEFAULT_MLX_LM_VERSION. */
+  version?: MlxLmVersion;
   /** The model the server was started with, e.g. "mlx-community/Qwen3-8B-4bit". */
   model: string;
   port?: number;
   host?: string;
+  /** --max-tokens: the cap on a reply that sets none (default 512). */
+  maxTokens?: number;
+  /** --prompt-cache-size: how many token sequences the prompt cache keeps (default 10). */
+  promptCacheSize?: number;
   tokensPerSecond?: number;
   faults?: Faults;
 }
 
-// mlx_lm's f"{__version__}-{mx.__version__}-{platform.platform()}-{gpu_arch}".
-const FINGERPRINT = "0.28.3-0.29.3-macOS-15.6.1-arm64-arm-64bit-applegpu_g15s";
 /** BaseHTTPRequestHandler's Server header (server_version, then sys_version); the Python release is one mlx-lm runs on. */
 const PYTHON_SERVER = "BaseHTTP/0.6 Python/3.12.8";
-const DEFAULT_MAX_TOKENS = 512; // mlx_lm.server --max-tokens default
-const PROMPT_CACHE_SIZE = 10; // mlx_lm.server --prompt-cache-size default
 const METAL_OOM =
   "[metal::malloc] Attempting to allocate 34359738368 bytes which is greater than the maximum allowed buffer size of 28991029248 bytes.";
 
 export function startMlxServer(opts: SimMlxOptions): SimServer {
   const { model } = opts;
+  const version = opts.version ?? DEFAULT_MLX_LM_VERSION;
+  // mlx_lm/server.py 0.32.0 get_system_fingerprint: f"{__version__}-{mx.__version__}-{platform.platform()}-{gpu_arch}".
+  const fingerprint = `${version}-0.32.1-macOS-15.6.1-arm64-arm-64bit-applegpu_g15s`;
+  // mlx_lm/server.py 0.32.0 main(): --max-tokens 512 and --prompt-cache-size 10 by default.
+  const defaultMaxTokens = opts.maxTokens ?? 512;
+  const promptCacheSize = opts.promptCacheSize ?? 10;
   const thinks = /qwen3|gpt-oss|deepseek-r1/i.test(model);
   // Token sequences (prompt + generated) of recent requests, most recent last.
   const promptCache: number[][] = [];
@@ -39,7 +52,7 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
 
   function remember(seq: number[]) {
     promptCache.push(seq);
-    if (promptCache.length > PROMPT_CACHE_SIZE) promptCache.shift();
+    if (promptCache.length > promptCacheSize) promptCache.shift();
   }
 
   async function complete(req: Request, ctx: RequestContext, kind: "chat" | "text"): Promise<Response> {
@@ -55,7 +68,7 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
     }
     const b = body as Record<string, unknown>;
     const stream = b.stream ?? false;
-    const maxTokens = b.max_completion_tokens ?? b.max_tokens ?? DEFAULT_MAX_TOKENS;
+    const maxTokens = b.max_completion_tokens ?? b.max_tokens ?? defaultMaxTokens;
     // mlx_lm raises from do_POST on these; http.server then closes the
     // connection without writing a response.
     const malformed =
@@ -113,12 +126,14 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
       if (kind === "text") choice.text = text;
       else {
         const message: Record<string, unknown> = { role: "assistant" };
+        // mlx_lm/server.py 0.32.0 generate_response: a whole message's content is null when empty (0.31.2 left it out); a delta's, left out.
         if (text) message.content = text;
+        else if (!stream && version !== "0.31.2") message.content = null;
         if (extra.reasoning) message.reasoning = extra.reasoning;
         if (extra.tool_calls?.length) message.tool_calls = extra.tool_calls;
         choice[stream ? "delta" : "message"] = message;
       }
-      return { id, system_fingerprint: FINGERPRINT, object, model: requested, created, choices: [choice] };
+      return { id, system_fingerprint: fingerprint, object, model: requested, created, choices: [choice] };
     };
     const sse = (value: unknown) => `data: ${pyJson(value)}\n\n`;
 
@@ -137,7 +152,7 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
       yield { tail: true, data: sse(packet("", finishReason, { tool_calls: toolCalls })) };
       if ((b.stream_options as { include_usage?: unknown } | undefined)?.include_usage) {
         // mlx_lm labels this packet "chat.completion" even for text completions.
-        const head = { id, system_fingerprint: FINGERPRINT, object: "chat.completion", model: requested, created };
+        const head = { id, system_fingerprint: fingerprint, object: "chat.completion", model: requested, created };
         yield { tail: true, data: sse({ ...head, choices: [], usage }) };
       }
       yield { tail: true, data: "data: [DONE]\n\n" };
