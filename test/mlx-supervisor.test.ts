@@ -18,6 +18,7 @@ import {
   readPoll,
   serverArgs,
 } from "../src/node/mlx-policy.ts";
+import { systemCollector } from "../src/node/collectors.ts";
 import { type SimNode, startSimMlx } from "../src/sim/index.ts";
 import { parseMlxServerArgs } from "../src/sim/mlx-args.ts";
 import { ROOT, cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
@@ -87,13 +88,15 @@ describe("policy", () => {
     expect(afterCrash([0, 1, 2, 3], CRASH_WINDOW_MS + 10)).toEqual({ crashes: [CRASH_WINDOW_MS + 10], restartInMs: 500, quarantine: null });
   });
 
-  test("a refused poll is a server still loading until it has answered once; a timeout is a hang", () => {
+  test("a refused poll is a server starting until it has listened; listening, it is loading until a completion answers; a timeout is a hang", () => {
     const refused = { ok: false as const, refused: true, detail: "/v1/models: connection refused" };
     const timeout = { ok: false as const, refused: false, detail: "/v1/models: no answer within 500 ms" };
-    expect(readPoll({ ok: true }, false)).toEqual({ status: "healthy", reason: "" });
-    expect(readPoll(refused, false).status).toBe("starting");
-    expect(readPoll(refused, true)).toEqual({ status: "unhealthy", reason: refused.detail });
-    expect(readPoll(timeout, false)).toEqual({ status: "unhealthy", reason: timeout.detail });
+    expect(readPoll({ ok: true }, true, true)).toEqual({ status: "healthy", reason: "" });
+    expect(readPoll({ ok: true }, true, false).status).toBe("loading");
+    expect(readPoll(refused, false, false).status).toBe("starting");
+    expect(readPoll(refused, true, false)).toEqual({ status: "unhealthy", reason: refused.detail });
+    expect(readPoll(refused, true, true)).toEqual({ status: "unhealthy", reason: refused.detail });
+    expect(readPoll(timeout, false, false)).toEqual({ status: "unhealthy", reason: timeout.detail });
     expect(hungTooLong(null, 10 ** 9)).toBe(false);
     expect(hungTooLong(0, HANG_RESTART_MS - 1)).toBe(false);
     expect(hungTooLong(0, HANG_RESTART_MS)).toBe(true);
@@ -124,15 +127,8 @@ describe("supervised servers through a real herd", () => {
     server("org/orphaned", ports.orphan),
     server("org/big-model", ports.big),
   ];
-  const servers = async (): Promise<Record<number, any>> => {
-    const node = (await getJson(`${herd.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "n1");
-    return Object.fromEntries((node?.mlx_servers ?? []).map((s: any) => [s.port, s]));
-  };
-  const until = (port: number, check: (s: any) => boolean, timeoutMs: number, what: string) =>
-    eventually(async () => {
-      const s = (await servers())[port];
-      return s && check(s) ? s : null;
-    }, timeoutMs, what);
+  const servers = () => serversOf(herd.url);
+  const until = (port: number, check: (s: any) => boolean, timeoutMs: number, what: string) => untilServer(herd.url, port, check, timeoutMs, what);
   const ran = (port: number): { pid: number; argv: string[] } | null => {
     const file = join(state, `${port}.json`);
     return existsSync(file) ? JSON.parse(readFileSync(file, "utf8")) : null;
@@ -153,12 +149,8 @@ describe("supervised servers through a real herd", () => {
     [ports.healthy, ports.crash, ports.hang, ports.exits, ports.orphan, ports.big, ports.added] = (await Promise.all(Array.from({ length: 7 }, freePort))) as number[];
     // Someone else's server already holds the orphan port.
     orphan = await startSimMlx({ id: "stray", model: "org/orphaned", port: ports.orphan });
-    // A 2 TB model in the Hugging Face cache (a sparse file: no disk used), for the memory gate.
-    const blobs = join(dir, "hub", "models--org--big-model", "blobs");
-    mkdirSync(blobs, { recursive: true });
-    const fd = openSync(join(blobs, "weights"), "w");
-    ftruncateSync(fd, 2 * 1024 ** 4);
-    closeSync(fd);
+    // A 2 TB model in the Hugging Face cache, for the memory gate.
+    cachedModel(join(dir, "hub"), "org/big-model", 2 * 1024 ** 4);
     configFile = join(dir, "herd.config.ts");
     writeFileSync(configFile, config(first()));
     herd = await startRouterProcess(["--config", configFile, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data"), "--node-id", "n1"], {
@@ -242,9 +234,101 @@ describe("supervised servers through a real herd", () => {
   });
 });
 
+/** The MLX servers node n1 reports, by port. */
+async function serversOf(url: string): Promise<Record<number, any>> {
+  const node = (await getJson(`${url}/fleet/status`)).nodes.find((n: any) => n.node_id === "n1");
+  return Object.fromEntries((node?.mlx_servers ?? []).map((s: any) => [s.port, s]));
+}
+
+function untilServer(url: string, port: number, check: (s: any) => boolean, timeoutMs: number, what: string) {
+  return eventually(async () => {
+    const s = (await serversOf(url))[port];
+    return s && check(s) ? s : null;
+  }, timeoutMs, what);
+}
+
+/** A model's weights in a Hugging Face cache: a sparse file, so no disk is used whatever its size. */
+function cachedModel(hub: string, model: string, bytes: number): void {
+  const blobs = join(hub, `models--${model.replaceAll("/", "--")}`, "blobs");
+  mkdirSync(blobs, { recursive: true });
+  const fd = openSync(join(blobs, "weights"), "w");
+  ftruncateSync(fd, bytes);
+  closeSync(fd);
+}
+
 async function freePort(): Promise<number> {
   const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
   const port = server.port!;
   await server.stop(true);
   return port;
+}
+
+// Readiness, per mlx-lm release: 0.32.0 listens at once and loads after (bound, answering /v1/models, unable to
+// complete: "loading"); 0.31.2 loads before it listens ("starting" all along). Either way a server is healthy only
+// once a one-token completion answers, the memory gate counts a server not yet loaded as taking its weights, and a
+// load that fails is unhealthy with the exception its traceback ends in, and is restarted under the backoff.
+for (const version of ["0.32.0", "0.31.2"] as const) {
+  describe(`readiness on mlx-lm ${version}`, () => {
+    const FAKE = join(ROOT, "test/fixtures/fake-mlx-lm-server.ts");
+    const SLOW = "org/slow-load-6s-model";
+    const SECOND = "org/second-model";
+    const MISSING = "org/missing-model";
+    const unready = version === "0.32.0" ? "loading" : "starting";
+    let state: string;
+    let herd: Awaited<ReturnType<typeof startRouterProcess>>;
+    const ports: Record<"slow" | "second" | "missing", number> = {} as never;
+    const until = (port: number, check: (s: any) => boolean, timeoutMs: number, what: string) => untilServer(herd.url, port, check, timeoutMs, what);
+
+    beforeAll(async () => {
+      const dir = tmpDir();
+      state = join(dir, "state");
+      mkdirSync(state);
+      [ports.slow, ports.second, ports.missing] = (await Promise.all([freePort(), freePort(), freePort()])) as number[];
+      // Two models of 60% of free memory each (sparse files): the first fits, the second only once the first has loaded.
+      const bytes = Math.floor(((await systemCollector().memory()).available_gb * 0.6 * 1024 ** 3) / 4096) * 4096;
+      for (const model of [SLOW, SECOND]) cachedModel(join(dir, "hub"), model, bytes);
+      const file = join(dir, "herd.config.ts");
+      const mlx = [SLOW, SECOND, MISSING].map((model, i) => `{ model: "${model}", port: ${[ports.slow, ports.second, ports.missing][i]} }`);
+      writeFileSync(
+        file,
+        `export default {
+          nodes: [{ id: "n1", mlxCommand: ${JSON.stringify([process.execPath, FAKE, "--mlx-lm-version", version])}, mlxMemoryHeadroomGb: 0, mlx: [${mlx.join(", ")}] }],
+          heartbeat: { intervalMs: 200, timeoutMs: 1000, offlineMs: 3000 },
+        };\n`,
+      );
+      herd = await startRouterProcess(["--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data"), "--node-id", "n1"], {
+        env: { FAKE_MLX_STATE_DIR: state, HF_HUB_CACHE: join(dir, "hub") },
+      });
+    });
+
+    afterAll(async () => {
+      await herd?.stop();
+    });
+
+    test(`a server whose model is not in yet is ${unready}, serves no request, and its weights count as taken; healthy once one completion answers`, async () => {
+      const slow = await until(ports.slow, (s) => s.status === unready && s.status_reason !== "", 15000, `the slow server ${unready}`);
+      expect(slow.status_reason).toStartWith(version === "0.32.0" ? "listening; loading the model" : "not listening yet");
+      const blocked = await until(ports.second, (s) => s.status === "memory_blocked", 15000, "the second server blocked");
+      expect(blocked.status_reason).toMatch(/^memory gate: [\d.]+ GB needed, \d+ GB available$/);
+      const refused = await fetch(`${herd.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: `mlx:${SLOW}`, messages: [{ role: "user", content: "hi" }], stream: false }) });
+      expect(refused.status).toBe(503);
+      expect(((await refused.json()) as any).error).toContain(`n1:${ports.slow} ${unready}`);
+
+      expect((await until(ports.slow, (s) => s.status === "healthy", 20000, "the slow server healthy")).status_reason).toBe("");
+      // One readiness completion at a time: the one sent while it loaded is the one it answered.
+      const sim = await getJson(`http://127.0.0.1:${ports.slow}/_sim`);
+      expect(sim.counters.completions).toBe(1);
+      await until(ports.second, (s) => s.status === "healthy", 20000, "the second server healthy once the first has loaded");
+    }, 60000);
+
+    test("a load that fails is unhealthy with the exception its traceback ends in, and is restarted under the backoff", async () => {
+      const failed = await until(ports.missing, (s) => s.status === "unhealthy" && s.status_reason.includes("Error"), 20000, "the failed load reported");
+      const why = version === "0.32.0" ? "its model did not load: " : "subprocess exited rc=1 (";
+      expect(failed.status_reason).toStartWith(`${why}huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error. (Request ID: `);
+      expect(failed.status_reason).toMatch(/; restarting in [\d.]+s$/);
+      const first = JSON.parse(readFileSync(join(state, `${ports.missing}.json`), "utf8")).pid;
+      await eventually(async () => JSON.parse(readFileSync(join(state, `${ports.missing}.json`), "utf8")).pid !== first, 20000, "a new process");
+      expect(() => process.kill(first, 0)).toThrow(); // killed, not left serving /v1/models for ever
+    }, 60000);
+  });
 }

@@ -80,6 +80,38 @@ describe("herd sim-mlx-server", () => {
     expect(typo.stderr).toEndWith("\nmlx_lm.server: error: argument --port: invalid int value: 'zero'\n");
   });
 
+  const completion = (port: string, signal?: AbortSignal) =>
+    fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], max_tokens: 2 }), signal });
+
+  test("0.32.0 binds, then loads: it answers /v1/models at once, and a completion once the model is in", async () => {
+    const server = spawnHerd(["sim-mlx-server", "--model", "mlx-community/Qwen3-8B-4bit", "--port", "0"]);
+    const [, port] = await server.waitFor(/Starting httpd at 127\.0\.0\.1 on port (\d+)\.\.\./);
+    expect((await fetch(`http://127.0.0.1:${port}/v1/models`)).status).toBe(200);
+    const answer = await completion(port!);
+    expect(answer.status).toBe(200);
+    expect(((await answer.json()) as any).choices[0].finish_reason).toBe("length");
+    await server.stop();
+  });
+
+  test("0.32.0: a model that cannot load (a path that is not there is taken for a repo id) kills the loading thread; the server still answers /health and /v1/models, a completion never", async () => {
+    const server = spawnHerd(["sim-mlx-server", "--model", "/no/such/model", "--port", "0"]);
+    const [, port] = await server.waitFor(/Starting httpd at 127\.0\.0\.1 on port (\d+)\.\.\./);
+    await server.waitFor(/^Exception in thread Thread-1 \(_generate\):\nTraceback \(most recent call last\):\n( {2}File .*\n)+huggingface_hub\.errors\.HFValidationError: Repo id must be in the form 'repo_name' or 'namespace\/repo_name': '\/no\/such\/model'\./m);
+    expect(await (await fetch(`http://127.0.0.1:${port}/health`)).text()).toBe(`{"status": "ok"}`);
+    expect((await fetch(`http://127.0.0.1:${port}/v1/models`)).status).toBe(200);
+    const never = await completion(port!, AbortSignal.timeout(1500)).catch((e: Error) => e);
+    expect((never as Error).name).toBe("TimeoutError");
+    expect(server.proc.exitCode).toBeNull();
+    await server.stop();
+  });
+
+  test("0.31.2 loads before it binds: the same model ends it, exit 1 with the traceback, never having served", async () => {
+    const r = await herd(["sim-mlx-server", "--mlx-lm-version", "0.31.2", "--model", "/no/such/model", "--port", "0"], { timeoutMs: 10000 });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^Traceback \(most recent call last\):\n( {2}File .*\n)+huggingface_hub\.errors\.HFValidationError: Repo id must be in the form/);
+    expect(r.stderr).not.toContain("Starting httpd");
+  });
+
   test("herd's own first argument picks the mlx-lm release to behave as; one it does not simulate is refused", async () => {
     const older = await herd(["sim-mlx-server", "--mlx-lm-version", "0.31.2", "--help"], { timeoutMs: 5000 });
     expect(older).toMatchObject({ code: 0, stdout: fixture("help-0.32.0.txt") }); // 0.31.2 has the same options

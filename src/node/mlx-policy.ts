@@ -83,15 +83,21 @@ export function afterCrash(crashes: readonly number[], now: number): AfterCrash 
 /** What one GET /v1/models found. */
 export type Poll = { ok: true } | { ok: false; refused: boolean; detail: string };
 
-export type HealthStatus = { status: "healthy" | "starting" | "unhealthy"; reason: string };
+/** A started server's reason until it listens. */
+export const STARTING_REASON = "not listening yet (mlx-lm 0.31.2 and older load the model first)";
+
+export type HealthStatus = { status: "healthy" | "starting" | "loading" | "unhealthy"; reason: string };
 
 /**
- * A poll's meaning depends on the server's history: a refused connection before the first good answer
- * is a server still loading its weights; after it, or any poll that times out, is a sick server.
+ * A poll's meaning depends on the server's history. Before it listens, a refused connection is a server starting
+ * (mlx-lm 0.31.2 and older load the model first); listening, it is loading until a completion has answered
+ * (from 0.31.3 it listens at once and loads after); ready, it is healthy. A refusal after it listened, or any
+ * poll that times out, is a sick server.
  */
-export function readPoll(poll: Poll, answeredSinceStart: boolean): HealthStatus {
-  if (poll.ok) return { status: "healthy", reason: "" };
-  if (poll.refused && !answeredSinceStart) return { status: "starting", reason: "loading the model; /v1/models does not answer yet" };
+export function readPoll(poll: Poll, listened: boolean, ready: boolean): HealthStatus {
+  if (poll.ok && ready) return { status: "healthy", reason: "" };
+  if (poll.ok) return { status: "loading", reason: "listening; loading the model (a one-token completion has not answered yet)" };
+  if (poll.refused && !listened) return { status: "starting", reason: STARTING_REASON };
   return { status: "unhealthy", reason: poll.detail };
 }
 

@@ -5,6 +5,7 @@
 import type { Faults } from "./faults.ts";
 import { type SimNode, startSimMlx } from "./index.ts";
 import { type MlxServerArgs, parseMlxServerArgs } from "./mlx-args.ts";
+import { loadFailure, loadTraceback, type PythonException } from "./mlx-load.ts";
 import { DEFAULT_MLX_LM_VERSION, MLX_LM_VERSIONS, type MlxLmVersion } from "./mlx.ts";
 
 export interface MlxCommandLine {
@@ -31,10 +32,38 @@ export function commandLineOrExit(argv: string[]): MlxCommandLine {
   return { version: version as MlxLmVersion, args: line.args };
 }
 
-/** Serves until SIGTERM or SIGINT, or until the process that started it is gone (no orphan outlives its supervisor). */
-export async function serveMlxProcess({ version, args }: MlxCommandLine, faults: Faults = {}): Promise<SimNode> {
-  const server = await startSimMlx({ id: `mlx-${args.port}`, version, model: args.model, port: args.port, host: args.host, maxTokens: args.maxTokens, promptCacheSize: args.promptCacheSize, faults });
-  console.error(`Starting httpd at ${args.host} on port ${server.port}...`);
+export interface MlxProcessBehaviour {
+  faults?: Faults;
+  /** How long the model takes to load. Default LOAD_MS. */
+  loadMs?: number;
+  /** Why the load fails; default: what loadFailure finds (a path that does not exist). null: it loads. */
+  loadFails?: PythonException | null;
+}
+
+/** A simulated load: long enough to be seen ("loading"), short enough for a demo. */
+const LOAD_MS = 1000;
+
+/**
+ * Loads the model and serves, in the order of `version`, until SIGTERM or SIGINT, or until the process that
+ * started it is gone (no orphan outlives its supervisor). A failed load prints its traceback; through 0.31.2
+ * it ends the process (exit 1) before it ever serves, from 0.31.3 the server goes on answering all but completions.
+ */
+export async function serveMlxProcess({ version, args }: MlxCommandLine, behaviour: MlxProcessBehaviour = {}): Promise<SimNode> {
+  const fails = behaviour.loadFails === undefined ? loadFailure(args.model) : behaviour.loadFails;
+  const loaded = Bun.sleep(behaviour.loadMs ?? LOAD_MS).then(() => {
+    if (fails) throw fails;
+  });
+  // mlx_lm/server.py 0.31.2 main(): ModelProvider(args) loads before run() binds; its exception ends main().
+  if (version === "0.31.2") {
+    await loaded.catch(() => {
+      process.stderr.write(loadTraceback(version, fails!));
+      process.exit(1);
+    });
+  } else loaded.catch(() => process.stderr.write(loadTraceback(version, fails!)));
+  const { host, port, model, maxTokens, promptCacheSize } = args;
+  const server = await startSimMlx({ id: `mlx-${port}`, version, model, port, host, maxTokens, promptCacheSize, loaded, faults: behaviour.faults });
+  // mlx_lm/server.py 0.32.0 _run_http_server logs this once bound (logging's default format is left out).
+  console.error(`Starting httpd at ${host} on port ${server.port}...`);
   const stop = () => void server.stop().then(() => process.exit(0));
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);

@@ -6,7 +6,7 @@ import { pyJson } from "./encoding.ts";
 import type { Faults } from "./faults.ts";
 import { commonPrefix } from "./prompt-cache.ts";
 import { parseMessages, parseTools, promptTokenIds, reply, replyTokenIds, tokenIds, type ChatMessage } from "./replies.ts";
-import { serveSim, silentDrop, silentTokens, type Backend, type Frame, type RequestContext, type SimServer } from "./server.ts";
+import { serveSim, silentDrop, silentTokens, untilAborted, type Backend, type Frame, type RequestContext, type SimServer } from "./server.ts";
 
 /** The mlx-lm releases the sim behaves as: the current one, and the last that loaded its model before serving. */
 export const MLX_LM_VERSIONS = ["0.31.2", "0.32.0"] as const;
@@ -25,6 +25,8 @@ export interface SimMlxOptions {
   maxTokens?: number;
   /** --prompt-cache-size: how many token sequences the prompt cache keeps (default 10). */
   promptCacheSize?: number;
+  /** The model's load: completions wait for it, and a failed one leaves them waiting for ever. Default: loaded. */
+  loaded?: Promise<void>;
   tokensPerSecond?: number;
   faults?: Faults;
 }
@@ -42,6 +44,8 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
   // mlx_lm/server.py 0.32.0 main(): --max-tokens 512 and --prompt-cache-size 10 by default.
   const defaultMaxTokens = opts.maxTokens ?? 512;
   const promptCacheSize = opts.promptCacheSize ?? 10;
+  // A request's wait for the model: false once its load has failed.
+  const ready = (opts.loaded ?? Promise.resolve()).then(() => true, () => false);
   const thinks = /qwen3|gpt-oss|deepseek-r1/i.test(model);
   // Token sequences (prompt + generated) of recent requests, most recent last.
   const promptCache: number[][] = [];
@@ -78,6 +82,10 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
       maxTokens < 0 ||
       (kind === "chat" ? !Array.isArray(b.messages) : typeof b.prompt !== "string");
     if (malformed) return silentDrop();
+    ctx.count("completions");
+    // mlx_lm/server.py 0.32.0 ResponseGenerator.generate: a request waits until the generation thread takes it,
+    // after its load; a thread that died of its load never does, and the request gets no answer at all.
+    if (!(await ready)) return untilAborted(ctx.signal);
 
     const requested = typeof b.model === "string" ? b.model : "default_model";
     if (requested !== "default_model" && requested !== model) {

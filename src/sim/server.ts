@@ -152,8 +152,7 @@ export function serveSim(opts: ServeOptions): SimServer {
       if (requestFaults.firstByteDelayMs) await ctx.sleep(requestFaults.firstByteDelayMs);
       if (requestFaults.hang) {
         count("hung");
-        if (!signal.aborted) await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
-        return silentDrop();
+        return untilAborted(signal);
       }
       if (requestFaults.error500) {
         count("errors");
@@ -275,6 +274,12 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }, ms);
     signal.addEventListener("abort", onAbort, { once: true });
   });
+}
+
+/** A request that is never answered: the connection is closed, unanswered, once the client (or the sim) gives up. */
+export async function untilAborted(signal: AbortSignal): Promise<Response> {
+  if (!signal.aborted) await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+  return silentDrop();
 }
 
 /**
