@@ -81,15 +81,17 @@ describe("herd sim-mlx-server", () => {
   });
 
   const completion = (port: string, signal?: AbortSignal) =>
-    fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], max_tokens: 2 }), signal });
+    fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ messages: [{ role: "user", content: "hi" }] }), signal });
 
-  test("0.32.0 binds, then loads: it answers /v1/models at once, and a completion once the model is in", async () => {
-    const server = spawnHerd(["sim-mlx-server", "--model", "mlx-community/Qwen3-8B-4bit", "--port", "0"]);
+  test("0.32.0 binds, then loads: it answers /v1/models at once, and a completion once the model is in, cut at --max-tokens when it sets no cap", async () => {
+    const server = spawnHerd(["sim-mlx-server", "--model", "mlx-community/Qwen3-8B-4bit", "--port", "0", "--max-tokens", "3"]);
     const [, port] = await server.waitFor(/Starting httpd at 127\.0\.0\.1 on port (\d+)\.\.\./);
     expect((await fetch(`http://127.0.0.1:${port}/v1/models`)).status).toBe(200);
     const answer = await completion(port!);
     expect(answer.status).toBe(200);
-    expect(((await answer.json()) as any).choices[0].finish_reason).toBe("length");
+    const body = (await answer.json()) as any;
+    expect(body.choices[0].finish_reason).toBe("length");
+    expect(body.usage.completion_tokens).toBe(3);
     await server.stop();
   });
 

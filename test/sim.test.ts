@@ -648,9 +648,13 @@ describe("mlx_lm.server sim", () => {
     });
     expect(res.headers.get("content-type")).toBe("text/event-stream");
     const body = await res.text();
-    expect(body).toMatch(/^(data: \{"id": "chatcmpl-[^\n]+\n\n)+data: \[DONE\]\n\n$/);
+    // While the prompt is processed, keepalive comments (processed/total); then the chunks.
+    expect(body).toMatch(/^(: keepalive \d+\/\d+\n\n)+(data: \{"id": "chatcmpl-[^\n]+\n\n)+data: \[DONE\]\n\n$/);
+    const progress = [...body.matchAll(/^: keepalive (\d+)\/(\d+)$/gm)].map((m) => [Number(m[1]), Number(m[2])]);
+    const total = progress[0]![1]!;
+    expect(progress).toEqual([[0, total], [total - 1, total], [total, total]]);
     expect(body).toContain("caf\\u00e9");
-    const frames = body.split("\n\n").slice(0, -2).map((f) => JSON.parse(f.slice(6)));
+    const frames = body.split("\n\n").filter((f) => f.startsWith("data: {")).map((f) => JSON.parse(f.slice(6)));
     expect(frames.at(-1).choices[0]).toEqual({ index: 0, finish_reason: "length", delta: { role: "assistant" } });
 
     expect(await (await fetch(`${node.url}/health`)).text()).toBe(`{"status": "ok"}`);
@@ -672,6 +676,13 @@ describe("mlx_lm.server sim", () => {
     const call = res.choices[0]!.message.tool_calls![0]! as OpenAI.ChatCompletionMessageFunctionToolCall;
     expect(call.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(call.function.arguments).toBe(`{"city": "example city", "unit": "celsius"}`);
+    // A whole message with no text: content null in 0.32.0; left out in 0.31.2.
+    expect(res.choices[0]!.message.content).toBeNull();
+    const older = await startSimMlx({ id: "older", version: "0.31.2", model: "mlx-community/Qwen3-8B-4bit" });
+    started.push(older);
+    const olderAnswer = await jsonOf(await post(older, "/v1/chat/completions", { messages: ask("hi"), max_tokens: 0 }));
+    expect(olderAnswer.choices[0].message).toEqual({ role: "assistant" });
+    expect((await jsonOf(await post(await mlxNode(), "/v1/chat/completions", { messages: ask("hi"), max_tokens: 0 }))).choices[0].message).toEqual({ role: "assistant", content: null });
   });
 
   test("HTTP/1.0 as Python's http.server speaks it: one answer a connection, ended by the close; only a whole completion has a Content-Length", async () => {
@@ -711,7 +722,7 @@ describe("mlx_lm.server sim", () => {
     node.setFaults({ dieAfterTokens: 2 });
     // An HTTP/1.0 stream ends at the close, a dropped one too: what is missing is its end (the last chunk, [DONE]).
     const cut = await readUntilEnd(await post(node, "/v1/chat/completions", { stream: true, messages: ask("hi") }));
-    expect(cut.text.split("\n\n").filter(Boolean)).toHaveLength(2);
+    expect(cut.text.split("\n\n").filter((f) => f.startsWith("data:"))).toHaveLength(2);
     expect(cut.text).not.toContain("[DONE]");
   });
 });

@@ -60,8 +60,8 @@ export async function serveMlxProcess({ version, args }: MlxCommandLine, behavio
       process.exit(1);
     });
   } else loaded.catch(() => process.stderr.write(loadTraceback(version, fails!)));
-  const { host, port, model, maxTokens, promptCacheSize } = args;
-  const server = await startSimMlx({ id: `mlx-${port}`, version, model, port, host, maxTokens, promptCacheSize, loaded, faults: behaviour.faults });
+  const { host, port, model, maxTokens, promptCacheSize, prefillStepSize } = args;
+  const server = await startSimMlx({ id: `mlx-${port}`, version, model, port, host, maxTokens, promptCacheSize, prefillStepSize, loaded, faults: behaviour.faults });
   // mlx_lm/server.py 0.32.0 _run_http_server logs this once bound (logging's default format is left out).
   console.error(`Starting httpd at ${host} on port ${server.port}...`);
   const stop = () => void server.stop().then(() => process.exit(0));

@@ -25,6 +25,8 @@ export interface SimMlxOptions {
   maxTokens?: number;
   /** --prompt-cache-size: how many token sequences the prompt cache keeps (default 10). */
   promptCacheSize?: number;
+  /** --prefill-step-size: prompt tokens processed per step, one keepalive each (default 2048). */
+  prefillStepSize?: number;
   /** The model's load: completions wait for it, and a failed one leaves them waiting for ever. Default: loaded. */
   loaded?: Promise<void>;
   tokensPerSecond?: number;
@@ -44,6 +46,7 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
   // mlx_lm/server.py 0.32.0 main(): --max-tokens 512 and --prompt-cache-size 10 by default.
   const defaultMaxTokens = opts.maxTokens ?? 512;
   const promptCacheSize = opts.promptCacheSize ?? 10;
+  const prefillStepSize = opts.prefillStepSize ?? 2048;
   // A request's wait for the model: false once its load has failed.
   const ready = (opts.loaded ?? Promise.resolve()).then(() => true, () => false);
   const thinks = /qwen3|gpt-oss|deepseek-r1/i.test(model);
@@ -98,7 +101,10 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
     const cached = cachedPrefix(prompt);
     if (cached > 0) ctx.count("promptCacheHits");
     ctx.count("cachedPromptTokens", cached);
-    await ctx.sleep(((prompt.length - cached) * ctx.tokenIntervalMs) / 10);
+    // Prompt processing: the uncached tokens, at ten times the generation rate.
+    const uncached = Math.max(1, prompt.length - cached);
+    const prefillMs = (uncached * ctx.tokenIntervalMs) / 10;
+    if (!stream) await ctx.sleep(prefillMs);
 
     const tools = kind === "chat" ? parseTools(b.tools) : undefined;
     const templateArgs = b.chat_template_kwargs as { enable_thinking?: unknown } | undefined;
@@ -149,6 +155,7 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
     const whole = stream ? null : pyJson({ ...packet(r.content.join(""), finishReason, { reasoning: r.thinking.join(""), tool_calls: toolCalls }), usage });
 
     async function* frames(): AsyncGenerator<Frame> {
+      if (stream) yield* keepalives(uncached, prefillStepSize, prefillMs);
       for (const t of r.thinking) yield { token: true, data: stream ? sse(packet("", null, { reasoning: t })) : undefined };
       for (const t of r.content) yield { token: true, data: stream ? sse(packet(t, null)) : undefined };
       yield* silentTokens(r.callTokens);
@@ -199,6 +206,21 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
 
   // mlx_lm/server.py 0.32.0 serves with http.server's ThreadingHTTPServer and BaseHTTPRequestHandler (HTTP/1.0).
   return serveSim({ ...opts, kind: "mlx", backend, python: { server: PYTHON_SERVER } });
+}
+
+/**
+ * mlx_lm/server.py 0.32.0 handle_completion writes ": keepalive {processed}/{total}" to a stream at each report of
+ * the prompt's progress: mlx_lm/generate.py 0.32.0 generate_step reports 0 first, then after each prefill step
+ * (all but the last token), then the whole once the first token is out. Its continuous batching reports at its
+ * own steps, ending the same way.
+ */
+function* keepalives(total: number, step: number, prefillMs: number): Generator<Frame> {
+  const at = [0];
+  while (total - at.at(-1)! > 1) at.push(at.at(-1)! + Math.min(step, total - at.at(-1)! - 1));
+  at.push(total);
+  for (const [i, processed] of at.entries()) {
+    yield { data: `: keepalive ${processed}/${total}\n\n`, delayMs: i ? (prefillMs * (processed - at[i - 1]!)) / total : 0 };
+  }
 }
 
 const CORS = { "Access-Control-Allow-Origin": "*", "Access-Control-Allow-Methods": "*", "Access-Control-Allow-Headers": "*" };
