@@ -8,10 +8,7 @@
 // listen before their model is in); one whose generation thread dies (a load that
 // failed) is killed and restarted like a crash.
 // Decisions live in mlx-policy.ts; this module only runs processes and keeps their state.
-import { readdir, stat } from "node:fs/promises";
 import { connect } from "node:net";
-import { homedir } from "node:os";
-import { isAbsolute, join } from "node:path";
 import { errorText } from "../backends/mlx-events.ts";
 import { describeFetchError } from "../backends/ollama.ts";
 import type { LiveConfig } from "../config/live.ts";
@@ -19,6 +16,7 @@ import type { NodeEntry } from "../config/schema.ts";
 import { MAX_STATUS_REASON, type MlxServerStatus } from "../fleet/heartbeat.ts";
 import { log } from "../log.ts";
 import type { MemoryInfo } from "./collectors.ts";
+import { modelSizeGb, trainedContext } from "./mlx-model-files.ts";
 import { afterCrash, hungTooLong, memoryGate, type MlxServerEntry, type Poll, readPoll, STARTING_REASON, serverArgs } from "./mlx-policy.ts";
 import { argparseOptions, PythonStderr } from "./python-output.ts";
 
@@ -32,7 +30,6 @@ const STDERR_DRAIN_MS = 200;
 const HELP_TIMEOUT_MS = 60_000;
 /** More help than this is not argparse's. */
 const MAX_HELP_BYTES = 256 * 1024;
-const GB = 1024 ** 3;
 
 export interface MlxSupervisorOptions {
   nodeId: string;
@@ -62,6 +59,8 @@ interface Supervised {
   /** What its command line leaves out of the config entry (mlx-policy.ts serverArgs), said beside its status. */
   note: string;
   sizeGb: number;
+  /** The model's trained context, from its config.json; null until it can be read. */
+  contextLength: number | null;
   lastOkTs: number | null;
   proc: Bun.Subprocess<"ignore", "ignore", "pipe"> | null;
   /** When the running process first answered /v1/models (it listens), or null. */
@@ -178,7 +177,7 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
     if (!answer.ok) return void (s.notReady = answer.detail);
     s.ready = true;
     s.lastOkTs = Date.now() / 1000;
-    void modelSizeGb(s.server.model).then((gb) => (s.sizeGb = gb)); // mlx_lm may have just downloaded it
+    void readModelFiles(s); // mlx_lm may have just downloaded it
     set(s, "healthy", "");
   }
 
@@ -188,7 +187,7 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
     if (await portAnswers(probeHost(s.bindHost), port)) {
       return set(s, "unhealthy", `port ${port} is already in use by a process herd did not start (an orphaned mlx_lm.server?); stop it (lsof -i :${port}) or give this server another port`);
     }
-    s.sizeGb = await modelSizeGb(s.server.model);
+    await readModelFiles(s);
     const memory = await opts.memory();
     // Servers not ready yet (starting, loading) have not taken their memory yet: count it as taken.
     const loading = [...servers.values()].filter((o) => o !== s && o.proc && !o.ready).reduce((sum, o) => sum + o.sizeGb, 0);
@@ -198,6 +197,10 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
     const accepts = await optionsOf(s.command);
     if (s.removed || stopped) return;
     spawn(s, accepts);
+  }
+
+  async function readModelFiles(s: Supervised): Promise<void> {
+    [s.sizeGb, s.contextLength] = await Promise.all([modelSizeGb(s.server.model), trainedContext(s.server.model)]);
   }
 
   function spawn(s: Supervised, accepts: ReadonlySet<string> | null): void {
@@ -299,6 +302,7 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
         reason: "",
         note: "",
         sizeGb: 0,
+        contextLength: null,
         lastOkTs: null,
         proc: null,
         listenedAt: null,
@@ -326,6 +330,7 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
         kv_bits: s.server.kvBits,
         model_size_gb: Math.round(s.sizeGb * 10) / 10,
         last_ok_ts: s.lastOkTs,
+        context_length: s.contextLength,
       })),
     reconcile() {
       reconciling = reconciling.then(reconcileNow).catch((e: Error) => log.error(`node ${opts.nodeId}: MLX servers not updated: ${e.message}`));
@@ -430,19 +435,5 @@ async function terminate(proc: Bun.Subprocess): Promise<void> {
   if (outcome === "grace") {
     signal("SIGKILL");
     await proc.exited;
-  }
-}
-
-/** The weights' size: a local folder's files, or the model's blobs in the Hugging Face cache; 0 when not there (yet). */
-async function modelSizeGb(model: string): Promise<number> {
-  const local = model.startsWith("~/") ? join(homedir(), model.slice(2)) : model;
-  const hub = process.env.HF_HUB_CACHE ?? join(process.env.HF_HOME ?? join(homedir(), ".cache", "huggingface"), "hub");
-  const dir = isAbsolute(local) || local.startsWith(".") ? local : join(hub, `models--${model.replaceAll("/", "--")}`, "blobs");
-  try {
-    const files = await readdir(dir, { recursive: true });
-    const sizes = await Promise.all(files.map((f) => stat(join(dir, f)).then((st) => (st.isFile() ? st.size : 0), () => 0)));
-    return sizes.reduce((a, b) => a + b, 0) / GB;
-  } catch {
-    return 0;
   }
 }
