@@ -110,7 +110,7 @@ describe("supervised servers through a real herd", () => {
   let configFile: string;
   let orphan: SimNode;
   let herd: Awaited<ReturnType<typeof startRouterProcess>>;
-  const ports: Record<"healthy" | "crash" | "hang" | "exits" | "orphan" | "big" | "added", number> = {} as never;
+  const ports: Record<"healthy" | "crash" | "hang" | "exits" | "orphan" | "big" | "local" | "added", number> = {} as never;
 
   const config = (servers: string[]) =>
     `export default {
@@ -126,6 +126,7 @@ describe("supervised servers through a real herd", () => {
     server("org/exit-after-4s-model", ports.exits),
     server("org/orphaned", ports.orphan),
     server("org/big-model", ports.big),
+    server("~/models/local-model", ports.local, ', draftModel: "~/models/draft-model"'),
   ];
   const servers = () => serversOf(herd.url);
   const until = (port: number, check: (s: any) => boolean, timeoutMs: number, what: string) => untilServer(herd.url, port, check, timeoutMs, what);
@@ -146,7 +147,8 @@ describe("supervised servers through a real herd", () => {
     dir = tmpDir();
     state = join(dir, "state");
     mkdirSync(state);
-    [ports.healthy, ports.crash, ports.hang, ports.exits, ports.orphan, ports.big, ports.added] = (await Promise.all(Array.from({ length: 7 }, freePort))) as number[];
+    [ports.healthy, ports.crash, ports.hang, ports.exits, ports.orphan, ports.big, ports.local, ports.added] = (await Promise.all(Array.from({ length: 8 }, freePort))) as number[];
+    for (const model of ["local-model", "draft-model"]) mkdirSync(join(dir, "home", "models", model), { recursive: true });
     // Someone else's server already holds the orphan port.
     orphan = await startSimMlx({ id: "stray", model: "org/orphaned", port: ports.orphan });
     // A 2 TB model in the Hugging Face cache, for the memory gate.
@@ -154,13 +156,23 @@ describe("supervised servers through a real herd", () => {
     configFile = join(dir, "herd.config.ts");
     writeFileSync(configFile, config(first()));
     herd = await startRouterProcess(["--config", configFile, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data"), "--node-id", "n1"], {
-      env: { FAKE_MLX_STATE_DIR: state, HF_HUB_CACHE: join(dir, "hub") },
+      env: { FAKE_MLX_STATE_DIR: state, HF_HUB_CACHE: join(dir, "hub"), HOME: join(dir, "home") },
     });
   });
 
   afterAll(async () => {
     await herd?.stop();
     await orphan?.stop();
+  });
+
+  test("a model at ~/… reaches mlx_lm with ~ expanded (it would take the path for a repo id, and fail), its draft model too; it serves", async () => {
+    const s = await until(ports.local, (s) => s.status === "healthy", 15000, "the local model healthy");
+    expect(s.model).toBe("~/models/local-model");
+    const models = join(dir, "home", "models");
+    expect(ran(ports.local)!.argv).toEqual(["--model", join(models, "local-model"), "--port", String(ports.local), "--host", "127.0.0.1", "--draft-model", join(models, "draft-model")]);
+    const chat = await fetch(`${herd.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "mlx:~/models/local-model", messages: [{ role: "user", content: "hi" }], stream: false }) });
+    expect(chat.status).toBe(200);
+    expect(((await chat.json()) as any).message.content.length).toBeGreaterThan(0);
   });
 
   test("a server starts with the arguments its mlx_lm.server takes (read from its --help) and turns healthy; kvBits, which stock mlx-lm lacks, is left out and said", async () => {

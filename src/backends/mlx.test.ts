@@ -11,8 +11,8 @@ test("a chat goes out as OpenAI's messages: tool calls with their ids (or one ma
     { role: "tool", content: "a.txt", toolCallId: "c1", toolName: "ls" },
     { role: "assistant", content: "", extra: { name: "not for mlx" } },
   ];
-  expect(openAiBody("chat", request({ messages }), "m")).toEqual({
-    model: "m",
+  expect(openAiBody("chat", request({ messages }))).toEqual({
+    model: "default_model",
     stream: true,
     stream_options: { include_usage: true },
     messages: [
@@ -32,8 +32,8 @@ test("a chat goes out as OpenAI's messages: tool calls with their ids (or one ma
 });
 
 test("a generate is its system and prompt as messages; stream: false is a whole answer", () => {
-  expect(openAiBody("generate", request({ system: "be brief", prompt: "hi", stream: false }), "m")).toEqual({
-    model: "m",
+  expect(openAiBody("generate", request({ system: "be brief", prompt: "hi", stream: false }))).toEqual({
+    model: "default_model",
     stream: false,
     messages: [
       { role: "system", content: "be brief" },
@@ -44,8 +44,8 @@ test("a generate is its system and prompt as messages; stream: false is a whole 
 
 test("Ollama's option names become mlx_lm's; tools and think are passed on; the cap is the server's own (maxTokens)", () => {
   const options = { num_predict: 100, temperature: 0.2, top_p: 0.9, top_k: 40, min_p: 0.05, seed: 7, stop: ["\n"], repeat_penalty: 1.1, num_ctx: 8192 };
-  expect(openAiBody("chat", request({ messages: [], options, tools: [{ name: "ls", description: "lists" }], think: false, stream: false }), "m")).toEqual({
-    model: "m",
+  expect(openAiBody("chat", request({ messages: [], options, tools: [{ name: "ls", description: "lists" }], think: false, stream: false }))).toEqual({
+    model: "default_model",
     stream: false,
     messages: [],
     temperature: 0.2,
@@ -58,7 +58,7 @@ test("Ollama's option names become mlx_lm's; tools and think are passed on; the 
     tools: [{ type: "function", function: { name: "ls", description: "lists" } }],
     chat_template_kwargs: { enable_thinking: false },
   });
-  expect(openAiBody("chat", request({ messages: [], options: { num_predict: 0 } }), "m")).not.toHaveProperty("tools");
+  expect(openAiBody("chat", request({ messages: [], options: { num_predict: 0 } }))).not.toHaveProperty("tools");
 });
 
 test("max_tokens: the client's cap; none (Ollama's -1, 0 and -2 too) is the room the prompt leaves in the model's context, at least 1", () => {
@@ -69,8 +69,8 @@ test("max_tokens: the client's cap; none (Ollama's -1, 0 and -2 too) is the room
 });
 
 test("images are refused, named where they are: mlx_lm.server reads text only", () => {
-  expect(openAiBody("chat", request({ messages: [{ role: "user", content: "", images: ["iVBO"] }] }), "m")).toBe(
+  expect(openAiBody("chat", request({ messages: [{ role: "user", content: "", images: ["iVBO"] }] }))).toBe(
     "messages[0].images: mlx_lm.server reads text only; send images to a vision model on Ollama",
   );
-  expect(openAiBody("generate", request({ prompt: "what is it", images: ["iVBO"] }), "m")).toBe("images: mlx_lm.server reads text only; send images to a vision model on Ollama");
+  expect(openAiBody("generate", request({ prompt: "what is it", images: ["iVBO"] }))).toBe("images: mlx_lm.server reads text only; send images to a vision model on Ollama");
 });

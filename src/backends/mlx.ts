@@ -47,7 +47,7 @@ export function maxTokens(req: Pick<Conversation, "options"> & { promptTokens: n
 }
 
 /** The OpenAI chat-completions body for a chat or generate request (its cap is maxTokens, per server), or what mlx_lm cannot take. */
-export function openAiBody(kind: "chat" | "generate", req: Conversation & { stream: boolean }, model: string): Json | string {
+export function openAiBody(kind: "chat" | "generate", req: Conversation & { stream: boolean }): Json | string {
   const source: Message[] =
     kind === "chat" ? (req.messages ?? []) : [...(req.system ? [{ role: "system", content: req.system }] : []), { role: "user", content: req.prompt ?? "", images: req.images }];
   const messages: Json[] = [];
@@ -62,7 +62,8 @@ export function openAiBody(kind: "chat" | "generate", req: Conversation & { stre
     messages.push(message);
   }
   const { stream, options } = req;
-  const out: Json = { model, messages, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) };
+  // mlx_lm/server.py 0.32.0 ModelProvider: "default_model" is the one it was started with, however its --model was written (a path herd expanded).
+  const out: Json = { model: "default_model", messages, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) };
   // Ollama's option names → mlx_lm's.
   for (const [from, to] of [["temperature", "temperature"], ["top_p", "top_p"], ["top_k", "top_k"], ["min_p", "min_p"], ["seed", "seed"], ["stop", "stop"], ["repeat_penalty", "repetition_penalty"]] as const) {
     if (options[from] !== undefined) out[to] = options[from];

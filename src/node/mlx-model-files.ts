@@ -14,9 +14,14 @@ function repoDir(model: string): string {
   return join(hub, `models--${model.replaceAll("/", "--")}`);
 }
 
+/** "~/…" as the home folder's path; anything else as it is. mlx_lm expands no "~": it takes such a path for a repo id. */
+export function expandHome(path: string): string {
+  return path === "~" || path.startsWith("~/") ? join(homedir(), path.slice(1)) : path;
+}
+
 /** A model named by a path ("/…", "./…", "~/…") rather than a repo id, with "~" expanded; null for a repo id. */
 function localDir(model: string): string | null {
-  const local = model.startsWith("~/") ? join(homedir(), model.slice(2)) : model;
+  const local = expandHome(model);
   return isAbsolute(local) || local.startsWith(".") ? local : null;
 }
 

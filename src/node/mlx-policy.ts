@@ -2,6 +2,7 @@
 // tested alone: the command line for a server, the memory gate before a start,
 // how a health poll reads, and when a crashed server may start again.
 import type { NodeEntry } from "../config/schema.ts";
+import { expandHome } from "./mlx-model-files.ts";
 
 export type MlxServerEntry = NodeEntry["mlx"][number];
 
@@ -38,13 +39,13 @@ export interface ServerCommand {
  * null (its help could not be read) passes all that is configured.
  */
 export function serverArgs(server: MlxServerEntry, bindHost: string, accepts: ReadonlySet<string> | null): ServerCommand {
-  const args = ["--model", server.model, "--port", String(server.port), "--host", bindHost];
+  const args = ["--model", expandHome(server.model), "--port", String(server.port), "--host", bindHost];
   const leftOut: string[] = [];
   const optional: [key: string, flag: string, value: string | number | undefined][] = [
     ["kvBits", "--kv-bits", server.kvBits || undefined],
     ["promptCacheSize", "--prompt-cache-size", server.promptCacheSize],
     ["promptCacheBytes", "--prompt-cache-bytes", server.promptCacheBytes],
-    ["draftModel", "--draft-model", server.draftModel],
+    ["draftModel", "--draft-model", server.draftModel && expandHome(server.draftModel)],
   ];
   for (const [key, flag, value] of optional) {
     if (value === undefined) continue;

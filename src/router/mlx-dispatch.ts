@@ -17,7 +17,7 @@ export async function dispatchMlx(deps: RouterDeps, req: InferenceRequest, model
   const retryAfter = config.mlx.retryAfterSeconds;
   const { kind } = req;
   if (kind === "embed") throw new RouteError(400, `${servedAs} is a chat model on mlx_lm.server; it does not embed`);
-  const request = openAiBody(kind, req, model);
+  const request = openAiBody(kind, req);
   if (typeof request === "string") throw new RouteError(400, request);
 
   const servers = mlxServers(registry).filter((s) => s.model === model);
