@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
-import { ROOT, getJson, herd, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
+import { ROOT, eventually, getJson, herd, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
 
 describe("herd sim", () => {
   test("brings up simulated nodes behind a router; a first chat through the router answers", async () => {
@@ -60,6 +60,23 @@ describe("herd sim", () => {
     await fromEnv.stop();
     expect(existsSync(join(cwd, "~"))).toBe(false);
   });
+});
+
+describe("herd sim --mlx --mlx-lm-version", () => {
+  test("the simulated mlx_lm.server behaves as the release asked for (and its agent serves it all the same); one herd does not simulate is a usage error", async () => {
+    const dir = tmpDir();
+    const sim = spawnHerd(["sim", "--nodes", "1", "--base-port", "0", "--mlx", "--mlx-lm-version", "0.31.2", "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")], { cwd: dir });
+    const [, routerUrl, model] = await sim.waitFor(/MLX: curl (http:\/\/[\d.]+:\d+)\/api\/chat -d '\{"model":"(mlx:[^"]+)"/);
+    await sim.waitFor(/started \(pid \d+\): \S+ \S+ sim-mlx-server --mlx-lm-version 0\.31\.2 --model/);
+    const answer = await eventually(async () => {
+      const res = await fetch(`${routerUrl}/api/chat`, { method: "POST", body: JSON.stringify({ model, messages: [{ role: "user", content: "hello" }], stream: false }) });
+      return res.status === 200 ? ((await res.json()) as any) : null;
+    }, 20000, "the MLX server answering");
+    expect(answer.done).toBe(true);
+    expect(await sim.stop()).toBe(0);
+    const unknown = await herd(["sim", "--mlx", "--mlx-lm-version", "0.28.3"], { timeoutMs: 5000 });
+    expect(unknown).toMatchObject({ code: 2, stderr: expect.stringContaining('herd simulates mlx-lm 0.31.2 and 0.32.0, not "0.28.3"') });
+  }, 30000);
 });
 
 // The simulated mlx_lm.server as a process: a stock mlx-lm's command line, as argparse reads it
