@@ -15,7 +15,7 @@ import { runNode, runRouter, runSim } from "./commands/run.ts";
 import * as v from "valibot";
 import { configJsonSchema } from "./config/json-schema.ts";
 import { nodeId as nodeIdRule } from "./config/schema.ts";
-import { DEFAULT_MLX_LM_VERSION, MLX_LM_VERSIONS, type MlxLmVersion } from "./sim/mlx.ts";
+import { DEFAULT_MLX_LM_VERSION, MLX_LM_VERSIONS, type MlxLmVersion } from "./sim/mlx-versions.ts";
 import { runSimMlxServer } from "./sim/mlx-cli.ts";
 import { ConfigError, findConfig } from "./config/load.ts";
 import { UserError } from "./errors.ts";

@@ -13,7 +13,7 @@ import { type RouterHandle, startRouter } from "../runtime.ts";
 import { STORE_FILE } from "../store/db.ts";
 import { simCollector } from "../sim/collector.ts";
 import { type SimNode, demoFleet, startSimOllama } from "../sim/index.ts";
-import { DEFAULT_MLX_LM_VERSION, type MlxLmVersion } from "../sim/mlx.ts";
+import { DEFAULT_MLX_LM_VERSION, type MlxLmVersion } from "../sim/mlx-versions.ts";
 import { VERSION } from "../version.ts";
 import { localNodeId } from "./local-node.ts";
 import { selfCommand } from "./self.ts";

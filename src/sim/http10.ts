@@ -1,5 +1,5 @@
 // HTTP as Python's http.server speaks it, for the sim of a Python server (mlx_lm.server):
-// BaseHTTPRequestHandler's default protocol_version is "HTTP/1.0", so each connection
+// Lib/http/server.py (Python 3.x) BaseHTTPRequestHandler's default protocol_version is "HTTP/1.0", so each connection
 // carries one request, and an answer with no Content-Length ends when the server
 // closes the connection (no chunked framing, no keep-alive). Bun.serve speaks
 // HTTP/1.1 only, hence this small transport of its own.

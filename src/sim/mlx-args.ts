@@ -139,7 +139,7 @@ function convert(option: Option, raw: string): string | number | null {
 const metavar = (o: Option) => (o.kind === "flag" ? "" : o.kind === "choice" ? `{${o.choices!.join(",")}}` : o.name.slice(2).replaceAll("-", "_").toUpperCase());
 const invocation = (o: Option) => [o.name, metavar(o)].filter(Boolean).join(" ");
 
-/** argparse's usage: the parts after the program's name, wrapped to 78 columns (an 80-column terminal, its default when not a terminal). */
+/** Lib/argparse.py (3.11) HelpFormatter._format_usage: the parts after the program's name, wrapped to 78 columns (80, less 2: its width when not on a terminal). */
 function usage(): string {
   const prefix = "usage: ";
   const prog = "mlx_lm.server";

@@ -6,7 +6,7 @@ import type { Faults } from "./faults.ts";
 import { type SimNode, startSimMlx } from "./index.ts";
 import { type MlxServerArgs, parseMlxServerArgs } from "./mlx-args.ts";
 import { loadFailure, loadTraceback, type PythonException } from "./mlx-load.ts";
-import { DEFAULT_MLX_LM_VERSION, MLX_LM_VERSIONS, type MlxLmVersion } from "./mlx.ts";
+import { DEFAULT_MLX_LM_VERSION, MLX_LM_VERSIONS, type MlxLmVersion } from "./mlx-versions.ts";
 
 export interface MlxCommandLine {
   version: MlxLmVersion;

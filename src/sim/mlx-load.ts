@@ -2,7 +2,7 @@
 // traceback Python prints when it does, in the generation thread (mlx-lm 0.31.3
 // and later, which serve while they load) or in main() before serving (0.31.2).
 import { existsSync } from "node:fs";
-import type { MlxLmVersion } from "./mlx.ts";
+import type { MlxLmVersion } from "./mlx-versions.ts";
 
 /** A Python exception: its qualified class name and its message (which may run over several lines). */
 export interface PythonException {

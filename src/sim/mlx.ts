@@ -4,14 +4,11 @@
 import { randomUUID } from "node:crypto";
 import { pyJson } from "./encoding.ts";
 import type { Faults } from "./faults.ts";
+import { loadFailure, repositoryNotFound } from "./mlx-load.ts";
+import { DEFAULT_MLX_LM_VERSION, MLX_OF, type MlxLmVersion } from "./mlx-versions.ts";
 import { commonPrefix } from "./prompt-cache.ts";
 import { parseMessages, parseTools, promptTokenIds, reply, replyTokenIds, tokenIds, type ChatMessage } from "./replies.ts";
 import { serveSim, silentDrop, silentTokens, untilAborted, type Backend, type Frame, type RequestContext, type SimServer } from "./server.ts";
-
-/** The mlx-lm releases the sim behaves as: the current one, and the last that loaded its model before serving. */
-export const MLX_LM_VERSIONS = ["0.31.2", "0.32.0"] as const;
-export type MlxLmVersion = (typeof MLX_LM_VERSIONS)[number];
-export const DEFAULT_MLX_LM_VERSION: MlxLmVersion = "0.32.0";
 
 export interface SimMlxOptions {
   id: string;
@@ -42,7 +39,7 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
   const { model } = opts;
   const version = opts.version ?? DEFAULT_MLX_LM_VERSION;
   // mlx_lm/server.py 0.32.0 get_system_fingerprint: f"{__version__}-{mx.__version__}-{platform.platform()}-{gpu_arch}".
-  const fingerprint = `${version}-0.32.1-macOS-15.6.1-arm64-arm-64bit-applegpu_g15s`;
+  const fingerprint = `${version}-${MLX_OF[version]}-macOS-15.6.1-arm64-arm-64bit-applegpu_g15s`;
   // mlx_lm/server.py 0.32.0 main(): --max-tokens 512 and --prompt-cache-size 10 by default.
   const defaultMaxTokens = opts.maxTokens ?? 512;
   const promptCacheSize = opts.promptCacheSize ?? 10;
@@ -76,7 +73,7 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
     const b = body as Record<string, unknown>;
     const stream = b.stream ?? false;
     const maxTokens = b.max_completion_tokens ?? b.max_tokens ?? defaultMaxTokens;
-    // mlx_lm raises from do_POST on these; http.server then closes the
+    // mlx_lm/server.py 0.32.0 validate_model_parameters raises from do_POST on these; http.server then closes the
     // connection without writing a response.
     const malformed =
       typeof stream !== "boolean" ||
@@ -91,10 +88,9 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
     if (!(await ready)) return untilAborted(ctx.signal);
 
     const requested = typeof b.model === "string" ? b.model : "default_model";
-    if (requested !== "default_model" && requested !== model) {
-      const hint = "Please make sure you specified the local path or Hugging Face repo id correctly.";
-      return json({ error: `Model not found for path or HF repo: ${requested}.\n${hint}` }, 404);
-    }
+    // mlx_lm/server.py 0.32.0 _generate: a request for another model loads that one (here: none the hub has), and
+    // handle_completion answers its exception as a 404 {"error": str(e)}.
+    if (requested !== "default_model" && requested !== model) return json({ error: (loadFailure(requested) ?? repositoryNotFound(requested)).message }, 404);
 
     const messages: ChatMessage[] = kind === "chat" ? parseMessages(b.messages) : [{ role: "user", content: b.prompt as string }];
     const prompt = kind === "chat" ? promptTokenIds(messages) : tokenIds(b.prompt as string);
@@ -134,7 +130,7 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
       prompt_tokens_details: { cached_tokens: cached },
     };
 
-    // generate_response(): static fields, then the choice; empty parts are left out.
+    // mlx_lm/server.py 0.32.0 generate_response: static fields, then the choice; empty parts are left out.
     const packet = (text: string, finish: string | null, extra: { reasoning?: string; tool_calls?: unknown[] } = {}) => {
       const choice: Record<string, unknown> = { index: 0, finish_reason: finish };
       if (kind === "text") choice.text = text;
@@ -166,7 +162,7 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
       }
       yield { tail: true, data: sse(packet("", finishReason, { tool_calls: toolCalls })) };
       if ((b.stream_options as { include_usage?: unknown } | undefined)?.include_usage) {
-        // mlx_lm labels this packet "chat.completion" even for text completions.
+        // mlx_lm/server.py 0.32.0 completion_usage_response labels it "chat.completion", even for text completions.
         const head = { id, system_fingerprint: fingerprint, object: "chat.completion", model: requested, created };
         yield { tail: true, data: sse({ ...head, choices: [], usage }) };
       }
@@ -184,7 +180,8 @@ export function startMlxServer(opts: SimMlxOptions): SimServer {
       if (req.method === "GET") {
         if (path === "/health") return json({ status: "ok" });
         if (path.startsWith("/v1/models")) {
-          // /v1/models/<repo id> filters the list to that repo.
+          // mlx_lm/server.py 0.32.0 handle_models_request lists the MLX repos of the hub cache (and --model's path),
+          // /v1/models/<repo id> only that one: the sim's cache holds its one model, loaded or not.
           const filter = path.split("/").slice(3).join("/");
           const data = !filter || filter === model ? [{ id: model, object: "model", created: Math.floor(Date.now() / 1000) }] : [];
           return json({ object: "list", data });
@@ -223,13 +220,14 @@ function* keepalives(total: number, step: number, prefillMs: number): Generator<
   }
 }
 
+// mlx_lm/server.py 0.32.0 _set_cors_headers, with --allowed-origins' default "*".
 const CORS = { "Access-Control-Allow-Origin": "*", "Access-Control-Allow-Methods": "*", "Access-Control-Allow-Headers": "*" };
 
 function json(value: unknown, status = 200): Response {
   return new Response(pyJson(value), { status, headers: { ...CORS, "Content-Type": "application/json" } });
 }
 
-// mlx_lm answers unknown paths with a JSON content type and a plain-text body.
+// mlx_lm/server.py 0.32.0 do_GET and do_POST answer unknown paths with a JSON content type and a plain-text body.
 function notFound(): Response {
   return new Response("Not Found", { status: 404, headers: { ...CORS, "Content-Type": "application/json" } });
 }
