@@ -58,6 +58,8 @@ interface Supervised {
   reason: string;
   /** What its command line leaves out of the config entry (mlx-policy.ts serverArgs), said beside its status. */
   note: string;
+  /** The KV-cache bits it runs with: the configured ones, or 0 once its command line leaves --kv-bits out. */
+  kvBits: number;
   sizeGb: number;
   /** The model's trained context, from its config.json; null until it can be read. */
   contextLength: number | null;
@@ -207,6 +209,7 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
     const { args, leftOut } = serverArgs(s.server, s.bindHost, accepts);
     const argv = [...s.command, ...args];
     s.note = leftOut.join("; ");
+    s.kvBits = args.includes("--kv-bits") ? s.server.kvBits : 0;
     if (!accepts) log.warn(`${prefix(s)}: could not read the options of ${s.command.join(" ")} --help; passing every configured one`);
     let proc: Supervised["proc"];
     try {
@@ -301,6 +304,7 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
         status: "starting",
         reason: "",
         note: "",
+        kvBits: server.kvBits,
         sizeGb: 0,
         contextLength: null,
         lastOkTs: null,
@@ -327,7 +331,7 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
         model: s.server.model,
         status: s.status,
         status_reason: [s.reason, s.note].filter(Boolean).join("; ").slice(0, MAX_STATUS_REASON),
-        kv_bits: s.server.kvBits,
+        kv_bits: s.kvBits,
         model_size_gb: Math.round(s.sizeGb * 10) / 10,
         last_ok_ts: s.lastOkTs,
         context_length: s.contextLength,
