@@ -9,7 +9,7 @@ export default {
   // so a single Mac needs no entry here. Add one entry per other Mac:
   nodes: [
     // { id: "studio", ollama: "http://10.0.0.2:11434", labels: { room: "office" },
-    //   mlx: [{ model: "mlx-community/Qwen3-Coder-30B-A3B-Instruct-4bit", port: 11440, kvBits: 8 }] },
+    //   mlx: [{ model: "mlx-community/Qwen3-Coder-30B-A3B-Instruct-4bit", port: 11440 }] },
     // { id: "mini", ollama: "http://10.0.0.3:11434" },
   ],
 

@@ -11,8 +11,8 @@ export default {
       parallel: 8,
       mlxBindHost: "0.0.0.0",
       mlx: [
-        { model: "mlx-community/Qwen3-Coder-Next-4bit", port: 11440, kvBits: 8 },
-        { model: "mlx-community/Qwen3-Coder-30B-A3B-Instruct-4bit", port: 11441, kvBits: 8 },
+        { model: "mlx-community/Qwen3-Coder-Next-4bit", port: 11440 },
+        { model: "mlx-community/Qwen3-Coder-30B-A3B-Instruct-4bit", port: 11441 },
       ],
     },
     { id: "mini", ollama: "http://10.0.0.3:11434", labels: { chip: "M4 Pro" } },

@@ -23,7 +23,7 @@ export default {
     {
       id: "studio",
       ollama: "http://127.0.0.1:11434",
-      mlx: [{ model: "mlx-community/Qwen3-Coder-30B-A3B-Instruct-4bit", port: 11441, kvBits: 8 }],
+      mlx: [{ model: "mlx-community/Qwen3-Coder-30B-A3B-Instruct-4bit", port: 11441 }],
       // The router runs on the studio, so its image and transcription services stay on loopback.
       images: { models: [{ name: "z-image-turbo", command: ["mflux-generate-z-image-turbo"], steps: 4, quantize: 8 }] },
       transcription: { models: [{ name: "qwen3-asr" }] },

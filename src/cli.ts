@@ -16,6 +16,7 @@ import * as v from "valibot";
 import { configJsonSchema } from "./config/json-schema.ts";
 import { nodeId as nodeIdRule } from "./config/schema.ts";
 import { NEWEST_OLLAMA, parseVersion } from "./fleet/ollama-releases.ts";
+import { DEFAULT_MLX_LM_VERSION, MLX_LM_VERSIONS, type MlxLmVersion } from "./sim/mlx-versions.ts";
 import { runSimMlxServer } from "./sim/mlx-cli.ts";
 import { ConfigError, findConfig } from "./config/load.ts";
 import { UserError } from "./errors.ts";
@@ -73,7 +74,7 @@ The agent reads its own entry (by node id) from the same config file as the rout
                     the steps for the router's machine. Without one, a heartbeat cannot say where the
                     node's Ollama is nor take it out of service (open mode, docs/security.md)
   -h, --help        this help`,
-  sim: `Usage: herd sim [--nodes N] [--base-port P] [--ollama-version V] [--no-router] [--mlx] [options]
+  sim: `Usage: herd sim [--nodes N] [--base-port P] [--ollama-version V] [--no-router] [--mlx [--mlx-lm-version V]] [options]
 
 Starts N simulated Ollama nodes (deterministic replies, realistic models and timings) and a
 router in front of them that uses them as its nodes. The config's other settings still apply.
@@ -86,6 +87,8 @@ demo traffic stays out of the real analytics.
   --no-router       only the simulated nodes, e.g. to point another herd at them
   --mlx             the first node also runs a simulated mlx_lm.server (port: after the nodes'),
                     started and health-checked by a node agent as on a Mac (\`herd sim-mlx-server\`)
+  --mlx-lm-version V
+                    the mlx-lm release it behaves as: ${MLX_LM_VERSIONS.join(" or ")} (default ${DEFAULT_MLX_LM_VERSION})
 Options:${COMMON}`,
   init: `Usage: herd init [DIR] [--force]
 
@@ -136,6 +139,7 @@ const OPTIONS = {
   "no-router": { type: "boolean" },
   "ollama-version": { type: "string" },
   mlx: { type: "boolean" },
+  "mlx-lm-version": { type: "string" },
   force: { type: "boolean" },
   "agent-only": { type: "boolean" },
   "dry-run": { type: "boolean" },
@@ -149,7 +153,7 @@ const ACCEPTS: Record<string, (keyof typeof OPTIONS)[]> = {
   herd: ["config", "port", "host", "data-dir", "node-id", "ollama"],
   serve: ["config", "port", "host", "data-dir"],
   node: ["config", "data-dir", "node-id", "ollama", "router", "token-file", "enroll"],
-  sim: ["config", "port", "host", "data-dir", "nodes", "base-port", "ollama-version", "no-router", "mlx"],
+  sim: ["config", "port", "host", "data-dir", "nodes", "base-port", "ollama-version", "no-router", "mlx", "mlx-lm-version"],
   init: ["force"],
   "check-config": ["no-secrets"],
   plan: ["config", "router", "token-file"],
@@ -162,6 +166,15 @@ const ACCEPTS: Record<string, (keyof typeof OPTIONS)[]> = {
 const POSITIONALS: Record<string, number> = { init: 1, "check-config": 1, plan: 1, service: 1 };
 
 class UsageError extends Error {}
+
+/** `herd sim`'s --mlx and --mlx-lm-version: the release its simulated mlx_lm.server behaves as, or null for none. */
+function mlxLmVersion(mlx: boolean, value: string | undefined): MlxLmVersion | null {
+  if (!mlx && value !== undefined) throw new UsageError("--mlx-lm-version is for the simulated mlx_lm.server: add --mlx");
+  if (!mlx) return null;
+  if (value === undefined) return DEFAULT_MLX_LM_VERSION;
+  if (!(MLX_LM_VERSIONS as readonly string[]).includes(value)) throw new UsageError(`--mlx-lm-version: herd simulates mlx-lm ${MLX_LM_VERSIONS.join(" and ")}, not "${value}"`);
+  return value as MlxLmVersion;
+}
 
 async function main(argv: string[]): Promise<number> {
   // A simulated mlx_lm.server takes mlx_lm.server's own arguments, not herd's.
@@ -235,7 +248,7 @@ async function main(argv: string[]): Promise<number> {
         basePort: portValue("--base-port", values["base-port"]) ?? 11501,
         ollamaVersion: versionValue("--ollama-version", values["ollama-version"]) ?? NEWEST_OLLAMA,
         withRouter: !values["no-router"],
-        mlx: values.mlx ?? false,
+        mlx: mlxLmVersion(values.mlx ?? false, values["mlx-lm-version"]),
       });
     case "service": {
       const action = SERVICE_ACTIONS.find((a) => a === positionals[1]);

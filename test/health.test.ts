@@ -340,6 +340,13 @@ test("model_thrashing: a model loaded 3 times in the hour on one node is a warni
   await until("model_thrashing", "critical");
 });
 
+test("mlx_server_unhealthy: a server still loading its model (mlx-lm 0.31.3 and later: listening, unable to complete yet) is no problem", async () => {
+  const loading = { port: 11442, model: "mlx-community/Model-11442", status: "loading", status_reason: "listening; loading the model" };
+  await heartbeat({ node_id: "studio", mlx_servers: [loading] });
+  const check = await until("mlx_server_unhealthy", "ok");
+  expect(check.finding).toBe("every MLX server is healthy (or starting, or loading)");
+});
+
 test("mlx_server_unhealthy: a memory-blocked server is a warning, a quarantined one critical; healthy again is ok", async () => {
   const server = (port: number, status: string, status_reason: string) => ({ port, model: `mlx-community/Model-${port}`, status, status_reason });
   await heartbeat({ node_id: "studio", mlx_servers: [server(11440, "memory_blocked", "memory gate: 42.0 GB needed, 16 GB available")] });

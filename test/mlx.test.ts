@@ -1,12 +1,13 @@
 // Routing to MLX servers through a real `herd` (router + node agent "n1"),
-// whose agent runs two stand-in mlx_lm.servers (test/fixtures/fake-mlx-lm-server.ts)
-// next to an Ollama node the router polls. The official OpenAI, Ollama and
+// whose agent runs three stand-in mlx_lm.servers (test/fixtures/fake-mlx-lm-server.ts),
+// started with --max-tokens 5 so that a cap herd fails to send shows, next to an Ollama
+// node the router polls. The official OpenAI, Ollama and
 // Anthropic clients get answers from MLX models; admission control, the wall
 // clock and the MLX queue entries are driven by slowing the "slow" server down
 // through its /_sim control surface.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import Anthropic from "@anthropic-ai/sdk";
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
@@ -35,19 +36,24 @@ beforeAll(async () => {
   const [chatPort, port, thinkerPort] = await Promise.all([freePort(), freePort(), freePort()]);
   slowPort = port!;
   const dir = tmpDir();
+  // The models' config.json in a Hugging Face cache, where the node agent reads their trained context.
+  const hub = join(dir, "hub");
+  cachedConfig(hub, CHAT, { max_position_embeddings: 131072 });
+  // A context the prompt all but fills (a vision-language model's, nested): room for one token.
+  cachedConfig(hub, THINKER, { text_config: { max_position_embeddings: 1 } });
   const file = join(dir, "herd.config.ts");
   writeFileSync(
     file,
     `export default {
       nodes: [
         { id: "o", ollama: "${ollamaNode.url}" },
-        { id: "n1", mlxCommand: ${JSON.stringify([process.execPath, FAKE])}, mlx: [{ model: "${CHAT}", port: ${chatPort} }, { model: "${SLOW}", port: ${slowPort} }, { model: "${THINKER}", port: ${thinkerPort} }] },
+        { id: "n1", mlxCommand: ${JSON.stringify([process.execPath, FAKE, "--max-tokens", "5"])}, mlx: [{ model: "${CHAT}", port: ${chatPort} }, { model: "${SLOW}", port: ${slowPort} }, { model: "${THINKER}", port: ${thinkerPort} }] },
       ],
       heartbeat: { intervalMs: 200, timeoutMs: 1000, offlineMs: 3000 },
       mlx: { maxQueueDepth: 1, maxInFlightPerModel: 1, wallClockTimeoutMs: 4000, retryAfterSeconds: 7 },
     };\n`,
   );
-  herd = await startRouterProcess(["--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data"), "--node-id", "n1"]);
+  herd = await startRouterProcess(["--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data"), "--node-id", "n1"], { env: { HF_HUB_CACHE: hub } });
   url = herd.url;
   await eventually(async () => {
     const nodes = (await getJson(`${url}/fleet/status`)).nodes;
@@ -94,6 +100,22 @@ describe("the fleet's models", () => {
   });
 });
 
+describe("the heartbeat's MLX servers", () => {
+  test("every field is bounded (a heartbeat is untrusted input): a refusal names the field, and nothing of it is kept", async () => {
+    const server = { port: 11440, model: "org/m", status: "loading" };
+    const refusal = async (over: Record<string, unknown>) => {
+      const res = await post("/heartbeat", { node_id: "bogus", mlx_servers: [{ ...server, ...over }] });
+      return [res.status, ((await res.json()) as any).error];
+    };
+    expect(await refusal({ context_length: 2 ** 24 + 1 })).toEqual([400, expect.stringContaining("mlx_servers[0].context_length")]);
+    expect(await refusal({ context_length: 0.5 })).toEqual([400, expect.stringContaining("mlx_servers[0].context_length")]);
+    expect(await refusal({ status_reason: "x".repeat(2001) })).toEqual([400, expect.stringContaining("mlx_servers[0].status_reason")]);
+    expect(await refusal({ port: 70000 })).toEqual([400, expect.stringContaining("mlx_servers[0].port")]);
+    expect(await refusal({ model: "m".repeat(1025) })).toEqual([400, expect.stringContaining("mlx_servers[0].model")]);
+    expect((await getJson(`${url}/fleet/status`)).nodes.map((n: any) => n.node_id)).not.toContain("bogus");
+  });
+});
+
 describe("every surface answers from an MLX server", () => {
   test("OpenAI: a whole answer and a stream say the same, by the mlx: name or the bare repo id", async () => {
     const messages = [{ role: "user" as const, content: "Tell me about prompt caches" }];
@@ -119,6 +141,20 @@ describe("every surface answers from an MLX server", () => {
     const learned = await eventually(async () => (await getJson(`${url}/fleet/status`)).nodes.find((n: any) => n.node_id === "n1").speeds[`mlx:${CHAT}`], 3000, "the stream's decode rate");
     expect(learned.samples.decode).toBe(1);
     expect(learned.decode_tps).toBeGreaterThan(0);
+  });
+
+  test("a reply the client did not cap may run to the model's context: herd sends the room the prompt leaves (mlx_lm's own default cuts at --max-tokens), a client's cap as it is", async () => {
+    const status = (await getJson(`${url}/fleet/status`)).nodes.find((n: any) => n.node_id === "n1");
+    const contexts = Object.fromEntries(status.mlx_servers.map((s: any) => [s.model, s.context_length]));
+    expect(contexts).toEqual({ [CHAT]: 131072, [SLOW]: null, [THINKER]: 1 });
+    const ollama = new Ollama({ host: url });
+    const whole = await ollama.chat({ model: `mlx:${CHAT}`, messages: [{ role: "user", content: "Explain batching" }], stream: false });
+    expect(whole.done_reason).toBe("stop");
+    expect(whole.eval_count).toBeGreaterThan(5);
+    const capped = await anthropic.messages.create({ model: `mlx:${CHAT}`, max_tokens: 3, messages: [{ role: "user", content: "Explain batching" }] });
+    expect(capped).toMatchObject({ stop_reason: "max_tokens", usage: { output_tokens: 3 } });
+    const full = await ollama.chat({ model: `mlx:${THINKER}`, messages: [{ role: "user", content: "Explain batching" }], think: false, stream: false });
+    expect(full).toMatchObject({ done_reason: "length", eval_count: 1 });
   });
 
   test("Ollama: chat (whole and streamed) and generate", async () => {
@@ -287,6 +323,14 @@ describe("herd sim --mlx", () => {
     expect(() => process.kill(pid, 0)).toThrow();
   });
 });
+
+function cachedConfig(hub: string, model: string, config: Record<string, unknown>): void {
+  const repo = join(hub, `models--${model.replaceAll("/", "--")}`);
+  mkdirSync(join(repo, "refs"), { recursive: true });
+  mkdirSync(join(repo, "snapshots", "0123abcd"), { recursive: true });
+  writeFileSync(join(repo, "refs", "main"), "0123abcd");
+  writeFileSync(join(repo, "snapshots", "0123abcd", "config.json"), JSON.stringify(config));
+}
 
 async function freePort(): Promise<number> {
   const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });

@@ -1,10 +1,10 @@
 // `herd sim`: the newcomer's demo fleet, from the command line.
 import { describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
-import { getJson, herd, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
+import { ROOT, eventually, getJson, herd, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
 
 describe("herd sim", () => {
   test("brings up simulated nodes behind a router; a first chat through the router answers", async () => {
@@ -74,5 +74,83 @@ describe("herd sim", () => {
     expect(fromEnv.output()).toContain(`store: ${join(home, "elsewhere", "herd.sqlite")}\n`);
     await fromEnv.stop();
     expect(existsSync(join(cwd, "~"))).toBe(false);
+  });
+});
+
+describe("herd sim --mlx --mlx-lm-version", () => {
+  test("the simulated mlx_lm.server behaves as the release asked for (and its agent serves it all the same); one herd does not simulate is a usage error", async () => {
+    const dir = tmpDir();
+    const sim = spawnHerd(["sim", "--nodes", "1", "--base-port", "0", "--mlx", "--mlx-lm-version", "0.31.2", "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")], { cwd: dir });
+    const [, routerUrl, model] = await sim.waitFor(/MLX: curl (http:\/\/[\d.]+:\d+)\/api\/chat -d '\{"model":"(mlx:[^"]+)"/);
+    await sim.waitFor(/started \(pid \d+\): \S+ \S+ sim-mlx-server --mlx-lm-version 0\.31\.2 --model/);
+    const answer = await eventually(async () => {
+      const res = await fetch(`${routerUrl}/api/chat`, { method: "POST", body: JSON.stringify({ model, messages: [{ role: "user", content: "hello" }], stream: false }) });
+      return res.status === 200 ? ((await res.json()) as any) : null;
+    }, 20000, "the MLX server answering");
+    expect(answer.done).toBe(true);
+    expect(await sim.stop()).toBe(0);
+    const unknown = await herd(["sim", "--mlx", "--mlx-lm-version", "0.28.3"], { timeoutMs: 5000 });
+    expect(unknown).toMatchObject({ code: 2, stderr: expect.stringContaining('herd simulates mlx-lm 0.31.2 and 0.32.0, not "0.28.3"') });
+  }, 30000);
+});
+
+// The simulated mlx_lm.server as a process: a stock mlx-lm's command line, as argparse reads it
+// (test/fixtures/mlx-lm holds what Python's argparse printed for the same options).
+describe("herd sim-mlx-server", () => {
+  const fixture = (name: string) => readFileSync(join(ROOT, "test/fixtures/mlx-lm", name), "utf8");
+
+  test("--help lists mlx_lm.server 0.32.0's options as argparse prints them", async () => {
+    const r = await herd(["sim-mlx-server", "--help"], { timeoutMs: 5000 });
+    expect(r).toMatchObject({ code: 0, stdout: fixture("help-0.32.0.txt") });
+  });
+
+  test("a flag stock mlx_lm.server lacks is argparse's usage error, exit 2: --kv-bits never existed", async () => {
+    const r = await herd(["sim-mlx-server", "--model", "m", "--port", "0", "--kv-bits", "8"], { timeoutMs: 5000 });
+    expect(r).toMatchObject({ code: 2, stderr: fixture("unrecognized-kv-bits.txt") });
+    const typo = await herd(["sim-mlx-server", "--model", "m", "--port", "zero"], { timeoutMs: 5000 });
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toEndWith("\nmlx_lm.server: error: argument --port: invalid int value: 'zero'\n");
+  });
+
+  const completion = (port: string, signal?: AbortSignal) =>
+    fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ messages: [{ role: "user", content: "hi" }] }), signal });
+
+  test("0.32.0 binds, then loads: it answers /v1/models at once, and a completion once the model is in, cut at --max-tokens when it sets no cap", async () => {
+    const server = spawnHerd(["sim-mlx-server", "--model", "mlx-community/Qwen3-8B-4bit", "--port", "0", "--max-tokens", "3"]);
+    const [, port] = await server.waitFor(/Starting httpd at 127\.0\.0\.1 on port (\d+)\.\.\./);
+    expect((await fetch(`http://127.0.0.1:${port}/v1/models`)).status).toBe(200);
+    const answer = await completion(port!);
+    expect(answer.status).toBe(200);
+    const body = (await answer.json()) as any;
+    expect(body.choices[0].finish_reason).toBe("length");
+    expect(body.usage.completion_tokens).toBe(3);
+    await server.stop();
+  });
+
+  test("0.32.0: a model that cannot load (a path that is not there is taken for a repo id) kills the loading thread; the server still answers /health and /v1/models, a completion never", async () => {
+    const server = spawnHerd(["sim-mlx-server", "--model", "/no/such/model", "--port", "0"]);
+    const [, port] = await server.waitFor(/Starting httpd at 127\.0\.0\.1 on port (\d+)\.\.\./);
+    await server.waitFor(/^Exception in thread Thread-1 \(_generate\):\nTraceback \(most recent call last\):\n( {2}File .*\n)+huggingface_hub\.errors\.HFValidationError: Repo id must be in the form 'repo_name' or 'namespace\/repo_name': '\/no\/such\/model'\./m);
+    expect(await (await fetch(`http://127.0.0.1:${port}/health`)).text()).toBe(`{"status": "ok"}`);
+    expect((await fetch(`http://127.0.0.1:${port}/v1/models`)).status).toBe(200);
+    const never = await completion(port!, AbortSignal.timeout(1500)).catch((e: Error) => e);
+    expect((never as Error).name).toBe("TimeoutError");
+    expect(server.proc.exitCode).toBeNull();
+    await server.stop();
+  });
+
+  test("0.31.2 loads before it binds: the same model ends it, exit 1 with the traceback, never having served", async () => {
+    const r = await herd(["sim-mlx-server", "--mlx-lm-version", "0.31.2", "--model", "/no/such/model", "--port", "0"], { timeoutMs: 10000 });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^Traceback \(most recent call last\):\n( {2}File .*\n)+huggingface_hub\.errors\.HFValidationError: Repo id must be in the form/);
+    expect(r.stderr).not.toContain("Starting httpd");
+  });
+
+  test("herd's own first argument picks the mlx-lm release to behave as; one it does not simulate is refused", async () => {
+    const older = await herd(["sim-mlx-server", "--mlx-lm-version", "0.31.2", "--help"], { timeoutMs: 5000 });
+    expect(older).toMatchObject({ code: 0, stdout: fixture("help-0.32.0.txt") }); // 0.31.2 has the same options
+    const unknown = await herd(["sim-mlx-server", "--mlx-lm-version", "0.28.0", "--model", "m"], { timeoutMs: 5000 });
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("herd simulates mlx-lm 0.31.2 and 0.32.0");
   });
 });

@@ -6,6 +6,7 @@ import OpenAI from "openai";
 import { demoFleet, startSimMlx, startSimOllama, type SimNode, type SimNodeOptions } from "../src/sim/index.ts";
 import { catalogSpec, decodeTokensPerSecond, sizeBytes } from "../src/sim/models.ts";
 import { NEWEST_OLLAMA } from "../src/fleet/ollama-releases.ts";
+import { postJson } from "../src/backends/http1.ts";
 
 const started: SimNode[] = [];
 afterEach(async () => {
@@ -64,6 +65,27 @@ async function readUntilEnd(res: Response): Promise<{ text: string; dropped: boo
   } catch {
     return { text, dropped: true };
   }
+}
+
+// Sends raw bytes on a new connection; resolves with all that came back once the server closes it.
+function rawExchange(port: number, request: string, timeoutMs = 5000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let received = "";
+    const timer = setTimeout(() => reject(new Error(`no close within ${timeoutMs} ms; got ${JSON.stringify(received.slice(0, 200))}`)), timeoutMs);
+    void Bun.connect({
+      hostname: "127.0.0.1",
+      port,
+      socket: {
+        open: (socket) => void socket.write(request),
+        data: (_, bytes) => void (received += bytes.toString("latin1")),
+        close: () => {
+          clearTimeout(timer);
+          resolve(received);
+        },
+        error: (_, e) => reject(e),
+      },
+    }).catch(reject);
+  });
 }
 
 describe("ollama sim through the ollama client", () => {
@@ -626,16 +648,23 @@ describe("mlx_lm.server sim", () => {
     });
     expect(res.headers.get("content-type")).toBe("text/event-stream");
     const body = await res.text();
-    expect(body).toMatch(/^(data: \{"id": "chatcmpl-[^\n]+\n\n)+data: \[DONE\]\n\n$/);
+    // While the prompt is processed, keepalive comments (processed/total); then the chunks.
+    expect(body).toMatch(/^(: keepalive \d+\/\d+\n\n)+(data: \{"id": "chatcmpl-[^\n]+\n\n)+data: \[DONE\]\n\n$/);
+    const progress = [...body.matchAll(/^: keepalive (\d+)\/(\d+)$/gm)].map((m) => [Number(m[1]), Number(m[2])]);
+    const total = progress[0]![1]!;
+    expect(progress).toEqual([[0, total], [total - 1, total], [total, total]]);
     expect(body).toContain("caf\\u00e9");
-    const frames = body.split("\n\n").slice(0, -2).map((f) => JSON.parse(f.slice(6)));
+    const frames = body.split("\n\n").filter((f) => f.startsWith("data: {")).map((f) => JSON.parse(f.slice(6)));
     expect(frames.at(-1).choices[0]).toEqual({ index: 0, finish_reason: "length", delta: { role: "assistant" } });
 
     expect(await (await fetch(`${node.url}/health`)).text()).toBe(`{"status": "ok"}`);
     expect(await (await fetch(`${node.url}/v1/models`)).json()).toMatchObject({ object: "list", data: [{ id: "mlx-community/Qwen3-8B-4bit", object: "model" }] });
     const missing = await post(node, "/v1/chat/completions", { model: "other/model", messages: ask("x") });
     expect(missing.status).toBe(404);
-    expect((await jsonOf(missing)).error).toStartWith("Model not found for path or HF repo: other/model.");
+    // 0.32.0 tries to load the model asked for: a repo the hub does not have is its 404.
+    const { error } = await jsonOf(missing);
+    expect(error).toStartWith("404 Client Error.");
+    expect(error).toContain("Repository Not Found for url: https://huggingface.co/api/models/other/model/revision/main.");
   });
 
   test("tool calls carry a uuid and Python-encoded arguments", async () => {
@@ -650,6 +679,42 @@ describe("mlx_lm.server sim", () => {
     const call = res.choices[0]!.message.tool_calls![0]! as OpenAI.ChatCompletionMessageFunctionToolCall;
     expect(call.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(call.function.arguments).toBe(`{"city": "example city", "unit": "celsius"}`);
+    // A whole message with no text: content null in 0.32.0; left out in 0.31.2.
+    expect(res.choices[0]!.message.content).toBeNull();
+    const older = await startSimMlx({ id: "older", version: "0.31.2", model: "mlx-community/Qwen3-8B-4bit" });
+    started.push(older);
+    const olderAnswer = await jsonOf(await post(older, "/v1/chat/completions", { messages: ask("hi"), max_tokens: 0 }));
+    expect(olderAnswer.choices[0].message).toEqual({ role: "assistant" });
+    expect((await jsonOf(await post(await mlxNode(), "/v1/chat/completions", { messages: ask("hi"), max_tokens: 0 }))).choices[0].message).toEqual({ role: "assistant", content: null });
+  });
+
+  test("HTTP/1.0 as Python's http.server speaks it: one answer a connection, ended by the close; only a whole completion has a Content-Length", async () => {
+    const node = await mlxNode();
+    const health = await rawExchange(node.port, "GET /health HTTP/1.1\r\nHost: sim\r\nConnection: keep-alive\r\n\r\n");
+    expect(health).toMatch(/^HTTP\/1\.0 200 OK\r\nServer: BaseHTTP\/0\.6 Python\/3\.\d+\.\d+\r\nDate: \w{3}, \d\d \w{3} \d{4} [\d:]{8} GMT\r\n/);
+    expect(health).toEndWith(`\r\n\r\n{"status": "ok"}`);
+    expect(health.toLowerCase()).not.toContain("content-length");
+
+    const body = (stream: boolean) => JSON.stringify({ stream, max_tokens: 4, messages: ask("hi") });
+    const request = (stream: boolean) => `POST /v1/chat/completions HTTP/1.1\r\nHost: sim\r\nContent-Length: ${body(stream).length}\r\n\r\n${body(stream)}`;
+    const streamed = await rawExchange(node.port, request(true));
+    const [head, sse] = streamed.split("\r\n\r\n") as [string, string];
+    expect(head).toStartWith("HTTP/1.0 200 OK\r\n");
+    expect(head.toLowerCase()).not.toMatch(/content-length|transfer-encoding/);
+    expect(sse).toEndWith("data: [DONE]\n\n");
+    const whole = await rawExchange(node.port, request(false));
+    const [wholeHead, json] = whole.split("\r\n\r\n") as [string, string];
+    expect(wholeHead).toContain(`\r\nContent-Length: ${json.length}`);
+    expect(JSON.parse(json).object).toBe("chat.completion");
+
+    // herd's own HTTP/1.1 client reads both framings.
+    for (const stream of [true, false]) {
+      const answer = await postJson(new URL("/v1/chat/completions", node.url), body(stream), AbortSignal.timeout(5000));
+      expect(answer.status).toBe(200);
+      const text = await answer.text();
+      if (stream) expect(text).toEndWith("data: [DONE]\n\n");
+      else expect(JSON.parse(text).choices[0].finish_reason).toBe("length");
+    }
   });
 
   test("faults apply to mlx too", async () => {
@@ -658,9 +723,10 @@ describe("mlx_lm.server sim", () => {
     expect(failed.status).toBe(500);
     expect((await jsonOf(failed)).error).toStartWith("[metal::malloc]");
     node.setFaults({ dieAfterTokens: 2 });
+    // An HTTP/1.0 stream ends at the close, a dropped one too: what is missing is its end (the last chunk, [DONE]).
     const cut = await readUntilEnd(await post(node, "/v1/chat/completions", { stream: true, messages: ask("hi") }));
-    expect(cut.dropped).toBe(true);
-    expect(cut.text.split("\n\n").filter(Boolean)).toHaveLength(2);
+    expect(cut.text.split("\n\n").filter((f) => f.startsWith("data:"))).toHaveLength(2);
+    expect(cut.text).not.toContain("[DONE]");
   });
 });
 

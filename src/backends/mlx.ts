@@ -33,8 +33,21 @@ export interface MlxCallOptions {
   onUsage(usage: MlxUsage): void;
 }
 
-/** The OpenAI chat-completions body for a chat or generate request, or what mlx_lm cannot take. */
-export function openAiBody(kind: "chat" | "generate", req: Conversation & { stream: boolean }, model: string): Json | string {
+/** The context assumed for a model whose trained context its node could not read (no config.json found). */
+export const UNKNOWN_CONTEXT = 32768;
+
+/**
+ * The reply's cap for a server: the client's own; with none (Ollama's -1, 0, -2 too), the room the prompt leaves
+ * in the model's context, as Ollama stops only at the context's end: never mlx_lm's --max-tokens default (512).
+ */
+export function maxTokens(req: Pick<Conversation, "options"> & { promptTokens: number }, contextLength: number | null): number {
+  const cap = replyCapOf(req);
+  if (cap !== null && cap > 0) return cap;
+  return Math.max(1, (contextLength ?? UNKNOWN_CONTEXT) - req.promptTokens);
+}
+
+/** The OpenAI chat-completions body for a chat or generate request (its cap is maxTokens, per server), or what mlx_lm cannot take. */
+export function openAiBody(kind: "chat" | "generate", req: Conversation & { stream: boolean }): Json | string {
   const source: Message[] =
     kind === "chat" ? (req.messages ?? []) : [...(req.system ? [{ role: "system", content: req.system }] : []), { role: "user", content: req.prompt ?? "", images: req.images }];
   const messages: Json[] = [];
@@ -49,10 +62,9 @@ export function openAiBody(kind: "chat" | "generate", req: Conversation & { stre
     messages.push(message);
   }
   const { stream, options } = req;
-  const out: Json = { model, messages, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) };
-  // Ollama's option names → mlx_lm's; -1 and 0 num_predict mean "no limit" to Ollama: mlx_lm's default then.
-  const cap = replyCapOf(req);
-  if (cap !== null && cap > 0) out.max_tokens = cap;
+  // mlx_lm/server.py 0.32.0 ModelProvider: "default_model" is the one it was started with, however its --model was written (a path herd expanded).
+  const out: Json = { model: "default_model", messages, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) };
+  // Ollama's option names → mlx_lm's.
   for (const [from, to] of [["temperature", "temperature"], ["top_p", "top_p"], ["top_k", "top_k"], ["min_p", "min_p"], ["seed", "seed"], ["stop", "stop"], ["repeat_penalty", "repetition_penalty"]] as const) {
     if (options[from] !== undefined) out[to] = options[from];
   }

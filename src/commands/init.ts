@@ -17,7 +17,7 @@ export default {
     // Add one entry per Mac; each other Mac's Ollama must listen on the network (OLLAMA_HOST=0.0.0.0).
     { id: "this-mac", ollama: "http://127.0.0.1:11434" },
     // { id: "studio", ollama: "http://10.0.0.2:11434",
-    //   mlx: [{ model: "mlx-community/Qwen3-Coder-30B-A3B-Instruct-4bit", port: 11440, kvBits: 8 }] },
+    //   mlx: [{ model: "mlx-community/Qwen3-Coder-30B-A3B-Instruct-4bit", port: 11440 }] },
   ],
   pins: {},
   modelMap: {

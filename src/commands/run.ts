@@ -13,6 +13,7 @@ import { type RouterHandle, startRouter } from "../runtime.ts";
 import { STORE_FILE } from "../store/db.ts";
 import { simCollector } from "../sim/collector.ts";
 import { type SimNode, demoFleet, startSimOllama } from "../sim/index.ts";
+import { DEFAULT_MLX_LM_VERSION, type MlxLmVersion } from "../sim/mlx-versions.ts";
 import { VERSION } from "../version.ts";
 import { localNodeId } from "./local-node.ts";
 import { selfCommand } from "./self.ts";
@@ -77,7 +78,7 @@ export async function runNode(opts: { configFlag?: string; nodeId: string; dataD
   return 0;
 }
 
-export async function runSim(opts: { configFlag?: string; overrides: Overrides; nodes: number; basePort: number; ollamaVersion: string; withRouter: boolean; mlx: boolean }): Promise<number> {
+export async function runSim(opts: { configFlag?: string; overrides: Overrides; nodes: number; basePort: number; ollamaVersion: string; withRouter: boolean; mlx: MlxLmVersion | null }): Promise<number> {
   if (opts.mlx && !opts.withRouter) throw new UserError("--mlx needs the router (its node agent runs the MLX server); drop --no-router");
   const stopped = untilSignal();
   const sims: SimNode[] = [];
@@ -92,8 +93,9 @@ export async function runSim(opts: { configFlag?: string; overrides: Overrides; 
   let live: LiveConfig | null = null;
   let agent: ReturnType<typeof startAgent> | null = null;
   if (opts.withRouter) {
-    // --mlx: the first node runs an MLX server too; herd itself plays mlx_lm.server.
-    const mlx = opts.mlx ? { mlx: [{ model: SIM_MLX_MODEL, port: opts.basePort ? opts.basePort + sims.length : await freePort() }], mlxCommand: [...selfCommand(), "sim-mlx-server"] } : {};
+    // --mlx: the first node runs an MLX server too; herd itself plays mlx_lm.server, as the release asked for.
+    const release = opts.mlx === DEFAULT_MLX_LM_VERSION ? [] : ["--mlx-lm-version", opts.mlx!];
+    const mlx = opts.mlx ? { mlx: [{ model: SIM_MLX_MODEL, port: opts.basePort ? opts.basePort + sims.length : await freePort() }], mlxCommand: [...selfCommand(), "sim-mlx-server", ...release] } : {};
     // The demo fleet replaces the config's nodes; everything else in the config still applies and reloads.
     // Each node's memory declared, as an owner would for an agentless Mac: herd then knows the context its Ollama picks.
     const simNodes = parseConfig({ nodes: sims.map((s, i) => ({ id: s.id, ollama: s.url, hardware: { memoryGb: s.state().memoryGb }, ...(i === 0 ? mlx : {}) })) }).nodes;

@@ -205,9 +205,11 @@ export interface MlxServerConfig {
   /** Hugging Face repo id or local path, e.g. "mlx-community/Qwen3-Coder-30B-A3B-Instruct-4bit". */
   model: string;
   port: number;
-  /** KV-cache quantisation: 0 (off), 4 or 8. Default 0. */
+  /** KV-cache quantisation: 0 (off), 4 or 8, as --kv-bits: only a patched mlx_lm.server takes it (stock mlx-lm has no such flag, and herd leaves it out). Default 0. */
   kvBits?: 0 | 4 | 8;
+  /** --prompt-cache-size (mlx-lm 0.31.0 and later; left out for an older server). */
   promptCacheSize?: number;
+  /** --prompt-cache-bytes (mlx-lm 0.31.0 and later; left out for an older server). */
   promptCacheBytes?: number;
   draftModel?: string;
 }

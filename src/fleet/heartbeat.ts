@@ -25,14 +25,24 @@ const ollamaSection = v.object({
   version: v.optional(v.nullable(versionText), null),
 });
 
+/** How long an MLX server's status_reason may be (the agent keeps its own within it). */
+export const MAX_STATUS_REASON = 2000;
+/** The longest trained context a heartbeat may report (16M tokens; today's longest are 10M). */
+export const MAX_CONTEXT_LENGTH = 2 ** 24;
+const upTo = (max: number) => v.pipe(v.number(), v.minValue(0), v.maxValue(max));
+
+// Every field bounded: a heartbeat is untrusted input.
 const mlxServer = v.object({
-  port: v.number(),
-  model: v.string(),
-  status: v.picklist(["healthy", "starting", "unhealthy", "memory_blocked", "quarantined", "stopped"]),
-  status_reason: v.optional(v.string(), ""),
-  kv_bits: v.optional(v.number(), 0),
-  model_size_gb: v.optional(v.number(), 0),
-  last_ok_ts: v.optional(v.nullable(v.number()), null),
+  port: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65535)),
+  model: v.pipe(v.string(), v.maxLength(1024)),
+  // starting: its process runs, not listening yet; loading: listening, its model not in (mlx-lm 0.31.3 and later).
+  status: v.picklist(["healthy", "starting", "loading", "unhealthy", "memory_blocked", "quarantined", "stopped"]),
+  status_reason: v.optional(v.pipe(v.string(), v.maxLength(MAX_STATUS_REASON)), ""),
+  kv_bits: v.optional(upTo(64), 0),
+  model_size_gb: v.optional(upTo(1_000_000), 0),
+  last_ok_ts: v.optional(v.nullable(upTo(1e11)), null),
+  /** The model's trained context (its config.json), which a reply the client did not cap may fill; null: unknown. */
+  context_length: v.optional(v.nullable(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_CONTEXT_LENGTH))), null),
 });
 
 const embeddingStatus = v.object({ backend_available: v.boolean(), cached_model_count: v.pipe(v.number(), v.integer(), v.minValue(0)) });

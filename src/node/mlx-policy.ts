@@ -2,6 +2,7 @@
 // tested alone: the command line for a server, the memory gate before a start,
 // how a health poll reads, and when a crashed server may start again.
 import type { NodeEntry } from "../config/schema.ts";
+import { expandHome } from "./mlx-model-files.ts";
 
 export type MlxServerEntry = NodeEntry["mlx"][number];
 
@@ -17,15 +18,41 @@ export const QUARANTINE_MS = 600_000;
  */
 export const HANG_RESTART_MS = 600_000;
 
-/** `mlx_lm.server` arguments for one configured server. */
-export function serverArgs(server: MlxServerEntry, bindHost: string): string[] {
-  const args = ["--model", server.model, "--port", String(server.port), "--host", bindHost];
-  // --kv-bits is not in stock mlx_lm.server (seed 000: it needs the setup-mlx.sh patch): passed only when asked for.
-  if (server.kvBits) args.push("--kv-bits", String(server.kvBits));
-  if (server.promptCacheSize !== undefined) args.push("--prompt-cache-size", String(server.promptCacheSize));
-  if (server.promptCacheBytes !== undefined) args.push("--prompt-cache-bytes", String(server.promptCacheBytes));
-  if (server.draftModel) args.push("--draft-model", server.draftModel);
-  return args;
+/** Why a server may lack a flag herd would pass, for the reason it reports. */
+const ORIGIN: Record<string, string> = {
+  // Seed 000's flag needs Ollama Herd's setup-mlx.sh patch; no mlx-lm release has it.
+  "--kv-bits": "stock mlx-lm never had it",
+  // mlx_lm/server.py 0.31.0 main() added both.
+  "--prompt-cache-size": "mlx-lm 0.31.0 added it",
+  "--prompt-cache-bytes": "mlx-lm 0.31.0 added it",
+};
+
+export interface ServerCommand {
+  args: string[];
+  /** What the configured server asks for that the installed mlx_lm.server does not take, each said as its reason. */
+  leftOut: string[];
+}
+
+/**
+ * `mlx_lm.server` arguments for one configured server. `accepts`: the options the installed server lists
+ * in its --help; an optional flag it lacks is left out (an unknown one is argparse's exit 2, a crash loop).
+ * null (its help could not be read) passes all that is configured.
+ */
+export function serverArgs(server: MlxServerEntry, bindHost: string, accepts: ReadonlySet<string> | null): ServerCommand {
+  const args = ["--model", expandHome(server.model), "--port", String(server.port), "--host", bindHost];
+  const leftOut: string[] = [];
+  const optional: [key: string, flag: string, value: string | number | undefined][] = [
+    ["kvBits", "--kv-bits", server.kvBits || undefined],
+    ["promptCacheSize", "--prompt-cache-size", server.promptCacheSize],
+    ["promptCacheBytes", "--prompt-cache-bytes", server.promptCacheBytes],
+    ["draftModel", "--draft-model", server.draftModel && expandHome(server.draftModel)],
+  ];
+  for (const [key, flag, value] of optional) {
+    if (value === undefined) continue;
+    if (!accepts || accepts.has(flag)) args.push(flag, String(value));
+    else leftOut.push(`${key} ${value} left out: this mlx_lm.server has no ${flag}${ORIGIN[flag] ? ` (${ORIGIN[flag]})` : ""}`);
+  }
+  return { args, leftOut };
 }
 
 /** Why a server may not start now (its weights plus the headroom do not fit in free memory), or null. */
@@ -57,15 +84,21 @@ export function afterCrash(crashes: readonly number[], now: number): AfterCrash 
 /** What one GET /v1/models found. */
 export type Poll = { ok: true } | { ok: false; refused: boolean; detail: string };
 
-export type HealthStatus = { status: "healthy" | "starting" | "unhealthy"; reason: string };
+/** A started server's reason until it listens. */
+export const STARTING_REASON = "not listening yet (mlx-lm 0.31.2 and older load the model first)";
+
+export type HealthStatus = { status: "healthy" | "starting" | "loading" | "unhealthy"; reason: string };
 
 /**
- * A poll's meaning depends on the server's history: a refused connection before the first good answer
- * is a server still loading its weights; after it, or any poll that times out, is a sick server.
+ * A poll's meaning depends on the server's history. Before it listens, a refused connection is a server starting
+ * (mlx-lm 0.31.2 and older load the model first); listening, it is loading until a completion has answered
+ * (from 0.31.3 it listens at once and loads after); ready, it is healthy. A refusal after it listened, or any
+ * poll that times out, is a sick server.
  */
-export function readPoll(poll: Poll, answeredSinceStart: boolean): HealthStatus {
-  if (poll.ok) return { status: "healthy", reason: "" };
-  if (poll.refused && !answeredSinceStart) return { status: "starting", reason: "loading the model; /v1/models does not answer yet" };
+export function readPoll(poll: Poll, listened: boolean, ready: boolean): HealthStatus {
+  if (poll.ok && ready) return { status: "healthy", reason: "" };
+  if (poll.ok) return { status: "loading", reason: "listening; loading the model (a one-token completion has not answered yet)" };
+  if (poll.refused && !listened) return { status: "starting", reason: STARTING_REASON };
   return { status: "unhealthy", reason: poll.detail };
 }
 

@@ -2,19 +2,23 @@
 // node's config entry, started (after the memory gate and a check that nobody
 // else holds its port), health-polled on /v1/models, restarted with backoff when
 // it dies or hangs, quarantined when it crash-loops, and stopped (SIGTERM, then
-// SIGKILL) when it leaves the config or the agent stops. Decisions live in
-// mlx-policy.ts; this module only runs processes and keeps their state.
-import { readdir, stat } from "node:fs/promises";
+// SIGKILL) when it leaves the config or the agent stops. Before the first start
+// of a command line it reads the options that mlx_lm.server takes from its --help.
+// A server is ready once a one-token completion answers (mlx-lm 0.31.3 and later
+// listen before their model is in); one whose generation thread dies (a load that
+// failed) is killed and restarted like a crash.
+// Decisions live in mlx-policy.ts; this module only runs processes and keeps their state.
 import { connect } from "node:net";
-import { homedir } from "node:os";
-import { isAbsolute, join } from "node:path";
+import { errorText } from "../backends/mlx-events.ts";
 import { describeFetchError } from "../backends/ollama.ts";
 import type { LiveConfig } from "../config/live.ts";
 import type { NodeEntry } from "../config/schema.ts";
-import type { MlxServerStatus } from "../fleet/heartbeat.ts";
+import { MAX_STATUS_REASON, type MlxServerStatus } from "../fleet/heartbeat.ts";
 import { log } from "../log.ts";
 import type { MemoryInfo } from "./collectors.ts";
-import { afterCrash, hungTooLong, memoryGate, type MlxServerEntry, type Poll, readPoll, serverArgs } from "./mlx-policy.ts";
+import { modelSizeGb, trainedContext } from "./mlx-model-files.ts";
+import { afterCrash, hungTooLong, memoryGate, type MlxServerEntry, type Poll, readPoll, STARTING_REASON, serverArgs } from "./mlx-policy.ts";
+import { argparseOptions, PythonStderr } from "./python-output.ts";
 
 /** Health polls while a server loads come at least this often, so it serves soon after it can. */
 const LOADING_POLL_MS = 1000;
@@ -22,7 +26,10 @@ const LOADING_POLL_MS = 1000;
 const STOP_GRACE_MS = 5000;
 /** How long an exit waits for the rest of the server's stderr, whose last line says why it died. */
 const STDERR_DRAIN_MS = 200;
-const GB = 1024 ** 3;
+/** How long `mlx_lm.server --help` may take (Python imports mlx and transformers first: seconds). */
+const HELP_TIMEOUT_MS = 60_000;
+/** More help than this is not argparse's. */
+const MAX_HELP_BYTES = 256 * 1024;
 
 export interface MlxSupervisorOptions {
   nodeId: string;
@@ -49,19 +56,32 @@ interface Supervised {
   key: string;
   status: MlxServerStatus["status"];
   reason: string;
+  /** What its command line leaves out of the config entry (mlx-policy.ts serverArgs), said beside its status. */
+  note: string;
+  /** The KV-cache bits it runs with: the configured ones, or 0 once its command line leaves --kv-bits out. */
+  kvBits: number;
   sizeGb: number;
+  /** The model's trained context, from its config.json; null until it can be read. */
+  contextLength: number | null;
   lastOkTs: number | null;
   proc: Bun.Subprocess<"ignore", "ignore", "pipe"> | null;
-  /** The running process has answered /v1/models at least once. */
-  answered: boolean;
+  /** When the running process first answered /v1/models (it listens), or null. */
+  listenedAt: number | null;
+  /** A completion has answered: its model is in, its generation thread alive. */
+  ready: boolean;
+  /** The process the readiness completion in flight was sent to: one at a time, as each costs a generation once the model is in. */
+  probing: Supervised["proc"];
+  /** Why the last readiness completion did not answer, for the loading reason. */
+  notReady: string;
   unhealthySince: number | null;
-  /** Set when the supervisor kills a hung server, so its exit is reported as the hang it was. */
-  hung: string | null;
+  /** Set when the supervisor kills the server (a hang, a dead generation thread), so its exit is reported as what it was. */
+  killedFor: string | null;
   crashes: number[];
   /** No start before this time (ms epoch): backoff or quarantine. */
   notBefore: number;
   removed: boolean;
-  lastStderrLine: string;
+  /** The running process's stderr, read for why it fails. */
+  stderr: PythonStderr;
 }
 
 export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
@@ -72,16 +92,29 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
   let nextTickAt = 0;
   let ticking = false;
   let reconciling: Promise<void> = Promise.resolve();
+  // The options each command line's mlx_lm.server lists in its --help: read once, kept while it serves.
+  const options = new Map<string, Promise<ReadonlySet<string> | null>>();
+  const optionsOf = (command: string[]): Promise<ReadonlySet<string> | null> => {
+    const key = JSON.stringify(command);
+    let read = options.get(key);
+    if (!read) {
+      options.set(key, (read = helpOptions(command)));
+      // A help that could not be read is read again at the next start (mlx-lm may be installed by then).
+      void read.then((found) => found || options.delete(key));
+    }
+    return read;
+  };
 
   const set = (s: Supervised, status: Supervised["status"], reason: string) => {
-    const changed = status !== s.status || (status !== "starting" && reason !== s.reason);
+    // A reason that counts time (starting, loading) is no change of its own.
+    const changed = status !== s.status || (status !== "starting" && status !== "loading" && reason !== s.reason);
     s.status = status;
     s.reason = reason;
     if (!changed) return;
     const line = `${prefix(s)}: ${status}${reason ? ` (${reason})` : ""}`;
     if (status === "quarantined") log.error(line);
     else if (status === "starting") log.debug(line); // "started (pid …)" said it
-    else if (status === "healthy" || status === "stopped") log.info(line);
+    else if (status === "healthy" || status === "loading" || status === "stopped") log.info(line);
     else log.warn(line);
   };
 
@@ -104,7 +137,7 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
       log.error(`node ${opts.nodeId}: MLX supervisor tick failed: ${(e as Error).message}`);
     } finally {
       ticking = false;
-      const loading = [...servers.values()].some((s) => s.proc && !s.answered);
+      const loading = [...servers.values()].some((s) => s.proc && !s.ready);
       const interval = opts.live.config.heartbeat.intervalMs;
       schedule(loading ? Math.min(LOADING_POLL_MS, interval) : interval);
     }
@@ -121,18 +154,33 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
     const result = await pollHealth(probeHost(s.bindHost), s.server.port, opts.live.config.timeouts.connectMs);
     if (s.proc !== proc || s.removed) return;
     const now = Date.now();
-    const health = readPoll(result, s.answered);
+    const health = readPoll(result, s.listenedAt !== null, s.ready);
     if (result.ok) {
-      if (!s.answered) void modelSizeGb(s.server.model).then((gb) => (s.sizeGb = gb)); // mlx_lm may have just downloaded it
-      s.answered = true;
-      s.lastOkTs = now / 1000;
+      s.listenedAt ??= now;
       s.unhealthySince = null;
+      if (s.ready) s.lastOkTs = now / 1000;
+      else if (s.probing !== proc) void checkReady(s, proc);
     } else if (health.status === "unhealthy") s.unhealthySince ??= now;
-    set(s, health.status, health.reason);
-    if (!s.hung && hungTooLong(s.unhealthySince, now)) {
-      s.hung = `${health.reason} for ${Math.round((now - s.unhealthySince!) / 1000)}s; killed`;
+    if (health.status === "loading") {
+      set(s, "loading", `${health.reason}; ${Math.round((now - s.listenedAt!) / 1000)} s so far${s.notReady ? `; last: ${s.notReady}` : ""}`);
+    } else set(s, health.status, health.reason);
+    if (!s.killedFor && hungTooLong(s.unhealthySince, now)) {
+      s.killedFor = `${health.reason} for ${Math.round((now - s.unhealthySince!) / 1000)}s; killed`;
       void terminate(proc);
     }
+  }
+
+  // The deadline is the router's own for an MLX request: a one-token completion past it is not ready.
+  async function checkReady(s: Supervised, proc: NonNullable<Supervised["proc"]>): Promise<void> {
+    s.probing = proc;
+    const answer = await completes(probeHost(s.bindHost), s.server.port, opts.live.config.mlx.wallClockTimeoutMs);
+    if (s.probing === proc) s.probing = null;
+    if (s.proc !== proc || s.removed) return;
+    if (!answer.ok) return void (s.notReady = answer.detail);
+    s.ready = true;
+    s.lastOkTs = Date.now() / 1000;
+    void readModelFiles(s); // mlx_lm may have just downloaded it
+    set(s, "healthy", "");
   }
 
   async function tryStart(s: Supervised): Promise<void> {
@@ -141,19 +189,28 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
     if (await portAnswers(probeHost(s.bindHost), port)) {
       return set(s, "unhealthy", `port ${port} is already in use by a process herd did not start (an orphaned mlx_lm.server?); stop it (lsof -i :${port}) or give this server another port`);
     }
-    s.sizeGb = await modelSizeGb(s.server.model);
+    await readModelFiles(s);
     const memory = await opts.memory();
-    // Servers still loading have not taken their memory yet: count it as taken.
-    const loading = [...servers.values()].filter((o) => o !== s && o.proc && !o.answered).reduce((sum, o) => sum + o.sizeGb, 0);
+    // Servers not ready yet (starting, loading) have not taken their memory yet: count it as taken.
+    const loading = [...servers.values()].filter((o) => o !== s && o.proc && !o.ready).reduce((sum, o) => sum + o.sizeGb, 0);
     // A collector that cannot read memory (total 0) blocks nothing.
     const blocked = memory.total_gb > 0 ? memoryGate(s.sizeGb, entry?.mlxMemoryHeadroomGb ?? 10, Math.max(0, memory.available_gb - loading)) : null;
     if (blocked) return set(s, "memory_blocked", blocked);
+    const accepts = await optionsOf(s.command);
     if (s.removed || stopped) return;
-    spawn(s);
+    spawn(s, accepts);
   }
 
-  function spawn(s: Supervised): void {
-    const argv = [...s.command, ...serverArgs(s.server, s.bindHost)];
+  async function readModelFiles(s: Supervised): Promise<void> {
+    [s.sizeGb, s.contextLength] = await Promise.all([modelSizeGb(s.server.model), trainedContext(s.server.model)]);
+  }
+
+  function spawn(s: Supervised, accepts: ReadonlySet<string> | null): void {
+    const { args, leftOut } = serverArgs(s.server, s.bindHost, accepts);
+    const argv = [...s.command, ...args];
+    s.note = leftOut.join("; ");
+    s.kvBits = args.includes("--kv-bits") ? s.server.kvBits : 0;
+    if (!accepts) log.warn(`${prefix(s)}: could not read the options of ${s.command.join(" ")} --help; passing every configured one`);
     let proc: Supervised["proc"];
     try {
       // Its own process group, so a stop reaches whatever the command starts (a wrapper script and its python).
@@ -161,18 +218,20 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
     } catch (e) {
       return crashed(s, `cannot run ${s.command[0]}: ${(e as Error).message}; install mlx-lm (pip install mlx-lm) or set nodes[].mlxCommand`);
     }
-    Object.assign(s, { proc, answered: false, unhealthySince: null, hung: null, lastStderrLine: "" });
+    Object.assign(s, { proc, listenedAt: null, ready: false, probing: null, notReady: "", unhealthySince: null, killedFor: null, stderr: new PythonStderr() });
     log.info(`${prefix(s)}: started (pid ${proc.pid}): ${argv.join(" ")}`);
-    set(s, "starting", "loading the model; /v1/models does not answer yet");
+    set(s, "starting", STARTING_REASON);
     const drained = followStderr(s, proc);
     void proc.exited.then(async () => {
       await Promise.race([drained, Bun.sleep(STDERR_DRAIN_MS)]);
       if (s.proc !== proc) return;
       s.proc = null;
       if (s.removed || stopped) return set(s, "stopped", "stopped by the node agent");
-      const last = s.lastStderrLine;
-      const why = s.hung ?? (proc.signalCode ? `subprocess killed by ${proc.signalCode}` : `subprocess exited rc=${proc.exitCode}`);
-      crashed(s, last && !s.hung ? `${why} (${last})` : why);
+      const last = s.stderr.reason;
+      const why = s.killedFor ?? (proc.signalCode ? `subprocess killed by ${proc.signalCode}` : `subprocess exited rc=${proc.exitCode}`);
+      // Exit 2 is argparse's usage error: what this command line takes may have changed (an upgrade); its help is read again.
+      if (proc.exitCode === 2) options.delete(JSON.stringify(s.command));
+      crashed(s, last && !s.killedFor ? `${why} (${last})` : why);
     });
   }
 
@@ -186,7 +245,7 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
     schedule(next.restartInMs);
   }
 
-  // The server's log goes to herd's at debug level; its last line is kept for the crash reason.
+  // The server's log goes to herd's at debug level, and is read for the crash reason.
   async function followStderr(s: Supervised, proc: NonNullable<Supervised["proc"]>): Promise<void> {
     const decoder = new TextDecoder();
     let partial = "";
@@ -194,14 +253,26 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
       for await (const chunk of proc.stderr) {
         const lines = (partial + decoder.decode(chunk, { stream: true })).split("\n");
         partial = lines.pop()!;
-        for (const line of lines.map((l) => l.trim()).filter(Boolean)) {
-          log.debug(`${prefix(s)}: ${line}`);
-          if (s.proc === proc) s.lastStderrLine = line.slice(0, 300);
+        for (const line of lines.filter((l) => l.trim())) {
+          log.debug(`${prefix(s)}: ${line.trim()}`);
+          if (s.proc !== proc) continue;
+          const alive = !s.stderr.threadDied;
+          s.stderr.line(line);
+          if (alive && s.stderr.threadDied) setTimeout(() => threadDied(s, proc), STDERR_DRAIN_MS);
         }
       }
     } catch {
       // the pipe closes with the process
     }
+  }
+
+  // mlx_lm.server's one thread that dies of an exception is its generation thread (0.31.3 and later load the model
+  // in it): every completion would then wait for ever, while /v1/models still answers. Its traceback, read whole by
+  // now, says why.
+  function threadDied(s: Supervised, proc: NonNullable<Supervised["proc"]>): void {
+    if (s.proc !== proc || s.killedFor) return;
+    s.killedFor = `${s.ready ? "its generation thread died" : "its model did not load"}: ${s.stderr.reason}; killed`;
+    void terminate(proc);
   }
 
   async function stopOne(s: Supervised): Promise<void> {
@@ -232,16 +303,22 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
         key: keyOf(command, server, bindHost),
         status: "starting",
         reason: "",
+        note: "",
+        kvBits: server.kvBits,
         sizeGb: 0,
+        contextLength: null,
         lastOkTs: null,
         proc: null,
-        answered: false,
+        listenedAt: null,
+        ready: false,
+        probing: null,
+        notReady: "",
         unhealthySince: null,
-        hung: null,
+        killedFor: null,
         crashes: [],
         notBefore: 0,
         removed: false,
-        lastStderrLine: "",
+        stderr: new PythonStderr(),
       });
     }
     schedule(0);
@@ -253,10 +330,11 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
         port: s.server.port,
         model: s.server.model,
         status: s.status,
-        status_reason: s.reason,
-        kv_bits: s.server.kvBits,
+        status_reason: [s.reason, s.note].filter(Boolean).join("; ").slice(0, MAX_STATUS_REASON),
+        kv_bits: s.kvBits,
         model_size_gb: Math.round(s.sizeGb * 10) / 10,
         last_ok_ts: s.lastOkTs,
+        context_length: s.contextLength,
       })),
     reconcile() {
       reconciling = reconciling.then(reconcileNow).catch((e: Error) => log.error(`node ${opts.nodeId}: MLX servers not updated: ${e.message}`));
@@ -272,7 +350,27 @@ export function startMlxSupervisor(opts: MlxSupervisorOptions): MlxSupervisor {
 }
 
 function keyOf(command: string[], server: MlxServerEntry, bindHost: string): string {
-  return JSON.stringify([...command, ...serverArgs(server, bindHost)]);
+  return JSON.stringify([...command, ...serverArgs(server, bindHost, null).args]);
+}
+
+/** The long options `COMMAND --help` lists, or null when it lists none (not installed, not argparse, too slow). */
+async function helpOptions(command: string[]): Promise<ReadonlySet<string> | null> {
+  try {
+    const proc = Bun.spawn([...command, "--help"], { stdin: "ignore", stdout: "pipe", stderr: "ignore" });
+    const timer = setTimeout(() => proc.kill("SIGKILL"), HELP_TIMEOUT_MS);
+    const decoder = new TextDecoder();
+    let help = "";
+    for await (const chunk of proc.stdout) {
+      help += decoder.decode(chunk, { stream: true });
+      if (help.length > MAX_HELP_BYTES) proc.kill("SIGKILL");
+    }
+    await proc.exited;
+    clearTimeout(timer);
+    const found = argparseOptions(help);
+    return found.has("--model") ? found : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Where the agent itself reaches a server bound to `bindHost`. */
@@ -289,6 +387,22 @@ async function pollHealth(host: string, port: number, timeoutMs: number): Promis
   } catch (e) {
     const detail = describeFetchError(e, timeoutMs);
     return { ok: false, refused: detail === "connection refused", detail: `/v1/models: ${detail}` };
+  }
+}
+
+/** A one-token completion of the server's own model: it answers once the model is in and its generation thread alive. */
+async function completes(host: string, port: number, timeoutMs: number): Promise<{ ok: true } | { ok: false; detail: string }> {
+  try {
+    const res = await fetch(`http://${host}:${port}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ prompt: "hi", max_tokens: 1 }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const text = await res.text();
+    return res.ok ? { ok: true } : { ok: false, detail: `a one-token completion answered HTTP ${res.status} (${errorText(text)})` };
+  } catch (e) {
+    return { ok: false, detail: `a one-token completion: ${describeFetchError(e, timeoutMs)}` };
   }
 }
 
@@ -325,19 +439,5 @@ async function terminate(proc: Bun.Subprocess): Promise<void> {
   if (outcome === "grace") {
     signal("SIGKILL");
     await proc.exited;
-  }
-}
-
-/** The weights' size: a local folder's files, or the model's blobs in the Hugging Face cache; 0 when not there (yet). */
-async function modelSizeGb(model: string): Promise<number> {
-  const local = model.startsWith("~/") ? join(homedir(), model.slice(2)) : model;
-  const hub = process.env.HF_HUB_CACHE ?? join(process.env.HF_HOME ?? join(homedir(), ".cache", "huggingface"), "hub");
-  const dir = isAbsolute(local) || local.startsWith(".") ? local : join(hub, `models--${model.replaceAll("/", "--")}`, "blobs");
-  try {
-    const files = await readdir(dir, { recursive: true });
-    const sizes = await Promise.all(files.map((f) => stat(join(dir, f)).then((st) => (st.isFile() ? st.size : 0), () => 0)));
-    return sizes.reduce((a, b) => a + b, 0) / GB;
-  } catch {
-    return 0;
   }
 }

@@ -4,7 +4,7 @@
 // before the first byte is a 413 with the /compact hint. The attempt loop
 // skips a server that fails before answering for the next, as with Ollama nodes.
 import { lineLimits } from "../backends/lines.ts";
-import { WallClockTimeout, callMlx, openAiBody } from "../backends/mlx.ts";
+import { WallClockTimeout, callMlx, maxTokens, openAiBody } from "../backends/mlx.ts";
 import { RouteError } from "../errors.ts";
 import { MLX_PREFIX, type MlxServer, mlxServers } from "../fleet/catalog.ts";
 import { attempt } from "./attempt.ts";
@@ -17,7 +17,7 @@ export async function dispatchMlx(deps: RouterDeps, req: InferenceRequest, model
   const retryAfter = config.mlx.retryAfterSeconds;
   const { kind } = req;
   if (kind === "embed") throw new RouteError(400, `${servedAs} is a chat model on mlx_lm.server; it does not embed`);
-  const request = openAiBody(kind, req, model);
+  const request = openAiBody(kind, req);
   if (typeof request === "string") throw new RouteError(400, request);
 
   const servers = mlxServers(registry).filter((s) => s.model === model);
@@ -31,7 +31,7 @@ export async function dispatchMlx(deps: RouterDeps, req: InferenceRequest, model
     throw new RouteError(503, `${servedAs} has no MLX server ready to serve it: ${states.join("; ")}`, 0, [], retryAfter);
   }
 
-  const candidates = ready.map((s) => ({ nodeId: s.node.id, model: servedAs, url: s.url! }));
+  const candidates = ready.map((s) => ({ nodeId: s.node.id, model: servedAs, url: s.url!, contextLength: s.context_length }));
   return attempt(candidates, {
     queues,
     maxRetries: config.routing.maxRetries,
@@ -39,8 +39,8 @@ export async function dispatchMlx(deps: RouterDeps, req: InferenceRequest, model
     signal,
     slots: { parallel: () => config.mlx.maxInFlightPerModel },
     maxPending: config.mlx.maxQueueDepth,
-    async call({ nodeId, url }, slot, excluded) {
-      const call = await callMlx(url, request, {
+    async call({ nodeId, url, contextLength }, slot, excluded) {
+      const call = await callMlx(url, { ...request, max_tokens: maxTokens(req, contextLength) }, {
         servedAs,
         wallClockMs: config.mlx.wallClockTimeoutMs,
         lines: lineLimits(config),

@@ -14,6 +14,7 @@ export type { Faults } from "./faults.ts";
 export type { SimMachine } from "./machine.ts";
 export { CATALOG, type Capability, type SimModelSpec } from "./models.ts";
 export type { SimMlxOptions } from "./mlx.ts";
+export type { MlxLmVersion } from "./mlx-versions.ts";
 export type { SimNodeOptions } from "./ollama.ts";
 
 /** What GET /_sim returns. */

@@ -1,7 +1,9 @@
-// The HTTP shell every sim backend runs in: Bun.serve, request accounting,
-// fault injection, paced token streaming and the /_sim control surface.
+// The HTTP shell every sim backend runs in: Bun.serve (or, for a Python server,
+// http10.ts), request accounting, fault injection, paced token streaming and
+// the /_sim control surface.
 import { eitherSignal } from "../abort.ts";
 import { flapping, parseFaults, spoiled, tokenIntervalMs, type Faults } from "./faults.ts";
+import { type Listener, listenHttp10 } from "./http10.ts";
 import { parseMachine, type SimMachine } from "./machine.ts";
 
 /** One write of a response body. */
@@ -68,6 +70,8 @@ export interface ServeOptions {
   tokensPerSecond?: number;
   faults?: Faults;
   backend: Backend;
+  /** Speak HTTP/1.0 as Python's http.server does, with this Server header (http10.ts); else Bun.serve's HTTP/1.1. */
+  python?: { server: string };
 }
 
 const SHELL_KEYS = ["faults", "tokensPerSecond", "machine"];
@@ -86,18 +90,18 @@ export function serveSim(opts: ServeOptions): SimServer {
   };
   const stopping = new AbortController();
 
-  const listen = (port: number) =>
-    Bun.serve({
-      hostname: opts.host ?? "127.0.0.1",
-      port,
-      idleTimeout: 0, // a hung request must stay hung, not be reaped after 10 s
-      development: false,
-      fetch: (req) => (new URL(req.url).pathname === "/_sim" ? control(req) : serve(req)),
-      error: (e) => new Response(`sim ${id}: ${e.message}`, { status: 500 }),
-    });
+  const hostname = opts.host ?? "127.0.0.1";
+  const fetch = (req: Request) =>
+    (new URL(req.url).pathname === "/_sim" ? control(req) : serve(req)).catch((e: Error) => new Response(`sim ${id}: ${e.message}`, { status: 500 }));
+  const listen = (port: number): Listener => {
+    if (opts.python) return listenHttp10({ hostname, port, server: opts.python.server, fetch });
+    // idleTimeout 0: a hung request must stay hung, not be reaped after 10 s.
+    const bun = Bun.serve({ hostname, port, idleTimeout: 0, development: false, fetch });
+    return { port: bun.port!, hostname: bun.hostname!, stop: () => bun.stop(true) };
+  };
   // null while a flapping node is down: its port is closed, as a crashed server's.
-  let server: ReturnType<typeof listen> | null = listen(opts.port ?? 0);
-  const port = server.port!;
+  let server: Listener | null = listen(opts.port ?? 0);
+  const port = server.port;
   const url = `http://${server.hostname}:${port}`;
   let stopFlapping: (() => void) | null = null;
   const setFaults = (next: Faults) => {
@@ -110,7 +114,7 @@ export function serveSim(opts: ServeOptions): SimServer {
     stopFlapping = flapping(next.flapMs, (up) => {
       if (up) server ??= listen(port);
       else {
-        void server?.stop(true);
+        void server?.stop();
         server = null;
       }
     });
@@ -148,8 +152,7 @@ export function serveSim(opts: ServeOptions): SimServer {
       if (requestFaults.firstByteDelayMs) await ctx.sleep(requestFaults.firstByteDelayMs);
       if (requestFaults.hang) {
         count("hung");
-        if (!signal.aborted) await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
-        return silentDrop();
+        return untilAborted(signal);
       }
       if (requestFaults.error500) {
         count("errors");
@@ -250,7 +253,7 @@ export function serveSim(opts: ServeOptions): SimServer {
     async stop() {
       stopFlapping?.();
       stopping.abort(new Error(`sim ${id} stopped`)); // wakes hung requests and sleeping streams
-      await server?.stop(true);
+      await server?.stop();
       server = null;
     },
   };
@@ -271,6 +274,12 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }, ms);
     signal.addEventListener("abort", onAbort, { once: true });
   });
+}
+
+/** A request that is never answered: the connection is closed, unanswered, once the client (or the sim) gives up. */
+export async function untilAborted(signal: AbortSignal): Promise<Response> {
+  if (!signal.aborted) await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+  return silentDrop();
 }
 
 /**

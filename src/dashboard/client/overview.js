@@ -113,7 +113,7 @@ function nodeCard(n) {
           "div",
           null,
           h("div", { class: "k muted small", style: { marginBottom: "6px" } }, "MLX servers"),
-          h("div", { class: "chips" }, n.mlx_servers.map((s) => h("span", { class: "chip" }, s.model.split("/").pop(), badge(s.status, s.status === "healthy" ? "ok" : s.status === "starting" ? "info" : "warn", "plain")))),
+          h("div", { class: "chips" }, n.mlx_servers.map((s) => h("span", { class: "chip" }, s.model.split("/").pop(), badge(s.status, s.status === "healthy" ? "ok" : s.status === "starting" || s.status === "loading" ? "info" : "warn", "plain")))),
         ),
       h("div", { class: "muted small" }, `Last seen ${fmt.ago(n.last_seen)}${n.agent_version ? ` · agent ${n.agent_version}` : ""}`),
     ),

@@ -13,7 +13,8 @@ export const mlxServerUnhealthy: HealthCheck = {
       node.status === "offline"
         ? []
         : (node.report.mlx_servers ?? []).flatMap((server): Problem[] => {
-            if (server.status === "healthy" || server.status === "starting") return [];
+            // Starting and loading are a server on its way (a big model takes minutes to load, longer to download).
+            if (server.status === "healthy" || server.status === "starting" || server.status === "loading") return [];
             return [
               {
                 severity: SEVERITY[server.status],
@@ -28,6 +29,6 @@ export const mlxServerUnhealthy: HealthCheck = {
             ];
           }),
     );
-    return fold(problems, "every MLX server is healthy (or starting)");
+    return fold(problems, "every MLX server is healthy (or starting, or loading)");
   },
 };
