@@ -93,7 +93,8 @@ describe("the fleet's models", () => {
   test("/api/ps lists the MLX servers' models too: always resident, on their node", async () => {
     const loaded = (await getJson(`${url}/api/ps`)).models;
     const mlx = loaded.find((m: any) => m.name === `mlx:${CHAT}`);
-    expect(mlx).toMatchObject({ model: `mlx:${CHAT}`, fleet_node: "n1", digest: "", context_length: 0 });
+    // Its context: the trained one its node agent read from the model's config.json.
+    expect(mlx).toMatchObject({ model: `mlx:${CHAT}`, fleet_node: "n1", digest: "", context_length: 131072 });
     expect(mlx.size_vram).toBe(mlx.size);
     const tagged = (await getJson(`${url}/api/tags`)).models.filter((m: any) => m.name.startsWith("mlx:")).map((m: any) => m.name);
     expect(loaded.filter((m: any) => m.name.startsWith("mlx:")).map((m: any) => m.name).sort()).toEqual(tagged.sort());

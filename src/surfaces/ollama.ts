@@ -164,7 +164,8 @@ function fleetLoaded(rt: Pipeline) {
   const mlx = residentMlx(rt.registry).map((s) => {
     const name = MLX_PREFIX + s.model;
     const size = Math.round(s.model_size_gb * GB);
-    return { model: name, digest: "", expires_at: ZERO_TIME, size_vram: size, context_length: 0, name, size, details: NO_DETAILS, fleet_node: s.node.id };
+    // The context its model was trained for, as the node's agent read it (mlx_lm has no num_ctx); 0 while unknown.
+    return { model: name, digest: "", expires_at: ZERO_TIME, size_vram: size, context_length: s.context_length ?? 0, name, size, details: NO_DETAILS, fleet_node: s.node.id };
   });
   const ollama = reachableNodes(rt.registry).flatMap((node) =>
     node.ollama!.models_loaded.map(({ size_gb, ...m }) => ({
