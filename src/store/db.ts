@@ -22,9 +22,11 @@ export function openStore(dataDir: string): Database {
     }
   }
   const db = new Database(file, { create: true, strict: true });
+  // First: switching to WAL takes a lock too, and another connection to the file (the trace thread's, a tool's, one
+  // still closing) must make it wait, not fail at once with "database is locked".
+  db.run("PRAGMA busy_timeout = 5000");
   db.run("PRAGMA journal_mode = WAL");
   db.run("PRAGMA synchronous = NORMAL");
-  db.run("PRAGMA busy_timeout = 5000");
   migrate(db);
   return db;
 }
