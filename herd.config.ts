@@ -3,7 +3,8 @@
 import type { HerdConfig } from "./src/config/types.ts";
 
 export default {
-  server: { host: "0.0.0.0", port: 11435, dataDir: "~/.herd" },
+  // This machine only; "0.0.0.0" lets the other Macs' agents and clients reach it (and everyone on the LAN: set auth).
+  server: { host: "127.0.0.1", port: 11435, dataDir: "~/.herd" },
 
   // `npm start` also runs a node agent for this machine (its id is the host name),
   // so a single Mac needs no entry here. Add one entry per other Mac:

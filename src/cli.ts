@@ -25,7 +25,7 @@ import { VERSION } from "./version.ts";
 const COMMON = `
   --config FILE     herd.config.ts / .json / .yaml  (env HERD_CONFIG; default ./herd.config.*)
   --port N          router port                     (env HERD_PORT; default server.port, 11435)
-  --host ADDR       router address                  (env HERD_HOST; default server.host, 0.0.0.0)
+  --host ADDR       router address                  (env HERD_HOST; default server.host, 127.0.0.1)
   --data-dir DIR    SQLite store and state          (env HERD_DATA_DIR; default server.dataDir, ~/.herd)
   -h, --help        this help
   -v, --version     print herd's version`;

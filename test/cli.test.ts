@@ -1,11 +1,11 @@
 // The CLI as a user meets it: help, versions, usage errors, and the first start.
 import { describe, expect, test } from "bun:test";
-import { hostname } from "node:os";
+import { hostname, networkInterfaces } from "node:os";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { startSimOllama } from "../src/sim/index.ts";
-import { eventually, getJson, herd, startRouterProcess, tmpDir } from "./helpers.ts";
+import { eventually, getJson, herd, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
 
 describe("herd CLI", () => {
   test("version and --help for every command", async () => {
@@ -133,6 +133,45 @@ describe("herd CLI", () => {
     expect(tags.models.map((m: any) => m.name).sort()).toEqual(["llama3.2:3b", "qwen3:8b"]);
     expect(await router.stop()).toBe(0);
     await node.stop();
+  });
+
+  test("a Mac its fleet config names by its LAN address or host name is one node too: plain `herd` there reports as that entry", async () => {
+    // This machine's own non-loopback address and host name, as a config in git would name it.
+    const lan = Object.values(networkInterfaces()).flat().find((a) => a && a.family === "IPv4" && !a.internal)?.address;
+    const node = await startSimOllama({ id: "mine", host: "0.0.0.0", port: 0, models: ["llama3.2:3b"], loaded: ["llama3.2:3b"], memoryGb: 16 });
+    for (const host of [lan, hostname()].filter(Boolean)) {
+      const dir = tmpDir();
+      writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [{ id: "studio", ollama: "http://${host}:${node.port}" }] };\n`);
+      const router = await startRouterProcess(["--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data"), "--node-id", "studio-mac", "--ollama", `http://127.0.0.1:${node.port}`], { cwd: dir });
+      await router.waitFor(/local agent reports as node "studio", the config's entry for the Ollama at/);
+      await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "studio")?.source === "agent", 3000, "studio from its agent");
+      expect({ host, nodes: (await getJson(`${router.url}/fleet/status`)).nodes.map((n: any) => n.node_id) }).toEqual({ host, nodes: ["studio"] });
+      expect((await getJson(`${router.url}/api/ps`)).models.map((m: any) => m.name)).toEqual(["llama3.2:3b"]);
+      expect(await router.stop()).toBe(0);
+    }
+    // The same on another Mac of the fleet: `herd node` there reports as the entry that names its Ollama.
+    const dir = tmpDir();
+    // Its credential comes from its own entry, found by its Ollama's address (a heartbeat without one proves nothing).
+    writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [{ id: "studio", ollama: "http://${lan ?? hostname()}:${node.port}", token: "studio-node-credential-0123456789" }], heartbeat: { intervalMs: 200 } };\n`);
+    const router = await startRouterProcess(["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")], { cwd: dir });
+    const agent = spawnHerd(["node", "--router", router.url, "--node-id", "studio-mac", "--ollama", `http://127.0.0.1:${node.port}`], { cwd: dir });
+    await agent.waitFor(/node agent "studio" reporting/);
+    await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "studio")?.source === "agent", 3000, "studio from its agent");
+    expect(await agent.stop()).toBe(0);
+    expect(await router.stop()).toBe(0);
+    await node.stop();
+  });
+
+  test("by default herd listens on this machine only, says so and how to open it, and warns of declared agents that cannot reach it", async () => {
+    const dir = tmpDir();
+    writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [{ id: "mini" }, { id: "studio", ollama: "http://127.0.0.1:9" }] };\n`);
+    const router = await startRouterProcess(["serve", "--port", "0", "--data-dir", join(dir, "data")], { cwd: dir });
+    expect(router.output()).toMatch(/listening on 127\.0\.0\.1:\d+\)/);
+    expect(router.output()).toContain('listening on this machine only: to serve other Macs and their agents, set server.host: "0.0.0.0" (or --host 0.0.0.0), which opens herd to everyone on the network until auth is set');
+    expect(router.output()).toContain("node(s) mini report by their agent's heartbeat, which cannot reach a router listening on 127.0.0.1: set server.host");
+    const lan = Object.values(networkInterfaces()).flat().find((a) => a && a.family === "IPv4" && !a.internal)?.address;
+    if (lan) expect(await fetch(`http://${lan}:${new URL(router.url).port}/healthz`).then(() => "answered", () => "refused")).toBe("refused");
+    expect(await router.stop()).toBe(0);
   });
 
   test("an invalid config at start exits 1 with the problems", async () => {

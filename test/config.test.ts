@@ -71,7 +71,7 @@ describe("herd check-config", () => {
     expect(r.stderr).not.toMatch(/^\s+at /m);
   });
 
-  test("rules across fields: unique node ids and MLX ports, heartbeat timings in order", async () => {
+  test("rules across fields: unique node ids, Ollama addresses and MLX ports, heartbeat timings in order", async () => {
     const r = await herd([
       "check-config",
       write(
@@ -80,6 +80,8 @@ describe("herd check-config", () => {
           nodes: [
             { id: "a", mlx: [{ model: "x", port: 11440 }, { model: "y", port: 11440 }] },
             { id: "a" },
+            { id: "studio", ollama: "http://10.0.0.2:11434" },
+            { id: "studio-again", ollama: "http://10.0.0.2:11434/" },
           ],
           heartbeat: { intervalMs: 5000, timeoutMs: 4000, offlineMs: 3000 },
         }),
@@ -88,6 +90,7 @@ describe("herd check-config", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`nodes[1].id: "a" is already used by nodes[0]`);
     expect(r.stderr).toContain("nodes[0].mlx[1].port: 11440 is already used by nodes[0].mlx[0]");
+    expect(r.stderr).toContain("nodes[3].ollama: http://10.0.0.2:11434 is nodes[2]'s Ollama too; one Mac is one node");
     expect(r.stderr).toContain("heartbeat.timeoutMs: 4000 must be greater than heartbeat.intervalMs (5000)");
   });
 

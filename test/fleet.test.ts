@@ -312,12 +312,14 @@ describe("an agent whose heartbeats stop", () => {
 describe("an agent stopped with SIGTERM says goodbye", () => {
   test("the router drops its report at once (offline, or polled again when the config gives its Ollama) and logs the join and the leave", async () => {
     const node = await sim("den");
+    // mac-1's own Ollama: on den's, its agent would report as den (the config's entry for that Ollama).
+    const other = await sim("mac-1");
     // Slow timeouts: without a goodbye the node would stay online for 15 s.
     const SLOW = `heartbeat: { intervalMs: 300, timeoutMs: 15000, offlineMs: 30000 }, auth: { nodeToken: "fleet-token" }`;
     const { dir, file } = fleetConfig(`{ id: "den", ollama: "${node.url}" }`, SLOW);
     const r = await router(dir, file);
     const agent = (id: string) =>
-      spawnHerd(["node", "--router", r.url, "--ollama", node.url, "--node-id", id, "--config", file, "--data-dir", join(dir, `agent-${id}`)], { env: { HERD_NODE_TOKEN: "fleet-token" } });
+      spawnHerd(["node", "--router", r.url, "--ollama", (id === "den" ? node : other).url, "--node-id", id, "--config", file, "--data-dir", join(dir, `agent-${id}`)], { env: { HERD_NODE_TOKEN: "fleet-token" } });
     for (const id of ["mac-1", "den"]) {
       const a = agent(id);
       await eventually(async () => (await nodeOf(r.url, id))?.source === "agent", 5000, `${id} reporting as an agent`);
@@ -334,7 +336,7 @@ describe("an agent stopped with SIGTERM says goodbye", () => {
       return n?.status === "online" && n.source === "poll";
     }, 3000, "den polled again");
     await r.stop();
-    await node.stop();
+    await Promise.all([node.stop(), other.stop()]);
   });
 });
 

@@ -8,7 +8,7 @@ import { eventually, getJson, herd, onCleanup, spawnHerd, startRouterProcess, tm
 
 // HerdConfig is only a type (herd.d.ts): erased, as Bun erases it, not an import to follow.
 const MAIN = `import { HerdConfig } from "./herd";\nimport { nodes } from "./fleet/nodes.ts";\nexport default { nodes } satisfies HerdConfig;\n`;
-const nodesTs = (ids: string[]) => `export const nodes = ${JSON.stringify(ids.map((id) => ({ id, ollama: "http://127.0.0.1:1" })))};\n`;
+const nodesTs = (ids: string[]) => `export const nodes = ${JSON.stringify(ids.map((id, i) => ({ id, ollama: `http://127.0.0.1:${i + 1}` })))};\n`;
 
 function fleetDir(ids: string[]): { dir: string; file: string; nodesFile: string } {
   const dir = tmpDir();

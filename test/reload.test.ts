@@ -6,7 +6,8 @@ import { startSimOllama } from "../src/sim/index.ts";
 import { eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
 
 const config = (nodes: string[], extra = "") =>
-  `export default { nodes: [${nodes.map((id) => `{ id: "${id}", ollama: "http://127.0.0.1:1" }`).join(", ")}], ${extra} };\n`;
+  // Each node its own Ollama (one that never answers): two entries for one Ollama are one Mac, which the config refuses.
+  `export default { nodes: [${nodes.map((id, i) => `{ id: "${id}", ollama: "http://127.0.0.1:${i + 1}" }`).join(", ")}], ${extra} };\n`;
 
 async function routerWith(text: string) {
   const dir = tmpDir();

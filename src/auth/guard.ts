@@ -6,6 +6,7 @@
 import { Elysia } from "elysia";
 import type { LiveConfig } from "../config/live.ts";
 import type { Config } from "../config/schema.ts";
+import { isLoopback } from "../core/loopback.ts";
 import { log } from "../log.ts";
 import { ClientGate } from "../router/client-gate.ts";
 import { Caller, KeyUsage } from "./caller.ts";
@@ -69,7 +70,7 @@ function guard(config: Config, usage: KeyUsage, pendingBodies: ClientGate, route
   }
   if (access === "admin" || access === "pull") {
     if (config.auth.adminToken) return unauthorized(route, errors, token ? "invalid admin token" : "this changes the fleet: send the admin token (auth.adminToken) as Authorization: Bearer");
-    if (isLoopback(address)) return;
+    if (address !== undefined && isLoopback(address)) return;
     return refusal(errors, 403, "this changes the fleet, which without auth.adminToken only the router's own machine may do; set auth.adminToken in herd.config.ts to allow it from elsewhere");
   }
   if (!config.auth.clients.length) return;
@@ -83,9 +84,6 @@ function unauthorized(route: string, format: ErrorFormat, message: string): Resp
   return refusal(format, 401, message, { "WWW-Authenticate": 'Bearer realm="herd"' });
 }
 
-function isLoopback(address: string | undefined): boolean {
-  return address !== undefined && (address === "::1" || address.startsWith("127.") || address.startsWith("::ffff:127."));
-}
 
 /** Says once, at start-up, who may use this herd when nothing restricts it. */
 function announce(config: Config, port: number | undefined): void {

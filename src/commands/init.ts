@@ -11,6 +11,8 @@ const STARTER = `// herd's fleet, as code. Deploy this same file to every Mac; \
 import type { HerdConfig } from "./herd";
 
 export default {
+  // host: "127.0.0.1" (this Mac only) by default; "0.0.0.0" lets the other Macs reach this router, and anyone on the
+  // network use it until auth is set (docs/security.md).
   server: { port: 11435, dataDir: "~/.herd" },
   nodes: [
     // This Mac: plain \`herd\` reports it with its own agent; \`herd serve\` polls this Ollama instead.

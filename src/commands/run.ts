@@ -14,6 +14,7 @@ import { STORE_FILE } from "../store/db.ts";
 import { simCollector } from "../sim/collector.ts";
 import { type SimNode, demoFleet, startSimOllama } from "../sim/index.ts";
 import { DEFAULT_MLX_LM_VERSION, type MlxLmVersion } from "../sim/mlx-versions.ts";
+import { isLoopback } from "../core/loopback.ts";
 import { VERSION } from "../version.ts";
 import { localNodeId } from "./local-node.ts";
 import { selfCommand } from "./self.ts";
@@ -32,8 +33,8 @@ export async function runRouter(opts: {
   const stopped = untilSignal();
   const live = await openLive(opts.configFlag, withOverrides(opts.overrides));
   const router = await startRouter(live);
-  announce(router);
-  const local = opts.localAgent && localAgent(live.config.nodes, opts.localAgent);
+  const local = opts.localAgent && (await localAgent(live.config.nodes, opts.localAgent));
+  announce(router, local?.nodeId ?? null);
   // --ollama wins; without it the agent follows its entry's ollama through reloads.
   const agent = local ? startAgent({ nodeId: local.nodeId, ollamaUrl: opts.localAgent!.ollamaUrl, live, send: async (hb) => void router.rt.registry.heartbeat(hb, null, true) }) : null;
   if (agent && local) {
@@ -49,10 +50,10 @@ export async function runRouter(opts: {
   return 0;
 }
 
-/** The local agent's node id and Ollama: one node with the config's entry for the same Ollama, if there is one. */
-function localAgent(nodes: NodeEntry[], agent: { nodeId: string; ollamaUrl?: string }): { nodeId: string; ollamaUrl: string } {
+/** An agent's node id and Ollama: one node with the config's entry for the same Ollama (on this Mac), if there is one. */
+async function localAgent(nodes: NodeEntry[], agent: { nodeId: string; ollamaUrl?: string }): Promise<{ nodeId: string; ollamaUrl: string }> {
   const ollamaUrl = agent.ollamaUrl ?? nodes.find((n) => n.id === agent.nodeId)?.ollama ?? DEFAULT_OLLAMA;
-  const nodeId = localNodeId(nodes, agent.nodeId, ollamaUrl);
+  const nodeId = await localNodeId(nodes, agent.nodeId, ollamaUrl);
   if (nodeId !== agent.nodeId) log.info(`local agent reports as node "${nodeId}", the config's entry for the Ollama at ${ollamaUrl}`);
   return { nodeId, ollamaUrl };
 }
@@ -61,15 +62,17 @@ export async function runNode(opts: { configFlag?: string; nodeId: string; dataD
   const stopped = untilSignal();
   // An agent needs only its own credential: secrets meant for the router need not be readable here.
   const live = await openLive(opts.configFlag, withOverrides({ dataDir: opts.dataDir }), { secrets: "lenient" });
+  // The config's entry for this Mac, whatever address names it there, is this agent's node.
+  const { nodeId } = await localAgent(live.config.nodes, { nodeId: opts.nodeId, ollamaUrl: opts.ollamaUrl });
   // HERD_NODE_TOKEN / --token-file win; else the config's, read on every beat so a reload rotates it.
-  const token = () => opts.token ?? agentToken(live.config, opts.nodeId);
+  const token = () => opts.token ?? agentToken(live.config, nodeId);
   try {
     token();
   } catch (e) {
     throw new UserError((e as Error).message);
   }
-  const agent = startAgent({ nodeId: opts.nodeId, live, ollamaUrl: opts.ollamaUrl, credential: token, send: postTo(opts.routerUrl, live.config.timeouts.connectMs, token) });
-  log.info(`herd ${VERSION} node agent "${opts.nodeId}" reporting to ${opts.routerUrl} every ${live.config.heartbeat.intervalMs} ms`);
+  const agent = startAgent({ nodeId, live, ollamaUrl: opts.ollamaUrl, credential: token, send: postTo(opts.routerUrl, live.config.timeouts.connectMs, token) });
+  log.info(`herd ${VERSION} node agent "${nodeId}" reporting to ${opts.routerUrl} every ${live.config.heartbeat.intervalMs} ms`);
   const ollama = await agent.beat();
   log.info(ollama.reachable ? `local Ollama: ${found(ollama)}` : `local Ollama unreachable (${ollama.error}); pass --ollama URL or set this node's ollama in the config`);
   await stopped;
@@ -103,7 +106,7 @@ export async function runSim(opts: { configFlag?: string; overrides: Overrides; 
     const overrides = withOverrides(opts.overrides, SIM_DATA_DIR);
     live = await openLive(opts.configFlag, (c) => ({ ...overrides(c), nodes: simNodes }));
     const running = (router = await startRouter(live));
-    announce(router);
+    announce(router, null);
     // Only an agent runs MLX servers: the first node gets one, reporting the simulated machine.
     if (opts.mlx) {
       const first = sims[0]!;
@@ -156,9 +159,16 @@ function withOverrides(o: Overrides, subdir?: string): (c: Config) => Config {
   });
 }
 
-function announce(router: RouterHandle): void {
+/** `localId`: the node this process's own agent reports (it needs no address to reach the router). */
+function announce(router: RouterHandle, localId: string | null): void {
   const { source, config } = router.rt.live.current;
   log.info(`herd ${VERSION} serving on ${router.url} (listening on ${config.server.host}:${router.port})`);
+  if (isLoopback(config.server.host)) {
+    log.info(`listening on this machine only: to serve other Macs and their agents, set server.host: "0.0.0.0" (or --host 0.0.0.0), which opens herd to everyone on the network until auth is set (docs/security.md)`);
+    // An entry with no ollama address is one whose agent must reach this router to be seen at all.
+    const agents = config.nodes.filter((n) => !n.ollama && n.id !== localId).map((n) => n.id);
+    if (agents.length) log.warn(`node(s) ${agents.join(", ")} report by their agent's heartbeat, which cannot reach a router listening on ${config.server.host}: set server.host`);
+  }
   log.info(`config: ${source.path ?? "defaults"} (hash ${source.hash}); ${config.nodes.length} node(s) declared; reloads on save`);
   log.info(`store: ${join(config.server.dataDir, STORE_FILE)}`);
 }

@@ -125,14 +125,22 @@ const EVALUATE_TIMEOUT_MS = 10_000;
 
 /**
  * The rules across nodes, read from the raw input so they are reported with the shape errors, not after them
- * are fixed: unique node ids and MLX ports, pins only for declared nodes.
+ * are fixed: unique node ids, Ollama addresses and MLX ports, pins only for declared nodes.
  */
 function fleetProblems(raw: unknown): string[] {
   const problems: string[] = [];
   const input = (raw ?? {}) as { nodes?: unknown; pins?: unknown };
-  const nodes = Array.isArray(input.nodes) ? (input.nodes as { id?: unknown; mlx?: unknown }[]) : [];
+  const nodes = Array.isArray(input.nodes) ? (input.nodes as { id?: unknown; ollama?: unknown; mlx?: unknown }[]) : [];
   const seen = new Map<string, number>();
+  const ollamas = new Map<string, number>();
   nodes.forEach((node, i) => {
+    // Two entries for one Ollama are one Mac counted twice: its models listed twice, its slots doubled.
+    const ollama = typeof node?.ollama === "string" && URL.canParse(node.ollama) ? new URL(node.ollama).origin : null;
+    if (ollama !== null) {
+      const twin = ollamas.get(ollama);
+      if (twin !== undefined) problems.push(`nodes[${i}].ollama: ${ollama} is nodes[${twin}]'s Ollama too; one Mac is one node`);
+      else ollamas.set(ollama, i);
+    }
     const id = typeof node?.id === "string" ? node.id.trim() : null;
     if (id === null) return;
     const first = seen.get(id);

@@ -128,7 +128,8 @@ function section<const E extends v.ObjectEntries>(entries: E) {
 export const herdConfigSchema = v.strictObject({
   $schema: v.optional(v.string()),
   server: section({
-    host: v.optional(name, "0.0.0.0"),
+    // This machine only, as Ollama binds: a fleet's router says "0.0.0.0" (and sets auth) to be reached from the LAN.
+    host: v.optional(name, "127.0.0.1"),
     port: v.optional(port, 11435),
     dataDir: v.optional(name, "~/.herd"),
     shutdownGraceMs: v.optional(ms, 10000),

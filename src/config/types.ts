@@ -36,7 +36,10 @@ export interface HerdConfig {
 }
 
 export interface ServerConfig {
-  /** Address the router listens on. Default "0.0.0.0" (reachable on the LAN). */
+  /**
+   * Address the router listens on. Default "127.0.0.1": this machine only, as Ollama does. A fleet's router sets "0.0.0.0"
+   * so other Macs' agents and clients reach it, which opens it to everyone on the network until `auth` is set.
+   */
   host?: string;
   /** Default 11435. */
   port?: number;

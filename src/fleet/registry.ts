@@ -4,6 +4,7 @@
 import type { Database } from "bun:sqlite";
 import { type Config, type NodeEntry } from "../config/schema.ts";
 import { bandwidthForChip } from "../core/chips.ts";
+import { isLoopback } from "../core/loopback.ts";
 import { log } from "../log.ts";
 import { recordEvent } from "../store/db.ts";
 import { readSlots } from "../store/slots.ts";
@@ -364,8 +365,7 @@ function recordLoadEvents(node: NodeRecord, next: OllamaSection, now: number): v
 function reachableUrl(reported: string, remoteAddress: string | null): string {
   if (!remoteAddress || !URL.canParse(reported)) return reported;
   const url = new URL(reported);
-  const loopback = (h: string) => h === "localhost" || h === "[::1]" || h === "::1" || h.startsWith("127.");
-  if (!loopback(url.hostname) || loopback(remoteAddress) || remoteAddress === "::ffff:127.0.0.1") return reported;
+  if (!isLoopback(url.hostname) || isLoopback(remoteAddress)) return reported;
   url.hostname = urlHost(remoteAddress);
   return url.toString().replace(/\/$/, "");
 }
