@@ -3,9 +3,9 @@
 // field, and the command it holds is run (src/commands/service.test.ts drives launchctl's recorded
 // answers through the command's runner).
 import { describe, expect, test } from "bun:test";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { getJson, herd, spawnHerd, tmpDir } from "./helpers.ts";
+import { getJson, herd, ROOT, spawnHerd, tmpDir } from "./helpers.ts";
 import { parsePlist } from "./plist.ts";
 
 function setup() {
@@ -93,6 +93,22 @@ describe("herd service", () => {
     expect(plist.ProgramArguments.slice(-5)).toEqual(["node", "--config", config, "--router", "http://10.0.0.1:11435"]);
     // The help says when to use it.
     expect((await herd(["service", "--help"])).stdout).toContain("--daemon          install: the LaunchDaemon instead of the LaunchAgent");
+  });
+
+  test("every `herd service install` and `status` in the README and docs/rollout.md runs as printed (install as a dry run)", async () => {
+    const { home, dir, env } = setup();
+    mkdirSync(join(home, "herd-fleet", "live"), { recursive: true });
+    writeFileSync(join(home, "herd-fleet", "live", "herd.config.ts"), "export default {};\n");
+    const commands = ["README.md", "docs/rollout.md"].flatMap((doc) =>
+      [...readFileSync(join(ROOT, doc), "utf8").matchAll(/^(?:\.\/)?herd (service (?:install|status)\b[^#\n]*)/gm)].map((m) => m[1]!.trim()),
+    );
+    expect(commands.length).toBeGreaterThanOrEqual(4);
+    expect(commands.some((c) => c.includes("--daemon"))).toBe(true);
+    for (const command of commands) {
+      const args = command.split(/\s+/).map((a) => a.replace(/^~/, home));
+      const r = await herd(args[1] === "install" ? [...args, "--dry-run"] : args, { cwd: dir, env });
+      expect([command, r.code, r.stderr.split("\n").filter((l) => l.startsWith("herd:"))]).toEqual([command, 0, []]);
+    }
   });
 
   test.skipIf(process.platform === "darwin")("off macOS, install names the plist it would write and writes nothing; status says it does not run here", async () => {
