@@ -11,6 +11,7 @@ import { plan } from "./commands/plan.ts";
 import { enroll, enrollmentSteps } from "./commands/enroll.ts";
 import { init } from "./commands/init.ts";
 import { SERVICE_ACTIONS, service } from "./commands/service.ts";
+import { envNameProblem, MAX_NAMED } from "./commands/service-env.ts";
 import { runNode, runRouter, runSim } from "./commands/run.ts";
 import * as v from "valibot";
 import { configJsonSchema } from "./config/json-schema.ts";
@@ -45,7 +46,7 @@ Commands:
   check-config FILE   validate a config; exit 1 with one line per problem
   plan [FILE]         what FILE would change on the running router; exit 0 none, 2 some, 1 invalid
   schema              print the config's JSON Schema
-  service ACTION      install | uninstall | status: start herd at login (a macOS LaunchAgent)
+  service ACTION      install | uninstall | status: start herd at login or at boot (launchd, macOS)
   version             print herd's version (also --version)
 
 Options:${COMMON}
@@ -109,13 +110,20 @@ is invalid or the router cannot be asked. The router's secrets are not read here
   --token-file FILE the router's admin token, read from FILE (env HERD_ADMIN_TOKEN holds the value itself;
                     none needed on the router's own machine when it has no auth.adminToken)`,
   schema: "Usage: herd schema\n\nPrints the JSON Schema of herd's config to stdout.",
-  service: `Usage: herd service install|uninstall|status [--agent-only] [options]
+  service: `Usage: herd service install|uninstall|status [--agent-only] [--daemon] [--env NAME]... [options]
 
-Runs herd at login as a macOS LaunchAgent, restarted if it dies: the router with its local agent
-(label herd.router), or with --agent-only the node agent alone (herd.node). install writes
-~/Library/LaunchAgents/LABEL.plist with the flags given here and loads it with launchctl; logs go
-to ~/Library/Logs/herd/LABEL.log. uninstall unloads and removes it; status says whether it runs.
+Runs herd under launchd, restarted if it dies: the router with its local agent (label herd.router),
+or with --agent-only the node agent alone (herd.node). install writes LABEL.plist with the flags
+given here and loads it with launchctl; logs go to ~/Library/Logs/herd/LABEL.log. uninstall unloads
+and removes it; status says whether it runs. Both find either kind:
+  a LaunchAgent (the default): ~/Library/LaunchAgents, runs while you are logged in at the screen
+  a LaunchDaemon (--daemon): /Library/LaunchDaemons, runs from boot as you, logged in or not:
+                    for a Mac nobody logs into (a headless Mini or Studio); install asks sudo
   --agent-only      the node agent (\`herd node\`) instead of the router
+  --daemon          install: the LaunchDaemon instead of the LaunchAgent
+  --env NAME        keep this environment variable's value from this shell (repeatable); PATH and
+                    the HF_* and OLLAMA_* ones are kept anyway, but for secrets (*TOKEN*, *KEY*,
+                    *SECRET*, *PASSWORD*), which are kept only when named here
   --config FILE     the config the service runs (default ./herd.config.*; recorded as an absolute path)
   --router URL      --agent-only: the router (default http://127.0.0.1:11435)
   --node-id ID, --ollama URL, --token-file FILE, --data-dir DIR, --port N, --host ADDR
@@ -143,6 +151,8 @@ const OPTIONS = {
   force: { type: "boolean" },
   "agent-only": { type: "boolean" },
   "dry-run": { type: "boolean" },
+  daemon: { type: "boolean" },
+  env: { type: "string", multiple: true },
   "no-secrets": { type: "boolean" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean", short: "v" },
@@ -159,7 +169,7 @@ const ACCEPTS: Record<string, (keyof typeof OPTIONS)[]> = {
   plan: ["config", "router", "token-file"],
   schema: [],
   version: [],
-  service: ["config", "port", "host", "data-dir", "node-id", "ollama", "router", "token-file", "agent-only", "dry-run"],
+  service: ["config", "port", "host", "data-dir", "node-id", "ollama", "router", "token-file", "agent-only", "dry-run", "daemon", "env"],
 };
 
 /** How many arguments after the command each takes (init's DIR, check-config's and plan's FILE); more is a usage error. */
@@ -254,14 +264,17 @@ async function main(argv: string[]): Promise<number> {
       const action = SERVICE_ACTIONS.find((a) => a === positionals[1]);
       if (!action) throw new UsageError(`service needs an action: ${SERVICE_ACTIONS.join(", ")}${positionals[1] ? `, got "${positionals[1]}"` : ""}`);
       const agentOnly = values["agent-only"] ?? false;
+      const daemon = values.daemon ?? false;
+      if (action !== "install" && (daemon || values.env)) throw new UsageError(`--${daemon ? "daemon" : "env"} is for install (${action} finds either kind)`);
       const options = () => {
         const config = findConfig(configFlag);
         if (!config) throw new UsageError("service install needs a config: pass --config FILE or run it where herd.config.* is");
+        if (!existsSync(config)) throw new UsageError(`--config: no file ${config}`);
         const { router, ...rest } = { router: urlValue("--router", values.router), nodeId: values["node-id"], ollama: urlValue("--ollama", values.ollama), tokenFile: values["token-file"] };
         if (router && !agentOnly) throw new UsageError("--router is for --agent-only (the router's own agent needs none)");
-        return { agentOnly, config: resolve(config), router, ...rest, dataDir: values["data-dir"], port: overrides.port, host: values.host };
+        return { agentOnly, config: resolve(config), router, ...rest, dataDir: values["data-dir"], port: overrides.port, host: values.host, env: envNames(values.env ?? []) };
       };
-      for (const line of service(action, agentOnly, options, values["dry-run"] ?? false)) console.log(line);
+      for (const line of service(action, { agentOnly, daemon, dryRun: values["dry-run"] ?? false }, options)) console.log(line);
       return 0;
     }
     case "serve":
@@ -278,6 +291,16 @@ function secretOverride(file: string | undefined, envName: string, fromEnv: stri
   const problem = secret.resolve(process.cwd());
   if (problem) throw new UsageError(`${file !== undefined ? "--token-file" : envName}: ${problem}`);
   return secret.value!;
+}
+
+/** `herd service install --env NAME`…: each a variable set in this shell. */
+function envNames(names: string[]): string[] {
+  if (names.length > MAX_NAMED) throw new UsageError(`--env: at most ${MAX_NAMED} names, got ${names.length}`);
+  for (const name of names) {
+    const problem = envNameProblem(name, process.env);
+    if (problem) throw new UsageError(`--env ${name.slice(0, 140)}: ${problem}`);
+  }
+  return names;
 }
 
 function print(text: string): number {
