@@ -149,9 +149,13 @@ describe("nodes enroll with a node credential", () => {
     expect(open.output()).toContain("no admin token configured: only this machine (loopback) may change the fleet");
     const change = await fetch(`${open.url}/dashboard/api/settings`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ auto_pull: false }) });
     expect(change.status).toBe(200);
-    // But not from a web page: a change that is not JSON, or that another site's page sent, is refused in the route's format.
-    const plain = await fetch(`${open.url}/dashboard/api/settings`, { method: "POST", headers: { "content-type": "text/plain" }, body: "{}" });
-    expect([plain.status, await plain.json()]).toEqual([415, { error: expect.stringContaining("Content-Type: expected application/json") }]);
+    // A program's change goes whatever its body's type, as with Ollama: the API reference's own `curl … -d '{"name":"codestral"}'`
+    // sends curl's form type. One that another site's page sent is refused in the route's format.
+    const curl = await fetch(`${open.url}/dashboard/api/settings`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: JSON.stringify({ auto_pull: true }) });
+    expect([curl.status, await curl.json()]).toEqual([200, expect.objectContaining({ status: "updated" })]);
+    const pull = await fetch(`${open.url}/api/pull`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: '{"name":"codestral","stream":false}' });
+    expect(pull.status).not.toBe(415);
+    expect(((await pull.json()) as any).error ?? "").not.toContain("Content-Type");
     const foreign = await fetch(`${open.url}/api/pull`, { method: "POST", headers: { "content-type": "application/json", origin: "http://evil.example" }, body: '{"model":"x"}' });
     expect([foreign.status, foreign.headers.get("x-fleet-node")]).toEqual([403, "none"]);
     expect(((await foreign.json()) as any).error).toContain("another site's page (Origin: http://evil.example)");

@@ -193,15 +193,24 @@ describe("POST /api/pull with an admin token set", () => {
   const ADMIN = "admin-token-5b4c3d2e1f0a9b8c";
 
   beforeAll(async () => {
-    guarded = await routerWith({ auth: { adminToken: ADMIN, clients: [{ name: "plain", key: KEY.plain }, { name: "puller", key: KEY.puller, permissions: ["pull"] }] } });
+    guarded = await routerWith({
+      auth: {
+        adminToken: ADMIN,
+        clients: [
+          { name: "plain", key: KEY.plain },
+          { name: "puller", key: KEY.puller, permissions: ["pull"] },
+          { name: "coder", key: KEY.coder, models: ["qwen2.5-coder:*"], permissions: ["pull"] },
+        ],
+      },
+    });
   });
 
   afterAll(async () => {
     await guarded?.stop();
   });
 
-  const pull = (key: string) =>
-    fetch(`${guarded.url}/api/pull`, { method: "POST", headers: { "content-type": "application/json", ...bearer(key) }, body: JSON.stringify({ model: "llama3.2:1b", stream: false }) });
+  const pull = (key: string, body: Record<string, unknown> = { model: "llama3.2:1b" }) =>
+    fetch(`${guarded.url}/api/pull`, { method: "POST", headers: { "content-type": "application/json", ...bearer(key) }, body: JSON.stringify({ stream: false, ...body }) });
 
   test("a key with the pull permission may pull; a key without it gets a 403 that says what to give it", async () => {
     const before = sim.state().counters.pulls ?? 0;
@@ -214,5 +223,19 @@ describe("POST /api/pull with an admin token set", () => {
     expect({ status: pulled.status, body: await pulled.text() }).toEqual({ status: 200, body: expect.stringContaining('"status":"success"') });
     expect(sim.state().counters.pulls).toBe(before + 1);
     expect(sim.state().models).toContain("llama3.2:1b");
+  });
+
+  test("a key's pull permission reaches only the key's own models, onto the node herd picks: another model or a node_id is a 403", async () => {
+    const before = sim.state().counters.pulls ?? 0;
+    const other = await pull(KEY.coder, { model: "llama3.2:1b" });
+    expect([other.status, ((await other.json()) as any).error]).toEqual([403, `key "coder" may not pull "llama3.2:1b": it is not among the key's models (auth.clients[].models)`]);
+    const placed = await pull(KEY.coder, { model: "qwen2.5-coder:7b", node_id: "big" });
+    expect([placed.status, ((await placed.json()) as any).error]).toEqual([403, `key "coder" may not choose the node a pull goes to: leave node_id out, or send the admin token`]);
+    expect(sim.state().counters.pulls ?? 0).toBe(before);
+    const own = await pull(KEY.coder, { model: "qwen2.5-coder:7b" });
+    expect(own.status).toBe(200);
+    // The admin still chooses.
+    const admin = await pull(ADMIN, { model: "qwen2.5-coder:7b", node_id: "big" });
+    expect(admin.status).toBe(200);
   });
 });

@@ -1,28 +1,22 @@
 // A web page the operator opens may send herd a request the browser calls "simple" (text/plain or a form,
 // no preflight): on loopback, where admin routes need no token, that is a change made by the page. Every
 // change (POST, PUT, PATCH, DELETE) that another site's page sent is refused, by what the browser itself
-// says about it (Sec-Fetch-Site, else Origin against Host). Programs (SDKs, curl, agents) send neither.
-// Admin and node routes also take JSON only, so a browser too old to say where a request comes from still
-// cannot send one without a preflight, which herd never grants.
-import type { RouteFacts } from "./route-facts.ts";
+// says about it: Sec-Fetch-Site, else Origin against Host, as Go 1.25's net/http CrossOriginProtection
+// decides (pkg.go.dev/net/http#CrossOriginProtection). A request with neither is not a browser's (SDKs, curl,
+// agents): any body type goes, as Ollama takes `curl -d '{…}'`'s form type.
 
 const CHANGES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 export interface Refused {
-  status: 403 | 415;
+  status: 403;
   message: string;
 }
 
-/** Why a change `request` must be refused as coming from another site, or not being JSON; null when it may go on. */
-export function crossSiteRefusal(request: Request, facts: RouteFacts): Refused | null {
+/** Why a change `request` must be refused as coming from another site's page; null when it may go on. */
+export function crossSiteRefusal(request: Request): Refused | null {
   if (!CHANGES.has(request.method)) return null;
   const from = foreignSite(request.headers);
-  if (from) return { status: 403, message: `refused: this request comes from another site's page (${from}); herd takes changes only from its own dashboard and from programs` };
-  // Client routes keep any body type: Ollama's documented curl calls send a form type, transcription a multipart upload.
-  if ((facts.access === "admin" || facts.access === "pull" || facts.access === "node") && sendsBody(request.headers) && !isJson(request.headers.get("content-type"))) {
-    return { status: 415, message: "Content-Type: expected application/json for this route (curl: -H 'Content-Type: application/json')" };
-  }
-  return null;
+  return from ? { status: 403, message: `refused: this request comes from another site's page (${from}); herd takes changes only from its own dashboard and from programs` } : null;
 }
 
 /** The header that shows the request came from another site's page, as `name: value`, or null. */
@@ -34,13 +28,4 @@ function foreignSite(headers: Headers): string | null {
   if (origin === null) return null;
   const host = URL.canParse(origin) ? new URL(origin).host : null;
   return host !== null && host === headers.get("host") ? null : `Origin: ${origin}`;
-}
-
-function sendsBody(headers: Headers): boolean {
-  return headers.has("transfer-encoding") || Number(headers.get("content-length") ?? 0) > 0;
-}
-
-function isJson(contentType: string | null): boolean {
-  const type = contentType?.split(";")[0]!.trim().toLowerCase();
-  return type === "application/json" || Boolean(type?.endsWith("+json"));
 }

@@ -55,7 +55,7 @@ function guard(config: Config, usage: KeyUsage, pendingBodies: ClientGate, route
   if (address) addresses.set(request, address);
   const tooLarge = admitBody(request, facts.body, config, address ?? "unknown", pendingBodies);
   if (tooLarge) return refusal(errors, 413, tooLarge);
-  const crossSite = crossSiteRefusal(request, facts);
+  const crossSite = crossSiteRefusal(request);
   if (crossSite) return refusal(errors, crossSite.status, crossSite.message);
   if (access === "open" || access === "node" || access === "own") return;
   const token = presentedKey(request);
@@ -65,7 +65,8 @@ function guard(config: Config, usage: KeyUsage, pendingBodies: ClientGate, route
   if (isAdmin(config, presented)) return;
   if (access === "pull") {
     const client = clientOf(config, presented);
-    if (client?.permissions?.includes("pull")) return;
+    // Its models still bound what it may pull: the surface reads them from the caller.
+    if (client?.permissions?.includes("pull")) return void callers.set(request, new Caller(client, usage));
     if (client) return refusal(errors, 403, `key "${client.name}" may not pull models: give it permissions: ["pull"] in auth.clients, or send the admin token`);
   }
   if (access === "admin" || access === "pull") {

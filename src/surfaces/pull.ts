@@ -8,6 +8,7 @@ import { pullModel } from "../backends/ollama.ts";
 import { fleetTranscriptionModels } from "../backends/transcription.ts";
 import { markPulled, noRoomFor, notPullable, type Pulls, pullTargets } from "../fleet/pulls.ts";
 import type { Registry } from "../fleet/registry.ts";
+import { callerOf } from "../auth/guard.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 import { jsonError } from "../core/wire-errors.ts";
 
@@ -32,6 +33,10 @@ async function pull(rt: Fleet, request: Request): Promise<Response> {
   if (body.node_id !== undefined && typeof body.node_id !== "string") return jsonError(400, "node_id: expected a string");
   const refusal = notPullable(model) ?? notOllamas(rt, model);
   if (refusal) return jsonError(400, refusal);
+  // A key given "pull" may pull what it may run, where herd chooses; which node's disk takes it is the admin's call.
+  const key = callerOf(request);
+  if (key && !key.mayServe(model)) return jsonError(403, `key "${key.client.name}" may not pull "${model}": it is not among the key's models (auth.clients[].models)`);
+  if (key && body.node_id !== undefined) return jsonError(403, `key "${key.client.name}" may not choose the node a pull goes to: leave node_id out, or send the admin token`);
 
   const targets = body.node_id ? [rt.registry.get(body.node_id)].filter((n) => n !== undefined) : pullTargets(rt.registry);
   const node = targets[0];
