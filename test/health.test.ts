@@ -276,7 +276,7 @@ describe("the machine under a node (the real agent reports what POST /_sim machi
   test("vision_backend_missing: weights cached without the runtime is a warning; with it, ok", async () => {
     await machine({ visionEmbedding: { backendAvailable: false, cachedModels: 3 } });
     const check = await until("vision_backend_missing", "warning");
-    expect(check.finding).toContain("mac: 3 vision embedding model(s) cached but the runtime (onnxruntime) is not installed");
+    expect(check.finding).toContain("mac: 3 vision embedding model(s) cached but no vision embedding server runs");
     await machine({ visionEmbedding: { backendAvailable: true, cachedModels: 3 } });
     await until("vision_backend_missing", "ok");
     await machine({});
@@ -284,7 +284,7 @@ describe("the machine under a node (the real agent reports what POST /_sim machi
 
   test("text_embedding_backend_missing: text embedding weights cached without fastembed is a warning", async () => {
     await machine({ textEmbedding: { running: false, backendAvailable: false, cachedModels: 1 } });
-    expect((await until("text_embedding_backend_missing", "warning")).finding).toContain("mac: 1 text embedding model(s) cached but fastembed is not installed");
+    expect((await until("text_embedding_backend_missing", "warning")).finding).toContain("mac: 1 text embedding model(s) cached but no text embedding server runs");
     await machine({});
     await until("text_embedding_backend_missing", "ok");
   });

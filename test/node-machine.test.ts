@@ -168,3 +168,29 @@ test("disk: the volume of the models' folders (Ollama's not made yet, so its nea
   // Seed 000's disk is Ollama's volume.
   expect(studioNode.disk).toEqual({ total_gb: studioNode.disk_volumes[0].total_gb, available_gb: studioNode.disk_volumes[0].available_gb });
 });
+
+describe("native embedding servers", () => {
+  test("a running text server: each model with its dimensions and whether its weights are on disk", async () => {
+    await until("studio", {
+      text_embedding: { models_available: [{ name: "nomic-embed-text", dimensions: 768, cached: true }], processing: false },
+      text_embedding_port: textServer!.port,
+      text_embedding_status: { backend_available: true, cached_model_count: 1 },
+    });
+  });
+
+  test("vision weights cached and no server running: vision_backend_missing fires for herd's own node", async () => {
+    await until("studio", { vision_embedding_status: { backend_available: false, cached_model_count: 1 } });
+    const missing = await check("vision_backend_missing");
+    expect(missing.severity).toBe("warning");
+    expect(missing.finding).toBe("studio: 1 vision embedding model(s) cached but no vision embedding server runs (onnxruntime not installed, or the server not started)");
+  });
+
+  test("the text server stopped with its weights cached: text_embedding_backend_missing fires", async () => {
+    await textServer!.stop(true);
+    textServer = null;
+    await until("studio", { text_embedding: null, text_embedding_status: { backend_available: false, cached_model_count: 1 } });
+    const missing = await check("text_embedding_backend_missing");
+    expect(missing.severity).toBe("warning");
+    expect(missing.finding).toBe("studio: 1 text embedding model(s) cached but no text embedding server runs (fastembed not installed, or the server not started)");
+  });
+});
