@@ -203,13 +203,13 @@ describe("acting from the dashboard", () => {
 
   test("the overview shows each agent's thermal state, or unknown and why, and the free disk of its models' volume; the Health page says unknown", async () => {
     const { page, problems } = await open("overview");
-    const studioCard = page.locator('[data-node="studio"]');
-    expect(await studioCard.locator('[data-thermal="nominal"]').textContent({ timeout: 3000 })).toBe("nominal");
-    // The sim's one disk holds both model stores (500 GB free of 1000 by default).
-    expect(await studioCard.textContent()).toContain("500 GB free · Ollama + Hugging Face");
     const machine = (m: unknown) => fetch(`${studio.url}/_sim`, { method: "POST", body: JSON.stringify({ machine: m }) });
-    expect((await machine({ thermal: "unknown" })).status).toBe(200);
     try {
+      const studioCard = page.locator('[data-node="studio"]');
+      expect(await studioCard.locator('[data-thermal="nominal"]').textContent({ timeout: 3000 })).toBe("nominal");
+      // The sim's one disk holds both model stores (500 GB free of 1000 by default).
+      expect(await studioCard.textContent()).toContain("500 GB free · Ollama + Hugging Face");
+      expect((await machine({ thermal: "unknown" })).status).toBe(200);
       const unknown = studioCard.locator('[data-thermal="unknown"]');
       expect(await unknown.textContent({ timeout: 3000 })).toBe("unknown: the simulated machine reads no thermal state (POST /_sim machine.thermal)");
       // The polled node has no agent to say: no thermal row rather than a guess.
