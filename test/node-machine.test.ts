@@ -194,3 +194,22 @@ describe("native embedding servers", () => {
     expect(missing.finding).toBe("studio: 1 text embedding model(s) cached but no text embedding server runs (fastembed not installed, or the server not started)");
   });
 });
+
+test("a heartbeat's thermal, disk and embedding fields are bounded: a wrong one is a 400 naming it", async () => {
+  const post = async (body: Record<string, unknown>) => {
+    const res = await fetch(`${router.url}/heartbeat`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${NODE_TOKEN}` }, body: JSON.stringify({ node_id: "hot", ...body }) });
+    return [res.status, ((await res.json()) as any).error];
+  };
+  const volume = { holds: ["ollama"], path: "/Users/ann/.ollama/models", total_gb: 100, available_gb: 50 };
+  for (const [body, error] of [
+    [{ thermal: { state: "unknown" } }, 'thermal.state: expected ("nominal" or "fair" or "serious" or "critical"), got "unknown"'],
+    [{ thermal_unknown: "x".repeat(301) }, "thermal_unknown: "],
+    [{ disk_volumes: Array(9).fill(volume) }, "disk_volumes: "],
+    [{ disk_volumes: [{ ...volume, path: "/".repeat(1025) }] }, "disk_volumes[0].path: "],
+    [{ disk_volumes: [{ ...volume, available_gb: -1 }] }, "disk_volumes[0].available_gb: "],
+    [{ text_embedding: { models_available: [{ name: "nomic-embed-text", dimensions: 76.8 }] } }, "text_embedding.models_available[0].dimensions: expected a whole number, got 76.8"],
+  ] as const) {
+    const [status, message] = await post(body);
+    expect([status, message]).toEqual([400, expect.stringContaining(error)]);
+  }
+});

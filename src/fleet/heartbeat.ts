@@ -50,7 +50,7 @@ const embeddingStatus = v.object({ backend_available: v.boolean(), cached_model_
 // dimensions: the vectors' length, where the agent knows it; cached: the model's weights are on the node's disk.
 const embeddingModel = v.object({
   name: v.pipe(v.string(), v.maxLength(1024)),
-  dimensions: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(65536))),
+  dimensions: v.optional(v.pipe(v.number(), v.integer("expected a whole number"), v.minValue(1), v.maxValue(65536))),
   cached: v.optional(v.boolean()),
 });
 
@@ -129,6 +129,8 @@ export const heartbeatSchema = v.object({
 
 export type Heartbeat = v.InferOutput<typeof heartbeatSchema>;
 export type DiskVolume = v.InferOutput<typeof diskVolume>;
+export type OllamaSection = v.InferOutput<typeof ollamaSection>;
+export type MlxServerStatus = v.InferOutput<typeof mlxServer>;
 
 /**
  * A node's thermal state as its last reports say: "unknown" with the agent's reason while it has none (an earlier
@@ -138,5 +140,3 @@ export function thermalOf(report: Pick<Heartbeat, "thermal" | "thermal_unknown">
   if (typeof report.thermal_unknown === "string") return { state: "unknown", reason: report.thermal_unknown };
   return report.thermal ? { state: report.thermal.state } : null;
 }
-export type OllamaSection = v.InferOutput<typeof ollamaSection>;
-export type MlxServerStatus = v.InferOutput<typeof mlxServer>;

@@ -2,9 +2,9 @@ import os from "node:os";
 import { readFile } from "node:fs/promises";
 import { bandwidthForChip } from "../core/chips.ts";
 import type { DiskVolume, ThermalReading } from "../fleet/heartbeat.ts";
-// GiB, so a 64 GB Mac reports 64 as macOS does.
+// toGb: GiB, so a 64 GB Mac reports 64 as macOS does.
 import { toGb } from "../fleet/node-models.ts";
-import { type FsProbe, type ModelFolder, modelVolumes, realFs } from "./disks.ts";
+import { type ModelFolder, modelVolumes } from "./disks.ts";
 import { hfHubCache, ollamaModelsDir } from "./model-dirs.ts";
 import { macThermalState, type ReadThermalState, thermalReading } from "./thermal.ts";
 
@@ -191,7 +191,6 @@ export interface CollectorSeams {
   thermalState?: ReadThermalState;
   /** The folders models are kept in, read at each heartbeat. */
   modelFolders?: () => ModelFolder[];
-  fs?: FsProbe;
 }
 
 const modelFolders = (): ModelFolder[] => [
@@ -237,7 +236,7 @@ export function systemCollector(seams: CollectorSeams = {}): SystemCollector {
       return thermalReading(seams.thermalState ?? macThermalState);
     },
     async disks() {
-      return diskReport(await modelVolumes((seams.modelFolders ?? modelFolders)(), seams.fs ?? realFs));
+      return diskReport(await modelVolumes((seams.modelFolders ?? modelFolders)()));
     },
   };
   return collector;

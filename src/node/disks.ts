@@ -20,7 +20,7 @@ export interface FsProbe {
   space(path: string): Promise<{ total: number; available: number }>;
 }
 
-export const realFs: FsProbe = {
+const realFs: FsProbe = {
   device: async (path) => (await stat(path)).dev,
   async space(path) {
     const fs = await statfs(path);
