@@ -5,7 +5,7 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { HOST_TARGET, TARGETS, compile } from "../compile/build.ts";
 import pkg from "../package.json" with { type: "json" };
-import { eventually, getJson, herd, startRouterProcess, tmpDir } from "./helpers.ts";
+import { eventually, getJson, herd, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
 
 const dir = tmpDir();
 const bin = join(dir, "herd");
@@ -80,6 +80,19 @@ describe(`the ${HOST_TARGET} binary, alone in an empty folder`, () => {
     const broken = await herd(["check-config", "herd.config.ts"], { bin, cwd: sub });
     expect(broken.code).toBe(1);
     expect(broken.stderr).toContain(`${join(sub, "fleet", "nodes.ts")}:1:23: Unexpected ;`);
+  });
+
+  test("its node agent reads the thermal state from inside the binary: one of macOS's on a Mac, elsewhere unknown and why", async () => {
+    const sub = join(dir, "agent");
+    mkdirSync(sub, { recursive: true });
+    writeFileSync(join(sub, "herd.config.ts"), `export default { nodes: [{ id: "mac" }], heartbeat: { intervalMs: 200 } };\n`);
+    const router = await startRouterProcess(["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", "data"], { bin, cwd: sub });
+    const agent = spawnHerd(["node", "--router", router.url, "--node-id", "mac", "--ollama", "http://127.0.0.1:9"], { bin, cwd: sub });
+    const thermal = await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "mac")?.thermal, 8000, "the agent's thermal state");
+    if (process.platform === "darwin") expect(["nominal", "fair", "serious", "critical"]).toContain(thermal.state);
+    else expect(thermal).toEqual({ state: "unknown", reason: `not macOS (${process.platform}): herd reads the thermal state from macOS's NSProcessInfo` });
+    expect(await agent.stop()).toBe(0);
+    expect(await router.stop()).toBe(0);
   });
 
   test("serves the dashboard and its chart library from inside the binary", async () => {

@@ -1,6 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import os from "node:os";
+import { readFileSync } from "node:fs";
+import { statfs } from "node:fs/promises";
+import os, { tmpdir } from "node:os";
+import { join } from "node:path";
 import { bandwidthForChip } from "../src/core/chips.ts";
+import { toGb } from "../src/fleet/node-models.ts";
 import {
   parseCpuinfo,
   parseMeminfo,
@@ -126,6 +130,11 @@ describe("parseVmStat", () => {
   test("is null without the header", () => {
     expect(parseVmStat("vm_stat: command not found")).toBeNull();
   });
+
+  test("reads a real Mac's output (4 KiB pages; test/fixtures/macos/SOURCES.md)", () => {
+    const text = readFileSync(join(import.meta.dir, "fixtures/macos/vm_stat-4k-pages.txt"), "utf8");
+    expect(parseVmStat(text)).toEqual({ used: (464333 - 11820 + 715958 + 0) * 4096, available: (6127229 + 1080348 + 11820) * 4096 });
+  });
 });
 
 describe("parseMeminfo", () => {
@@ -247,13 +256,13 @@ describe("systemCollector on this machine", () => {
     expect(Math.round(busy * 10) / 10).toBe(busy);
   });
 
-  test("disk reports the filesystem of a path", async () => {
-    const disk = await collector.disk("/");
-    expect(disk.total_gb).toBeGreaterThan(0);
-    expect(disk.available_gb).toBeLessThanOrEqual(disk.total_gb);
-  });
-
-  test("disk of a missing path is zero rather than an error", async () => {
-    expect(await collector.disk("/no/such/path/for/herd")).toEqual({ total_gb: 0, available_gb: 0 });
+  test("disks: each model folder on its nearest existing ancestor's filesystem, once per filesystem; disk is Ollama's", async () => {
+    const tmp = tmpdir();
+    const inTmp = systemCollector({ modelFolders: () => [{ holds: "ollama", path: join(tmp, "no-such-dir-for-herd", "models") }, { holds: "huggingface", path: tmp }] });
+    const { disk, disk_volumes } = await inTmp.disks();
+    const fs = await statfs(tmp);
+    expect(disk_volumes).toEqual([{ holds: ["ollama", "huggingface"], path: join(tmp, "no-such-dir-for-herd", "models"), total_gb: toGb(fs.blocks * fs.bsize), available_gb: expect.any(Number) }]);
+    expect(Math.abs(disk_volumes[0]!.available_gb - toGb(fs.bavail * fs.bsize))).toBeLessThan(1);
+    expect(disk).toEqual({ total_gb: disk_volumes[0]!.total_gb, available_gb: disk_volumes[0]!.available_gb });
   });
 });

@@ -201,6 +201,36 @@ describe("acting from the dashboard", () => {
     await page.close();
   }, 15_000);
 
+  test("the overview shows each agent's thermal state, or unknown and why, and the free disk of its models' volume; the Health page says unknown", async () => {
+    const { page, problems } = await open("overview");
+    const machine = (m: unknown) => fetch(`${studio.url}/_sim`, { method: "POST", body: JSON.stringify({ machine: m }) });
+    try {
+      const studioCard = page.locator('[data-node="studio"]');
+      expect(await studioCard.locator('[data-thermal="nominal"]').textContent({ timeout: 3000 })).toBe("nominal");
+      // The sim's one disk holds both model stores (500 GB free of 1000 by default).
+      expect(await studioCard.textContent()).toContain("500 GB free · Ollama + Hugging Face");
+      expect((await machine({ thermal: "unknown" })).status).toBe(200);
+      const unknown = studioCard.locator('[data-thermal="unknown"]');
+      expect(await unknown.textContent({ timeout: 3000 })).toBe("unknown: the simulated machine reads no thermal state (POST /_sim machine.thermal)");
+      // The polled node has no agent to say: no thermal row rather than a guess.
+      expect(await page.locator('[data-node="air"] [data-thermal]').count()).toBe(0);
+      // The health answer is cached for 30 s: Refresh runs the checks again.
+      const health = await open("health");
+      try {
+        await health.page.getByRole("button", { name: "Refresh" }).click();
+        const finding = health.page.locator('[data-check="thermal"] .check-finding');
+        expect(await finding.textContent({ timeout: 3000 })).toBe("studio: thermal state unknown (the simulated machine reads no thermal state (POST /_sim machine.thermal))");
+        expect(health.problems).toEqual([]);
+      } finally {
+        await health.page.close();
+      }
+    } finally {
+      await machine({});
+      await page.close();
+    }
+    expect(problems).toEqual([]);
+  }, 15_000);
+
   test("a settings toggle changes GET /dashboard/api/settings", async () => {
     expect((await settings()).config.toggles.auto_pull).toBe(true);
     const { page, problems } = await open("settings");

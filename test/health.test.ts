@@ -10,7 +10,6 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { LiveConfig } from "../src/config/live.ts";
 import { type AgentHandle, postTo, startAgent } from "../src/node/agent.ts";
-import { thermalFromPmset } from "../src/node/collectors.ts";
 import { simCollector } from "../src/sim/collector.ts";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
 import { cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
@@ -264,7 +263,10 @@ describe("the machine under a node (the real agent reports what POST /_sim machi
 
   test("disk_space_low: under 20 GB free is a warning, under 5 GB critical", async () => {
     await machine({ diskAvailableGb: 12 });
-    expect((await until("disk_space_low", "warning")).finding).toBe("mac: 12 GB of 1000 GB disk free");
+    const warning = await until("disk_space_low", "warning");
+    expect(warning.finding).toBe("mac: 12 GB of 1000 GB free on the disk of Ollama's models and the Hugging Face cache (/simulated/.ollama/models)");
+    expect(warning.recommendation).toContain("ollama rm MODEL");
+    expect(warning.recommendation).toContain("mlx_lm.manage --delete --pattern MODEL");
     await machine({ diskAvailableGb: 3 });
     await until("disk_space_low", "critical");
     await machine({});
@@ -274,7 +276,7 @@ describe("the machine under a node (the real agent reports what POST /_sim machi
   test("vision_backend_missing: weights cached without the runtime is a warning; with it, ok", async () => {
     await machine({ visionEmbedding: { backendAvailable: false, cachedModels: 3 } });
     const check = await until("vision_backend_missing", "warning");
-    expect(check.finding).toContain("mac: 3 vision embedding model(s) cached but the runtime (onnxruntime) is not installed");
+    expect(check.finding).toContain("mac: 3 vision embedding model(s) cached but no vision embedding server runs");
     await machine({ visionEmbedding: { backendAvailable: true, cachedModels: 3 } });
     await until("vision_backend_missing", "ok");
     await machine({});
@@ -282,7 +284,7 @@ describe("the machine under a node (the real agent reports what POST /_sim machi
 
   test("text_embedding_backend_missing: text embedding weights cached without fastembed is a warning", async () => {
     await machine({ textEmbedding: { running: false, backendAvailable: false, cachedModels: 1 } });
-    expect((await until("text_embedding_backend_missing", "warning")).finding).toContain("mac: 1 text embedding model(s) cached but fastembed is not installed");
+    expect((await until("text_embedding_backend_missing", "warning")).finding).toContain("mac: 1 text embedding model(s) cached but no text embedding server runs");
     await machine({});
     await until("text_embedding_backend_missing", "ok");
   });
@@ -310,7 +312,7 @@ describe("the machine under a node (the real agent reports what POST /_sim machi
 
   test("POST /_sim refuses a bad machine with a 400 naming the field, changing nothing", async () => {
     for (const [m, error] of [
-      [{ thermal: "hot" }, "machine.thermal must be one of nominal, fair, serious, critical"],
+      [{ thermal: "hot" }, "machine.thermal must be one of nominal, fair, serious, critical, unknown"],
       [{ diskAvailableGb: -1 }, "machine.diskAvailableGb must be a number from 0 to 1000"],
       [{ textEmbedding: { backendAvailable: true, cachedModels: 1 } }, "machine.textEmbedding.running must be a boolean"],
       [{ fans: 3 }, 'unknown machine key "fans"'],
@@ -466,12 +468,4 @@ describe("a node that fails every request (node flaky: Ollama answers 500)", () 
       await flaky.stop();
     }
   });
-});
-
-test("the real collector reads macOS's thermal state from `pmset -g therm`", () => {
-  const notes = "Note: No thermal warning level has been recorded\nNote: No performance warning level has been recorded\n";
-  expect(thermalFromPmset(notes)).toBe("nominal");
-  const limited = (pct: number) => `${notes}2024-01-01 10:00:00 +0000 CPU Power notify\n\tCPU_Scheduler_Limit \t= 100\n\tCPU_Speed_Limit \t= ${pct}\n`;
-  expect([100, 85, 60, 35].map((pct) => thermalFromPmset(limited(pct)))).toEqual(["nominal", "fair", "serious", "critical"]);
-  expect(thermalFromPmset("")).toBeNull();
 });

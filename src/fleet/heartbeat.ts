@@ -47,9 +47,33 @@ const mlxServer = v.object({
 
 const embeddingStatus = v.object({ backend_available: v.boolean(), cached_model_count: v.pipe(v.number(), v.integer(), v.minValue(0)) });
 
+// dimensions: the vectors' length, where the agent knows it; cached: the model's weights are on the node's disk.
+const embeddingModel = v.object({
+  name: v.pipe(v.string(), v.maxLength(1024)),
+  dimensions: v.optional(v.pipe(v.number(), v.integer("expected a whole number"), v.minValue(1), v.maxValue(65536))),
+  cached: v.optional(v.boolean()),
+});
+
 const embeddingServer = v.object({
-  models_available: v.optional(v.array(v.object({ name: v.string(), dimensions: v.optional(v.number()), cached: v.optional(v.boolean()) })), []),
+  models_available: v.optional(v.pipe(v.array(embeddingModel), v.maxLength(256)), []),
   processing: v.optional(v.boolean(), false),
+});
+
+/** macOS's thermal states (NSProcessInfoThermalState, in its order); "serious" and "critical" mean throttling. */
+export const THERMAL_STATES = ["nominal", "fair", "serious", "critical"] as const;
+export type ThermalState = (typeof THERMAL_STATES)[number];
+/** What is known of a machine's heat: the state macOS gives, or why there is none. */
+export type ThermalReading = { state: ThermalState } | { state: "unknown"; reason: string };
+/** How long the agent's reason for an unknown thermal state may be. */
+export const MAX_THERMAL_REASON = 300;
+
+// A disk the node keeps models on, once per filesystem: what it holds ("ollama", "huggingface"; a newer agent may name
+// more, so any short name passes) and the folder measured.
+const diskVolume = v.object({
+  holds: v.pipe(v.array(v.pipe(v.string(), v.maxLength(64))), v.maxLength(8)),
+  path: v.pipe(v.string(), v.maxLength(1024)),
+  total_gb: gb,
+  available_gb: gb,
 });
 
 export const heartbeatSchema = v.object({
@@ -65,7 +89,10 @@ export const heartbeatSchema = v.object({
   memory: v.optional(
     v.object({ total_gb: gb, used_gb: gb, available_gb: gb, pressure: v.picklist(["nominal", "warning", "critical"]) }),
   ),
+  /** Seed 000's disk: the volume of Ollama's models (herd's data directory's before disk_volumes). */
   disk: v.optional(v.object({ total_gb: gb, available_gb: gb })),
+  /** Every volume holding the node's models, one per filesystem. */
+  disk_volumes: v.optional(v.pipe(v.array(diskVolume), v.maxLength(8))),
   hardware: v.optional(
     v.object({
       memory_total_gb: gb,
@@ -78,8 +105,11 @@ export const heartbeatSchema = v.object({
   ollama: v.optional(ollamaSection),
   mlx_servers: v.optional(v.array(mlxServer)),
   mlx_bind_host: v.optional(v.string()),
-  /** macOS's thermal state, where the agent can read it. */
-  thermal: v.optional(v.object({ state: v.picklist(["nominal", "fair", "serious", "critical"]) })),
+  /** macOS's thermal state, where the agent read one. */
+  thermal: v.optional(v.object({ state: v.picklist(THERMAL_STATES) })),
+  // Why the agent has no thermal state (not macOS, the FFI failed); null: it has one. A field of its own, not a fifth
+  // state, because a router that knows only the four refuses the whole heartbeat over an unknown picklist value.
+  thermal_unknown: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(MAX_THERMAL_REASON)))),
   // Embedding backends beside Ollama (seed 000). null means none / not running, and clears an earlier report
   // (the router merges reports); an agent that leaves them out does not know about them.
   vision_embedding_status: v.optional(v.nullable(embeddingStatus)),
@@ -98,5 +128,15 @@ export const heartbeatSchema = v.object({
 });
 
 export type Heartbeat = v.InferOutput<typeof heartbeatSchema>;
+export type DiskVolume = v.InferOutput<typeof diskVolume>;
 export type OllamaSection = v.InferOutput<typeof ollamaSection>;
 export type MlxServerStatus = v.InferOutput<typeof mlxServer>;
+
+/**
+ * A node's thermal state as its last reports say: "unknown" with the agent's reason while it has none (an earlier
+ * report's state, kept by the merge of reports, no longer counts); null when its agent never said (or polled).
+ */
+export function thermalOf(report: Pick<Heartbeat, "thermal" | "thermal_unknown">): ThermalReading | null {
+  if (typeof report.thermal_unknown === "string") return { state: "unknown", reason: report.thermal_unknown };
+  return report.thermal ? { state: report.thermal.state } : null;
+}

@@ -3,7 +3,7 @@ import type { ConfigStatus, LiveConfig } from "../config/live.ts";
 import type { Config, NodeEntry } from "../config/schema.ts";
 import { bandwidthForChip } from "../core/chips.ts";
 import { MLX_PREFIX } from "./catalog.ts";
-import type { OllamaSection } from "./heartbeat.ts";
+import { type OllamaSection, thermalOf } from "./heartbeat.ts";
 import { toGb } from "./node-models.ts";
 import type { Queues } from "./queues.ts";
 import type { RepairStats } from "./repair-stats.ts";
@@ -35,6 +35,8 @@ function nodeJson(registry: Registry, queues: Queues, pins: Pins, speeds: Speeds
     cpu: r.cpu ?? null,
     memory: r.memory ?? null,
     disk: r.disk ?? null,
+    disk_volumes: r.disk_volumes ?? null,
+    thermal: thermalOf(r),
     ollama: node.ollama && ollamaJson(node.ollama, active),
     models_loaded_count: loaded.length,
     free_slots: freeSlots(registry, node, active),

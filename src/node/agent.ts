@@ -7,7 +7,7 @@ import { agentToken } from "../config/credentials/keys.ts";
 import { probeOllama } from "../backends/ollama.ts";
 import type { LiveConfig } from "../config/live.ts";
 import type { NodeEntry } from "../config/schema.ts";
-import type { Heartbeat, OllamaSection } from "../fleet/heartbeat.ts";
+import { type Heartbeat, MAX_THERMAL_REASON, type OllamaSection, type ThermalReading } from "../fleet/heartbeat.ts";
 import { log } from "../log.ts";
 import { VERSION } from "../version.ts";
 import { type SystemCollector, systemCollector } from "./collectors.ts";
@@ -55,12 +55,12 @@ export function startAgent(opts: AgentOptions): AgentHandle {
 
   const beat = async (): Promise<OllamaSection> => {
     const url = ollamaUrl();
-    const [ollama, memory, hardware, disk, thermal, embedding, offered] = await Promise.all([
+    const [ollama, memory, hardware, disks, thermal, embedding, offered] = await Promise.all([
       probeOllama(url, opts.live.config.timeouts.connectMs),
       collector.memory(),
       collector.hardware(),
-      collector.disk(opts.live.config.server.dataDir),
-      collector.thermal?.() ?? null,
+      collector.disks(),
+      collector.thermal(),
       collector.embedding?.() ?? {},
       services.report(),
     ]);
@@ -78,8 +78,8 @@ export function startAgent(opts: AgentOptions): AgentHandle {
       cpu: collector.cpu(),
       memory,
       hardware,
-      disk,
-      ...(thermal ? { thermal } : {}),
+      ...disks,
+      ...thermalFields(thermal),
       ...embedding,
       ...offered,
       ollama,
@@ -119,6 +119,11 @@ export function startAgent(opts: AgentOptions): AgentHandle {
       await Promise.all([mlx.stop(), goodbye]);
     },
   };
+}
+
+/** A reading in the heartbeat's fields: a state in `thermal`, which every router reads, or why there is none. */
+function thermalFields(reading: ThermalReading): Pick<Heartbeat, "thermal" | "thermal_unknown"> {
+  return reading.state === "unknown" ? { thermal_unknown: reading.reason.slice(0, MAX_THERMAL_REASON) } : { thermal: { state: reading.state }, thermal_unknown: null };
 }
 
 /** Heartbeats over HTTP to a router elsewhere on the network, with the node credential when there is one. */

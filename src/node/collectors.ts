@@ -1,14 +1,18 @@
 import os from "node:os";
-import { readFile, statfs } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { bandwidthForChip } from "../core/chips.ts";
+import type { DiskVolume, ThermalReading } from "../fleet/heartbeat.ts";
+// toGb: GiB, so a 64 GB Mac reports 64 as macOS does.
+import { toGb } from "../fleet/node-models.ts";
+import { type ModelFolder, modelVolumes } from "./disks.ts";
+import { hfHubCache, ollamaModelsDir } from "./model-dirs.ts";
+import { macThermalState, type ReadThermalState, thermalReading } from "./thermal.ts";
 
 export interface CpuInfo { cores_physical: number; utilization_pct: number }
 export interface MemoryInfo { total_gb: number; used_gb: number; available_gb: number; pressure: Pressure }
 export interface HardwareInfo { memory_total_gb: number; cores_physical: number; chip: string; memory_bandwidth_gbps: number; arch: "apple_silicon" | "x86_64" | "arm64" }
-export interface DiskInfo { total_gb: number; available_gb: number }
-/** macOS's thermal states (ProcessInfo.thermalState); "serious" and "critical" mean throttling. */
-export type ThermalState = "nominal" | "fair" | "serious" | "critical";
-export interface ThermalInfo { state: ThermalState }
+/** Seed 000's `disk` (the volume of Ollama's models) and every volume the node's models are on. */
+export interface DiskReport { disk: { total_gb: number; available_gb: number }; disk_volumes: DiskVolume[] }
 /** An embedding runtime and how many of its models have weights on disk. */
 export interface EmbeddingStatus { backend_available: boolean; cached_model_count: number }
 /** Embedding backends beside Ollama (seed 000's heartbeat fields); null: none (text_embedding: the server is not running). */
@@ -23,9 +27,8 @@ export interface SystemCollector {
   memory(): Promise<MemoryInfo>;
   /** Cached after the first call. */
   hardware(): Promise<HardwareInfo>;
-  disk(path: string): Promise<DiskInfo>;
-  /** The machine's thermal state; null where the OS does not say. */
-  thermal?(): Promise<ThermalInfo | null>;
+  disks(): Promise<DiskReport>;
+  thermal(): Promise<ThermalReading>;
   /** Only collectors of machines that run embedding backends report them. */
   embedding?(): Promise<EmbeddingBackends>;
 }
@@ -79,17 +82,6 @@ export function pressureFromLevel(level: number): Pressure | null {
   return level === 1 ? "nominal" : level === 2 ? "warning" : level === 4 ? "critical" : null;
 }
 
-/**
- * `pmset -g therm` to a thermal state: CPU_Speed_Limit is the share of full speed macOS allows
- * (100 = not throttled); with no limit recorded the machine is not throttled. null when unreadable.
- */
-export function thermalFromPmset(text: string): ThermalState | null {
-  const limit = /CPU_Speed_Limit\s*=\s*(\d+)/.exec(text)?.[1];
-  if (limit === undefined) return /No thermal warning level has been recorded/.test(text) ? "nominal" : null;
-  const pct = Number(limit);
-  return pct >= 100 ? "nominal" : pct >= 80 ? "fair" : pct >= 50 ? "serious" : "critical";
-}
-
 export function pressureFromAvailable({ total, available }: MemoryBytes): Pressure {
   const ratio = available / total;
   return ratio < 0.05 ? "critical" : ratio < 0.15 ? "warning" : "nominal";
@@ -112,9 +104,6 @@ export function utilizationPct(before: CpuTimes, after: CpuTimes): number | null
   const pct = ((after.busy - before.busy) / total) * 100;
   return Math.round(Math.min(100, Math.max(0, pct)) * 10) / 10;
 }
-
-// GiB, so a 64 GB Mac reports 64 as macOS does.
-const gb = (bytes: number) => Math.round((bytes / 1024 ** 3) * 10) / 10;
 
 async function run(cmd: string[]): Promise<string | null> {
   try {
@@ -161,7 +150,7 @@ async function probeHardware(): Promise<HardwareInfo> {
   // Bun on Rosetta reports x64, but the machine underneath is still Apple Silicon.
   const appleSilicon = process.platform === "darwin" && /^Apple M/.test(chip);
   return {
-    memory_total_gb: gb(memory ?? os.totalmem()),
+    memory_total_gb: toGb(memory ?? os.totalmem()),
     cores_physical: cores ?? os.cpus().length,
     chip,
     memory_bandwidth_gbps: bandwidthForChip(chip),
@@ -190,15 +179,33 @@ async function probeMemory(totalGb: number): Promise<MemoryInfo> {
     }
   }
   return {
-    total_gb: gb(bytes.total),
-    used_gb: gb(used),
-    available_gb: gb(bytes.available),
+    total_gb: toGb(bytes.total),
+    used_gb: toGb(used),
+    available_gb: toGb(bytes.available),
     pressure: pressure ?? pressureFromAvailable(bytes),
   };
 }
 
+/** What the collector reads the machine through; the defaults are the real ones, tests give their own. */
+export interface CollectorSeams {
+  thermalState?: ReadThermalState;
+  /** The folders models are kept in, read at each heartbeat. */
+  modelFolders?: () => ModelFolder[];
+}
+
+const modelFolders = (): ModelFolder[] => [
+  { holds: "ollama", path: ollamaModelsDir() },
+  { holds: "huggingface", path: hfHubCache() },
+];
+
+/** Seed 000's `disk` is Ollama's volume (a pull fills it); 0 GB when nothing could be read of it. */
+export function diskReport(volumes: DiskVolume[]): DiskReport {
+  const ollama = volumes.find((v) => v.holds.includes("ollama"));
+  return { disk: { total_gb: ollama?.total_gb ?? 0, available_gb: ollama?.available_gb ?? 0 }, disk_volumes: volumes };
+}
+
 /** Collects what a heartbeat says about this machine. No method throws: failed probes fall back to node:os. */
-export function systemCollector(): SystemCollector {
+export function systemCollector(seams: CollectorSeams = {}): SystemCollector {
   let hardware: Promise<HardwareInfo> | undefined;
   // cpu() is synchronous, so it can only report the probed physical core count once hardware() has run.
   let cores = os.cpus().length;
@@ -226,17 +233,10 @@ export function systemCollector(): SystemCollector {
       return probeMemory((await collector.hardware()).memory_total_gb);
     },
     async thermal() {
-      if (process.platform !== "darwin") return null;
-      const state = thermalFromPmset((await run(["pmset", "-g", "therm"])) ?? "");
-      return state && { state };
+      return thermalReading(seams.thermalState ?? macThermalState);
     },
-    async disk(path) {
-      try {
-        const fs = await statfs(path);
-        return { total_gb: gb(fs.blocks * fs.bsize), available_gb: gb(fs.bavail * fs.bsize) };
-      } catch {
-        return { total_gb: 0, available_gb: 0 };
-      }
+    async disks() {
+      return diskReport(await modelVolumes((seams.modelFolders ?? modelFolders)()));
     },
   };
   return collector;

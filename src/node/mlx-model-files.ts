@@ -5,14 +5,9 @@ import { readdir, readFile, stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { isAbsolute, join } from "node:path";
 import { MAX_CONTEXT_LENGTH } from "../fleet/heartbeat.ts";
+import { hubRepoDir } from "./model-dirs.ts";
 
 const GB = 1024 ** 3;
-
-/** Where the hub keeps a repo's files: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub. */
-function repoDir(model: string): string {
-  const hub = process.env.HF_HUB_CACHE ?? join(process.env.HF_HOME ?? join(homedir(), ".cache", "huggingface"), "hub");
-  return join(hub, `models--${model.replaceAll("/", "--")}`);
-}
 
 /** "~/…" as the home folder's path; anything else as it is. mlx_lm expands no "~": it takes such a path for a repo id. */
 export function expandHome(path: string): string {
@@ -27,7 +22,7 @@ function localDir(model: string): string | null {
 
 /** The weights' size: a local folder's files, or the model's blobs in the hub cache; 0 when not there (yet). */
 export async function modelSizeGb(model: string): Promise<number> {
-  const dir = localDir(model) ?? join(repoDir(model), "blobs");
+  const dir = localDir(model) ?? join(hubRepoDir(model), "blobs");
   try {
     const files = await readdir(dir, { recursive: true });
     const sizes = await Promise.all(files.map((f) => stat(join(dir, f)).then((st) => (st.isFile() ? st.size : 0), () => 0)));
@@ -43,7 +38,7 @@ export async function modelSizeGb(model: string): Promise<number> {
  */
 export async function trainedContext(model: string): Promise<number | null> {
   const local = localDir(model);
-  const config = await readJson(local ? join(local, "config.json") : await snapshotConfig(repoDir(model)));
+  const config = await readJson(local ? join(local, "config.json") : await snapshotConfig(hubRepoDir(model)));
   const found = config?.max_position_embeddings ?? config?.text_config?.max_position_embeddings;
   return Number.isInteger(found) && found > 0 && found <= MAX_CONTEXT_LENGTH ? found : null;
 }

@@ -3,7 +3,7 @@
 // thermal state, free disk, embedding backends) from POST /_sim {"machine": …}.
 // With it the real agent (src/node/agent.ts) reports a simulated node exactly
 // as it reports a Mac.
-import { type EmbeddingBackends, pressureFromAvailable, type SystemCollector } from "../node/collectors.ts";
+import { diskReport, type EmbeddingBackends, pressureFromAvailable, type SystemCollector } from "../node/collectors.ts";
 import type { SimNode } from "./index.ts";
 import { SIM_DISK_GB } from "./machine.ts";
 
@@ -16,6 +16,8 @@ export interface SimHardware {
 /** Where a running native text embedding server listens (Ollama Herd's default). */
 const TEXT_EMBEDDING_PORT = 11439;
 const DEFAULT_DISK_AVAILABLE_GB = 500;
+const SIM_DISK_PATH = "/simulated/.ollama/models";
+const SIM_THERMAL_UNKNOWN = "the simulated machine reads no thermal state (POST /_sim machine.thermal)";
 
 export function simCollector(node: SimNode, hw: SimHardware): SystemCollector {
   const cores = hw.coresPhysical ?? 12;
@@ -30,11 +32,14 @@ export function simCollector(node: SimNode, hw: SimHardware): SystemCollector {
     async hardware() {
       return { memory_total_gb: node.state().memoryGb ?? 0, cores_physical: cores, chip: hw.chip, memory_bandwidth_gbps: hw.memoryBandwidthGbps, arch: "apple_silicon" };
     },
-    async disk() {
-      return { total_gb: SIM_DISK_GB, available_gb: node.state().machine.diskAvailableGb ?? DEFAULT_DISK_AVAILABLE_GB };
+    // One simulated disk holds both model stores.
+    async disks() {
+      const available = node.state().machine.diskAvailableGb ?? DEFAULT_DISK_AVAILABLE_GB;
+      return diskReport([{ holds: ["ollama", "huggingface"], path: SIM_DISK_PATH, total_gb: SIM_DISK_GB, available_gb: available }]);
     },
     async thermal() {
-      return { state: node.state().machine.thermal ?? "nominal" };
+      const state = node.state().machine.thermal ?? "nominal";
+      return state === "unknown" ? { state, reason: SIM_THERMAL_UNKNOWN } : { state };
     },
     async embedding() {
       return embeddingReport(node);

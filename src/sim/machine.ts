@@ -4,8 +4,11 @@
 // collector (collector.ts), so tests and demos can put a node in any state the
 // health checks look for.
 
+import { THERMAL_STATES as MACOS_THERMAL_STATES } from "../fleet/heartbeat.ts";
+
 export const PRESSURES = ["nominal", "warning", "critical"] as const;
-export const THERMAL_STATES = ["nominal", "fair", "serious", "critical"] as const;
+/** macOS's states, and "unknown": a machine whose agent cannot read one. */
+export const THERMAL_STATES = [...MACOS_THERMAL_STATES, "unknown"] as const;
 
 export interface SimEmbeddingBackend {
   /** The runtime is installed (onnxruntime for vision, fastembed for text). */
@@ -17,7 +20,7 @@ export interface SimEmbeddingBackend {
 export interface SimMachine {
   /** Wins over the pressure computed from the models in memory. */
   pressure?: (typeof PRESSURES)[number];
-  /** macOS's thermal state; default "nominal". */
+  /** macOS's thermal state, or "unknown"; default "nominal". */
   thermal?: (typeof THERMAL_STATES)[number];
   /** Free disk of the node's 1000 GB; default 500. */
   diskAvailableGb?: number;

@@ -94,7 +94,8 @@ function nodeCard(n) {
         n.cpu ? meter(n.cpu.utilization_pct / 100, fmt.pct(n.cpu.utilization_pct)) : h("span", { class: "muted small" }, "not reported (no agent)"),
         h("span", { class: "k" }, "Memory"),
         mem ? h("div", { title: `memory pressure: ${mem.pressure}` }, meter(mem.used_gb / mem.total_gb, `${fmt.gb(mem.used_gb)} / ${fmt.gb(mem.total_gb)}`, memTone)) : h("span", { class: "muted small" }, "not reported (no agent)"),
-        n.disk && [h("span", { class: "k" }, "Disk"), meter(1 - n.disk.available_gb / n.disk.total_gb, `${fmt.gb(n.disk.available_gb)} free`)],
+        diskRows(n),
+        thermalRow(n.thermal),
         h("span", { class: "k" }, "Requests"),
         h("span", { class: "num small" }, `${fmt.int(n.ollama?.requests_active ?? 0)} active · ${fmt.int(n.free_slots)} free slots`),
         slotsRow(n.capacity),
@@ -118,6 +119,31 @@ function nodeCard(n) {
       h("div", { class: "muted small" }, `Last seen ${fmt.ago(n.last_seen)}${n.agent_version ? ` · agent ${n.agent_version}` : ""}`),
     ),
   );
+}
+
+const HOLDS = { ollama: "Ollama", huggingface: "Hugging Face" };
+
+/** Free disk where the node's models go, one meter per volume (an older agent's `disk` alone, where it sends no volumes). */
+function diskRows(n) {
+  const volumes = n.disk_volumes ?? (n.disk ? [{ ...n.disk, holds: [] }] : []);
+  return volumes
+    .filter((v) => v.total_gb > 0)
+    .map((v) => {
+      const holds = v.holds.map((x) => HOLDS[x] ?? x).join(" + ");
+      return [
+        h("span", { class: "k" }, "Disk"),
+        h("div", { title: v.path ?? "" }, meter(1 - v.available_gb / v.total_gb, `${fmt.gb(v.available_gb)} free${holds ? ` · ${holds}` : ""}`)),
+      ];
+    });
+}
+
+const THERMAL_TONE = { nominal: "ok", fair: "info", serious: "warn", critical: "crit" };
+
+/** macOS's thermal state as the agent read it, or "unknown" and why; nothing from an agent that never said. */
+function thermalRow(thermal) {
+  if (!thermal) return null;
+  const value = thermal.state === "unknown" ? h("span", { class: "muted small" }, `unknown: ${thermal.reason}`) : badge(thermal.state, THERMAL_TONE[thermal.state]);
+  return [h("span", { class: "k" }, "Thermal"), h("span", { "data-thermal": thermal.state }, value)];
 }
 
 /** Which config (by hash) and herd version the node's agent runs: flagged when either is not the router's. */

@@ -1,7 +1,8 @@
-// Embedding weights on disk but no runtime to serve them: the operator meant
-// to use that embedding backend and it cannot start. For text embeddings
-// nomic-embed-text falls back to Ollama's inference slots; vision embedding
-// requests fail outright.
+// Embedding weights on disk but nothing to serve them: the operator meant to
+// use that embedding backend and it does not run. Ollama Herd's agents say
+// backend_available false when the runtime is not installed, herd's when the
+// node's server does not answer. For text embeddings nomic-embed-text falls
+// back to Ollama's inference slots; vision embedding requests fail outright.
 import { fold, type HealthCheck, type NodeInput, type Problem } from "../types.ts";
 
 interface Backend {
@@ -34,8 +35,8 @@ export const textEmbeddingBackendMissing = embeddingBackendMissing({
   id: "text_embedding_backend_missing",
   name: "Text embedding backend",
   status: (node) => node.report.text_embedding_status,
-  missing: "text embedding model(s) cached but fastembed is not installed",
-  fix: (node) => `install fastembed on ${node} and restart its node agent, so embeddings run outside Ollama's queue.`,
+  missing: "text embedding model(s) cached but no text embedding server runs (fastembed not installed, or the server not started)",
+  fix: (node) => `start the native text embedding server on ${node} (it needs fastembed), so embeddings run outside Ollama's queue.`,
   ok: "every node with text embedding weights can serve them",
 });
 
@@ -43,7 +44,7 @@ export const visionBackendMissing = embeddingBackendMissing({
   id: "vision_backend_missing",
   name: "Vision embedding backend",
   status: (node) => node.report.vision_embedding_status,
-  missing: "vision embedding model(s) cached but the runtime (onnxruntime) is not installed",
-  fix: (node) => `install onnxruntime for the embedding service on ${node} and restart its node agent, or delete the cached weights.`,
+  missing: "vision embedding model(s) cached but no vision embedding server runs (onnxruntime not installed, or the server not started)",
+  fix: (node) => `start the vision embedding server on ${node} (it needs onnxruntime), or delete the cached weights.`,
   ok: "every node with vision embedding weights can serve them",
 });

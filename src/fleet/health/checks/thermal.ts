@@ -1,5 +1,7 @@
 // A Mac that runs hot is throttled by macOS: its tokens per second drop and the
-// scorer's idea of it is too rosy.
+// scorer's idea of it is too rosy. A node whose agent cannot read the state is
+// said so, with the agent's reason: it may be throttling unseen.
+import { thermalOf } from "../../heartbeat.ts";
 import { fold, type HealthCheck, type Problem } from "../types.ts";
 
 const SEVERITY = { fair: "info", serious: "warning", critical: "critical" } as const;
@@ -9,8 +11,20 @@ export const thermal: HealthCheck = {
   name: "Thermal state",
   run({ nodes }) {
     const problems: Problem[] = nodes.flatMap((node): Problem[] => {
-      const state = node.report.thermal?.state;
-      if (node.status === "offline" || !state || state === "nominal") return [];
+      const reading = thermalOf(node.report);
+      if (node.status === "offline" || !reading || reading.state === "nominal") return [];
+      if (reading.state === "unknown") {
+        return [
+          {
+            severity: "info",
+            node: node.id,
+            finding: `${node.id}: thermal state unknown (${reading.reason})`,
+            recommendation: `herd cannot see whether ${node.id} throttles: it reads macOS's NSProcessInfo.thermalState, which that agent could not.`,
+            details: { state: "unknown", reason: reading.reason },
+          },
+        ];
+      }
+      const { state } = reading;
       return [
         {
           severity: SEVERITY[state],
@@ -21,6 +35,6 @@ export const thermal: HealthCheck = {
         },
       ];
     });
-    return fold(problems, "no node running hot");
+    return fold(problems, "no node reports running hot");
   },
 };
