@@ -97,6 +97,15 @@ for (const [name, paths] of [["with client keys", WITH_CLIENTS], ["without clien
         place(config, path, value);
         sentinels.set(path.join("."), value);
       }
+      // Addresses may carry a user:password@ too (a node's Ollama behind a proxy, a collector): never shown either.
+      const credential = (field: string) => {
+        const value = `urlpass${sentinels.size}x${randomBytes(6).toString("hex")}`;
+        sentinels.set(`${field} (its user:password@)`, value);
+        return `user:${value}@`;
+      };
+      config.nodes[0].ollama = sim.url.replace("://", `://${credential("nodes[0].ollama")}`);
+      config.telemetry.otlp.endpoint = `http://${credential("telemetry.otlp.endpoint")}127.0.0.1:9`;
+      config.platform = { url: `https://${credential("platform.url")}platform.invalid` };
       const dir = tmpDir();
       const file = join(dir, "herd.config.json");
       writeFileSync(file, JSON.stringify(config));
@@ -127,6 +136,12 @@ for (const [name, paths] of [["with client keys", WITH_CLIENTS], ["without clien
           body: JSON.stringify({ model: "llama3.2:3b", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }),
         });
       }
+
+      // An edit the router refuses must not echo its values on the open /healthz or in the log.
+      const refused = `refusedvalue${randomBytes(6).toString("hex")}`;
+      sentinels.set("a refused edit's value", refused);
+      writeFileSync(file, JSON.stringify({ ...config, server: { port: refused } }));
+      await eventually(async () => ((await (await fetch(`${router.url}/healthz`)).json()) as any).config_error !== null, 3000, "the refused edit");
 
       const routes = getRoutes();
       expect(routes).toContain("/dashboard/api/settings");

@@ -2,6 +2,7 @@
 // the node agent alone, and the simulated demo fleet.
 import { join } from "node:path";
 import { agentToken } from "../config/credentials/keys.ts";
+import { withoutCredentials } from "../config/credentials/secrets.ts";
 import { LiveConfig } from "../config/live.ts";
 import { expandPath, findConfig, type LoadOptions, parseConfig } from "../config/load.ts";
 import type { Config, NodeEntry } from "../config/schema.ts";
@@ -40,7 +41,8 @@ export async function runRouter(opts: {
   if (agent && local) {
     const url = local.ollamaUrl;
     const ollama = await agent.beat();
-    log.info(ollama.reachable ? `local Ollama at ${url}: ${found(ollama)}` : `local Ollama at ${url} unreachable; run \`herd sim\` or edit herd.config.ts (in a checkout of herd: \`npm start -- sim\`)`);
+    const shown = withoutCredentials(url);
+    log.info(ollama.reachable ? `local Ollama at ${shown}: ${found(ollama)}` : `local Ollama at ${shown} unreachable; run \`herd sim\` or edit herd.config.ts (in a checkout of herd: \`npm start -- sim\`)`);
   }
   await reportPolled(router);
   await stopped;
@@ -54,7 +56,7 @@ export async function runRouter(opts: {
 async function localAgent(nodes: NodeEntry[], agent: { nodeId: string; ollamaUrl?: string }): Promise<{ nodeId: string; ollamaUrl: string }> {
   const ollamaUrl = agent.ollamaUrl ?? nodes.find((n) => n.id === agent.nodeId)?.ollama ?? DEFAULT_OLLAMA;
   const nodeId = await localNodeId(nodes, agent.nodeId, ollamaUrl);
-  if (nodeId !== agent.nodeId) log.info(`local agent reports as node "${nodeId}", the config's entry for the Ollama at ${ollamaUrl}`);
+  if (nodeId !== agent.nodeId) log.info(`local agent reports as node "${nodeId}", the config's entry for the Ollama at ${withoutCredentials(ollamaUrl)}`);
   return { nodeId, ollamaUrl };
 }
 
@@ -72,7 +74,7 @@ export async function runNode(opts: { configFlag?: string; nodeId: string; dataD
     throw new UserError((e as Error).message);
   }
   const agent = startAgent({ nodeId, live, ollamaUrl: opts.ollamaUrl, credential: token, send: postTo(opts.routerUrl, live.config.timeouts.connectMs, token) });
-  log.info(`herd ${VERSION} node agent "${nodeId}" reporting to ${opts.routerUrl} every ${live.config.heartbeat.intervalMs} ms`);
+  log.info(`herd ${VERSION} node agent "${nodeId}" reporting to ${withoutCredentials(opts.routerUrl)} every ${live.config.heartbeat.intervalMs} ms`);
   const ollama = await agent.beat();
   log.info(ollama.reachable ? `local Ollama: ${found(ollama)}` : `local Ollama unreachable (${ollama.error}); pass --ollama URL or set this node's ollama in the config`);
   await stopped;
@@ -179,8 +181,9 @@ async function reportPolled(router: RouterHandle): Promise<void> {
   for (const t of registry.pollTargets()) {
     const ollama = registry.get(t.id)?.ollama;
     if (!ollama) continue;
-    if (ollama.reachable) log.info(`node ${t.id}: Ollama at ${t.url}: ${found(ollama)}`);
-    else log.warn(`node ${t.id}: Ollama at ${t.url} unreachable (${ollama.error}); check the node or edit herd.config.ts`);
+    const url = withoutCredentials(t.url);
+    if (ollama.reachable) log.info(`node ${t.id}: Ollama at ${url}: ${found(ollama)}`);
+    else log.warn(`node ${t.id}: Ollama at ${url} unreachable (${ollama.error}); check the node or edit herd.config.ts`);
   }
 }
 

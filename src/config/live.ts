@@ -5,6 +5,7 @@ import { type FSWatcher, watch } from "node:fs";
 import { basename, dirname } from "node:path";
 import { log } from "../log.ts";
 import { ConfigError, type ConfigSnapshot, defaultSnapshot, loadConfig, type LoadOptions } from "./load.ts";
+import { withoutValue } from "./problems.ts";
 import type { Config } from "./schema.ts";
 
 export interface ConfigStatus {
@@ -91,7 +92,7 @@ export class LiveConfig {
       this.watchFiles();
       for (const listener of this.listeners) listener(this.snapshot, previous);
     } catch (e) {
-      const problems = e instanceof ConfigError ? e.problems : [(e as Error).message];
+      const problems = e instanceof ConfigError ? e.problems.map(withoutValue) : [(e as Error).message];
       const hash = e instanceof ConfigError ? e.hash : null;
       if (hash !== null && this.lastError?.hash === hash) return;
       this.lastError = { message: `${basename(path)}: ${problems.join("; ")}`, problems, at: Date.now() / 1000, hash };

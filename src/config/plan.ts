@@ -1,7 +1,7 @@
 // What applying a proposed config would change on a running router (`herd plan`), from the two configs'
 // effective views (every default filled in, secrets masked): nodes and client keys by name, every other
 // setting by its path. A secret shows only as set or not, so a plan never holds one.
-import { maskSecrets, withoutCredentials } from "./credentials/secrets.ts";
+import { maskSecrets } from "./credentials/secrets.ts";
 import { formatPath } from "./problems.ts";
 import { type Config, herdConfigSchema } from "./schema.ts";
 
@@ -13,10 +13,9 @@ export interface Change {
   detail: string;
 }
 
-/** A config as JSON with its secrets masked, and its nodes' addresses without credentials: what the router shows of its running config. */
+/** A config as JSON with its secrets masked and its addresses without credentials: what the router shows of its running config. */
 export function effectiveView(config: Config): Record<string, unknown> {
-  const nodes = config.nodes.map((n) => ({ ...n, ollama: withoutCredentials(n.ollama) }));
-  return maskSecrets(herdConfigSchema, { ...config, nodes }) as Record<string, unknown>;
+  return maskSecrets(herdConfigSchema, config) as Record<string, unknown>;
 }
 
 // Not compared: each machine resolves a relative dataDir to its own folder, flags and env override the

@@ -23,6 +23,14 @@ export function formatIssues(issues: readonly Issue[], root: AnySchema): string[
   });
 }
 
+/**
+ * A problem as a running router says it (its log, /healthz, the health page): without the value it got, which may be a
+ * secret put in the wrong field. `herd check-config`, which the file's author runs, keeps it.
+ */
+export function withoutValue(problem: string): string {
+  return problem.replace(/, got [\s\S]*$/, "");
+}
+
 // valibot reports a length check with the length it received ("got 0"); the value itself says more.
 const LENGTH_CHECKS = new Set(["non_empty", "min_length", "max_length", "length"]);
 

@@ -4,6 +4,7 @@
 import type { Database } from "bun:sqlite";
 import { type Config, type NodeEntry } from "../config/schema.ts";
 import { bandwidthForChip } from "../core/chips.ts";
+import { withoutCredentials } from "../config/credentials/secrets.ts";
 import { isLoopback } from "../core/loopback.ts";
 import { log } from "../log.ts";
 import { recordEvent } from "../store/db.ts";
@@ -219,7 +220,7 @@ export class Registry {
     if (!ollama.reachable) {
       // What is on its disk is still there: a request for it gets a 503 while the node is down, not a 404.
       node.ollama = { ...ollama, models_available: node.ollama?.models_available ?? [] };
-      node.statusReason = `Ollama at ${this.ollamaUrl(node)}: ${ollama.error}`;
+      node.statusReason = `Ollama at ${this.shownOllamaUrl(node)}: ${ollama.error}`;
       this.tick();
       return;
     }
@@ -249,6 +250,11 @@ export class Registry {
 
   ollamaUrl(node: NodeRecord): string | null {
     return this.declared.get(node.id)?.ollama ?? node.reportedOllamaUrl;
+  }
+
+  /** The node's Ollama as anything herd shows says it: without a user:password@ the config may give it. */
+  shownOllamaUrl(node: NodeRecord): string | null {
+    return withoutCredentials(this.ollamaUrl(node));
   }
 
   /** A service the node's agent reports on `port` (images, embeddings): at the address the router reaches the node's Ollama by. */

@@ -31,7 +31,7 @@ function nodeJson(registry: Registry, queues: Queues, pins: Pins, speeds: Speeds
     last_seen: node.lastSeen === null ? null : node.lastSeen / 1000,
     hardware: r.hardware ?? declaredHardware(entry?.hardware),
     sources: figureSources(node, entry),
-    ollama_url: registry.ollamaUrl(node),
+    ollama_url: registry.shownOllamaUrl(node),
     cpu: r.cpu ?? null,
     memory: r.memory ?? null,
     disk: r.disk ?? null,

@@ -3,6 +3,7 @@
 // node id and follows config reloads like the router does; it runs the node's
 // MLX servers (mlx-supervisor.ts) and its image, transcription and embedding
 // services (services.ts), and reports them too.
+import { withoutCredentials } from "../config/credentials/secrets.ts";
 import { agentToken } from "../config/credentials/keys.ts";
 import { probeOllama } from "../backends/ollama.ts";
 import type { LiveConfig } from "../config/live.ts";
@@ -44,7 +45,7 @@ export function startAgent(opts: AgentOptions): AgentHandle {
   let lastOllamaError: string | null | undefined;
   let lastSendError: string | null | undefined;
 
-  if (!entry()) log.info(`node ${opts.nodeId} has no entry in the config; running with defaults (Ollama at ${ollamaUrl()})`);
+  if (!entry()) log.info(`node ${opts.nodeId} has no entry in the config; running with defaults (Ollama at ${withoutCredentials(ollamaUrl())})`);
   const mlx = startMlxSupervisor({ nodeId: opts.nodeId, live: opts.live, entry, memory: () => collector.memory() });
   void mlx.reconcile();
   const services = startServices(opts.nodeId, opts.live, opts.credential ?? (() => agentToken(opts.live.config, opts.nodeId)));
@@ -66,8 +67,8 @@ export function startAgent(opts: AgentOptions): AgentHandle {
     ]);
     // The first result is reported by the command that started the agent; after that, changes only.
     if (lastOllamaError !== undefined && ollama.error !== lastOllamaError) {
-      if (ollama.error) log.warn(`node ${opts.nodeId}: Ollama at ${url} unreachable (${ollama.error})`);
-      else log.info(`node ${opts.nodeId}: Ollama at ${url} is back`);
+      if (ollama.error) log.warn(`node ${opts.nodeId}: Ollama at ${withoutCredentials(url)} unreachable (${ollama.error})`);
+      else log.info(`node ${opts.nodeId}: Ollama at ${withoutCredentials(url)} is back`);
     }
     lastOllamaError = ollama.error;
     const hb: Heartbeat = {

@@ -191,6 +191,6 @@ function unroutable(registry: Registry, nodes: NodeView[], models: string[], { f
 
 /** Why nothing is there, when it is that no Ollama answers: which, and how to start one. */
 function noOllama(registry: Registry): string {
-  const down = ollamaDown(registry.all(), (n) => registry.ollamaUrl(n));
+  const down = ollamaDown(registry.all(), (n) => registry.shownOllamaUrl(n));
   return down.length ? ` (${down.map((d) => d.finding).join("; ")}): ${START_OLLAMA}` : "";
 }

@@ -55,7 +55,7 @@ function degradedReasons(registry: Registry, live: LiveConfig): string[] {
   const serves = (n: NodeRecord) => n.ollama?.reachable || n.report.mlx_servers?.some((m) => m.status === "healthy");
   if (nodes.length && !online.some(serves)) {
     reasons.push(online.length ? "no online node reaches its Ollama (nor runs a healthy MLX server)" : `no node is online (${nodes.length} known)`);
-    for (const d of ollamaDown(nodes, (n) => registry.ollamaUrl(n))) reasons.push(`${d.finding}; ${START_OLLAMA}`);
+    for (const d of ollamaDown(nodes, (n) => registry.shownOllamaUrl(n))) reasons.push(`${d.finding}; ${START_OLLAMA}`);
   }
   const error = live.status().last_error;
   if (error) reasons.push(`the last config edit was refused (${error.message}); still running hash ${live.current.source.hash}`);

@@ -2,6 +2,7 @@
 // seed 000's shapes (docs/platform.md). All three are admin routes: connect and
 // disconnect change what leaves the machine, and the status names the operator's
 // e-mail and the platform's id for this node, which a client key has no need of.
+import { withoutCredentials } from "../config/credentials/secrets.ts";
 import { Elysia } from "elysia";
 import { routeFacts } from "../auth/route-facts.ts";
 import type { LiveConfig } from "../config/live.ts";
@@ -26,7 +27,7 @@ export function platformSurface(rt: PlatformSources) {
       const connection = rt.platform.connection();
       return {
         state: connection ? "connected" : "not_connected",
-        platform_url: connection?.platform_url ?? rt.live.config.platform.url,
+        platform_url: withoutCredentials(connection?.platform_url ?? rt.live.config.platform.url),
         connected: connection && {
           user_email: connection.user_email,
           user_display_name: connection.user_display_name,
@@ -42,9 +43,9 @@ export function platformSurface(rt: PlatformSources) {
       if (ask instanceof Response) return ask;
       try {
         const c = await rt.platform.connect(ask);
-        log.info(`connected to the platform at ${c.platform_url} as node ${c.node_id}`);
+        log.info(`connected to the platform at ${withoutCredentials(c.platform_url)} as node ${c.node_id}`);
         void rt.telemetry.check(); // a roll-up already due goes now, not at the next tick
-        return { state: "connected", node_id: c.node_id, user_email: c.user_email, user_display_name: c.user_display_name, platform_url: c.platform_url, connected_at: c.connected_at };
+        return { state: "connected", node_id: c.node_id, user_email: c.user_email, user_display_name: c.user_display_name, platform_url: withoutCredentials(c.platform_url), connected_at: c.connected_at };
       } catch (e) {
         if (e instanceof ConnectError) return refuse(e.code, e.message);
         log.error(`POST /api/platform/connect failed: ${(e as Error).message}`);

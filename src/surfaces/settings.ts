@@ -6,7 +6,7 @@ import { hostname } from "node:os";
 import { Elysia } from "elysia";
 import * as v from "valibot";
 import { routeFacts } from "../auth/route-facts.ts";
-import { maskSecrets, withoutCredentials } from "../config/credentials/secrets.ts";
+import { maskSecrets } from "../config/credentials/secrets.ts";
 import { type Config, herdConfigSchema } from "../config/schema.ts";
 import type { LiveConfig } from "../config/live.ts";
 import { effectiveView } from "../config/plan.ts";
@@ -152,7 +152,7 @@ function nodes(rt: Settings) {
     node_id: n.id,
     status: n.status,
     ...nodeRuns(n, routerHash),
-    ip: withoutCredentials(rt.registry.ollamaUrl(n)),
+    ip: rt.registry.shownOllamaUrl(n),
     models_loaded_count: n.ollama?.models_loaded.length ?? 0,
     is_router: n.id === local,
   }));

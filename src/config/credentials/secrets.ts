@@ -86,7 +86,7 @@ export const secretSchema = v.pipe(
   v.transform((source) => new Secret(source)),
 );
 
-/** A URL without any user:password@ in it: what a read API shows of a node's address. */
+/** A URL without any user:password@ in it: what a read API, a log line or a page shows of any address. */
 export function withoutCredentials<T extends string | null | undefined>(url: T): T {
   if (!url || !URL.canParse(url)) return url;
   const u = new URL(url);
@@ -117,6 +117,8 @@ export function isSecretField(schema: unknown): boolean {
 export function maskSecrets(schema: unknown, value: unknown): unknown {
   if (value === null || value === undefined) return value;
   if (isSecretField(schema) || value instanceof Secret) return MASK;
+  // Any address the config holds may carry a user:password@ (a node's Ollama behind a proxy, an OTLP collector).
+  if (typeof value === "string") return withoutCredentials(value);
   let s = schema as SchemaNode;
   while (s.wrapped) s = s.wrapped;
   const each = (item: SchemaNode | undefined, v: unknown) => maskSecrets(item ?? {}, v);

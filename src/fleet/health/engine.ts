@@ -45,7 +45,7 @@ function snapshot(rt: HealthSources, now: number): HealthInput {
     config: rt.live.config,
     configStatus: rt.live.status(),
     nodes: registry.all().map((n) => ({ ...n, declared: registry.entry(n.id) !== undefined, loadEvents: [...n.loadEvents] })),
-    ollamaDown: ollamaDown(registry.all(), (n) => registry.ollamaUrl(n)),
+    ollamaDown: ollamaDown(registry.all(), (n) => registry.shownOllamaUrl(n)),
     pins: Object.entries(rt.pins.perNode()).flatMap(([node_id, models]) => models.map((model) => ({ node_id, model }))),
     queues: queues.entries().map((q) => ({
       node_id: q.node_id,
