@@ -1,11 +1,15 @@
 // Embeddings by model name (seed 000's dispatch table) through a real router and a real node agent
-// whose config declares native text and vision embedding servers: stand-ins in this file speaking
-// the servers' wire (GET /health, Ollama's POST /api/embed). Text models they serve go to them while
-// they run, and to Ollama when they do not; vision models never go to Ollama. Tests share the fleet, in order.
+// whose config declares native text and vision embedding servers: a stand-in in this file for the
+// text server (GET /health, Ollama's POST /api/embed), and one for Ollama Herd's vision server
+// (test/fixtures/media/ollama-herd-servers.ts: GET /models, POST /embed). Text models the text
+// server serves go to it while it runs, and to Ollama when it does not; vision models never go to
+// Ollama. Tests share the fleet, in order.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { cleanupFile, eventually, getJson } from "./helpers.ts";
 import { type MediaFleet, startMediaFleet } from "./fixtures/media/fleet.ts";
+import { ollamaHerdVisionServer, visionVector } from "./fixtures/media/ollama-herd-servers.ts";
+import { encodePng } from "../src/sim/png.ts";
 
 /** A native embedding server: each text's vector says which server made it, so a test can tell. */
 function embeddingServer(sign: number, port = 0) {
@@ -32,7 +36,7 @@ const vector = (sign: number, text: string) => [sign * 0.5, text.length, -0.25];
 
 let fleet: MediaFleet;
 let text: ReturnType<typeof embeddingServer>;
-let vision: ReturnType<typeof embeddingServer>;
+let vision: ReturnType<typeof ollamaHerdVisionServer>;
 
 const post = (path: string, body: unknown) => fetch(`${fleet.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 const backendOf = async (model: string) => (await post("/api/embed", { model, input: "probe" })).headers.get("x-fleet-backend");
@@ -40,15 +44,16 @@ const backendOf = async (model: string) => (await post("/api/embed", { model, in
 afterAll(async () => {
   await fleet?.stop();
   await text?.server?.stop(true);
-  await vision?.server?.stop(true);
+  await vision?.stop();
   await cleanupFile();
 });
 
 beforeAll(async () => {
   text = embeddingServer(1);
-  vision = embeddingServer(-1);
+  // Its weights: clip's and siglip's on disk, dinov2's not yet. The config names clip and dinov2 only.
+  vision = ollamaHerdVisionServer(["clip-vit-b32", "siglip2-base"]);
   fleet = await startMediaFleet({
-    section: `embedding: { text: { port: ${text.server!.port} }, vision: { port: ${vision.server!.port}, models: ["clip"] } }`,
+    section: `embedding: { text: { port: ${text.server!.port} }, vision: { port: ${vision.server.port}, models: ["clip", "dinov2-vit-s14"] } }`,
     top: "timeouts: { embeddingMs: 500 },",
     simModels: ["llama3.2:3b", "nomic-embed-text:latest", "all-minilm:latest"],
   });
@@ -108,7 +113,8 @@ describe("text embedding models", () => {
       text_embedding: { models_available: [{ name: "nomic-embed-text", dimensions: 768 }], processing: false },
       text_embedding_port: text.server!.port,
       text_embedding_status: { backend_available: true },
-      vision_embedding_status: { backend_available: true, cached_model_count: 0 },
+      // The vision server's models the config names (GET /models): two, one with its weights on disk, as the server says.
+      vision_embedding_status: { backend_available: true, cached_model_count: 1 },
     });
   });
 
@@ -276,18 +282,31 @@ describe("text embedding models", () => {
 });
 
 describe("vision embedding models", () => {
-  test("a model the vision server serves goes to it: X-Fleet-Backend vision", async () => {
-    const res = await post("/api/embed", { model: "clip", input: ["aGVsbG8="] });
-    expect(res.status).toBe(200);
-    expect(res.headers.get("x-fleet-backend")).toBe("vision");
-    expect(((await res.json()) as any).embeddings).toEqual([vector(-1, "aGVsbG8=")]);
+  const image = (w: number, h: number) => encodePng(w, h, () => [1, 2, 3]);
+  const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64");
+
+  test("a model the vision server serves goes to its POST /embed, the images in base64: clip is its clip-vit-b32; X-Fleet-Backend vision", async () => {
+    const [a, b] = [image(32, 32), image(48, 16)];
+    const res = await post("/api/embed", { model: "clip", input: [b64(a), b64(b)] });
+    expect([res.status, res.headers.get("x-fleet-backend"), res.headers.get("x-fleet-node")]).toEqual([200, "vision", "studio"]);
+    const body = (await res.json()) as any;
+    expect(body).toMatchObject({ model: "clip-vit-b32", embeddings: [visionVector("clip-vit-b32", a), visionVector("clip-vit-b32", b)] });
+    expect(body.embeddings[0]).toHaveLength(512);
+    expect(vision.requests.at(-1)).toEqual({ model: "clip-vit-b32", images: [b64(a), b64(b)] });
+    // The legacy route and the OpenAI client take an image too.
+    const legacy = await post("/api/embeddings", { model: "clip-vit-b32", prompt: b64(a) });
+    expect(await legacy.json()).toEqual({ embedding: visionVector("clip-vit-b32", a) });
+    const client = new OpenAI({ baseURL: `${fleet.url}/v1`, apiKey: "unused" });
+    const { data } = await client.embeddings.create({ model: "dinov2-vit-s14", input: [b64(b)], dimensions: 384, encoding_format: "float" });
+    expect(data.map((d) => d.embedding)).toEqual([visionVector("dinov2-vit-s14", b)]);
   });
 
-  test("a vision model no running server serves is a 503, never Ollama", async () => {
-    const res = await post("/api/embed", { model: "siglip", input: "x" });
-    expect(res.status).toBe(503);
-    expect(res.headers.get("x-fleet-node")).toBe("none");
-    expect(((await res.json()) as any).error).toContain('"siglip" is a vision embedding model, but no online node runs a vision embedding server that serves it');
+  test("a vision model the server lists but the config does not name, or one no running server serves, is a 503, never Ollama", async () => {
+    for (const model of ["siglip", "siglip2-base"]) {
+      const res = await post("/api/embed", { model, input: b64(image(8, 8)) });
+      expect([model, res.status, res.headers.get("x-fleet-node")]).toEqual([model, 503, "none"]);
+      expect(((await res.json()) as any).error).toContain(`"${model}" is a vision embedding model, but no online node runs a vision embedding server that serves it`);
+    }
   });
 
   test("/api/pull of a vision embedding model is a 400 saying what to run instead", async () => {
@@ -304,10 +323,10 @@ describe("vision embedding models", () => {
     }, 5000, "a 503");
     expect(((await disabled.json()) as any).error).toContain("vision embedding is disabled on this router (features.visionEmbedding)");
     fleet.writeConfig();
-    await eventually(async () => (await backendOf("clip")) === "vision", 5000, "vision served again");
+    await eventually(async () => (await post("/api/embed", { model: "clip", input: b64(image(8, 8)) })).status === 200, 5000, "vision served again");
 
     // At once the router finds it unreachable; from the agent's next heartbeat on it knows the server is down.
-    await vision.server!.stop(true);
+    await vision.stop();
     const unreachable = await post("/api/embed", { model: "clip", input: "x" });
     expect(unreachable.status).toBe(503);
     await eventually(async () => {

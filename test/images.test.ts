@@ -281,7 +281,7 @@ describe("pulls and the feature switch", () => {
     const port = fleet.agent.output().match(/image service on http:\/\/127\.0\.0\.1:(\d+)/)![1];
     const job = { model: "z-image-turbo", prompt: "x", width: 64, height: 64 };
     const direct = (headers: Record<string, string>) =>
-      fetch(`http://127.0.0.1:${port}/generate-image`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(job) });
+      fetch(`http://127.0.0.1:${port}/api/generate-image`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(job) });
     fleet.writeConfig(`auth: { nodeToken: "node-secret-for-images" },`);
     const stranger = await eventually(async () => {
       const res = await direct({});

@@ -4,31 +4,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { cleanupFile, eventually, getJson } from "./helpers.ts";
 import { type MediaFleet, standIn, startMediaFleet } from "./fixtures/media/fleet.ts";
+import { wav } from "./fixtures/media/wav.ts";
 
 let fleet: MediaFleet;
-
-/** A real 16-bit mono PCM WAV: a 440 Hz tone of `seconds` at `rate` Hz. */
-function wav(seconds: number, rate = 16000): Uint8Array {
-  const samples = Math.round(seconds * rate);
-  const out = new Uint8Array(44 + samples * 2);
-  const view = new DataView(out.buffer);
-  const ascii = (at: number, s: string) => out.set(new TextEncoder().encode(s), at);
-  ascii(0, "RIFF");
-  view.setUint32(4, 36 + samples * 2, true);
-  ascii(8, "WAVE");
-  ascii(12, "fmt ");
-  view.setUint32(16, 16, true);
-  view.setUint16(20, 1, true); // PCM
-  view.setUint16(22, 1, true); // mono
-  view.setUint32(24, rate, true);
-  view.setUint32(28, rate * 2, true); // bytes per second
-  view.setUint16(32, 2, true);
-  view.setUint16(34, 16, true);
-  ascii(36, "data");
-  view.setUint32(40, samples * 2, true);
-  for (let i = 0; i < samples; i++) view.setInt16(44 + i * 2, Math.round(Math.sin((2 * Math.PI * 440 * i) / rate) * 8000), true);
-  return out;
-}
 
 function upload(fields: Record<string, string | Blob>, filename = "recording.wav") {
   const form = new FormData();

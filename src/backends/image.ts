@@ -6,9 +6,10 @@ import type { Config } from "../config/schema.ts";
 import type { GeneratedImage, ImageRequest } from "../core/media-request.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
 import { fleetImageModels, type ImageJob, isOllamaImageModel, ollamaGeneratesImages } from "../fleet/image-models.ts";
+import { ollamaHerdAgent } from "../fleet/ollama-herd.ts";
 import type { Queues } from "../fleet/queues.ts";
 import { type NodeRecord, onDisk, type Registry } from "../fleet/registry.ts";
-import { errorOf, postToNode, type ServiceCall, type ServiceJob, serviceNodes } from "./node-service.ts";
+import { callNode, errorOf, type ServiceCall, type ServiceJob, serviceNodes } from "./node-service.ts";
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 
@@ -37,22 +38,26 @@ export function imageJob(registry: Registry, queues: Queues, config: Config, req
     nodes,
     call: async (n, signal) =>
       backendOn(n, req.model) === "service"
-        ? { value: await onService(registry, n, serviceJob(req), { timeoutMs: config.timeouts.imageMs, credential: agentToken(config, n.id), signal }), backend: "image" }
+        ? { value: await onService(registry, n, serviceJob(req), { timeoutMs: config.timeouts.imageMs, credential: ollamaHerdAgent(n) ? null : agentToken(config, n.id), signal }), backend: "image" }
         : { value: await onOllama(registry, n, req, config.timeouts.imageMs, signal), backend: "ollama" },
   };
 }
 
-/** The request as a node agent's image service reads it. */
+/** The request as a node agent's image service reads it: herd's (node/services-images.ts) and Ollama Herd's (node/image_server.py) take the same fields. */
 function serviceJob({ model, prompt, width, height, steps, seed, quantize, guidance, negativePrompt }: ImageRequest): ImageJob {
   return { model, prompt, width, height, steps, seed, quantize, guidance, negative_prompt: negativePrompt };
 }
 
-/** Through the node agent's image service: it runs the CLI and answers with the PNG. */
+/**
+ * Through the node agent's image service: it runs the CLI and answers with the PNG. herd's and Ollama Herd's
+ * (node/image_server.py: a 404 for a model it lacks, a 500 for a failed CLI, a 504 past its 180 s) serve the same
+ * route; Ollama Herd's takes no credential, so herd's is not sent to it.
+ */
 async function onService(registry: Registry, node: NodeRecord, job: ImageJob, call: ServiceCall): Promise<GeneratedImage> {
   const url = registry.serviceUrl(node, node.report.image_port!);
   if (!url) throw new NodeFailure("no address for its image service");
   const started = performance.now();
-  const { res, bytes } = await postToNode(`${url}/generate-image`, JSON.stringify(job), { ...call, headers: { "content-type": "application/json" }, timeoutStatus: 502 });
+  const { res, bytes } = await callNode(`${url}/api/generate-image`, { method: "POST", body: JSON.stringify(job) }, { ...call, headers: { "content-type": "application/json" }, timeoutStatus: 502 });
   // The node stopped offering the model since its last heartbeat: another node may still have it.
   if (res.status === 404) throw new NodeFailure(errorOf(res, bytes));
   if (!res.ok) throw new RouteError(502, `image generation failed on ${node.id}: ${errorOf(res, bytes)}`);
@@ -66,7 +71,7 @@ async function onOllama(registry: Registry, node: NodeRecord, req: ImageRequest,
   if (!ollama) throw new NodeFailure("no Ollama URL");
   const started = performance.now();
   const body = { model: req.model, prompt: req.prompt, size: `${req.width}x${req.height}`, response_format: "b64_json" };
-  const { res, bytes } = await postToNode(new URL("/v1/images/generations", ollama).href, JSON.stringify(body), { headers: { "content-type": "application/json" }, timeoutMs, timeoutStatus: 502, signal });
+  const { res, bytes } = await callNode(new URL("/v1/images/generations", ollama).href, { method: "POST", body: JSON.stringify(body) }, { headers: { "content-type": "application/json" }, timeoutMs, timeoutStatus: 502, signal });
   if (!res.ok) throw new RouteError(502, `image generation failed on ${node.id}'s Ollama: ${errorOf(res, bytes)}`);
   let b64: unknown;
   try {

@@ -1,12 +1,16 @@
 // Speech-to-text on the fleet: which nodes offer which transcription models (the transcription
-// service a node agent runs over Qwen3-ASR), and one transcription on a node, the least busy tried first.
+// service a node agent runs over Qwen3-ASR), and one transcription on a node, the least busy tried
+// first: herd's agent answers it at once, an Ollama Herd node's as a job (transcription-job.ts).
 import { agentToken } from "../config/credentials/keys.ts";
 import type { Config } from "../config/schema.ts";
-import type { Transcribed, Transcript, TranscriptionRequest } from "../core/media-request.ts";
+import type { Transcribed, TranscriptionRequest } from "../core/media-request.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
 import type { Queues } from "../fleet/queues.ts";
+import { ollamaHerdAgent } from "../fleet/ollama-herd.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
-import { errorOf, postToNode, type ServiceCall, type ServiceJob, serviceNodes } from "./node-service.ts";
+import { callNode, errorOf, type ServiceCall, type ServiceJob, serviceNodes } from "./node-service.ts";
+import { transcriptIn } from "./transcript.ts";
+import { audioForm, transcribeAsJob } from "./transcription-job.ts";
 
 /** The transcription models a node's agent offers; none when it runs no transcription service. */
 function transcriptionModelsOn(node: NodeRecord): string[] {
@@ -34,29 +38,26 @@ export function transcriptionJob(registry: Registry, queues: Queues, config: Con
   return {
     model,
     nodes: offering.filter((n) => transcriptionModelsOn(n).includes(model)),
-    call: async (n, signal) => ({
-      value: await onService(registry, n, model, req, { timeoutMs: config.timeouts.transcriptionMs, credential: agentToken(config, n.id), signal }),
-      backend: "transcription",
-    }),
+    call: async (n, signal) => {
+      const url = registry.serviceUrl(n, n.report.transcription_port!);
+      if (!url) throw new NodeFailure("no address for its transcription service");
+      const value = ollamaHerdAgent(n)
+        ? await transcribeAsJob(url, n.id, req, { timeoutMs: config.timeouts.transcriptionMs, signal })
+        : await onService(url, n.id, model, req, { timeoutMs: config.timeouts.transcriptionMs, credential: agentToken(config, n.id), signal });
+      return { value, backend: "transcription" };
+    },
   };
 }
 
-async function onService(registry: Registry, node: NodeRecord, model: string, req: TranscriptionRequest, call: ServiceCall): Promise<Transcribed> {
-  const url = registry.serviceUrl(node, node.report.transcription_port!);
-  if (!url) throw new NodeFailure("no address for its transcription service");
-  const form = new FormData();
-  form.set("audio", new File([req.audio.bytes], req.audio.name, { type: req.audio.type }));
+/** Through herd's node agent: its service runs the CLI and answers with the transcript. */
+async function onService(url: string, nodeId: string, model: string, req: TranscriptionRequest, call: ServiceCall): Promise<Transcribed> {
+  const form = audioForm(req);
   form.set("model", model);
-  if (req.language) form.set("language", req.language);
   const started = performance.now();
-  const { res, bytes } = await postToNode(`${url}/transcribe`, form, { ...call, timeoutStatus: 502 });
+  const { res, bytes } = await callNode(`${url}/transcribe`, { method: "POST", body: form }, { ...call, timeoutStatus: 502 });
   if (res.status === 404) throw new NodeFailure(errorOf(res, bytes));
-  if (!res.ok) throw new RouteError(502, `transcription failed on ${node.id}: ${errorOf(res, bytes)}`);
-  let transcript: Transcript;
-  try {
-    transcript = JSON.parse(new TextDecoder().decode(bytes)) as Transcript;
-  } catch {
-    throw new RouteError(502, `transcription on ${node.id} answered something that is not JSON`);
-  }
+  if (!res.ok) throw new RouteError(502, `transcription failed on ${nodeId}: ${errorOf(res, bytes)}`);
+  const transcript = transcriptIn(bytes);
+  if (!transcript) throw new RouteError(502, `transcription on ${nodeId} answered no transcript (JSON with "text")`);
   return { transcript, transcriptionMs: Number(res.headers.get("x-transcription-time")) || Math.round(performance.now() - started) };
 }

@@ -116,8 +116,9 @@ export const heartbeatSchema = v.object({
   text_embedding: v.optional(v.nullable(embeddingServer)),
   text_embedding_port: v.optional(v.nullable(v.number())),
   text_embedding_status: v.optional(v.nullable(embeddingStatus)),
-  // herd's own additions beside them: the vision server's models and port (seed 000 assumes 11438), and the
-  // image and transcription services the agent runs. null clears an earlier report, as above.
+  // The vision server's models and port, as Ollama Herd's agents send them (models/node.py), and herd's own
+  // words for the image and transcription services the agent runs (an Ollama Herd agent's are translated to
+  // them, fleet/ollama-herd.ts). null clears an earlier report, as above.
   vision_embedding: v.optional(v.nullable(embeddingServer)),
   vision_embedding_port: v.optional(v.nullable(v.number())),
   image_models: v.optional(v.nullable(v.array(v.object({ name: v.string(), backend: v.string() })))),

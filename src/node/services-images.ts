@@ -1,5 +1,7 @@
-// The node's image service: POST /generate-image runs mflux or DiffusionKit once, with the
-// arguments those CLIs take, and answers with the PNG it wrote (X-Generation-Time: ms).
+// The node's image service: POST /api/generate-image runs mflux or DiffusionKit once, with the
+// arguments those CLIs take, and answers with the PNG it wrote (X-Generation-Time: ms). The route
+// and its body are those of Ollama Herd's image server (node/image_server.py of ollama-herd at
+// 32cfc92), so the router asks both kinds of node alike.
 import * as v from "valibot";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -50,7 +52,7 @@ function imageArgs(model: ImageModel, job: ImageJob, output: string): string[] {
 export function imageService(models: () => ImageModel[], newDeadline: (signal: AbortSignal) => Deadline) {
   const queue = new OneAtATime();
   return async (request: Request): Promise<Response> => {
-    if (new URL(request.url).pathname !== "/generate-image" || request.method !== "POST") return jsonError(404, "the image service answers POST /generate-image");
+    if (new URL(request.url).pathname !== "/api/generate-image" || request.method !== "POST") return jsonError(404, "the image service answers POST /api/generate-image");
     const d = newDeadline(request.signal);
     const parsed = v.safeParse(imageJobSchema, await request.json().catch(() => null));
     if (!parsed.success) return jsonError(400, formatIssues(parsed.issues, imageJobSchema).join("; "));

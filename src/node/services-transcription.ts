@@ -3,7 +3,7 @@
 // the DIR/AUDIO-STEM.json it writes, and answers in seed 000's shape (X-Transcription-Time: ms).
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { Transcript } from "../core/media-request.ts";
+import { transcriptIn } from "../backends/transcript.ts";
 import type { NodeEntry } from "../config/schema.ts";
 import { jsonError } from "../core/wire-errors.ts";
 import { type Deadline, inTempDir, OneAtATime, runCli } from "./services-cli.ts";
@@ -44,35 +44,11 @@ export function transcriptionService(section: () => TranscriptionSection | undef
         ];
         const failure = await runCli(label, argv, d);
         if (failure) return jsonError(502, failure);
-        const written = await readFile(join(dir, file.replace(/\.[^.]+$/, ".json")), "utf8").catch(() => null);
-        const transcript = written === null ? null : seedTranscript(parseJson(written));
+        const written = await readFile(join(dir, file.replace(/\.[^.]+$/, ".json"))).catch(() => null);
+        const transcript = written === null ? null : transcriptIn(written);
         if (!transcript) return jsonError(502, `${label} exited 0 but wrote no transcript (JSON with "text") to its --output-dir`);
         return Response.json(transcript, { headers: { "X-Transcription-Time": String(Math.round(performance.now() - started)) } });
       }),
     );
   };
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
-}
-
-/**
- * The CLI's JSON in seed 000's shape: text, language and chunks. Chunks come from its "chunks",
- * else its "segments" (Whisper's shape: text, start, end), each with its index and language.
- */
-function seedTranscript(raw: unknown): Transcript | null {
-  const out = raw as { text?: unknown; language?: unknown; chunks?: unknown; segments?: unknown } | null;
-  if (!out || typeof out.text !== "string") return null;
-  const language = typeof out.language === "string" && out.language ? out.language : "unknown";
-  const parts = Array.isArray(out.chunks) ? out.chunks : Array.isArray(out.segments) ? out.segments : [];
-  const seconds = (x: unknown) => (typeof x === "number" && Number.isFinite(x) ? x : 0);
-  const chunks = parts
-    .filter((p): p is { text: string; start?: unknown; end?: unknown; language?: unknown } => typeof p?.text === "string")
-    .map((p, i) => ({ text: p.text.trim(), start: seconds(p.start), end: seconds(p.end), chunk_index: i, language: typeof p.language === "string" ? p.language : language }));
-  return { text: out.text.trim(), language, chunks };
 }

@@ -6,6 +6,7 @@ import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { bearerToken } from "../config/credentials/tokens.ts";
 import { formatIssues } from "../config/problems.ts";
 import { heartbeatSchema } from "../fleet/heartbeat.ts";
+import { fromOllamaHerd } from "../fleet/ollama-herd.ts";
 import { type FleetState, fleetLimits, fleetQueue, fleetStatus } from "../fleet/status.ts";
 import { log } from "../log.ts";
 import type { RepairStats } from "../fleet/repair-stats.ts";
@@ -26,7 +27,7 @@ export function fleetSurface(rt: FleetState & { toolRepairs: RepairStats }) {
     .post("/heartbeat", async ({ request, server }) => {
       const body = await readJsonObject(request);
       if (typeof body === "string") return jsonError(400, `invalid heartbeat: ${body}`);
-      const parsed = v.safeParse(heartbeatSchema, body);
+      const parsed = v.safeParse(heartbeatSchema, fromOllamaHerd(body));
       if (!parsed.success) return jsonError(400, `invalid heartbeat: ${formatIssues(parsed.issues, heartbeatSchema).join("; ")}`);
       const from = server?.requestIP(request)?.address ?? null;
       // Only an enrolled node is ever recorded, so no unknown host is sent a prompt.
