@@ -20,10 +20,10 @@ export async function compile(target: string): Promise<string> {
   if (!spec) throw new Error(`unknown target "${target}"; one of: ${Object.keys(TARGETS).join(", ")}`);
   mkdirSync(join(root, "dist"), { recursive: true });
   const outfile = join(root, "dist", `herd-${target}`);
-  // The trace writer's worker thread is an entrypoint of its own: Bun bundles workers only when listed. So is the OTLP
-  // exporter, loaded only when telemetry.otlp is set (src/runtime.ts).
+  // The trace writer's and the token counter's worker threads are entrypoints of their own: Bun bundles workers only when
+  // listed. So is the OTLP exporter, loaded only when telemetry.otlp is set (src/runtime.ts).
   const proc = Bun.spawn(
-    [process.execPath, "build", "--compile", `--target=${spec.bun}`, join(root, "src/cli.ts"), join(root, "src/store/trace-worker.ts"), join(root, "src/pipeline/otlp.ts"), "--outfile", outfile],
+    [process.execPath, "build", "--compile", `--target=${spec.bun}`, join(root, "src/cli.ts"), join(root, "src/store/trace-worker.ts"), join(root, "src/core/token-worker.ts"), join(root, "src/pipeline/otlp.ts"), "--outfile", outfile],
     { cwd: root, stdout: "inherit", stderr: "inherit" },
   );
   if ((await proc.exited) !== 0) throw new Error(`bun build --compile for ${target} failed`);

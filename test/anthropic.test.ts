@@ -493,6 +493,25 @@ describe("count_tokens, resolution, errors", () => {
     expect(withTools.input_tokens).toBeGreaterThan(base.input_tokens + 20);
   });
 
+  test("counting megabyte prompts does not hold up other requests: four 15 MB counts at once, and /healthz answers before them", async () => {
+    const big = "lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(15 * 1024 * 1024 / 57);
+    const order: string[] = [];
+    const counts = Array.from({ length: 4 }, () => post("/v1/messages/count_tokens", { model: "claude-sonnet-4-5", messages: [{ role: "user", content: big }] }).then(async (r) => {
+      order.push("count");
+      return r.json() as Promise<any>;
+    }));
+    // Once the bodies are in: the counts run while the router answers what else comes.
+    await Bun.sleep(300);
+    const health = fetch(`${url}/healthz`).then((r) => {
+      order.push("healthz");
+      return r.status;
+    });
+    expect(await health).toBe(200);
+    const answered = await Promise.all(counts);
+    expect(answered.every((a) => a.input_tokens > 1_000_000)).toBe(true);
+    expect(order[0]).toBe("healthz");
+  }, 60_000);
+
   test("claude-* ids resolve by tier: haiku to the smallest loaded chat model, sonnet to a coder; the trace says why", async () => {
     const ask = (model: string) => client.messages.create({ model, max_tokens: 20, metadata: { user_id: "alice" }, messages: [user("hi")] }).withResponse();
     const haiku = await ask("claude-haiku-4-5");

@@ -1,6 +1,7 @@
 // The compiled binary as a user gets it: copied alone into an empty folder
 // next to a herd.config.ts, it serves, reloads, and brings its own types.
 import { beforeAll, describe, expect, test } from "bun:test";
+import { countTokens } from "gpt-tokenizer/encoding/cl100k_base";
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { HOST_TARGET, TARGETS, compile } from "../compile/build.ts";
@@ -124,6 +125,19 @@ describe(`the ${HOST_TARGET} binary, alone in an empty folder`, () => {
     const { traces } = await getJson(`${second.url}/dashboard/api/traces`);
     expect(traces.map((t: any) => [t.model, t.status])).toEqual([["nowhere:1b", "failed"]]);
     expect(await second.stop()).toBe(0);
+  });
+
+  test("counts tokens from inside the binary (the tokenizer's worker thread is an entrypoint of its own), not by the estimate", async () => {
+    writeFileSync(join(dir, "herd.config.ts"), "export default { nodes: [] };\n");
+    const router = await startRouterProcess(["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", "count-data"], { bin, cwd: dir });
+    const count = async (content: string) => {
+      const res = await fetch(`${router.url}/v1/messages/count_tokens`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "claude-sonnet-4-5", messages: [{ role: "user", content }] }) });
+      return ((await res.json()) as { input_tokens: number }).input_tokens;
+    };
+    const text = "antidisestablishmentarianism ".repeat(100);
+    // cl100k_base spells the word in a few tokens; the estimate would say 29 characters / 4.
+    expect((await count(`x${text}`)) - (await count("x"))).toBe(countTokens(`x${text}`) - countTokens("x"));
+    expect(await router.stop()).toBe(0);
   });
 
   test("exports a request's spans over OTLP from inside the binary (the exporter is an entrypoint of its own), the last ones at its stop", async () => {
