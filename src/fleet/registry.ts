@@ -214,6 +214,9 @@ export class Registry {
   polled(id: string, ollama: OllamaSection): void {
     const node = this.nodes.get(id);
     if (!node) return;
+    // A poll that set out before the node's agent spoke (its first beat came while the poll was under way) is older
+    // than that word, and must not take the node back from it.
+    if (!this.agentGone(node)) return;
     // The poll takes over from an agent whose heartbeats stopped: what it last said of the machine (memory,
     // hardware, services) is stale, and routing must not go on reading it.
     if (node.source === "agent" && this.agentGone(node)) node.report = {};
