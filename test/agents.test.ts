@@ -186,6 +186,11 @@ describe("POST /members", () => {
     expect(role.body.detail).toContain("architect, dev, reviewer");
     const profile = await call("POST", "/members", { body: { profile: "nope" } });
     expect([profile.status, profile.body.error]).toEqual([400, "unknown_profile"]);
+    // A name every object answers to is no profile either (it was a 500).
+    for (const name of ["__proto__", "constructor", "toString"]) {
+      const own = await call("POST", "/members", { body: { profile: name } });
+      expect([own.status, own.body.error]).toEqual([400, "unknown_profile"]);
+    }
     const worktree = await call("POST", "/members?worktree=true");
     expect([worktree.status, worktree.body.error]).toEqual([400, "bad_request"]);
     expect(worktree.body.detail).toContain("ticket");
@@ -308,6 +313,16 @@ describe("POST /sessions/{id}/message", () => {
       return t.phase === "done" && t;
     });
     expect(done).toEqual({ ticket: r.body.ticket, sessionId: w, phase: "done", reply: "async done", replySource: "reply" });
+    // The reply is the leads' to drain, and the worker's own: a sibling worker sees only where the task stands.
+    const { sessionId: sibling, paneId: siblingPane } = await spawn();
+    const siblingToken = (await fleet.standIn(sibling)).env.HERD_TOKEN!;
+    expect((await call("GET", `/tasks/${r.body.ticket}`, { token: siblingToken })).body).toEqual({ ticket: r.body.ticket, sessionId: w, phase: "done" });
+    expect((await call("GET", `/tasks/${r.body.ticket}`, { token: wToken })).body.reply).toBe("async done");
+    const pending = await send(w, { content: "late 800 kept from the sibling", wait: false });
+    const turn = await eventually(async () => (await call("GET", `/sessions/${w}/status`, { token: siblingToken })).body.turn, 3000, "the turn under way");
+    expect(turn.reply).toBeUndefined();
+    await eventually(async () => (await call("GET", `/tasks/${pending.body.ticket}`)).body.phase === "done", 5000, "the turn done");
+    await call("DELETE", `/members/${siblingPane}`);
     const unknown = await call("GET", "/tasks/tk-nope");
     expect([unknown.status, unknown.body.error]).toEqual([404, "unknown_ticket"]);
   });

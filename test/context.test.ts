@@ -198,6 +198,19 @@ describe("compaction by summary", () => {
     expect(denied.status).toBe(403);
     expect(node.chats.length).toBe(chatsBefore); // no summary was asked of the node for either
   });
+
+  test("a summary is the key's too: it takes from the key's per-minute budget, and a key with no budget left for it gets the 413 that says why", async () => {
+    const auth = `, auth: { clients: [{ name: "two", key: "key-two", rateLimit: { requestsPerMinute: 2 } }, { name: "one", key: "key-one", rateLimit: { requestsPerMinute: 1 } }] }`;
+    const { url } = await summarisingRouter(auth, "key-two");
+    const as = (key: string) => new Anthropic({ baseURL: url, apiKey: key, maxRetries: 0 });
+    // The request and its summary: the two of the minute.
+    expect((await as("key-two").messages.create({ model: "llama3.2:3b", max_tokens: 256, messages: conversation })).stop_reason).toBe("end_turn");
+    const next = await as("key-two").messages.create({ model: "llama3.2:3b", max_tokens: 16, messages: [{ role: "user", content: "hi" }] }).catch((e) => e);
+    expect(next.status).toBe(429);
+    const noRoom = await as("key-one").messages.create({ model: "llama3.2:3b", max_tokens: 256, messages: conversation }).catch((e) => e);
+    expect(noRoom.status).toBe(413);
+    expect(noRoom.message).toContain(`failed (key \\"one\\" is over its limit of 1 requests per minute`);
+  });
 });
 
 describe("the context a prompt runs in", () => {

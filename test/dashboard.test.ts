@@ -101,6 +101,17 @@ async function open(name: string, context = light): Promise<{ page: Page; proble
 const screenshot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 const settings = () => getJson(`${router.url}/dashboard/api/settings`);
 
+describe("the pages themselves", () => {
+  test("no other site may frame them; an asset named like a property of every object is a 404, not a 500", async () => {
+    for (const path of ["/dashboard", "/dashboard/health", "/dashboard/settings"]) {
+      const res = await fetch(`${router.url}${path}`);
+      expect([path, res.status, res.headers.get("x-frame-options"), res.headers.get("content-security-policy")]).toEqual([path, 200, "DENY", "frame-ancestors 'none'"]);
+      await res.body?.cancel();
+    }
+    for (const name of ["__proto__", "constructor", "toString"]) expect((await fetch(`${router.url}/dashboard/assets/${name}`)).status).toBe(404);
+  });
+});
+
 describe("GET /dashboard/events", () => {
   test("sends a snapshot with every node within 1 s, another 2 s later, and stops when the client goes", async () => {
     const abort = new AbortController();

@@ -182,11 +182,18 @@ export class AgentFleet {
   }
 
   status(caller: Principal, sessionId: string): Promise<Answer> {
-    return this.guard(caller, "READ", () => this.sessions.status(sessionId));
+    return this.guard(caller, "READ", async () => {
+      const status = await this.sessions.status(sessionId);
+      const turn = status.body?.turn as Record<string, unknown> | null | undefined;
+      return turn ? new Answer(status.status, { ...status.body, turn: replyFor(caller, sessionId, turn) }) : status;
+    });
   }
 
   task(caller: Principal, ticket: string): Promise<Answer> {
-    return this.guard(caller, "READ", async () => this.messages.task(ticket));
+    return this.guard(caller, "READ", async () => {
+      const task = this.messages.task(ticket);
+      return task.body?.ticket ? new Answer(task.status, replyFor(caller, task.body.sessionId, task.body)) : task;
+    });
   }
 
   whoami(caller: Principal): Answer {
@@ -218,4 +225,14 @@ function isRunning(pid: number): boolean {
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === "EPERM";
   }
+}
+
+/**
+ * A turn's or task's view as `caller` may read it: a reply (and why a turn failed) is for the leads, who drain them,
+ * and for the worker whose turn it was; another worker sees only where the turn stands.
+ */
+function replyFor(caller: Principal, sessionId: unknown, view: Record<string, unknown>): Record<string, unknown> {
+  if (caller.kind !== "member" || caller.sessionId === sessionId) return view;
+  const { reply: _, replySource: __, detail: ___, ...rest } = view;
+  return rest;
 }

@@ -112,7 +112,8 @@ export class SessionManager {
     if (ticket instanceof Answer) return ticket;
     const profiles = config.agents.profiles;
     const profileName = input.profile ?? config.agents.defaultProfile ?? Object.keys(profiles)[0];
-    const profile = profileName === undefined ? undefined : profiles[profileName];
+    // Own keys only: a client's "__proto__" or "constructor" names no profile.
+    const profile = profileName !== undefined && Object.hasOwn(profiles, profileName) ? profiles[profileName] : undefined;
     if (!profile) {
       const known = Object.keys(profiles);
       return refuse(400, "unknown_profile", known.length ? `profile "${profileName}" is not one of ${known.join(", ")}` : "no profiles are configured (agents.profiles in herd.config.ts)");

@@ -25,5 +25,7 @@ export interface ClientKey extends KeyGrant {
   modelRefusal(asked: string, resolved: string, fallbacks: string[], modelMap: Readonly<Record<string, string>>): Refusal | null;
   /** Takes a place for one inference request, or says why not; a place taken is given back with leave(). */
   enter(): Refusal | null;
+  /** Takes one request from the key's per-minute budget for work done for it beside its request (a summary), or says why not. */
+  take(): Refusal | null;
   leave(): void;
 }

@@ -85,6 +85,13 @@ class TokenCounter {
     return (this.worker = worker);
   }
 
+  /** Ends the thread when no count is under way (the next count starts another): its heap goes with it. */
+  release(): void {
+    if (!this.worker || this.waiting.size) return;
+    void this.worker.terminate();
+    this.worker = null;
+  }
+
   private settle(id: number, counts: number[] | null, why?: string): void {
     const done = this.waiting.get(id);
     if (!done) return;
@@ -98,6 +105,11 @@ class TokenCounter {
 }
 
 const counter = new TokenCounter();
+
+/** The idle shrink's part for the counter: its thread ends while nothing counts. */
+export function releaseIdleCounter(): void {
+  counter.release();
+}
 
 /** Tokens in a piece of text. */
 export async function textTokens(text: string): Promise<number> {

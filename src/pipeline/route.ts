@@ -21,6 +21,7 @@ import { dispatch } from "../router/dispatch.ts";
 import { gather, relay } from "../router/relay.ts";
 import type { Routed } from "../router/routed.ts";
 import type { Summarise } from "../router/compaction.ts";
+import type { ClientKey } from "../core/client-key.ts";
 import type { Toggles } from "../router/toggles.ts";
 import type { RepairStats } from "../fleet/repair-stats.ts";
 import { ToolCallRepair } from "../router/tool-repair.ts";
@@ -75,7 +76,7 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
   }
   // After admission: fitting may ask a model of the fleet for a summary, which a key over its rate, or one asking for a
   // model it may not use, must not get.
-  const unfit = req.fitContext || req.thinkAsk ? await fitStages(rt, req) : null;
+  const unfit = req.fitContext || req.thinkAsk ? await fitStages(rt, req, meta.caller) : null;
   if (unfit) {
     leave(rt.clients, meta);
     keepRefused(rt.traces, traceEnd(trace, "rejected", started, unfit.message), unfit.status);
@@ -138,8 +139,13 @@ function account(rt: Pipeline, req: InferenceRequest, routed: Routed, row: Trace
 }
 
 /** The stages that need the model the request will run on, once it is resolved and admitted (only agents' surfaces ask for them): context fitting, thinking. */
-async function fitStages(rt: Pipeline, req: InferenceRequest): Promise<RouteError | null> {
-  const unfit = await fitContext(rt.modelFacts, rt.live.config, rt.summarise, req);
+async function fitStages(rt: Pipeline, req: InferenceRequest, caller: ClientKey | null): Promise<RouteError | null> {
+  // A summary is a model's work done for the key: it takes from the key's per-minute budget (its place in flight is the request's).
+  const summarise: Summarise = (ask, signal) => {
+    const over = caller?.take();
+    return over ? Promise.reject(new Error(over.message)) : rt.summarise(ask, signal);
+  };
+  const unfit = await fitContext(rt.modelFacts, rt.live.config, summarise, req);
   if (!unfit) await decideThink(rt.modelFacts, req);
   return unfit;
 }

@@ -13,6 +13,9 @@ const SNAPSHOT_EVERY_MS = 2000;
 /** The pages and their assets are static shells, open to anyone: the data they show comes from routes that need a key. */
 const PAGE: RouteFacts = { access: "open", body: "json", errors: "herd" };
 
+/** Both spellings: Content-Security-Policy's frame-ancestors for browsers of today, X-Frame-Options for older ones. */
+const NO_FRAMING = { "content-security-policy": "frame-ancestors 'none'", "x-frame-options": "DENY" };
+
 export function dashboardSurface(rt: FleetState) {
   const feed = new LiveFeed(rt);
   const app = new Elysia({ name: "dashboard" })
@@ -22,13 +25,14 @@ export function dashboardSurface(rt: FleetState) {
     // Seed 000: a redirect to the one icon there is.
     .get("/favicon.ico", () => new Response(null, { status: 301, headers: { location: "/favicon.svg" } }), { facts: PAGE })
     .get("/dashboard/assets/:name", ({ params, request }) => {
-      const asset = ASSETS[params.name];
+      const asset = Object.hasOwn(ASSETS, params.name) ? ASSETS[params.name] : undefined;
       return asset ? serve(asset, request) : jsonError(404, `no dashboard asset "${params.name}"; one of: ${Object.keys(ASSETS).join(", ")}`);
     }, { facts: PAGE })
     .get("/dashboard/events", ({ request }) => liveStream(feed, request), { facts: { access: "client", body: "json", errors: "herd" } });
   for (const page of PAGES) {
     const html = pageHtml(page);
-    app.get(page.path, () => new Response(html, { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache" } }), { facts: PAGE });
+    // No other site may frame a page of herd (a click on its Pull or Settings could be steered there).
+    app.get(page.path, () => new Response(html, { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", ...NO_FRAMING } }), { facts: PAGE });
   }
   return app;
 }
