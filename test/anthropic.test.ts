@@ -494,7 +494,10 @@ describe("count_tokens, resolution, errors", () => {
   });
 
   test("counting megabyte prompts does not hold up other requests: four 15 MB counts at once, and /healthz answers before them", async () => {
-    const big = "lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(15 * 1024 * 1024 / 57);
+    // Words the tokenizer has not met before lead, so each count takes it most of a second on any machine (repeated text
+    // alone is counted in a fifth of one, and a count could then beat /healthz's request to the router).
+    const unmet = Array.from({ length: 150_000 }, (_, i) => `q${((i * 2654435761) >>> 0).toString(36)}`).join(" ");
+    const big = unmet + " lorem ipsum dolor sit amet, consectetur adipiscing elit.".repeat((15 * 1024 * 1024 - unmet.length) / 57);
     const order: string[] = [];
     const counts = Array.from({ length: 4 }, () => post("/v1/messages/count_tokens", { model: "claude-sonnet-4-5", messages: [{ role: "user", content: big }] }).then(async (r) => {
       order.push("count");
