@@ -170,6 +170,22 @@ describe("nodes enroll with a node credential", () => {
     expect(sameSecret("x".repeat(10_000), ADMIN)).toBe(false);
     expect(sameSecret(ADMIN.toUpperCase(), ADMIN)).toBe(false);
   });
+
+  test("a report with the node's credential says what that node serves, never what another's does: its MLX server does not take a name studio's Ollama holds", async () => {
+    const calls: string[] = [];
+    const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => (calls.push(new URL(req.url).pathname), Response.json({})) });
+    const beat = (body: Record<string, unknown>) =>
+      fetch(`${url}/heartbeat`, { method: "POST", headers: { "content-type": "application/json", ...bearer(MINI_TOKEN) }, body: JSON.stringify({ node_id: "mini", ollama_url: mini.url, ...body }) });
+    for (const status of ["healthy", "stopped"]) {
+      expect((await beat({ mlx_servers: [{ port: server.port, model: "llama3.2:3b", status }] })).status).toBe(200);
+      const res = await chat("llama3.2:3b", bearer(KEY.app));
+      await res.arrayBuffer();
+      expect([res.status, res.headers.get("x-fleet-node")]).toEqual([200, "studio"]);
+    }
+    expect(calls).toEqual([]);
+    await beat({ goodbye: true });
+    await server.stop(true);
+  });
 });
 
 describe("client keys", () => {

@@ -224,15 +224,16 @@ describe("runs started from the dashboard", () => {
 
 describe("smart mode", () => {
   test("pulls what the recommender would put on the node, then benchmarks it", async () => {
-    // Its own router and Mac: an agent reports the memory the recommender budgets with.
+    // Its own router and Mac: an agent reports the memory the recommender budgets with (with a credential: herd takes
+    // a polled node's memory from no other heartbeat).
     const mac = await startSimOllama({ id: "mac", memoryGb: 24, models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] });
     sims.push(mac);
     const dir = tmpDir();
     const file = join(dir, "herd.config.ts");
-    writeFileSync(file, `export default { nodes: [{ id: "mac", ollama: "${mac.url}" }] };\n`);
+    writeFileSync(file, `export default { nodes: [{ id: "mac", ollama: "${mac.url}", token: "bench-node-token" }] };\n`);
     const own = (await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")])).url;
     const live = await LiveConfig.open(null);
-    const agent = startAgent({ nodeId: "mac", live, ollamaUrl: mac.url, send: postTo(own, 1000), collector: simCollector(mac, { chip: "Apple M2", memoryBandwidthGbps: 100 }) });
+    const agent = startAgent({ nodeId: "mac", live, ollamaUrl: mac.url, send: postTo(own, 1000, () => "bench-node-token"), collector: simCollector(mac, { chip: "Apple M2", memoryBandwidthGbps: 100 }) });
     try {
       await agent.beat();
       await eventually(async () => (await getJson(`${own}/fleet/status`)).nodes[0]?.memory, 3000, "the agent's memory report");

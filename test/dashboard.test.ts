@@ -28,6 +28,7 @@ const pathOf = (name: string) => (name === "overview" ? "/dashboard" : `/dashboa
 let studio: SimNode;
 let mini: SimNode;
 let air: SimNode;
+const NODE_TOKEN = "dashboard-node-token";
 let router: Awaited<ReturnType<typeof startRouterProcess>>;
 let agents: AgentHandle[] = [];
 let browser: Browser;
@@ -43,7 +44,8 @@ beforeAll(async () => {
   const file = join(dir, "herd.config.ts");
   // mini declares its slots; air's were learned by an earlier run of the router (test/slots.test.ts learns them), kept in the store.
   const nodes = [studio, mini, air].map((n) => ({ id: n.id, ollama: n.url, ...(n === mini ? { parallel: 2 } : {}) }));
-  writeFileSync(file, `export default { nodes: ${JSON.stringify(nodes)}, heartbeat: ${JSON.stringify(HEARTBEAT)} };\n`);
+  // The agents carry a node credential: herd shows a polled node's memory from no other heartbeat.
+  writeFileSync(file, `export default { nodes: ${JSON.stringify(nodes)}, heartbeat: ${JSON.stringify(HEARTBEAT)}, auth: { nodeToken: "${NODE_TOKEN}" } };\n`);
   const kept = openStore(join(dir, "data"));
   writeSlots(kept, [{ nodeId: "air", slots: 1 }]);
   kept.close();
@@ -51,7 +53,7 @@ beforeAll(async () => {
   router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")], { env: { HERD_LOG_LEVEL: "debug" } });
   const live = await LiveConfig.open(null, (c) => ({ ...c, heartbeat: HEARTBEAT }));
   agents = [studio, mini].map((sim) =>
-    startAgent({ nodeId: sim.id, live, ollamaUrl: sim.url, send: postTo(router.url, 1000), collector: simCollector(sim, { chip: "Apple M2 Pro", memoryBandwidthGbps: 200 }) }),
+    startAgent({ nodeId: sim.id, live, ollamaUrl: sim.url, send: postTo(router.url, 1000, () => NODE_TOKEN), collector: simCollector(sim, { chip: "Apple M2 Pro", memoryBandwidthGbps: 200 }) }),
   );
   await eventually(async () => {
     const fleet = (await getJson(`${router.url}/fleet/status`)).nodes;

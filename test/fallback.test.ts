@@ -11,16 +11,18 @@ import { startSimOllama } from "../src/sim/index.ts";
 import { eventually, startRouterProcess, tmpDir } from "./helpers.ts";
 
 const FAST = { intervalMs: 200, timeoutMs: 700, offlineMs: 1400 };
+/** The agent's credential: herd takes a polled node's memory only from a heartbeat that carries one (docs/security.md). */
+const NODE_TOKEN = "fallback-node-token";
 
 /** `extra`: more of the router's config (client keys, say); `reader`: the headers that read the fleet's status. */
 async function macWith(loaded: string[], extra: Record<string, unknown> = {}, reader: Record<string, string> = {}) {
   const sim = await startSimOllama({ id: "mac", memoryGb: 32, models: ["qwen3:32b", "qwen3:8b", "llama3.2:3b", "gemma3:12b", "gemma3:4b", "nomic-embed-text"], loaded });
   const dir = tmpDir();
   const file = join(dir, "herd.config.ts");
-  writeFileSync(file, `export default ${JSON.stringify({ nodes: [{ id: "mac", ollama: sim.url }], heartbeat: FAST, ...extra })};\n`);
+  writeFileSync(file, `export default ${JSON.stringify({ nodes: [{ id: "mac", ollama: sim.url, token: NODE_TOKEN }], heartbeat: FAST, ...extra })};\n`);
   const router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
   const live = await LiveConfig.open(null, (c) => ({ ...c, heartbeat: FAST }));
-  const agent = startAgent({ nodeId: "mac", live, ollamaUrl: sim.url, send: postTo(router.url, 1000), collector: simCollector(sim, { chip: "Apple M2 Pro", memoryBandwidthGbps: 200 }) });
+  const agent = startAgent({ nodeId: "mac", live, ollamaUrl: sim.url, send: postTo(router.url, 1000, () => NODE_TOKEN), collector: simCollector(sim, { chip: "Apple M2 Pro", memoryBandwidthGbps: 200 }) });
   await agent.beat();
   const fleetStatus = async () => (await fetch(`${router.url}/fleet/status`, { headers: reader })).json() as Promise<any>;
   await eventually(async () => (await fleetStatus()).nodes[0]?.memory, 3000, "the agent's report");

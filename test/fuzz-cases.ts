@@ -79,13 +79,13 @@ function inFormat(format: ReturnType<typeof formatOf>, body: any): boolean {
 
 // ---- the inputs ------------------------------------------------------------
 
-function prng(seed: number) {
+export function prng(seed: number) {
   const next = seeded(seed);
   const int = (n: number) => Math.floor(next() * n);
   const pick = <T>(list: readonly T[]): T => list[int(list.length)]!;
   return { next, int, pick, chance: (p: number) => next() < p };
 }
-type Rng = ReturnType<typeof prng>;
+export type Rng = ReturnType<typeof prng>;
 
 const MB = 1024 * 1024;
 

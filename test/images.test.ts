@@ -57,8 +57,9 @@ beforeAll(async () => {
       { name: "flux-broken", command: ${JSON.stringify([...standIn("mflux-generate.ts"), "--no-such-flag"])} },
       { name: "flux-uninstalled", command: ["/nonexistent/bin/mflux-generate"] },
     ] }`,
-    // ghost: an agent node this file plays by hand (see "retries"); silent, it stays offline.
-    nodes: `{ id: "imager", ollama: "http://127.0.0.1:${ollamaImager.port}" }, { id: "ghost" }`,
+    // ghost: an agent node this file plays by hand (see "retries"); silent, it stays offline. Its heartbeats carry no
+    // credential, so the image service they report counts only as its entry declares one (at the port its agent picks).
+    nodes: `{ id: "imager", ollama: "http://127.0.0.1:${ollamaImager.port}" }, { id: "ghost", images: { port: 0, models: [{ name: "z-image-turbo" }] } }`,
   });
   await eventually(async () => (await getJson(`${fleet.url}/api/image-models`)).models.length === 4, 8000, "image models reported");
 });

@@ -91,7 +91,8 @@ describe("JSON routes: server.maxBodyMb", () => {
 });
 
 describe("heartbeats: 256 KiB, whatever server.maxBodyMb says", () => {
-  const heartbeat = (padding: number) => JSON.stringify({ node_id: "mac", labels: { padding: "x".repeat(padding) } });
+  // Padded with models' entries, each within its own bound (4096 characters).
+  const heartbeat = (padding: number) => JSON.stringify({ node_id: "mac", ollama: { models_available: Array.from({ length: Math.ceil(padding / 2000) }, (_, i) => ({ name: `pad${i}:1b`, notes: "x".repeat(2000) })) } });
 
   test("over 256 KiB, declared or streamed, is a 413 that says the limit is fixed; under it is accepted", async () => {
     for (const body of [heartbeat(300 * KiB), streamed(heartbeat(300 * KiB))]) {

@@ -50,8 +50,16 @@ beforeAll(async () => {
   const file = join(dir, "herd.config.ts");
   writeFileSync(
     file,
+    // Its services declared, as docs/media.md says: with no node credential, herd takes of a heartbeat only the
+    // services the node's entry declares.
     `export default {
-  nodes: [{ id: "mini" }],
+  nodes: [{
+    id: "mini",
+    mlx: [{ model: "mlx-community/Qwen3-4B-4bit", port: 11440 }],
+    images: { port: ${images.server.port}, models: [{ name: "z-image-turbo" }, { name: "sd3-medium", backend: "diffusionkit" }] },
+    transcription: { port: ${asr.server.port}, models: [{ name: "qwen3-asr" }] },
+    embedding: { vision: { port: ${vision.server.port}, models: ["dinov2-vit-s14"] } },
+  }],
   heartbeat: { offlineMs: 60000 },
   timeouts: { transcriptionMs: ${TRANSCRIPTION_MS}, embeddingMs: 2000 },
 };\n`,

@@ -126,15 +126,19 @@ describe("POST /dashboard/api/settings", () => {
   });
 
   test("vram_fallback off: a cold model that cannot fit is loaded as asked instead of served by a loaded stand-in", async () => {
-    // A real agent reports the simulated Mac's memory: the fallback needs to know qwen3:32b cannot fit.
-    const { url, sim } = await router({
-      id: "mac",
-      memoryGb: 32,
-      models: ["qwen3:32b", "qwen3:8b", "llama3.2:3b", "gemma3:12b"],
-      loaded: ["qwen3:8b", "llama3.2:3b", "gemma3:12b"],
-    });
+    // A real agent reports the simulated Mac's memory, with a credential (herd takes a polled node's memory from no
+    // other heartbeat): the fallback needs to know qwen3:32b cannot fit.
+    const { url, sim } = await router(
+      {
+        id: "mac",
+        memoryGb: 32,
+        models: ["qwen3:32b", "qwen3:8b", "llama3.2:3b", "gemma3:12b"],
+        loaded: ["qwen3:8b", "llama3.2:3b", "gemma3:12b"],
+      },
+      `auth: { nodeToken: "settings-node-token" },`,
+    );
     const live = await LiveConfig.open(null, (c) => ({ ...c, heartbeat: FAST }));
-    const agent = startAgent({ nodeId: "mac", live, ollamaUrl: sim.url, send: postTo(url, 1000), collector: simCollector(sim, { chip: "Apple M2 Pro", memoryBandwidthGbps: 200 }) });
+    const agent = startAgent({ nodeId: "mac", live, ollamaUrl: sim.url, send: postTo(url, 1000, () => "settings-node-token"), collector: simCollector(sim, { chip: "Apple M2 Pro", memoryBandwidthGbps: 200 }) });
     try {
       await agent.beat();
       await eventually(async () => (await getJson(`${url}/fleet/status`)).nodes[0]?.memory, 3000, "the agent's memory report");

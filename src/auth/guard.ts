@@ -96,7 +96,8 @@ function announce(config: Config, port: number | undefined): void {
     log.warn(
       `no node credential for ${open.join(", ")} (open mode): anyone who can reach ${where} may send their heartbeats and report their machines; ` +
         "a node without an ollama address in the config is then reached at the heartbeat's own address (port 11434), " +
-        "but such a heartbeat cannot set where herd sends its prompts, drain a node or, for a node herd polls, say what it holds or that it is down. " +
+        "but such a heartbeat cannot set where herd sends its prompts, drain a node or say it stopped; of a node's services it says only the state of those the config declares, " +
+        "and of a node herd polls nothing else (its memory, labels and version are ignored). " +
         "Give nodes a credential: `herd node --enroll` (docs/security.md)",
     );
   }

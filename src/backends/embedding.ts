@@ -9,29 +9,15 @@ import type { Config } from "../config/schema.ts";
 import type { NativeEmbedRequest } from "../core/media-request.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
 import { sameModel } from "../fleet/model-name.ts";
+import { VISION_MODELS, visionModelName } from "../fleet/vision-models.ts";
 import type { Queues } from "../fleet/queues.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import { callNode, errorOf, type ServiceJob, serviceNodes } from "./node-service.ts";
 
-/** Ollama Herd's vision models (node/embedding_models.py) and the short names its router takes for them (server/routes/embedding_compat.py). */
-const VISION_MODELS: Record<string, string> = {
-  "dinov2-vit-s14": "dinov2-vit-s14",
-  "siglip2-base": "siglip2-base",
-  "clip-vit-b32": "clip-vit-b32",
-  dinov2: "dinov2-vit-s14",
-  clip: "clip-vit-b32",
-  siglip: "siglip2-base",
-  siglip2: "siglip2-base",
-};
 /** Seed 000's advice with its 504: the first request may download the model. */
 const RETRY_AFTER_S = 30;
 
 export type EmbeddingKind = "native" | "vision";
-
-/** The name a vision server knows `model` by: Ollama Herd's own for its short names, else the name given. */
-export function visionModelName(model: string): string {
-  return VISION_MODELS[model.trim().toLowerCase().replace(/:latest$/, "")] ?? model;
-}
 
 /** The native server of `kind` a node reports running: its port and models. */
 function serverOn(node: NodeRecord, kind: EmbeddingKind) {

@@ -2,6 +2,7 @@
 //   nodes[1].ollama: expected a URL like http://10.0.0.2:11434, got "studio"
 //   server.prot: unknown key; did you mean "port"?
 import * as v from "valibot";
+import { echoed } from "../core/printable.ts";
 
 type Issue = v.BaseIssue<unknown>;
 type AnySchema = v.GenericSchema & { entries?: v.ObjectEntries; wrapped?: AnySchema; item?: AnySchema; value?: AnySchema };
@@ -16,7 +17,7 @@ export function formatIssues(issues: readonly Issue[], root: AnySchema): string[
       return `${where}: unknown key${hint ? `; did you mean "${hint}"?` : known.length ? `; known keys: ${known.join(", ")}` : ""}`;
     }
     if (issue.kind === "schema" && issue.received === "undefined" && keys.length) return `${where}: required`;
-    const got = LENGTH_CHECKS.has(issue.type) ? shown(issue.input) : issue.received;
+    const got = echoed(LENGTH_CHECKS.has(issue.type) ? shown(issue.input) : issue.received);
     // valibot's own messages start with "Invalid"; ours already say what is expected.
     if (!issue.message.startsWith("Invalid")) return `${where}: ${issue.message}, got ${got}`;
     return `${where}: expected ${describe(issue.expected)}, got ${got}`;
@@ -42,7 +43,7 @@ function shown(value: unknown): string {
 
 export function formatPath(keys: readonly (string | number)[]): string {
   return keys
-    .map((k, i) => (typeof k === "number" ? `[${k}]` : /^[A-Za-z_$][\w$]*$/.test(k) ? (i ? `.${k}` : k) : `[${JSON.stringify(k)}]`))
+    .map((k, i) => (typeof k === "number" ? `[${k}]` : /^[A-Za-z_$][\w$]*$/.test(k) ? (i ? `.${echoed(k)}` : echoed(k)) : `[${echoed(JSON.stringify(k))}]`))
     .join("");
 }
 

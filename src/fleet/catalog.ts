@@ -2,7 +2,7 @@
 // /api/tags, /api/ps, /api/show and /v1/models read it from. MLX servers'
 // models are named "mlx:<repo id>", as their queues are.
 import type { MlxServerStatus } from "./heartbeat.ts";
-import { type NodeRecord, onDisk, type Registry } from "./registry.ts";
+import { type NodeRecord, onDisk, provenOnDisk, type Registry } from "./registry.ts";
 import { normalizeModelName } from "./model-name.ts";
 import { GB, type TagEntry } from "./node-models.ts";
 
@@ -62,9 +62,15 @@ export function residentMlx(registry: Registry): MlxServer[] {
   return mlxServers(registry).filter((s) => s.status === "healthy" && s.node.status === "online");
 }
 
-/** The MLX model a request names: "mlx:<repo id>", or a repo id some node's MLX server runs; null for any other model. */
+/**
+ * The MLX model a request names: "mlx:<repo id>", or a repo id some node's MLX server runs that no trusted Ollama holds;
+ * null for any other model. A name an Ollama holds names its model, so one node's MLX server never takes another's
+ * models (a client asks for the server's as "mlx:<name>"); but an Ollama's list sent without a credential does not
+ * take a server's name (the servers are the config's or proven: declared-services.ts).
+ */
 export function mlxModelOf(registry: Registry, name: string): string | null {
   if (name.startsWith(MLX_PREFIX)) return name.slice(MLX_PREFIX.length);
   // Asked for every request: the reports alone answer it, without building each server's URL.
-  return registry.all().some((node) => node.report.mlx_servers?.some((s) => s.model === name)) ? name : null;
+  const runs = registry.all().some((node) => node.report.mlx_servers?.some((s) => s.model === name));
+  return runs && !provenOnDisk(registry, name) ? name : null;
 }

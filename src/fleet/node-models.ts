@@ -4,6 +4,7 @@
 // the router's own poll), so they are untrusted: each field herd reads is typed and bounded, and
 // an entry keeps the fields herd does not know (a newer Ollama's) only while it stays small.
 import * as v from "valibot";
+import { oneLine } from "../core/printable.ts";
 
 export const GB = 1024 ** 3;
 /** More than any Mac holds; a heartbeat (256 KiB) fits far fewer. */
@@ -11,7 +12,12 @@ const MAX_MODELS = 1000;
 /** A real entry is about 400 bytes. */
 const MAX_ENTRY_CHARS = 4096;
 
-const text = (max: number) => v.pipe(v.string(), v.maxLength(max));
+/**
+ * A string a node sends, as herd keeps it: at most `max` characters (more is refused, naming the field), on one line
+ * of printable text (core/printable.ts), as herd logs it, shows it on the dashboard and echoes it in errors.
+ */
+export const nodeText = (max: number) => v.pipe(v.string(), v.maxLength(max), v.transform(oneLine));
+const text = nodeText;
 const amount = v.pipe(v.number(), v.minValue(0));
 
 const modelName = v.pipe(text(512), v.nonEmpty("a model name must not be empty"));

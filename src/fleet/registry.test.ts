@@ -1,7 +1,10 @@
+import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
-import type { Heartbeat } from "./heartbeat.ts";
+import * as v from "valibot";
+import { migrate } from "../store/db.ts";
+import { type Heartbeat, heartbeatSchema } from "./heartbeat.ts";
 import { markPulled } from "./pulls.ts";
-import { onDisk, PULL_SETTLE_MS, Registry } from "./registry.ts";
+import { MAX_NODE_EVENTS, onDisk, PULL_SETTLE_MS, Registry } from "./registry.ts";
 import { quietly, testConfig } from "./test-fixtures.ts";
 
 const config = testConfig({ nodes: [{ id: "mini" }, { id: "studio", ollama: "http://10.0.0.2:11434" }] });
@@ -45,4 +48,104 @@ test("a model pulled through herd stays on the node's disk when a report gathere
   now += PULL_SETTLE_MS + 1;
   quietly(() => registry.polled("studio", up())); // the node still does not list it: it is gone (deleted, or the pull lied)
   expect(onDisk(studio, "llama3.2:1b")).toBe(false);
+});
+
+/** mini and studio each declare an MLX server and a native text embedding server; den declares none. */
+const services = testConfig({
+  nodes: [
+    { id: "mini", mlx: [{ model: "org/mini-mlx", port: 8081 }], embedding: { text: {} } },
+    { id: "studio", ollama: "http://10.0.0.2:11434", mlx: [{ model: "org/studio-mlx", port: 8082 }] },
+    { id: "den" },
+  ],
+});
+/** A report of every kind of service, declared or not, and of the machine. */
+const everything = (node_id: string): Heartbeat =>
+  v.parse(heartbeatSchema, {
+    node_id,
+    agent_version: "9.9.9",
+    labels: { owner: "someone" },
+    memory: { total_gb: 1, used_gb: 1, available_gb: 0, pressure: "critical" },
+    mlx_servers: ["org/mini-mlx", "org/studio-mlx", "llama3.2:3b"].flatMap((model) => [8081, 8082].map((port) => ({ model, port, status: "healthy" }))),
+    text_embedding: { models_available: [{ name: "nomic-embed-text" }] },
+    text_embedding_port: 11439,
+    vision_embedding: { models_available: [{ name: "nomic-embed-text" }] },
+    vision_embedding_port: 11438,
+    image_models: [{ name: "x/z-image-turbo", backend: "mflux" }],
+    image_port: 11436,
+  });
+
+test("of a node's services, an unproven heartbeat says only the state of those the config declares, at their ports; of a polled node, nothing else", () => {
+  const registry = new Registry(services);
+  quietly(() => {
+    for (const id of ["mini", "studio", "den"]) registry.heartbeat(everything(id), "10.0.0.9", false);
+  });
+  const served = (id: string) => registry.get(id)!.report.mlx_servers?.map((s) => `${s.model}@${s.port}`);
+  expect([served("mini"), served("studio"), served("den")]).toEqual([["org/mini-mlx@8081"], ["org/studio-mlx@8082"], []]);
+  const mini = registry.get("mini")!.report;
+  expect([mini.text_embedding_port, mini.vision_embedding, mini.image_port]).toEqual([11439, undefined, undefined]);
+  // A node without an address: the heartbeat is the only word on its machine.
+  expect([mini.memory?.total_gb, mini.labels, mini.agent_version]).toEqual([1, { owner: "someone" }, "9.9.9"]);
+  // A node herd polls: its services as declared, nothing of the machine.
+  expect(Object.keys(registry.get("studio")!.report)).toEqual(["mlx_servers"]);
+  expect(registry.get("studio")!.source).toBeNull();
+});
+
+test("a vision server's models are declared by the names clients use: its own names for them pass, others do not", () => {
+  const registry = new Registry(testConfig({ nodes: [{ id: "mini", embedding: { vision: { models: ["clip", "dinov2-vit-s14"] } } }] }));
+  const vision = (names: string[]) =>
+    registry.heartbeat(v.parse(heartbeatSchema, { node_id: "mini", vision_embedding: { models_available: names.map((name) => ({ name })) }, vision_embedding_port: 11438 }), "10.0.0.9", false).report.vision_embedding;
+  quietly(() => {
+    expect(vision(["clip-vit-b32", "dinov2-vit-s14"])?.models_available.map((m) => m.name)).toEqual(["clip-vit-b32", "dinov2-vit-s14"]);
+    expect(vision(["clip-vit-b32", "siglip2-base"])).toBeUndefined();
+  });
+});
+
+test("a goodbye without a credential is not believed: the node is not taken out of service", () => {
+  const registry = new Registry(services);
+  quietly(() => {
+    registry.heartbeat(everything("mini"), "10.0.0.3", false);
+    registry.heartbeat({ node_id: "mini", goodbye: true }, "10.0.0.9", false);
+  });
+  expect([registry.get("mini")!.status, registry.get("mini")!.report.memory?.total_gb]).toEqual(["online", 1]);
+  quietly(() => registry.heartbeat({ node_id: "mini", goodbye: true }, null, true));
+  expect([registry.get("mini")!.status, registry.get("mini")!.report]).toEqual(["offline", {}]);
+});
+
+test("an agent silent past heartbeat.offlineMs has left, said once; what it said of a polled node goes with it", () => {
+  let now = 1_000_000;
+  const registry = new Registry(services, null, () => now);
+  const lines: string[] = [];
+  quietly(() => registry.heartbeat(everything("studio"), "10.0.0.2", false), lines);
+  expect(lines).toEqual([expect.stringContaining("node studio: agent 9.9.9 joined from 10.0.0.2 without a credential; herd polls its Ollama at http://10.0.0.2:11434")]);
+  expect(registry.get("studio")!.report.mlx_servers).toHaveLength(1);
+  now += services.heartbeat.offlineMs + 1;
+  quietly(() => {
+    registry.tick();
+    registry.tick();
+  }, lines);
+  expect(lines.slice(1)).toEqual([expect.stringContaining("node studio: agent left (no heartbeat for 30 s)")]);
+  expect(registry.get("studio")!.report).toEqual({});
+});
+
+test("the store keeps the newest MAX_NODE_EVENTS transitions, however often an agent comes and goes", () => {
+  const store = new Database(":memory:");
+  migrate(store);
+  const registry = new Registry(services, store);
+  quietly(() => {
+    for (let i = 0; i < MAX_NODE_EVENTS / 2 + 50; i++) {
+      registry.heartbeat({ node_id: "den" }, null, true);
+      registry.heartbeat({ node_id: "den", goodbye: true }, null, true);
+    }
+  });
+  const rows = store.query("SELECT COUNT(*) AS n, MAX(id) AS last FROM node_events").get() as { n: number; last: number };
+  expect(rows).toEqual({ n: MAX_NODE_EVENTS, last: MAX_NODE_EVENTS + 100 });
+});
+
+test("the models a node unloaded are kept as warm up to a bound, whatever it reports", () => {
+  const registry = new Registry(services);
+  const loading = (names: string[]): Heartbeat => ({ node_id: "den", ollama: { ...down, reachable: true, error: null, models_loaded: names.map((name) => ({ name, size_gb: 1 })) } });
+  quietly(() => {
+    for (let beat = 0; beat < 5; beat++) registry.heartbeat(loading(Array.from({ length: 1000 }, (_, i) => `m${beat}-${i}:1b`)), null, true);
+  });
+  expect(registry.get("den")!.unloadedAt.size).toBe(1000);
 });

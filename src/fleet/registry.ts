@@ -9,6 +9,7 @@ import { isLoopback } from "../core/loopback.ts";
 import { log } from "../log.ts";
 import { recordEvent } from "../store/db.ts";
 import { readSlots } from "../store/slots.ts";
+import { heldToDeclared, SERVICE_FIELDS } from "./declared-services.ts";
 import { sameModel } from "./model-name.ts";
 import { isCloud } from "./node-models.ts";
 import { defaultContext, defaultParallel } from "./ollama-releases.ts";
@@ -25,8 +26,11 @@ const WARM_FOR_MS = 10 * 60_000;
 export const PULL_SETTLE_MS = 30_000;
 /** How long load/unload events are kept: the health checks look at the last hour. */
 const LOAD_EVENTS_FOR_MS = 60 * 60_000;
-/** A bound on them whatever a node reports. */
+/** A bound on them whatever a node reports; and on the models kept as warm. */
 const MAX_LOAD_EVENTS = 1000;
+const MAX_WARM = 1000;
+/** The node_events rows kept, the newest: an agent that comes and goes (with its credential) may say so as often as it likes. */
+export const MAX_NODE_EVENTS = 10_000;
 
 /** A model appearing in or leaving a node's loaded models between two reports (ms epoch). */
 export interface LoadEvent {
@@ -43,7 +47,14 @@ export interface NodeRecord {
   statusReason: string;
   firstSeen: number | null;
   lastSeen: number | null;
+  /** The last heartbeat of the node's agent (with or without its credential); null: none, or the agent left. */
   lastAgentBeat: number | null;
+  /**
+   * That heartbeat carried no credential (open mode): anyone may have sent it. For a node herd polls it is a sign of the
+   * agent's life and nothing more; for one without an address, its report and its Ollama's models are such a heartbeat's
+   * word (`unprovenWord`), which never decides what a model's name is while a node herd trusts holds it (catalog.ts).
+   */
+  unproven: boolean;
   /** Ollama's URL as the agent reported it, rewritten to the address the router saw it from. */
   reportedOllamaUrl: string | null;
   report: Omit<Heartbeat, "node_id">;
@@ -165,34 +176,45 @@ export class Registry {
    * Records an agent heartbeat; `remoteAddress` is where it came from. `proven`: it carried the node's credential,
    * or came from the agent inside this process. Anyone may send an unproven one (open mode: no node credential),
    * so it cannot choose where herd sends prompts (the config's address, else its own source address at Ollama's
-   * port) nor take the node out of service (its `draining` is ignored; for a node herd polls, the poll alone
-   * says what it holds and whether it is up).
+   * port) nor take the node out of service (its `draining` and `goodbye` are ignored), and of its services it says
+   * only the state of those the config declares (declared-services.ts). For a node herd polls, the poll and the
+   * config alone say what it holds, whether it is up and what it is (docs/security.md, open mode).
    */
   heartbeat(hb: Heartbeat, remoteAddress: string | null, proven: boolean): NodeRecord {
     const node = this.nodes.get(hb.node_id) ?? blank(hb.node_id);
-    if (hb.goodbye) return this.goodbye(node);
+    if (hb.goodbye) return proven ? this.goodbye(node) : node;
     if (!this.nodes.has(hb.node_id)) this.nodes.set(hb.node_id, node);
+    const entry = this.declared.get(hb.node_id);
+    const polled = !proven && Boolean(entry?.ollama);
+    this.agentBeat(node, hb, remoteAddress, proven, polled);
     const { node_id: _, ...report } = hb;
-    const polled = !proven && Boolean(this.declared.get(hb.node_id)?.ollama);
     if (proven) {
       if (hb.ollama_url) node.reportedOllamaUrl = reachableUrl(hb.ollama_url, remoteAddress);
+      node.report = { ...node.report, ...report };
     } else {
+      const said = { ...node.report, ...report };
+      node.report = heldToDeclared(polled ? servicesOf(said) : withoutSteering(said), entry);
+      // A node herd polls: its poll says what it holds and whether it is up, its config what it is.
+      if (polled) return node;
       node.reportedOllamaUrl = remoteAddress ? `http://${urlHost(remoteAddress)}:${OLLAMA_PORT}` : null;
-      delete report.ollama_url;
-      delete report.draining;
-      if (polled) delete report.ollama;
     }
-    node.report = { ...node.report, ...report };
-    // A node herd polls is up when its poll says so, whatever an unproven heartbeat claims.
-    if (polled) return node;
     if (report.ollama) this.setOllama(node, report.ollama);
-    if (node.lastAgentBeat === null || this.now() - node.lastAgentBeat > this.config.heartbeat.offlineMs) {
-      log.info(`node ${hb.node_id}: agent ${hb.agent_version ?? "?"} joined${remoteAddress ? ` from ${remoteAddress}` : ""}`);
-    }
     node.source = "agent";
-    node.lastAgentBeat = this.now();
     this.seen(node);
     return node;
+  }
+
+  /** The agent's beat, and its join logged: when it was gone, or now reports with (or without) a credential it did not before. */
+  private agentBeat(node: NodeRecord, hb: Heartbeat, from: string | null, proven: boolean, polled: boolean): void {
+    this.expireAgent(node);
+    if (node.lastAgentBeat === null || node.unproven === proven) {
+      const open = polled
+        ? `; herd polls its Ollama at ${this.ollamaUrl(node)} and takes from such heartbeats only the state of the services the config declares on it, not its memory, labels or version: give the node a credential (herd node --enroll, docs/security.md)`
+        : " (open mode)";
+      log.info(`node ${node.id}: agent ${hb.agent_version ?? "?"} joined${from ? ` from ${from}` : ""}${proven ? "" : ` without a credential${open}`}`);
+    }
+    node.lastAgentBeat = this.now();
+    node.unproven = !proven;
   }
 
   /**
@@ -214,12 +236,12 @@ export class Registry {
   polled(id: string, ollama: OllamaSection): void {
     const node = this.nodes.get(id);
     if (!node) return;
-    // A poll that set out before the node's agent spoke (its first beat came while the poll was under way) is older
-    // than that word, and must not take the node back from it.
-    if (!this.agentGone(node)) return;
-    // The poll takes over from an agent whose heartbeats stopped: what it last said of the machine (memory,
-    // hardware, services) is stale, and routing must not go on reading it.
-    if (node.source === "agent" && this.agentGone(node)) node.report = {};
+    // A poll that set out before the node's agent spoke with its credential (its first beat came while the poll was
+    // under way) is older than that word, and must not take the node back from it.
+    if (this.provenAgent(node)) return;
+    // The poll takes over from an agent whose heartbeats stopped (or now come without a credential): what it last
+    // said of the machine (memory, hardware, services) is stale, and routing must not go on reading it.
+    if (node.source === "agent") node.report = {};
     if (!ollama.reachable) {
       // What is on its disk is still there: a request for it gets a 503 while the node is down, not a 404.
       node.ollama = { ...ollama, models_available: node.ollama?.models_available ?? [] };
@@ -237,18 +259,25 @@ export class Registry {
     const now = this.now();
     for (const m of node.ollama?.models_loaded ?? []) if (!stillLoaded.has(m.name)) node.unloadedAt.set(m.name, now);
     for (const [name, at] of node.unloadedAt) if (now - at > WARM_FOR_MS || stillLoaded.has(name)) node.unloadedAt.delete(name);
+    // The oldest first (a Map keeps insertion order): a report may unload a thousand new names a beat.
+    for (const name of node.unloadedAt.keys()) if (node.unloadedAt.size > MAX_WARM) node.unloadedAt.delete(name);
     recordLoadEvents(node, next, now);
     node.ollama = withRecentPulls(node, next, now);
   }
 
-  /** Declared nodes with an Ollama URL whose agent is not reporting: the router polls those. */
+  /** Declared nodes with an Ollama URL and no agent reporting with its credential: the router polls those. */
   pollTargets(): { id: string; url: string }[] {
-    return [...this.declared.values()].filter((n) => n.ollama && this.agentGone(this.nodes.get(n.id))).map((n) => ({ id: n.id, url: n.ollama! }));
+    return [...this.declared.values()].filter((n) => n.ollama && !this.provenAgent(this.nodes.get(n.id))).map((n) => ({ id: n.id, url: n.ollama! }));
   }
 
-  /** No heartbeat from the node's agent for heartbeat.offlineMs, or never one. */
-  private agentGone(node: NodeRecord | undefined): boolean {
-    return !((node?.lastAgentBeat ?? 0) > this.now() - this.config.heartbeat.offlineMs);
+  /** A heartbeat from the node's agent within heartbeat.offlineMs. */
+  private agentReporting(node: NodeRecord | undefined): boolean {
+    return (node?.lastAgentBeat ?? 0) > this.now() - this.config.heartbeat.offlineMs;
+  }
+
+  /** The node's agent reports, with its credential (or from inside this process). */
+  private provenAgent(node: NodeRecord | undefined): boolean {
+    return this.agentReporting(node) && !node!.unproven;
   }
 
   ollamaUrl(node: NodeRecord): string | null {
@@ -285,11 +314,21 @@ export class Registry {
     return Boolean(this.declared.get(node.id)?.draining || node.report.draining);
   }
 
-  /** Re-derives every node's status from the age of its last report. */
+  /** An agent silent for heartbeat.offlineMs has left: said once, whether a tick or its next beat sees it first. */
+  private expireAgent(node: NodeRecord): void {
+    if (node.lastAgentBeat === null || this.agentReporting(node)) return;
+    log.info(`node ${node.id}: agent left (no heartbeat for ${Math.round((this.now() - node.lastAgentBeat) / 1000)} s)`);
+    node.lastAgentBeat = null;
+    // A node herd polls is its poll's alone from now on; one without an address keeps its last report, offline.
+    if (this.declared.get(node.id)?.ollama) node.report = {};
+  }
+
+  /** Re-derives every node's status from the age of its last report; an agent silent for heartbeat.offlineMs has left. */
   tick(): void {
     const { timeoutMs, offlineMs } = this.config.heartbeat;
     const now = this.now();
     for (const node of this.nodes.values()) {
+      this.expireAgent(node);
       const age = node.lastSeen === null ? Infinity : now - node.lastSeen;
       const status: NodeStatus = age > offlineMs ? "offline" : age > timeoutMs ? "degraded" : "online";
       if (status === node.status) continue;
@@ -323,8 +362,20 @@ export class Registry {
     if (!announce) log.debug(line);
     else if (status === "online") log.info(line);
     else log.warn(line);
-    if (this.store) recordEvent(this.store, "INSERT INTO node_events (at, node_id, status, reason) VALUES (?, ?, ?, ?)", [this.now() / 1000, node.id, status, reason]);
+    if (!this.store) return;
+    recordEvent(this.store, "INSERT INTO node_events (at, node_id, status, reason) VALUES (?, ?, ?, ?)", [this.now() / 1000, node.id, status, reason]);
+    recordEvent(this.store, "DELETE FROM node_events WHERE id <= (SELECT MAX(id) FROM node_events) - ?", [MAX_NODE_EVENTS]);
   }
+}
+
+/** An unproven report of a node without an address: not where the node is, nor that it drains. */
+function withoutSteering({ ollama_url: _url, draining: _draining, ...report }: NodeRecord["report"]): NodeRecord["report"] {
+  return report;
+}
+
+/** An unproven report of a node herd polls: its services alone. */
+function servicesOf(report: NodeRecord["report"]): NodeRecord["report"] {
+  return Object.fromEntries(SERVICE_FIELDS.filter((f) => report[f] !== undefined).map((f) => [f, report[f]]));
 }
 
 function blank(id: string): NodeRecord {
@@ -336,6 +387,7 @@ function blank(id: string): NodeRecord {
     firstSeen: null,
     lastSeen: null,
     lastAgentBeat: null,
+    unproven: false,
     reportedOllamaUrl: null,
     report: {},
     ollama: null,
@@ -382,6 +434,16 @@ function reachableUrl(reported: string, remoteAddress: string | null): string {
 /** A socket's address as a URL's host: IPv6 in brackets, an IPv4-mapped one as IPv4. */
 function urlHost(address: string): string {
   return address.includes(":") && !address.startsWith("::ffff:") ? `[${address}]` : address.replace("::ffff:", "");
+}
+
+/** What the node's report says (and, from its agent, its Ollama's models) came without its credential: anyone may have sent it. */
+export function unprovenWord(node: NodeRecord): boolean {
+  return node.source === "agent" && node.unproven;
+}
+
+/** A node whose word herd trusts (its own poll, or its agent's with the credential) has the model on disk. */
+export function provenOnDisk(registry: Registry, model: string): boolean {
+  return registry.all().some((n) => !unprovenWord(n) && onDisk(n, model));
 }
 
 /** The node has the model loaded right now. */

@@ -129,10 +129,11 @@ export async function testPins(registry: Registry, pins: Record<string, string[]
   return { pins: new Pins(store, live, registry), live, store };
 }
 
-/** Runs `build` with the router's info and warning lines silenced: a test fleet joining is no news. */
-export function quietly<T>(build: () => T): T {
+/** Runs `build` with the router's info and warning lines silenced (a test fleet joining is no news); `said` collects them. */
+export function quietly<T>(build: () => T, said?: string[]): T {
   const saved = { ...log };
-  Object.assign(log, { debug: () => {}, info: () => {}, warn: () => {} });
+  const note = (line: string) => void said?.push(line);
+  Object.assign(log, { debug: () => {}, info: note, warn: note });
   try {
     return build();
   } finally {

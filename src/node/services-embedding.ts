@@ -7,7 +7,7 @@
 // weights are on disk come from the agent's own look (embedding-weights.ts), running or not, and from
 // the vision server's list where it gives them: weights cached with no server running is what the
 // backend-missing checks report.
-import { visionModelName } from "../backends/embedding.ts";
+import { visionModelName } from "../fleet/vision-models.ts";
 import { callNode } from "../backends/node-service.ts";
 import type { NodeEntry } from "../config/schema.ts";
 import type { Heartbeat } from "../fleet/heartbeat.ts";

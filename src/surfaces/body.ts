@@ -3,6 +3,7 @@ import * as v from "valibot";
 import { readBody } from "../auth/limits.ts";
 import { formatIssues } from "../config/problems.ts";
 import { fleetHeaders } from "../core/fleet-headers.ts";
+import { echoed } from "../core/printable.ts";
 import { jsonError } from "../core/wire-errors.ts";
 import { bodyNamesProblem, nameProblem } from "../core/client-names.ts";
 
@@ -13,7 +14,8 @@ export async function readJsonObject(request: Request): Promise<Record<string, u
   try {
     body = JSON.parse(text);
   } catch (e) {
-    return `invalid JSON body: ${(e as Error).message}`;
+    // The parser's message quotes the body: kept short and printable.
+    return `invalid JSON body: ${echoed((e as Error).message, 200)}`;
   }
   if (!body || typeof body !== "object" || Array.isArray(body)) return "invalid JSON body: expected an object";
   const deep = tooDeep(body as Record<string, unknown>);

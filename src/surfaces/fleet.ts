@@ -28,7 +28,7 @@ export function fleetSurface(rt: FleetState & { toolRepairs: RepairStats }) {
       const body = await readJsonObject(request);
       if (typeof body === "string") return jsonError(400, `invalid heartbeat: ${body}`);
       const parsed = v.safeParse(heartbeatSchema, fromOllamaHerd(body));
-      if (!parsed.success) return jsonError(400, `invalid heartbeat: ${formatIssues(parsed.issues, heartbeatSchema).join("; ")}`);
+      if (!parsed.success) return jsonError(400, `invalid heartbeat: ${firstIssues(formatIssues(parsed.issues, heartbeatSchema))}`);
       const from = server?.requestIP(request)?.address ?? null;
       // Only an enrolled node is ever recorded, so no unknown host is sent a prompt.
       const admitted = enrollment(rt.live.config, parsed.output.node_id, bearerToken(request));
@@ -39,6 +39,11 @@ export function fleetSurface(rt: FleetState & { toolRepairs: RepairStats }) {
       const node = rt.registry.heartbeat(parsed.output, from, admitted.proven);
       return { status: "ok", node_status: node.status };
     }, { parse: "none", facts: { access: "node", body: "heartbeat", errors: "herd" } });
+}
+
+/** A heartbeat may break a thousand fields at once: its refusal names the first few. */
+function firstIssues(issues: string[], shown = 5): string {
+  return issues.slice(0, shown).join("; ") + (issues.length > shown ? `; and ${issues.length - shown} more` : "");
 }
 
 /** A refused agent retries every interval: each line is logged at most once per `everyMs` (and the memory of them is bounded). */
