@@ -10,7 +10,7 @@ import { lineLimits, readLines } from "./backends/lines.ts";
 import { loadModel, probeOllama } from "./backends/ollama.ts";
 import { serverBodyCap } from "./auth/limits.ts";
 import type { LiveConfig } from "./config/live.ts";
-import type { Config } from "./config/schema.ts";
+import { type Config, nodeAnswerCap } from "./config/schema.ts";
 import type { OtlpExport } from "./pipeline/otlp.ts";
 import { AfterAnswer } from "./pipeline/after-answer.ts";
 import { summariseOnFleet } from "./pipeline/summarise.ts";
@@ -124,16 +124,16 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     clients: new ClientGate(),
     pulls: new Pulls(),
     pins: new Pins(store, live, registry),
-    warmer: new Warmer(loadModel, (nodeId, model, loadNs) => speeds.observe(nodeId, model, { loadNs }, diskBytes(registry.get(nodeId), model))),
+    warmer: new Warmer((url, model, timeoutMs, keep) => loadModel(url, model, timeoutMs, keep, nodeAnswerCap(live.config)), (nodeId, model, loadNs) => speeds.observe(nodeId, model, { loadNs }, diskBytes(registry.get(nodeId), model))),
     toolRepairs: new RepairStats(),
     afterAnswer: new AfterAnswer(),
     speeds,
     promptCounts: new PromptCounts(),
     affinity: new SessionAffinity(),
-    modelFacts: new ModelFacts(registry),
+    modelFacts: new ModelFacts(registry, () => nodeAnswerCap(live.config)),
     summarise: (ask, signal) => summariseOnFleet(rt, ask, signal),
     toggles: new Toggles(),
-    benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => rt.url, credentials: internalHeaders, readLines: (body, idleMs) => readLines(body.getReader(), { ...lineLimits(live.config), idleMs }) }),
+    benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => rt.url, credentials: internalHeaders, readLines: (body, idleMs) => readLines(body.getReader(), { ...lineLimits(live.config), idleMs }), maxAnswer: () => nodeAnswerCap(live.config) }),
     agents: new AgentFleet(live, () => rt.url, new WorkerRoster(store)),
     platform,
     telemetry: new Telemetry({ platform, live, store, dataDir, sendAtMs: telemetrySendAt() }),

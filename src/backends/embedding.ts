@@ -2,7 +2,7 @@
 // node's native vision embedding server; a text model a node's native text server serves goes
 // there while it runs (it never takes an Ollama inference slot); everything else stays on Ollama.
 // The native servers speak Ollama's POST /api/embed, so every surface answers as it does for Ollama.
-import type { Config } from "../config/schema.ts";
+import { type Config, nodeAnswerCap } from "../config/schema.ts";
 import type { NativeEmbedRequest } from "../core/media-request.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
 import { sameModel } from "../fleet/model-name.ts";
@@ -62,7 +62,7 @@ export function nativeEmbeddingJob(registry: Registry, queues: Queues, config: C
     const url = registry.serviceUrl(n, serverOn(n, kind)!.port);
     if (!url) throw new NodeFailure(`no address for ${n.id}'s ${what} server`);
     const started = performance.now();
-    const { res, bytes } = await postToNode(`${url}/api/embed`, body, { headers: { "content-type": "application/json" }, timeoutMs: config.timeouts.embeddingMs, timeoutStatus: 504, signal }).catch((e) => {
+    const { res, bytes } = await postToNode(`${url}/api/embed`, body, { headers: { "content-type": "application/json" }, timeoutMs: config.timeouts.embeddingMs, maxAnswer: nodeAnswerCap(config), timeoutStatus: 504, signal }).catch((e) => {
       if (!(e instanceof RouteError) || e.status !== 504) throw e;
       throw new RouteError(504, `${what} timed out: ${e.message}; the first request may download the model (about 130 MB), retry after ${RETRY_AFTER_S} s`, 0, [], RETRY_AFTER_S);
     });

@@ -3,6 +3,7 @@
 // POST with a deadline. A backend plans a ServiceJob; the pipeline runs it (pipeline/service.ts).
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import type { Queues } from "../fleet/queues.ts";
+import { type AnswerCap, AnswerTooLarge, responseBytes } from "../core/capped-body.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
 import { describeFetchError } from "./ollama.ts";
 
@@ -33,25 +34,28 @@ function load(queues: Queues, nodeId: string): number {
   return pending + inFlight;
 }
 
-/** How the router calls a node agent's own service: its deadline, the node's credential (when the config has one), the request's signal. */
+/** How the router calls a node agent's own service: its deadline, the largest answer it may send, the node's credential (when the config has one), the request's signal. */
 export interface ServiceCall {
   timeoutMs: number;
+  maxAnswer: AnswerCap;
   credential?: string | null;
   signal: AbortSignal;
 }
 
 /**
- * POSTs to a node with a deadline for the whole answer. A network failure is a NodeFailure; running
- * out of time is a RouteError with `timeoutStatus`; an aborted signal (the client gone, herd stopping) ends it with its reason.
+ * POSTs to a node with a deadline for the whole answer, read up to `maxAnswer`. A network failure is a NodeFailure; running
+ * out of time is a RouteError with `timeoutStatus`, an answer past its cap a 502; an aborted signal (the client gone, herd
+ * stopping) ends it with its reason.
  */
 export async function postToNode(url: string, body: string | FormData, opts: ServiceCall & { headers?: Record<string, string>; timeoutStatus: number }): Promise<{ res: Response; bytes: Uint8Array }> {
   const deadline = AbortSignal.timeout(opts.timeoutMs);
   const headers = opts.credential ? { ...opts.headers, authorization: `Bearer ${opts.credential}` } : opts.headers;
   try {
     const res = await fetch(url, { method: "POST", body, headers, signal: AbortSignal.any([opts.signal, deadline]) });
-    return { res, bytes: new Uint8Array(await res.arrayBuffer()) };
+    return { res, bytes: await responseBytes(res, opts.maxAnswer) };
   } catch (e) {
     if (opts.signal.aborted) throw opts.signal.reason;
+    if (e instanceof AnswerTooLarge) throw new RouteError(502, `${new URL(url).host}: ${e.message}`);
     if (deadline.aborted) throw new RouteError(opts.timeoutStatus, `no answer from ${new URL(url).host} within ${opts.timeoutMs} ms`);
     throw new NodeFailure(`${new URL(url).host}: ${describeFetchError(e, opts.timeoutMs)}`);
   }

@@ -1,7 +1,7 @@
 // Speech-to-text on the fleet: which nodes offer which transcription models (the transcription
 // service a node agent runs over Qwen3-ASR), and one transcription on a node, the least busy tried first.
 import { agentToken } from "../config/credentials/keys.ts";
-import type { Config } from "../config/schema.ts";
+import { type Config, nodeAnswerCap } from "../config/schema.ts";
 import type { Transcribed, Transcript, TranscriptionRequest } from "../core/media-request.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
 import type { Queues } from "../fleet/queues.ts";
@@ -35,7 +35,7 @@ export function transcriptionJob(registry: Registry, queues: Queues, config: Con
     model,
     nodes: offering.filter((n) => transcriptionModelsOn(n).includes(model)),
     call: async (n, signal) => ({
-      value: await onService(registry, n, model, req, { timeoutMs: config.timeouts.transcriptionMs, credential: agentToken(config, n.id), signal }),
+      value: await onService(registry, n, model, req, { timeoutMs: config.timeouts.transcriptionMs, maxAnswer: nodeAnswerCap(config), credential: agentToken(config, n.id), signal }),
       backend: "transcription",
     }),
   };

@@ -3,6 +3,7 @@
 import * as v from "valibot";
 import { secretSchema } from "./credentials/secrets.ts";
 import { bandwidthForChip, CHIP_NAMES } from "../core/chips.ts";
+import type { AnswerCap } from "../core/capped-body.ts";
 import type { HerdConfig } from "./types.ts";
 
 /** The `pins` key meaning every node. */
@@ -137,6 +138,7 @@ export const herdConfigSchema = v.strictObject({
     maxMediaBodyMb: v.optional(megabytes, 64),
     clientMaxPendingBodies: v.optional(v.pipe(count, v.minValue(1, "expected at least 1")), 32),
     maxNodeLineMb: v.optional(megabytes, 16),
+    maxNodeAnswerMb: v.optional(megabytes, 64),
     idleShrinkMs: v.optional(ms, 60000),
   }),
   nodes: v.optional(v.array(node), []),
@@ -269,7 +271,13 @@ export const herdConfigSchema = v.strictObject({
 
 /** A validated config with every default filled in: what the running code reads. */
 export type Config = v.InferOutput<typeof herdConfigSchema>;
+
 export type NodeEntry = Config["nodes"][number];
+
+/** The largest whole answer herd reads from a node or a node's service (server.maxNodeAnswerMb). */
+export function nodeAnswerCap(config: Config): AnswerCap {
+  return { bytes: Math.round(config.server.maxNodeAnswerMb * 2 ** 20), setting: "server.maxNodeAnswerMb" };
+}
 
 // Compile-time guard: the hand-written public type and the validator accept the same input.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;

@@ -55,6 +55,12 @@ export interface ServerConfig {
   clientMaxPendingBodies?: number;
   /** Longest line a node may stream (an NDJSON or SSE line), in MB; past it the answer ends with an error. Default 16. */
   maxNodeLineMb?: number;
+  /**
+   * Largest whole answer herd reads from a node, in MB: a chat or generate answer not streamed (whatever the client
+   * asked), embeddings, an image, a transcript, and what herd asks a node itself (its models, a model's facts); past it
+   * the request ends with a 502 naming this setting and the node's connection is dropped. Default 64.
+   */
+  maxNodeAnswerMb?: number;
   /** Idle this long after a burst that grew memory, herd gives the memory back (Bun.shrink; the next requests compile their code again); 0: never. Default 60000. */
   idleShrinkMs?: number;
 }

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, expect, mock, spyOn, test } from "bun:test";
 import { loadModel } from "../backends/ollama.ts";
 import { log } from "../log.ts";
-import { startPreloader, Warmer } from "./preloader.ts";
+import { type LoadModel, startPreloader, Warmer } from "./preloader.ts";
 import { type NodeSpec, testFleet, testPins } from "./test-fixtures.ts";
 
 /** What the fake fetch was asked: the node's host and the model it was told to load, and each request's body. */
@@ -11,9 +11,10 @@ let answer: () => Promise<Response>;
 /** The Ollama backend's own load, as the runtime gives it, over the fake fetch. */
 let warmer: Warmer;
 const warm = (url: string, model: string, timeoutMs: number) => warmer.warm("studio", url, model, timeoutMs);
+const load: LoadModel = (url, model, timeoutMs, keep) => loadModel(url, model, timeoutMs, keep, { bytes: 2 ** 20, setting: "server.maxNodeAnswerMb" });
 
 beforeEach(() => {
-  warmer = new Warmer(loadModel);
+  warmer = new Warmer(load);
   asked = [];
   answer = async () => Response.json({ done: true });
   spyOn(globalThis, "fetch").mockImplementation((async (url: string | URL, init?: RequestInit) => {
@@ -44,7 +45,7 @@ test("warming asks the node's Ollama to load the model and keep it: an empty pro
 
 test("a load's duration is told with the node it ran on, once for a shared warm: the node's load_duration, else the call's own time", async () => {
   const loads: [string, string, number][] = [];
-  warmer = new Warmer(loadModel, (...load) => loads.push(load));
+  warmer = new Warmer(load, (...load) => loads.push(load));
   answer = async () => Response.json({ done: true, load_duration: 2_500_000_000 });
   await Promise.all([warm("http://studio.test:11434", "qwen3:8b", 1000), warm("http://studio.test:11434", "qwen3:8b", 1000)]);
   expect(loads).toEqual([["studio", "qwen3:8b", 2_500_000_000]]);

@@ -6,7 +6,7 @@
 import { agentToken } from "../config/credentials/keys.ts";
 import { probeOllama } from "../backends/ollama.ts";
 import type { LiveConfig } from "../config/live.ts";
-import type { NodeEntry } from "../config/schema.ts";
+import { type NodeEntry, nodeAnswerCap } from "../config/schema.ts";
 import type { Heartbeat, OllamaSection } from "../fleet/heartbeat.ts";
 import { log } from "../log.ts";
 import { VERSION } from "../version.ts";
@@ -56,7 +56,7 @@ export function startAgent(opts: AgentOptions): AgentHandle {
   const beat = async (): Promise<OllamaSection> => {
     const url = ollamaUrl();
     const [ollama, memory, hardware, disk, thermal, embedding, offered] = await Promise.all([
-      probeOllama(url, opts.live.config.timeouts.connectMs),
+      probeOllama(url, opts.live.config.timeouts.connectMs, nodeAnswerCap(opts.live.config)),
       collector.memory(),
       collector.hardware(),
       collector.disk(opts.live.config.server.dataDir),

@@ -3,6 +3,7 @@
 // the surface's wire format, and leave a trace. Headers go out only once a
 // node has answered, so X-Fleet-Node always names the node that served.
 import type { LiveConfig } from "../config/live.ts";
+import { nodeAnswerCap } from "../config/schema.ts";
 import type { Encoder } from "../core/encoder.ts";
 import { type Chunk, endOf, errorOf, type Usage, usageOf } from "../core/events.ts";
 import type { InferenceRequest } from "../core/request.ts";
@@ -158,7 +159,7 @@ async function answer(rt: Pipeline, req: InferenceRequest, encoder: Encoder, rou
   }
   // A client that asked for one answer gets one answer or one error, even from a node that streams anyway.
   if (!req.stream) {
-    const gathering = gather(routed, req.kind, limit);
+    const gathering = gather(routed, req.kind, limit, nodeAnswerCap(rt.live.config));
     const failure = gathering instanceof Promise ? await gathering : gathering;
     if (failure) {
       finish(req.signal.aborted ? "client_disconnected" : "failed", null, failure.message);

@@ -1,0 +1,156 @@
+// What a node answers cannot grow herd's memory (issue 27, item 4): a stand-in Ollama written here (an MLX server
+// too, on the same port) sends whole (application/json) answers of 100 MB, for a streamed chat as for a whole one,
+// to the OpenAI and Anthropic surfaces (and the /api/show the latter asks first), for an image, for an MLX model,
+// and for the router's own poll; and a stream of small lines without end to a client that asked for one answer.
+// Through a real router with server.maxNodeAnswerMb: 1, each request ends with a 502 in its route's format naming
+// the cap, the node's connection is dropped (its stream cancelled long before its end), the poll says why the node
+// is unreachable, and the router's RSS stays flat.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+
+const CHAT = "m:1b";
+const IMAGE = "x/z-image-turbo:latest";
+const MLX = "mlx-community/Big-4bit";
+const NODE_TOKEN = "node-answers-token";
+const CAP_MB = 1;
+const HUGE = 100 * 2 ** 20;
+const utf8 = new TextEncoder();
+
+/** What the stand-ins sent of their huge answers, and how many of those the router cut off. */
+const huge = { sent: 0, cancelled: 0, started: 0 };
+
+/** A whole answer that begins as JSON and goes on for HUGE bytes, produced as it is read; `block`: what it repeats. */
+function hugeAnswer(prefix: string, block = utf8.encode("x".repeat(64 * 1024)), type = "application/json; charset=utf-8"): Response {
+  huge.started++;
+  let sent = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(c) {
+      if (sent >= HUGE) return c.close();
+      c.enqueue(sent === 0 ? utf8.encode(prefix) : block);
+      sent += block.length;
+      huge.sent += block.length;
+    },
+    cancel() {
+      huge.cancelled++;
+    },
+  });
+  return new Response(body, { headers: { "content-type": type } });
+}
+
+/** NDJSON lines of an answer that never says done: 1 KB each, for HUGE bytes. */
+const endlessLines = () => hugeAnswer("", utf8.encode(`${JSON.stringify({ model: CHAT, message: { role: "assistant", content: "y".repeat(1000) }, done: false })}\n`), "application/x-ndjson");
+
+/** An Ollama (0.32.5: the last release that generates images) whose chat, show and image answers are huge; with `hugeTags`, its model list too. */
+function standIn(hugeTags: boolean) {
+  const models = [CHAT, IMAGE].map((name) => ({ name, model: name, size: 1e9, details: { parameter_size: "1B" } }));
+  return Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 0,
+    fetch(req) {
+      const path = new URL(req.url).pathname;
+      if (path === "/api/version") return Response.json({ version: "0.32.5" });
+      if (path === "/api/tags") return hugeTags ? hugeAnswer('{"models":[{"name":"') : Response.json({ models });
+      if (path === "/api/ps") return Response.json({ models: [{ ...models[0], size_vram: 1e9 }] });
+      if (path === "/api/show") return hugeAnswer('{"capabilities":["completion"],"license":"');
+      if (path === "/api/chat") return req.headers.get("x-herd-tags") === "lines" ? endlessLines() : hugeAnswer(`{"model":"${CHAT}","message":{"role":"assistant","content":"`);
+      if (path === "/v1/chat/completions") return hugeAnswer('{"id":"c","object":"chat.completion","choices":[{"message":{"role":"assistant","content":"');
+      if (path === "/v1/images/generations") return hugeAnswer('{"created":1,"data":[{"b64_json":"');
+      return new Response("404 page not found", { status: 404 });
+    },
+  });
+}
+
+let node: ReturnType<typeof Bun.serve>;
+let lister: ReturnType<typeof Bun.serve>;
+let router: Awaited<ReturnType<typeof startRouterProcess>>;
+
+afterAll(cleanupFile);
+afterAll(() => {
+  node?.stop(true);
+  lister?.stop(true);
+});
+
+beforeAll(async () => {
+  node = standIn(false);
+  lister = standIn(true);
+  const dir = tmpDir();
+  const file = join(dir, "herd.config.json");
+  writeFileSync(
+    file,
+    JSON.stringify({
+      server: { maxNodeLineMb: CAP_MB, maxNodeAnswerMb: CAP_MB },
+      nodes: [
+        { id: "n1", ollama: `http://127.0.0.1:${node.port}`, token: NODE_TOKEN },
+        { id: "lister", ollama: `http://127.0.0.1:${lister.port}` },
+      ],
+      heartbeat: { intervalMs: 1000 },
+      features: { autoPull: false, vramFallback: false },
+    }),
+  );
+  router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+  // n1's agent, played here: its MLX server listens where its Ollama does.
+  const models = [CHAT, IMAGE].map((name) => ({ name, model: name, size: 1e9 }));
+  const heartbeat = { node_id: "n1", ollama: { reachable: true, version: "0.32.5", models_loaded: models.slice(0, 1), models_available: models }, mlx_servers: [{ port: node.port, model: MLX, status: "healthy" }] };
+  const sent = await fetch(`${router.url}/heartbeat`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${NODE_TOKEN}` }, body: JSON.stringify(heartbeat) });
+  expect(sent.status).toBe(200);
+  await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "n1")?.status === "online", 5000, "n1 online");
+});
+
+afterAll(async () => {
+  console.log(router?.output().slice(-3000));
+  await router?.stop();
+});
+
+function rssMb(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+}
+
+const post = (path: string, body: unknown, tag = "whole") =>
+  fetch(`${router.url}${path}`, { method: "POST", headers: { "content-type": "application/json", "x-herd-tags": tag }, body: JSON.stringify(body) });
+const ask = (content: string) => ({ model: CHAT, messages: [{ role: "user", content }] });
+
+describe(`a whole answer past server.maxNodeAnswerMb (${CAP_MB} MB) from a node sending ${HUGE / 2 ** 20} MB`, () => {
+  const before: number[] = [];
+  beforeAll(() => {
+    before.push(rssMb(router.proc.pid));
+  });
+
+  test.each([
+    ["a streamed chat (the node answers application/json anyway)", "/api/chat", { ...ask("stream"), stream: true }, (b: any) => b.error, "whole"],
+    ["a whole chat", "/api/chat", { ...ask("whole"), stream: false }, (b: any) => b.error, "whole"],
+    ["an OpenAI chat completion", "/v1/chat/completions", ask("openai"), (b: any) => b.error.message, "whole"],
+    ["an Anthropic message (its thinking asks /api/show first)", "/v1/messages", { ...ask("anthropic"), max_tokens: 16 }, (b: any) => b.error.message, "whole"],
+    ["an image through the node's Ollama", "/api/generate-image", { model: IMAGE, prompt: "a cat", width: 64, height: 64 }, (b: any) => b.error, "whole"],
+    ["an MLX model's whole answer", "/v1/chat/completions", { ...ask("mlx"), model: `mlx:${MLX}`, stream: false }, (b: any) => b.error.message, "whole"],
+    ["lines without end, to a client that asked for one answer", "/api/chat", { ...ask("lines"), stream: false }, (b: any) => b.error, "lines"],
+  ])("%s: a 502 in the route's format naming the cap, the node's connection dropped", async (_what, path, body, messageOf, tag) => {
+    const [sent, cancelled] = [huge.sent, huge.cancelled];
+    const res = await post(path, body, tag);
+    expect(res.status).toBe(502);
+    const message: string = messageOf(await res.json());
+    expect(message).toContain(`ran past ${CAP_MB} MB (server.maxNodeAnswerMb)`);
+    // The node's stream was cut off: it sent a few MB at most (what the sockets buffer), and was told so.
+    await eventually(async () => huge.cancelled > cancelled, 3000, "the node's answer cancelled");
+    expect(huge.sent - sent).toBeLessThan(HUGE / 4);
+  });
+
+  test("the router's poll reads at most the cap of a node's model list: the node is unreachable, and says why", async () => {
+    const status = await eventually(async () => {
+      const lister = (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "lister");
+      return lister?.ollama?.error ? lister : null;
+    }, 5000, "the lister's poll error");
+    expect(status.ollama.reachable).toBe(false);
+    expect(status.ollama.error).toContain(`ran past ${CAP_MB} MB (server.maxNodeAnswerMb)`);
+  });
+
+  test("the router's memory stays flat: well under one of those answers grown, for all of them and several polls", async () => {
+    await Bun.sleep(3000); // a few more polls of the lister
+    const grown = rssMb(router.proc.pid) - before[0]!;
+    console.log(`node answers: ${huge.started} huge answers started, ${(huge.sent / 2 ** 20).toFixed(0)} MB sent in all, router RSS grew ${grown.toFixed(0)} MB`);
+    expect(grown).toBeLessThan(HUGE / 2 ** 20 / 2);
+    expect((await getJson(`${router.url}/healthz`)).status).toBe("ok");
+  });
+});
