@@ -100,7 +100,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  console.log(router?.output().slice(-3000));
   await router?.stop();
 });
 
