@@ -6,8 +6,10 @@
 // the cap, the node's connection is dropped (its stream cancelled long before its end), the poll says why the node
 // is unreachable, and the router's RSS stays flat.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { type SimNode, startSimOllama } from "../src/sim/index.ts";
 import { cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
 
 const CHAT = "m:1b";
@@ -152,4 +154,124 @@ describe(`a whole answer past server.maxNodeAnswerMb (${CAP_MB} MB) from a node 
     expect(grown).toBeLessThan(HUGE / 2 ** 20 / 2);
     expect((await getJson(`${router.url}/healthz`)).status).toBe("ok");
   });
+});
+
+// What herd learns from a node's answers cannot be a node's lie (issue 27, item 5): a stand-in that says it decoded
+// in a nanosecond but takes LIAR_MS per answer, beside two honest simulated nodes, draws almost nothing once herd
+// has timed it, and a lie an older herd stored is not believed after a restart.
+describe("a node that lies about its speed", () => {
+  const MODEL = "llama3.2:3b";
+  const LIAR_MS = 600;
+  const REPLY = 20;
+  const served: string[] = [];
+  let honest: SimNode[] = [];
+  let liar: ReturnType<typeof Bun.serve>;
+  let speedy: Awaited<ReturnType<typeof startRouterProcess>> | undefined;
+  let dir: string;
+
+  /** Ollama's closing line, with what the liar claims: a nanosecond for everything. */
+  const done = (content: string) => ({
+    model: MODEL,
+    created_at: "2026-01-01T00:00:00Z",
+    message: { role: "assistant", content },
+    done: true,
+    done_reason: "stop",
+    total_duration: 3,
+    load_duration: 1,
+    prompt_eval_count: 30,
+    prompt_eval_duration: 1,
+    eval_count: REPLY,
+    eval_duration: 1,
+  });
+
+  beforeAll(async () => {
+    honest = await Promise.all(["h1", "h2"].map((id) => startSimOllama({ id, models: [MODEL], loaded: [MODEL], tokensPerSecond: 200 })));
+    const size = ((await (await fetch(`${honest[0]!.url}/api/tags`)).json()) as any).models[0].size;
+    const entry = { name: MODEL, model: MODEL, size, details: { parameter_size: "3.2B" } };
+    liar = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(req) {
+        const path = new URL(req.url).pathname;
+        if (path === "/api/version") return Response.json({ version: "0.14.0" });
+        if (path === "/api/tags") return Response.json({ models: [entry] });
+        if (path === "/api/ps") return Response.json({ models: [{ ...entry, size_vram: size }] });
+        if (path !== "/api/chat") return new Response("404 page not found", { status: 404 });
+        const body = (await req.json()) as { stream?: boolean };
+        if (body.stream === false) return Bun.sleep(LIAR_MS).then(() => Response.json(done("word ".repeat(REPLY))));
+        let n = 0;
+        const lines = new ReadableStream<Uint8Array>({
+          async pull(c) {
+            await Bun.sleep(LIAR_MS / REPLY);
+            const line = ++n < REPLY ? { model: MODEL, created_at: "2026-01-01T00:00:00Z", message: { role: "assistant", content: "word " }, done: false } : done("");
+            c.enqueue(utf8.encode(`${JSON.stringify(line)}\n`));
+            if (n === REPLY) c.close();
+          },
+        });
+        return new Response(lines, { headers: { "content-type": "application/x-ndjson" } });
+      },
+    });
+    dir = tmpDir();
+    writeFileSync(
+      join(dir, "herd.config.json"),
+      JSON.stringify({
+        nodes: [
+          { id: "liar", ollama: `http://127.0.0.1:${liar.port}` },
+          ...honest.map((h) => ({ id: h.id, ollama: h.url })),
+        ],
+        routing: { sessionAffinity: false },
+        features: { autoPull: false },
+      }),
+    );
+  });
+
+  afterAll(async () => {
+    await speedy?.stop();
+    liar?.stop(true);
+    await Promise.all(honest.map((h) => h.stop()));
+  });
+
+  const start = async () => {
+    speedy = await startRouterProcess(["serve", "--config", join(dir, "herd.config.json"), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+    await eventually(async () => (await getJson(`${speedy!.url}/fleet/status`)).fleet.nodes_online === 3, 5000, "three nodes online");
+  };
+
+  /** `n` requests one after another, streamed and whole in turn: the node each went to. */
+  async function ask(n: number): Promise<string[]> {
+    const nodes: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const res = await fetch(`${speedy!.url}/api/chat`, {
+        method: "POST",
+        body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: `question ${served.length + i}` }], stream: i % 2 === 0, options: { num_predict: REPLY } }),
+      });
+      expect(res.status).toBe(200);
+      await res.text();
+      nodes.push(res.headers.get("x-fleet-node")!);
+    }
+    served.push(...nodes);
+    return nodes;
+  }
+
+  test("timed by herd, the liar draws few of 24 requests one after another: the honest nodes take the rest", async () => {
+    await start();
+    const nodes = await ask(24);
+    console.log(`learned speeds: ${nodes.join(" ")}`);
+    expect(nodes.filter((n) => n === "liar").length).toBeLessThanOrEqual(3);
+    const learned = await eventually(async () => (await getJson(`${speedy!.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "liar").speeds[MODEL], 3000, "the liar's speed learned");
+    // Its REPLY tokens took LIAR_MS by herd's clock, whatever it said: nowhere near a billion tokens a second.
+    expect(learned.decode_tps).toBeLessThan((REPLY / LIAR_MS) * 1000 * 1.5);
+  }, 60_000);
+
+  test("a lie an older herd stored is not believed after a restart: read back bounded, and the first answer replaces it", async () => {
+    await speedy!.stop();
+    const db = new Database(join(dir, "data", "herd.sqlite"));
+    db.run("UPDATE node_speeds SET decode_tps = 2e10, prefill_tps = 3e10, load_ms = 0.000001 WHERE node_id = 'liar'");
+    db.close();
+    await start();
+    const liarSpeeds = (await getJson(`${speedy!.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "liar").speeds[MODEL];
+    expect(liarSpeeds?.decode_tps ?? null).toBeNull();
+    const nodes = await ask(12);
+    console.log(`after a restart: ${nodes.join(" ")}`);
+    expect(nodes.filter((n) => n === "liar").length).toBeLessThanOrEqual(2);
+  }, 60_000);
 });

@@ -1,7 +1,7 @@
 // An Ollama line (from /api/chat, /api/generate or /api/embed) as Events: the
 // one place that reads Ollama's answer fields. The line's bytes stay with its
 // events, for the Ollama surface to relay as they are.
-import type { Chunk, Event } from "../core/events.ts";
+import { type Chunk, type Event, figure } from "../core/events.ts";
 
 /** The fields of Ollama's answers that say something; any other field rides along in the raw bytes. */
 interface OllamaAnswer {
@@ -13,12 +13,13 @@ interface OllamaAnswer {
   response?: string;
   thinking?: string;
   embeddings?: number[][];
-  prompt_eval_count?: number;
-  eval_count?: number;
-  total_duration?: number;
-  load_duration?: number;
-  prompt_eval_duration?: number;
-  eval_duration?: number;
+  // What the node says of its work: numbers, if it is honest (see figure()).
+  prompt_eval_count?: unknown;
+  eval_count?: unknown;
+  total_duration?: unknown;
+  load_duration?: unknown;
+  prompt_eval_duration?: unknown;
+  eval_duration?: unknown;
 }
 
 /** One line of an Ollama answer, parsed; a line that is not JSON is an error of the node's. */
@@ -47,12 +48,12 @@ function eventsOf(json: OllamaAnswer): Event[] {
   if (json.done === true || json.embeddings) {
     events.push({
       type: "usage",
-      promptTokens: json.prompt_eval_count,
-      completionTokens: json.eval_count,
-      totalNs: json.total_duration,
-      loadNs: json.load_duration,
-      promptNs: json.prompt_eval_duration,
-      evalNs: json.eval_duration,
+      promptTokens: figure(json.prompt_eval_count),
+      completionTokens: figure(json.eval_count),
+      totalNs: figure(json.total_duration),
+      loadNs: figure(json.load_duration),
+      promptNs: figure(json.prompt_eval_duration),
+      evalNs: figure(json.eval_duration),
     });
   }
   if (json.done === true) events.push({ type: "done", reason: json.done_reason === "length" ? "length" : "stop" });

@@ -3,8 +3,9 @@
 import * as v from "valibot";
 import { formatIssues } from "../config/problems.ts";
 import { type AnswerCap, AnswerTooLarge, readCapped, responseJson } from "../core/capped-body.ts";
-import { type Chunk, errorOf } from "../core/events.ts";
+import { type Chunk, errorOf, figure } from "../core/events.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
+import { claimHeld } from "../fleet/claimed-times.ts";
 import type { OllamaSection } from "../fleet/heartbeat.ts";
 import { modelList, psEntry, tagEntry, toGb, versionText } from "../fleet/node-models.ts";
 import { type Answer, postJson } from "./http1.ts";
@@ -169,8 +170,9 @@ export function pullModel(baseUrl: string, model: string, stream: boolean, signa
  * Has a node's Ollama load `model` and keep it: for ever (keep_alive -1), or for the node's own keep-alive after its
  * last use (keep_alive left out). An empty prompt loads a model that generates; Ollama checks that first and refuses an
  * embedding model ("… does not support generate", server/routes.go), which an embedding with no input loads instead.
- * Throws why not. Resolves to how long the load took in ns: the answer's load_duration where it has one, else the
- * call's own time (Ollama's answer to a load carries no durations; a model already resident answers in a few ms).
+ * Throws why not. Resolves to how long the load took in ns: the answer's load_duration where it has one (held to the
+ * call's own time, fleet/claimed-times.ts), else the call's own time (Ollama's answer to a load carries no durations;
+ * a model already resident answers in a few ms).
  * The answer is read up to `cap`.
  */
 export async function loadModel(baseUrl: string, model: string, timeoutMs: number, keep: Keep, cap: AnswerCap): Promise<number> {
@@ -181,8 +183,9 @@ export async function loadModel(baseUrl: string, model: string, timeoutMs: numbe
   let answer = await call("/api/generate", { model, prompt: "", stream: false, ...keepAlive });
   if (answer.status === 400 && /does not support generate/.test(answer.body.error ?? "")) answer = await call("/api/embed", { model, ...keepAlive });
   if (answer.status !== 200) throw new Error(answer.body.error ?? `HTTP ${answer.status}`);
-  const ns = answer.body.load_duration;
-  return typeof ns === "number" && ns >= 0 ? ns : (performance.now() - started) * 1e6;
+  const ns = figure(answer.body.load_duration);
+  const ms = performance.now() - started;
+  return ns === undefined ? ms * 1e6 : claimHeld(ns, ms);
 }
 
 async function loadCall(baseUrl: string, path: string, body: unknown, signal: AbortSignal, timeoutMs: number, cap: AnswerCap): Promise<{ status: number; body: { error?: string; load_duration?: unknown } }> {
