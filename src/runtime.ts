@@ -9,6 +9,7 @@ import { internalHeaders } from "./config/credentials/internal.ts";
 import { lineLimits, readLines } from "./backends/lines.ts";
 import { loadModel, probeOllama } from "./backends/ollama.ts";
 import { serverBodyCap } from "./auth/limits.ts";
+import { keepAliveSeconds } from "./auth/connections.ts";
 import type { LiveConfig } from "./config/live.ts";
 import { type Config, nodeAnswerCap } from "./config/schema.ts";
 import type { OtlpExport } from "./pipeline/otlp.ts";
@@ -148,7 +149,8 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   try {
     // reusePort off: a second herd on the same port must fail loudly, not share the socket.
     // Bun's own body cap is server-wide; the guard holds each route to its own, smaller limit.
-    app.listen({ hostname: host, port, idleTimeout: 0, reusePort: false, development: false, maxRequestBodySize: serverBodyCap(live.config.server) });
+    // Idle between requests: closed after server.keepAliveMs; a request herd answers is held to its own timeouts (auth/connections.ts).
+    app.listen({ hostname: host, port, idleTimeout: keepAliveSeconds(live.config), reusePort: false, development: false, maxRequestBodySize: serverBodyCap(live.config.server) });
   } catch (e) {
     store.close();
     const code = (e as NodeJS.ErrnoException).code;

@@ -10,7 +10,7 @@ import { Database } from "bun:sqlite";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
-import { cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+import { cleanupFile, eventually, getJson, standInOllama, startRouterProcess, tmpDir } from "./helpers.ts";
 
 const CHAT = "m:1b";
 const IMAGE = "x/z-image-turbo:latest";
@@ -46,21 +46,16 @@ const endlessLines = () => hugeAnswer("", utf8.encode(`${JSON.stringify({ model:
 
 /** An Ollama (0.32.5: the last release that generates images) whose chat, show and image answers are huge; with `hugeTags`, its model list too. */
 function standIn(hugeTags: boolean) {
-  const models = [CHAT, IMAGE].map((name) => ({ name, model: name, size: 1e9, details: { parameter_size: "1B" } }));
-  return Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    idleTimeout: 0,
-    fetch(req) {
-      const path = new URL(req.url).pathname;
-      if (path === "/api/version") return Response.json({ version: "0.32.5" });
-      if (path === "/api/tags") return hugeTags ? hugeAnswer('{"models":[{"name":"') : Response.json({ models });
-      if (path === "/api/ps") return Response.json({ models: [{ ...models[0], size_vram: 1e9 }] });
+  return standInOllama({
+    models: [CHAT, IMAGE],
+    version: "0.32.5",
+    answer(req, path) {
+      if (path === "/api/tags" && hugeTags) return hugeAnswer('{"models":[{"name":"');
       if (path === "/api/show") return hugeAnswer('{"capabilities":["completion"],"license":"');
       if (path === "/api/chat") return req.headers.get("x-herd-tags") === "lines" ? endlessLines() : hugeAnswer(`{"model":"${CHAT}","message":{"role":"assistant","content":"`);
       if (path === "/v1/chat/completions") return hugeAnswer('{"id":"c","object":"chat.completion","choices":[{"message":{"role":"assistant","content":"');
       if (path === "/v1/images/generations") return hugeAnswer('{"created":1,"data":[{"b64_json":"');
-      return new Response("404 page not found", { status: 404 });
+      return null;
     },
   });
 }
@@ -187,16 +182,11 @@ describe("a node that lies about its speed", () => {
   beforeAll(async () => {
     honest = await Promise.all(["h1", "h2"].map((id) => startSimOllama({ id, models: [MODEL], loaded: [MODEL], tokensPerSecond: 200 })));
     const size = ((await (await fetch(`${honest[0]!.url}/api/tags`)).json()) as any).models[0].size;
-    const entry = { name: MODEL, model: MODEL, size, details: { parameter_size: "3.2B" } };
-    liar = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      async fetch(req) {
-        const path = new URL(req.url).pathname;
-        if (path === "/api/version") return Response.json({ version: "0.14.0" });
-        if (path === "/api/tags") return Response.json({ models: [entry] });
-        if (path === "/api/ps") return Response.json({ models: [{ ...entry, size_vram: size }] });
-        if (path !== "/api/chat") return new Response("404 page not found", { status: 404 });
+    liar = standInOllama({
+      models: [MODEL],
+      size,
+      async answer(req, path) {
+        if (path !== "/api/chat") return null;
         const body = (await req.json()) as { stream?: boolean };
         if (body.stream === false) return Bun.sleep(LIAR_MS).then(() => Response.json(done("word ".repeat(REPLY))));
         let n = 0;

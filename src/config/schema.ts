@@ -137,6 +137,9 @@ export const herdConfigSchema = v.strictObject({
     maxBodyMb: v.optional(megabytes, 16),
     maxMediaBodyMb: v.optional(megabytes, 64),
     clientMaxPendingBodies: v.optional(v.pipe(count, v.minValue(1, "expected at least 1")), 32),
+    clientMaxConnections: v.optional(v.pipe(count, v.minValue(1, "expected at least 1")), 64),
+    // Bun's idleTimeout, whole seconds up to 255; at least 5 s, as herd re-arms it each second for a request it answers.
+    keepAliveMs: v.optional(v.pipe(ms, v.minValue(5000, "expected at least 5000 ms"), v.maxValue(255_000, "expected at most 255000 ms (Bun's longest idle timeout)")), 10_000),
     maxNodeLineMb: v.optional(megabytes, 16),
     maxNodeAnswerMb: v.optional(megabytes, 64),
     idleShrinkMs: v.optional(ms, 60000),

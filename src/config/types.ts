@@ -53,6 +53,13 @@ export interface ServerConfig {
   maxMediaBodyMb?: number;
   /** Requests one client address may have sending their bodies at once; past it, a 429 and the connection closed. Default 32. */
   clientMaxPendingBodies?: number;
+  /**
+   * Connections one client address may hold: past that many waiting for an answer at once, a new connection's request
+   * gets a 429 and is closed; past that many open, a new one is answered and then closed rather than kept alive. Default 64.
+   */
+  clientMaxConnections?: number;
+  /** How long a client's connection may sit idle between requests before herd closes it, in ms (5000–255000). Default 10000. */
+  keepAliveMs?: number;
   /** Longest line a node may stream (an NDJSON or SSE line), in MB; past it the answer ends with an error. Default 16. */
   maxNodeLineMb?: number;
   /**
