@@ -101,7 +101,7 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
   if (req.stream) limit.relaying();
   // herd's own clock of the answer, from its slot (the call went out then): its first byte is here, its last at finish.
   const firstByteMs = performance.now() - routed.slot.takenAt;
-  const whole = req.kind === "embed" || [routed.call.first, ...(routed.call.arrived ?? [])].some((c) => endOf(c) !== undefined);
+  const whole = req.kind === "embed" || endOf(routed.call.first) !== undefined || (routed.call.arrived?.some((c) => endOf(c) !== undefined) ?? false);
   // The node's slot now holds this prompt (however the answer ends: it was evaluated), unless the node refused it.
   if (routed.call.status < 400) rt.affinity.served(req.session?.key, routed.nodeId, routed.servedModel);
   let finished = false;
