@@ -7,6 +7,7 @@ import { AgentFleet } from "./agents/fleet.ts";
 import type { AppSources } from "./app.ts";
 import { LiveConfig } from "./config/live.ts";
 import { parseConfig } from "./config/load.ts";
+import { nodeAnswerCap } from "./config/schema.ts";
 import { BenchmarkRunner } from "./fleet/benchmark.ts";
 import { ModelFacts } from "./fleet/model-facts.ts";
 import { NodeOrdering } from "./fleet/ordering.ts";
@@ -50,10 +51,10 @@ export async function idleSources(raw: Record<string, unknown> = {}): Promise<Ap
     speeds: new Speeds((id) => registry.bandwidthGbps(id)),
     promptCounts: new PromptCounts(),
     affinity: new SessionAffinity(),
-    modelFacts: new ModelFacts(registry),
+    modelFacts: new ModelFacts(registry, () => nodeAnswerCap(live.config)),
     summarise: (ask, signal) => summariseOnFleet(sources, ask, signal),
     toggles: new Toggles(),
-    benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => "", credentials: () => ({}), readLines: async function* () {} }),
+    benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => "", credentials: () => ({}), readLines: async function* () {}, maxAnswer: () => nodeAnswerCap(live.config) }),
     agents: new AgentFleet(live, () => "", new WorkerRoster(store)),
     // Reads the config's data dir only when asked; an idle app is never connected to it.
     platform: new Platform(live.config.server.dataDir, store),

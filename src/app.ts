@@ -1,5 +1,6 @@
 // The whole HTTP face of herd in one screen: each surface is a plugin.
 import { Elysia } from "elysia";
+import { closesAfter } from "./auth/connections.ts";
 import { authGuard } from "./auth/guard.ts";
 import { BodyTimeout, BodyTooLarge, TooManyBodies } from "./auth/limits.ts";
 import { refusal, unroutedFormat } from "./auth/refusal.ts";
@@ -48,8 +49,6 @@ export type AppSources = Parameters<typeof authGuard>[0] &
   Parameters<typeof mcpSurface>[0] &
   Parameters<typeof platformSurface>[0];
 
-const CLOSE = { Connection: "close" };
-
 export function buildApp(rt: AppSources) {
   const routes = new RouteTable();
   const app = new Elysia()
@@ -59,26 +58,23 @@ export function buildApp(rt: AppSources) {
     })
     // A handler's own Response takes the header itself: Elysia copies a Response into a new one, headers and all,
     // whenever set.headers holds anything, and that copy cost more than the rest of Elysia's part of a request.
-    .onAfterHandle({ as: "global" }, ({ responseValue, set }) => {
-      if (!(responseValue instanceof Response)) return;
+    // A body herd did not read (a refusal, a route that takes none), or an address past its connections: the
+    // connection closes behind the answer (auth/connections.ts).
+    .onAfterHandle({ as: "global" }, ({ request, responseValue, set }) => {
+      const close = closesAfter(request, false);
+      if (!(responseValue instanceof Response)) {
+        if (close) set.headers.connection = "close";
+        return;
+      }
       responseValue.headers.set("X-Herd-Version", VERSION);
       delete set.headers["X-Herd-Version"];
+      if (close) responseValue.headers.set("connection", "close");
     })
     .onError(({ code, error, request, route }) => {
-      // In the wire format the route declares (a path no route matches: its API's), so each SDK raises its own kind of error.
-      const path = new URL(request.url).pathname;
-      if (code === "NOT_FOUND") return refusal(unroutedFormat(path), 404, `no route for ${request.method} ${path}`);
-      const format = routes.of(request.method, route)?.errors ?? "herd";
-      if (code === "PARSE") return refusal(format, 400, "invalid JSON body: send a JSON object with content-type application/json");
-      if (code === "VALIDATION") return refusal(format, 400, (error as Error).message);
-      // A chunked body past the route's limit (herd's), or past the server-wide cap (Bun's).
-      if (error instanceof BodyTooLarge) return refusal(format, 413, error.message);
-      // The rest of a body that is late, or one too many, is not waited for: the connection closes behind the answer.
-      if (error instanceof BodyTimeout) return refusal(format, 408, error.message, CLOSE);
-      if (error instanceof TooManyBodies) return refusal(format, 429, error.message, CLOSE);
-      if (/exceeded maxRequestBodySize/.test((error as Error).message)) return refusal(format, 413, "request body too large");
-      log.error(`${request.method} ${path} failed: ${(error as Error).message}`);
-      return refusal(format, 500, "internal error; see the router's log");
+      const answer = errorAnswer(routes, code, error as Error, request, route);
+      // The rest of a body that failed (late, too large, one too many, not JSON) is not waited for.
+      if (closesAfter(request, true)) answer.headers.set("connection", "close");
+      return answer;
     })
     .use(authGuard(rt, routes))
     .use(healthSurface(rt))
@@ -103,4 +99,20 @@ export function buildApp(rt: AppSources) {
   // Every surface is in: the guard, the body limits and the error writer look each route up here.
   routes.read(app.routes);
   return app;
+}
+
+/** An error's answer, in the wire format the route declares (a path no route matches: its API's), so each SDK raises its own kind of error. */
+function errorAnswer(routes: RouteTable, code: unknown, error: Error, request: Request, route: string): Response {
+  const path = new URL(request.url).pathname;
+  if (code === "NOT_FOUND") return refusal(unroutedFormat(path), 404, `no route for ${request.method} ${path}`);
+  const format = routes.of(request.method, route)?.errors ?? "herd";
+  if (code === "PARSE") return refusal(format, 400, "invalid JSON body: send a JSON object with content-type application/json");
+  if (code === "VALIDATION") return refusal(format, 400, error.message);
+  // A chunked body past the route's limit (herd's), or past the server-wide cap (Bun's).
+  if (error instanceof BodyTooLarge) return refusal(format, 413, error.message);
+  if (error instanceof BodyTimeout) return refusal(format, 408, error.message);
+  if (error instanceof TooManyBodies) return refusal(format, 429, error.message);
+  if (/exceeded maxRequestBodySize/.test(error.message)) return refusal(format, 413, "request body too large");
+  log.error(`${request.method} ${path} failed: ${error.message}`);
+  return refusal(format, 500, "internal error; see the router's log");
 }

@@ -9,8 +9,9 @@ import { internalHeaders } from "./config/credentials/internal.ts";
 import { lineLimits, readLines } from "./backends/lines.ts";
 import { loadModel, probeOllama } from "./backends/ollama.ts";
 import { serverBodyCap } from "./auth/limits.ts";
+import { keepAliveSeconds } from "./auth/connections.ts";
 import type { LiveConfig } from "./config/live.ts";
-import type { Config } from "./config/schema.ts";
+import { type Config, nodeAnswerCap } from "./config/schema.ts";
 import type { OtlpExport } from "./pipeline/otlp.ts";
 import { AfterAnswer } from "./pipeline/after-answer.ts";
 import { summariseOnFleet } from "./pipeline/summarise.ts";
@@ -124,16 +125,16 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     clients: new ClientGate(),
     pulls: new Pulls(),
     pins: new Pins(store, live, registry),
-    warmer: new Warmer(loadModel, (nodeId, model, loadNs) => speeds.observe(nodeId, model, { loadNs }, diskBytes(registry.get(nodeId), model))),
+    warmer: new Warmer((url, model, timeoutMs, keep) => loadModel(url, model, timeoutMs, keep, nodeAnswerCap(live.config)), (nodeId, model, loadNs) => speeds.observe(nodeId, model, { loadNs }, diskBytes(registry.get(nodeId), model))),
     toolRepairs: new RepairStats(),
     afterAnswer: new AfterAnswer(),
     speeds,
     promptCounts: new PromptCounts(),
     affinity: new SessionAffinity(),
-    modelFacts: new ModelFacts(registry),
+    modelFacts: new ModelFacts(registry, () => nodeAnswerCap(live.config)),
     summarise: (ask, signal) => summariseOnFleet(rt, ask, signal),
     toggles: new Toggles(),
-    benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => rt.url, credentials: internalHeaders, readLines: (body, idleMs) => readLines(body.getReader(), { ...lineLimits(live.config), idleMs }) }),
+    benchmarks: new BenchmarkRunner({ registry, queues, store, baseUrl: () => rt.url, credentials: internalHeaders, readLines: (body, idleMs) => readLines(body.getReader(), { ...lineLimits(live.config), idleMs }), maxAnswer: () => nodeAnswerCap(live.config) }),
     agents: new AgentFleet(live, () => rt.url, new WorkerRoster(store)),
     platform,
     telemetry: new Telemetry({ platform, live, store, dataDir, sendAtMs: telemetrySendAt() }),
@@ -148,7 +149,8 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
   try {
     // reusePort off: a second herd on the same port must fail loudly, not share the socket.
     // Bun's own body cap is server-wide; the guard holds each route to its own, smaller limit.
-    app.listen({ hostname: host, port, idleTimeout: 0, reusePort: false, development: false, maxRequestBodySize: serverBodyCap(live.config.server) });
+    // Idle between requests: closed after server.keepAliveMs; a request herd answers is held to its own timeouts (auth/connections.ts).
+    app.listen({ hostname: host, port, idleTimeout: keepAliveSeconds(live.config), reusePort: false, development: false, maxRequestBodySize: serverBodyCap(live.config.server) });
   } catch (e) {
     store.close();
     const code = (e as NodeJS.ErrnoException).code;

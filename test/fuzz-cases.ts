@@ -423,3 +423,102 @@ export function problem(o: Outcome, baseUrl: string): string | null {
 
 /** The routes whose work the rate limit covers besides inference (issue 15, item 14). */
 export const LIMITED_READS = new Set(["POST /v1/messages/count_tokens", "POST /api/show"]);
+
+// ---- a node's answers --------------------------------------------------------
+// What a fuzzed Ollama answers (test/fuzz.test.ts's stand-in): for each case, from its own seed, a status, a
+// content type and a body of one kind — a whole answer or a stream of lines whose fields (counts, durations,
+// message, tool calls, embeddings) take wrong types and absurd values, lines that are not JSON, one past the line
+// cap, a body past the answer cap, bytes that are not UTF-8, nothing at all — sent at once or line by line.
+
+export const NODE_FUZZ_SEED = 0x5eed_a27;
+/** The fuzzed router's caps, small so that a few answers pass them. */
+export const NODE_FUZZ_CAPS = { maxNodeLineMb: 0.25, maxNodeAnswerMb: 0.5 };
+/** The model the fuzzed node holds, for chat and embeddings. */
+export const NODE_FUZZ_MODEL = "llama3.2:3b";
+
+const ABSURD = [0, 1, -1, -1e18, 1e18, 1e308, 2 ** 53, 0.5, "12", "NaN", "1e400", null, true, [], {}, [1, 2], { n: 1 }];
+
+/** One field of an Ollama answer: right most of the time, else absurd. */
+function fuzzedFigure(r: Rng, sane: number): unknown {
+  return r.chance(0.6) ? sane : r.pick(ABSURD);
+}
+
+/** An answer line's fields: the message (or response, or embeddings), and on the last, the counts and durations. */
+function fuzzedLine(r: Rng, done: boolean): Record<string, unknown> {
+  const line: Record<string, unknown> = { model: r.chance(0.9) ? NODE_FUZZ_MODEL : r.pick(ABSURD), created_at: "2026-01-01T00:00:00Z", done };
+  const content = r.chance(0.8) ? "word " : r.pick(ABSURD);
+  switch (r.int(8)) {
+    case 0: line.message = r.pick(ABSURD); break;
+    case 1: line.message = { role: "assistant", content, tool_calls: r.pick([[{ function: { name: "f", arguments: { a: 1 } } }], [{ function: null }], "calls", [null], [{}]]) }; break;
+    case 2: line.message = { role: "assistant", content, thinking: r.pick(["hmm", 7, null]) }; break;
+    case 3: line.response = content; break;
+    case 4: line.embeddings = r.pick([[[0.1, 0.2]], "x", [["a"]], [[]], [null], [[1e308, -1e308]]]); break;
+    default: line.message = { role: "assistant", content };
+  }
+  if (r.chance(0.05)) line.error = r.pick(["the model crashed", 5, { message: "x" }, ""]);
+  if (done) {
+    line.done_reason = r.pick(["stop", "length", 7, null]);
+    for (const [field, sane] of [["prompt_eval_count", 30], ["eval_count", 20], ["total_duration", 5e8], ["load_duration", 1e6], ["prompt_eval_duration", 1e8], ["eval_duration", 4e8]] as const) {
+      if (r.chance(0.9)) line[field] = fuzzedFigure(r, sane);
+    }
+  }
+  return line;
+}
+
+/** Case `i`'s answer: its status, content type, and the pieces of its body, each sent after `delayMs`. */
+export function nodeAnswer(i: number): { status: number; type: string | null; pieces: (string | Uint8Array)[]; delayMs: number } {
+  const r = prng(NODE_FUZZ_SEED + i);
+  const status = r.chance(0.75) ? 200 : r.pick([400, 404, 500, 502]);
+  const delayMs = r.chance(0.85) ? 0 : r.int(60);
+  const json = (v: unknown) => `${JSON.stringify(v)}\n`;
+  const kind = r.int(10);
+  // Mostly the type that fits the body (a stream's for lines), sometimes any other.
+  const type = r.chance(0.2) ? r.pick(["application/json; charset=utf-8", "application/x-ndjson", "text/plain", "text/event-stream", null]) : kind >= 7 ? "application/x-ndjson" : "application/json; charset=utf-8";
+  let pieces: (string | Uint8Array)[];
+  switch (kind) {
+    case 0: pieces = []; break; // nothing
+    case 1: pieces = [r.pick(["<html>502 Bad Gateway</html>", "not json at all\n", "{\"unterminated\": ", "\n\n\n"])]; break;
+    case 2: pieces = [new Uint8Array([0xff, 0xfe, 0x7b, 0x22, 0xc3, 0x28, 0x0a])]; break; // not UTF-8
+    case 3: pieces = [json(r.pick([[1, 2], "a string", 42, null]))]; break; // JSON, but not an object
+    case 4: pieces = [`{"model":"${NODE_FUZZ_MODEL}","message":{"content":"${"x".repeat(0.3 * MB)}`]; break; // past the line cap, never ended
+    case 5: pieces = Array.from({ length: 12 }, () => "y".repeat(64 * 1024)); break; // past the answer cap (768 KB)
+    case 6: pieces = [json(fuzzedLine(r, true))]; break; // one whole answer
+    default: { // a stream of lines, perhaps with junk among them, perhaps without its end
+      const n = r.int(40);
+      pieces = Array.from({ length: n }, () => (r.chance(0.05) ? r.pick(["garbage\n", "\n", "{}\n"]) : json(fuzzedLine(r, false))));
+      if (r.chance(0.85)) pieces.push(json(fuzzedLine(r, true)));
+    }
+  }
+  return { status, type, pieces, delayMs };
+}
+
+/** The fuzzed requests: case `i` to one of the inference routes, its index in the prompt (what the stand-in answers by). */
+export function nodeFuzzRequest(i: number, baseUrl: string): { route: string; init: RequestInit & { body: string }; url: string } {
+  const r = prng(NODE_FUZZ_SEED ^ (i * 7919));
+  const stream = r.chance(0.5);
+  const say = `case ${i}`;
+  const route = r.pick(["/api/chat", "/api/chat", "/api/generate", "/v1/chat/completions", "/v1/messages", "/api/embed", "/v1/embeddings", "/v1/responses"]);
+  const bodies: Record<string, unknown> = {
+    "/api/chat": { model: NODE_FUZZ_MODEL, messages: [{ role: "user", content: say }], stream },
+    "/api/generate": { model: NODE_FUZZ_MODEL, prompt: say, stream },
+    "/v1/chat/completions": { model: NODE_FUZZ_MODEL, messages: [{ role: "user", content: say }], stream },
+    "/v1/messages": { model: NODE_FUZZ_MODEL, max_tokens: 16, messages: [{ role: "user", content: say }], stream },
+    "/api/embed": { model: NODE_FUZZ_MODEL, input: [say] },
+    "/v1/embeddings": { model: NODE_FUZZ_MODEL, input: say },
+    "/v1/responses": { model: NODE_FUZZ_MODEL, input: say, stream },
+  };
+  return { route, url: `${baseUrl}${route}`, init: { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(bodies[route]) } };
+}
+
+/** What is wrong with the router's answer to a fuzzed node's answer, or null: a 500 (herd's own failure), or an error not in its route's format. */
+export function nodeFuzzProblem(route: string, status: number, text: string): string | null {
+  if (status === 500) return `${route}: a 500 (${text.slice(0, 200)})`;
+  if (status < 400) return null;
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return `${route}: a ${status} that is not JSON (${text.slice(0, 120)})`;
+  }
+  return inFormat(formatOf(route), body) ? null : `${route}: a ${status} not in its format (${text.slice(0, 200)})`;
+}

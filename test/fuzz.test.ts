@@ -5,16 +5,21 @@
 // node; the router must still answer afterwards, and give back the memory the burst grew. Then heartbeats alone
 // (test/fuzz-heartbeats.ts), to a router in open mode and one that takes a node credential: none may take n1's
 // models or change what herd shows of it, nor forge a log line, and memory, the store and descriptors stay flat.
+// Then the other way round: a node whose every answer is fuzzed, to a second router (see "fuzzed node answers").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { SHRINK_TICK_MS } from "../src/core/idle-shrink.ts";
+import { MAX_DECODE_TPS, MAX_PREFILL_TPS } from "../src/fleet/speeds.ts";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
-import { ADMIN_TOKEN, FUZZ_MODELS, FUZZ_SEED, IDLE_SHRINK_MS, LIMITED_READS, KEYS, type Outcome, RATE_LIMIT, appRoutes, sameModel, fuzzConfig, fuzzSequence, problem, sendAll, wellFormed } from "./fuzz-cases.ts";
+import {
+  ADMIN_TOKEN, FUZZ_MODELS, FUZZ_SEED, IDLE_SHRINK_MS, LIMITED_READS, KEYS, NODE_FUZZ_CAPS, NODE_FUZZ_MODEL, NODE_FUZZ_SEED, type Outcome, RATE_LIMIT,
+  appRoutes, sameModel, fuzzConfig, fuzzSequence, nodeAnswer, nodeFuzzProblem, nodeFuzzRequest, problem, sendAll, wellFormed,
+} from "./fuzz-cases.ts";
 import { FLEET_MODELS, HEARTBEAT_SEED, NODE_TOKEN, heartbeatProblem, heartbeatSequence } from "./fuzz-heartbeats.ts";
-import { cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+import { cleanupFile, eventually, getJson, standInOllama, startRouterProcess, tmpDir } from "./helpers.ts";
 
 const CASES = 10_000;
 /** Equal rounds: a leak grows memory in the last as in the first. */
@@ -50,7 +55,7 @@ function rssMb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
 }
 
-/** Lets the router settle (its idle shrink comes three idle ticks after a burst, what it gives back a tick or two later), then the smallest of a few readings. */
+/** Lets a router settle (its idle shrink comes three idle ticks after a burst, what it gives back a tick or two later), then the smallest of a few readings. */
 async function settledRss(pid = router.proc.pid): Promise<number> {
   await Bun.sleep(IDLE_SHRINK_MS + 3 * SHRINK_TICK_MS + 1000); // the idle spell the shrink waits for, and its effect
   const readings: number[] = [];
@@ -264,5 +269,107 @@ describe.each([
     const lines = r.output().split("\n");
     expect(lines.filter((l) => /^\S*\s*INFO forged|^forged/.test(l))).toEqual([]);
     expect(r.output()).not.toMatch(/[\u001b\u009b\u2028\u2029\u202e]/);
+  }, 300_000);
+});
+
+// A node's answers at scale (issue 27): a stand-in Ollama answers each of NODE_CASES requests, from a fixed seed,
+// with a fuzzed status, type and body (test/fuzz-cases.ts:nodeAnswer). Whatever it sends, the router gives no 500,
+// every error in its route's format, no answer without an end; what it learns of the node stays within bounds; its
+// memory, settled after each round, and its descriptors stay flat.
+describe("fuzzed node answers", () => {
+  const NODE_CASES = 1200;
+  let standIn: ReturnType<typeof Bun.serve>;
+  let fuzzed: Awaited<ReturnType<typeof startRouterProcess>>;
+
+  beforeAll(async () => {
+    standIn = standInOllama({
+      models: [NODE_FUZZ_MODEL],
+      async answer(req, path) {
+        if (!["/api/chat", "/api/generate", "/api/embed"].includes(path)) return null;
+        const asked = /case (\d+)/.exec(await req.text());
+        if (!asked) return null;
+        const { status, type, pieces, delayMs } = nodeAnswer(Number(asked[1]));
+        const utf8 = new TextEncoder();
+        const body = new ReadableStream<Uint8Array>({
+          async pull(c) {
+            const next = pieces.shift();
+            if (next === undefined) return c.close();
+            if (delayMs) await Bun.sleep(delayMs);
+            c.enqueue(typeof next === "string" ? utf8.encode(next) : next);
+          },
+        });
+        return new Response(body, { status, headers: type ? { "content-type": type } : {} });
+      },
+    });
+    const dir = tmpDir();
+    const file = join(dir, "herd.config.json");
+    writeFileSync(
+      file,
+      JSON.stringify({
+        server: { ...NODE_FUZZ_CAPS, idleShrinkMs: IDLE_SHRINK_MS },
+        nodes: [{ id: "n1", ollama: `http://127.0.0.1:${standIn.port}`, parallel: 16 }],
+        timeouts: { firstByteMs: 3000, idleMs: 1000, generationMs: 5000, embeddingMs: 5000 },
+        features: { autoPull: false },
+      }),
+    );
+    fuzzed = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+    await eventually(async () => (await getJson(`${fuzzed.url}/fleet/status`)).fleet.nodes_online === 1, 3000, "n1 online");
+  });
+
+  afterAll(async () => {
+    await fuzzed?.stop();
+    standIn?.stop(true);
+  });
+
+  const descriptors = () => readdirSync(`/proc/${fuzzed.proc.pid}/fd`).length;
+  /** How many answers had each status. */
+  const statuses = new Map<number, number>();
+
+  /** Sends cases [from, to) CONCURRENCY at a time; each one's problem, or null. */
+  async function sendCases(from: number, to: number): Promise<(string | null)[]> {
+    const problems: (string | null)[] = [];
+    let next = from;
+    const worker = async () => {
+      while (next < to) {
+        const { route, url, init } = nodeFuzzRequest(next++, fuzzed.url);
+        try {
+          const res = await fetch(url, { ...init, signal: AbortSignal.timeout(15_000) });
+          problems.push(nodeFuzzProblem(route, res.status, await res.text()));
+          statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        } catch (e) {
+          problems.push(`${route}: ${(e as Error).message}`);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+    return problems;
+  }
+
+  test(`${NODE_CASES} answers from seed ${NODE_FUZZ_SEED.toString(16)}: no 500, every error in its format, every answer ended; what herd learned bounded; memory and descriptors flat`, async () => {
+    await sendCases(0, 50); // each path once answered: the memory the code itself takes
+    const settled = [await settledRss(fuzzed.proc.pid)];
+    const fds = [descriptors()];
+    const problems: string[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const from = 50 + (round * NODE_CASES) / ROUNDS;
+      problems.push(...(await sendCases(from, from + NODE_CASES / ROUNDS)).filter((p): p is string => p !== null));
+      settled.push(await settledRss(fuzzed.proc.pid));
+      fds.push(descriptors());
+    }
+    console.log(`node fuzz: statuses ${JSON.stringify(Object.fromEntries(statuses))}; RSS ${settled.map((m) => m.toFixed(0)).join(", ")} MB settled; descriptors ${fds.join(", ")}`);
+    expect(problems.slice(0, 20)).toEqual([]);
+    for (const after of settled.slice(1)) expect(after).toBeLessThan(1.25 * settled[0]!);
+    // Pooled connections come and go, the client's and herd's to the node up to one per request under way each; a leak is
+    // one per answer, hundreds a round.
+    for (const after of fds.slice(1)) expect(after).toBeLessThanOrEqual(fds[0]! + 2 * CONCURRENCY);
+    const node = (await getJson(`${fuzzed.url}/fleet/status`)).nodes[0];
+    for (const s of Object.values(node.speeds) as any[]) {
+      if (s.decode_tps !== null) expect(s.decode_tps).toBeLessThanOrEqual(MAX_DECODE_TPS);
+      if (s.prefill_tps !== null) expect(s.prefill_tps).toBeLessThanOrEqual(MAX_PREFILL_TPS);
+    }
+    const traces = (await getJson(`${fuzzed.url}/dashboard/api/traces?limit=1000`)).traces as any[];
+    expect(traces.length).toBeGreaterThan(500);
+    for (const t of traces) for (const n of [t.prompt_tokens, t.completion_tokens]) expect(n === null || (typeof n === "number" && n >= 0)).toBe(true);
+    expect((await getJson(`${fuzzed.url}/healthz`)).status).toBe("ok");
   }, 300_000);
 });

@@ -170,3 +170,25 @@ export function chatBurst(routerUrl: string, model: string, n: number): Promise<
     }),
   );
 }
+
+/**
+ * A stand-in Ollama written in the test, on a free port: /api/version, and /api/tags and /api/ps listing `models` (each
+ * resident, of `size` bytes), unless `answer` takes them; every other request goes to `answer` first.
+ */
+export function standInOllama(opts: { models: string[]; size?: number; version?: string; answer(req: Request, path: string): Response | null | Promise<Response | null> }): ReturnType<typeof Bun.serve> {
+  const entries = opts.models.map((name) => ({ name, model: name, size: opts.size ?? 1e9, details: { parameter_size: "1B" } }));
+  return Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 0,
+    async fetch(req) {
+      const path = new URL(req.url).pathname;
+      const answered = await opts.answer(req, path);
+      if (answered) return answered;
+      if (path === "/api/version") return Response.json({ version: opts.version ?? "0.14.0" });
+      if (path === "/api/tags") return Response.json({ models: entries });
+      if (path === "/api/ps") return Response.json({ models: entries.map((e) => ({ ...e, size_vram: e.size })) });
+      return new Response("404 page not found", { status: 404 });
+    },
+  });
+}

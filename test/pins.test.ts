@@ -40,7 +40,7 @@ function fakeAgent(): { stop(): Promise<void> } {
         node_id: "big",
         ollama_url: big.url,
         memory: { total_gb: 32, used_gb: 8, available_gb: 24, pressure: "nominal" },
-        ollama: await probeOllama(big.url, 1000),
+        ollama: await probeOllama(big.url, 1000, { bytes: 2 ** 20, setting: "server.maxNodeAnswerMb" }),
       };
       await fetch(`${router.url}/heartbeat`, {
         method: "POST",

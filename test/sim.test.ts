@@ -7,6 +7,7 @@ import { demoFleet, startSimMlx, startSimOllama, type SimNode, type SimNodeOptio
 import { catalogSpec, decodeTokensPerSecond, sizeBytes } from "../src/sim/models.ts";
 import { NEWEST_OLLAMA } from "../src/fleet/ollama-releases.ts";
 import { postJson } from "../src/backends/http1.ts";
+import { readCapped } from "../src/core/capped-body.ts";
 
 const started: SimNode[] = [];
 afterEach(async () => {
@@ -711,7 +712,7 @@ describe("mlx_lm.server sim", () => {
     for (const stream of [true, false]) {
       const answer = await postJson(new URL("/v1/chat/completions", node.url), body(stream), AbortSignal.timeout(5000));
       expect(answer.status).toBe(200);
-      const text = await answer.text();
+      const text = new TextDecoder().decode(await readCapped(answer.body, { bytes: 2 ** 20, setting: "server.maxNodeAnswerMb" }));
       if (stream) expect(text).toEndWith("data: [DONE]\n\n");
       else expect(JSON.parse(text).choices[0].finish_reason).toBe("length");
     }

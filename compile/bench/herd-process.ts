@@ -19,7 +19,8 @@ export interface HerdProcess {
 
 export async function startHerd(bin: string, config: HerdConfig, env: Record<string, string> = {}): Promise<HerdProcess> {
   const dir = mkdtempSync(join(tmpdir(), "herd-bench-"));
-  writeFileSync(join(dir, "herd.config.json"), JSON.stringify(config));
+  // The load generators are many clients from one address, which server.clientMaxConnections exists to stop.
+  writeFileSync(join(dir, "herd.config.json"), JSON.stringify({ ...config, server: { clientMaxConnections: 100_000, ...config.server } }));
   const started = performance.now();
   const proc = Bun.spawn([bin, "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")], { cwd: dir, stdout: "pipe", stderr: "pipe", env: { ...process.env, ...env } });
   const stop = async () => {

@@ -6,6 +6,7 @@
 //   of herd's cost is its stack's and how much its own request path's.
 import { Elysia } from "elysia";
 import { postJson } from "../../src/backends/http1.ts";
+import { readCapped } from "../../src/core/capped-body.ts";
 
 export type Floor = "bytes" | "json";
 
@@ -69,7 +70,7 @@ if (import.meta.main) {
           const answer = await postJson(new URL(new URL(request.url).pathname, upstream), JSON.stringify(body), request.signal);
           const headers = { "content-type": answer.contentType ?? "application/json", "X-Fleet-Node": "bench" };
           if (answer.contentType?.startsWith("application/x-ndjson")) return new Response(relayed(answer, lineByLine()), { status: answer.status, headers });
-          return new Response(JSON.stringify(JSON.parse(await answer.text())), { status: answer.status, headers });
+          return new Response(JSON.stringify(JSON.parse(new TextDecoder().decode(await readCapped(answer.body, { bytes: 64 * 2 ** 20, setting: "the floor's cap" })))), { status: answer.status, headers });
         },
         { parse: "none" },
       )

@@ -11,13 +11,14 @@ import { log } from "../log.ts";
 import { ClientGate } from "../router/client-gate.ts";
 import { Caller, KeyUsage } from "./caller.ts";
 import { clientOf, isAdmin } from "../config/credentials/keys.ts";
+import { ClientConnections, type ConnectionServer } from "./connections.ts";
 import { crossSiteRefusal } from "./cross-site.ts";
 import { admitBody } from "./limits.ts";
-import { refusal } from "./refusal.ts";
+import { refusal, unroutedFormat } from "./refusal.ts";
 import type { ErrorFormat, RouteTable } from "./route-facts.ts";
 import { Presented, presentedKey } from "../config/credentials/tokens.ts";
 
-type Server = { requestIP(r: Request): { address: string } | null; port?: number } | null;
+type Server = (ConnectionServer & { port?: number }) | null;
 
 const callers = new WeakMap<Request, Caller>();
 const addresses = new WeakMap<Request, string>();
@@ -41,18 +42,32 @@ export function callerOf(request: Request): Caller | null {
 export function authGuard(rt: GuardSources, routes: RouteTable) {
   const usage = new KeyUsage();
   const pendingBodies = new ClientGate();
+  const connections = new ClientConnections();
   return new Elysia({ name: "auth" })
-    .onStart(({ server }) => announce(rt.live.config, server?.port))
-    .onBeforeHandle({ as: "global" }, ({ request, route, server }) => guard(rt.live.config, usage, pendingBodies, routes, request, route, server as Server));
+    .onStart(({ server }) => {
+      announce(rt.live.config, server?.port);
+      if (server) connections.start(server, () => rt.live.config);
+    })
+    .onStop(() => connections.stop())
+    // Every request, a path no route matches included: each connection counts against its address.
+    .onRequest(({ request, server }) => arrived(rt.live.config, connections, request, server as Server))
+    .onBeforeHandle({ as: "global" }, ({ request, route }) => guard(rt.live.config, usage, pendingBodies, routes, request, route));
 }
 
-function guard(config: Config, usage: KeyUsage, pendingBodies: ClientGate, routes: RouteTable, request: Request, route: string, server: Server): Response | undefined {
+function arrived(config: Config, connections: ClientConnections, request: Request, server: Server): Response | undefined {
+  const from = server?.requestIP(request);
+  if (!server || !from) return;
+  addresses.set(request, from.address);
+  const refused = connections.admit(server, request, from, config);
+  if (refused) return refusal(unroutedFormat(new URL(request.url).pathname), 429, refused, { Connection: "close", "Retry-After": String(config.routing.clientRetryAfterSeconds) });
+}
+
+function guard(config: Config, usage: KeyUsage, pendingBodies: ClientGate, routes: RouteTable, request: Request, route: string): Response | undefined {
   const facts = routes.of(request.method, route);
   // A route that does not say who may call it is closed, never open.
   if (!facts) return refusal("herd", 403, `${request.method} ${route} declares no access level, so herd refuses it`);
   const { access, errors } = facts;
-  const address = server?.requestIP(request)?.address;
-  if (address) addresses.set(request, address);
+  const address = addresses.get(request);
   const tooLarge = admitBody(request, facts.body, config, address ?? "unknown", pendingBodies);
   if (tooLarge) return refusal(errors, 413, tooLarge);
   const crossSite = crossSiteRefusal(request);

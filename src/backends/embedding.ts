@@ -5,7 +5,7 @@
 // (node/embedding_server.py of ollama-herd at 32cfc92: its agent runs it, or the node's owner
 // does): POST /embed {"model", "images": [base64…]} → {model, embeddings, dimensions}. Every
 // surface answers as it does for an Ollama node, the texts of a vision request being its images.
-import type { Config } from "../config/schema.ts";
+import { type Config, nodeAnswerCap } from "../config/schema.ts";
 import type { NativeEmbedRequest } from "../core/media-request.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
 import { sameModel } from "../fleet/model-name.ts";
@@ -65,7 +65,7 @@ export function nativeEmbeddingJob(registry: Registry, queues: Queues, config: C
     const url = registry.serviceUrl(n, serverOn(n, kind)!.port);
     if (!url) throw new NodeFailure(`no address for ${n.id}'s ${what} server`);
     const started = performance.now();
-    const { res, bytes } = await callNode(`${url}${path}`, { method: "POST", body: JSON.stringify(body) }, { headers: { "content-type": "application/json" }, timeoutMs: config.timeouts.embeddingMs, timeoutStatus: 504, signal }).catch((e: unknown) => {
+    const { res, bytes } = await callNode(`${url}${path}`, { method: "POST", body: JSON.stringify(body) }, { headers: { "content-type": "application/json" }, timeoutMs: config.timeouts.embeddingMs, maxAnswer: nodeAnswerCap(config), timeoutStatus: 504, signal }).catch((e: unknown) => {
       if (!(e instanceof RouteError) || e.status !== 504) throw e;
       const size = kind === "native" ? " (about 130 MB)" : "";
       throw new RouteError(504, `${what} timed out: ${e.message}; the first request may download the model${size}, retry after ${RETRY_AFTER_S} s`, 0, [], RETRY_AFTER_S);

@@ -6,20 +6,13 @@
 // request at one client). These sockets live on the event loop: no hand-off.
 // Plain http:// only; herd calls anything else with fetch.
 import type { Socket } from "bun";
+import type { BodyReader } from "../core/capped-body.ts";
 
-/** An answer whose head has arrived: status and type, then the body chunk by chunk (or whole). */
+/** An answer whose head has arrived: status and type, then the body chunk by chunk (its `cancel` closes the connection, never reused). */
 export interface Answer {
   status: number;
   contentType: string | null;
   body: BodyReader;
-  /** The whole body as text (instead of reading `body`). */
-  text(): Promise<string>;
-}
-
-export interface BodyReader {
-  read(): Promise<{ done: boolean; value?: Uint8Array }>;
-  /** Stops reading; the connection is closed, not reused. */
-  cancel(): Promise<void>;
 }
 
 /** Idle sockets kept per origin, and how long one may idle before it is closed. */
@@ -45,7 +38,7 @@ export function postJson(url: URL, body: string, signal: AbortSignal): Promise<A
 async function overFetch(url: URL, body: string, signal: AbortSignal): Promise<Answer> {
   const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body, signal });
   const reader = res.body?.getReader() ?? { read: async () => ({ done: true }), cancel: async () => {} };
-  return { status: res.status, contentType: res.headers.get("content-type"), body: reader, text: () => res.text() };
+  return { status: res.status, contentType: res.headers.get("content-type"), body: reader };
 }
 
 async function overSocket(url: URL, body: string, signal: AbortSignal): Promise<Answer> {
@@ -203,8 +196,8 @@ class Connection {
     this.framing = code === 204 || code === 304 ? { kind: "length", left: 0 } : chunked ? { kind: "chunked" } : length !== null && length >= 0 ? { kind: "length", left: length } : { kind: "close" };
     if (this.framing.kind === "close") this.keepAlive = false;
     if (this.framing.kind === "chunked") this.chunks = new ChunkedDecoder();
-    const body = (this.body = new Body(this));
-    this.answered!({ status: code, contentType, body, text: () => body.text() });
+    this.body = new Body(this);
+    this.answered!({ status: code, contentType, body: this.body });
     this.answered = this.failed = null;
     if (rest.length) this.readBody(rest);
     else if (this.framing.kind === "length" && this.framing.left === 0) this.finish();
@@ -352,12 +345,6 @@ class Body implements BodyReader {
     this.queue = [];
     this.end();
     this.connection.cancel();
-  }
-
-  async text(): Promise<string> {
-    const parts: Uint8Array[] = [];
-    for (let r = await this.read(); !r.done; r = await this.read()) parts.push(r.value!);
-    return Buffer.concat(parts).toString("utf8");
   }
 }
 

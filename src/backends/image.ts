@@ -2,7 +2,7 @@
 // mflux / DiffusionKit, or Ollama's experimental x/ models), tried on the least busy node that
 // offers the model first. Which nodes offer which models, and the job's fields: fleet/image-models.ts.
 import { agentToken } from "../config/credentials/keys.ts";
-import type { Config } from "../config/schema.ts";
+import { type Config, nodeAnswerCap } from "../config/schema.ts";
 import type { GeneratedImage, ImageRequest } from "../core/media-request.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
 import { fleetImageModels, type ImageJob, isOllamaImageModel, ollamaGeneratesImages } from "../fleet/image-models.ts";
@@ -38,8 +38,8 @@ export function imageJob(registry: Registry, queues: Queues, config: Config, req
     nodes,
     call: async (n, signal) =>
       backendOn(n, req.model) === "service"
-        ? { value: await onService(registry, n, serviceJob(req), { timeoutMs: config.timeouts.imageMs, credential: ollamaHerdAgent(n) ? null : agentToken(config, n.id), signal }), backend: "image" }
-        : { value: await onOllama(registry, n, req, config.timeouts.imageMs, signal), backend: "ollama" },
+        ? { value: await onService(registry, n, serviceJob(req), { timeoutMs: config.timeouts.imageMs, maxAnswer: nodeAnswerCap(config), credential: ollamaHerdAgent(n) ? null : agentToken(config, n.id), signal }), backend: "image" }
+        : { value: await onOllama(registry, n, req, { timeoutMs: config.timeouts.imageMs, maxAnswer: nodeAnswerCap(config), signal }), backend: "ollama" },
   };
 }
 
@@ -66,12 +66,12 @@ async function onService(registry: Registry, node: NodeRecord, job: ImageJob, ca
 }
 
 /** Through the node's Ollama, for its x/ models: Ollama's OpenAI-compatible image endpoint. */
-async function onOllama(registry: Registry, node: NodeRecord, req: ImageRequest, timeoutMs: number, signal: AbortSignal): Promise<GeneratedImage> {
+async function onOllama(registry: Registry, node: NodeRecord, req: ImageRequest, call: ServiceCall): Promise<GeneratedImage> {
   const ollama = registry.ollamaUrl(node);
   if (!ollama) throw new NodeFailure("no Ollama URL");
   const started = performance.now();
   const body = { model: req.model, prompt: req.prompt, size: `${req.width}x${req.height}`, response_format: "b64_json" };
-  const { res, bytes } = await callNode(new URL("/v1/images/generations", ollama).href, { method: "POST", body: JSON.stringify(body) }, { headers: { "content-type": "application/json" }, timeoutMs, timeoutStatus: 502, signal });
+  const { res, bytes } = await callNode(new URL("/v1/images/generations", ollama).href, { method: "POST", body: JSON.stringify(body) }, { ...call, headers: { "content-type": "application/json" }, timeoutStatus: 502 });
   if (!res.ok) throw new RouteError(502, `image generation failed on ${node.id}'s Ollama: ${errorOf(res, bytes)}`);
   let b64: unknown;
   try {

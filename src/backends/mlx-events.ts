@@ -1,7 +1,7 @@
 // An MLX server's answer (OpenAI chat-completion SSE chunks, or one completion
 // object) as Events, with no Ollama line in between. mlx_lm reports no
 // timings, so the answer's duration is herd's own measure from the call.
-import type { Chunk, Event } from "../core/events.ts";
+import { type Chunk, type Event, figure } from "../core/events.ts";
 import { parseArguments } from "../core/tool-arguments.ts";
 
 type Json = Record<string, unknown>;
@@ -82,9 +82,9 @@ export class MlxEvents {
   }
 
   private end(finish: string | null, usage: Json | undefined): Event[] {
-    const promptTokens = Number(usage?.prompt_tokens ?? 0);
-    const completionTokens = Number(usage?.completion_tokens ?? 0);
-    const cachedTokens = Number((usage?.prompt_tokens_details as Json | undefined)?.cached_tokens ?? 0);
+    const promptTokens = figure(usage?.prompt_tokens) ?? 0;
+    const completionTokens = figure(usage?.completion_tokens) ?? 0;
+    const cachedTokens = figure((usage?.prompt_tokens_details as Json | undefined)?.cached_tokens) ?? 0;
     const latencyMs = performance.now() - this.started;
     this.onUsage({ latencyMs, promptTokens, completionTokens, cachedTokens });
     return [

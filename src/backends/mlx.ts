@@ -2,10 +2,11 @@
 // chat completion; the answer (SSE
 // chunks, or one object) comes back as Events (mlx-events.ts). A wall clock
 // bounds each request from its slot to its last byte (seed 000's wedged-request guard).
+import { type AnswerCap, AnswerTooLarge, responseJson, responseText } from "../core/capped-body.ts";
 import type { Chunk } from "../core/events.ts";
 import type { Conversation, Message } from "../core/conversation.ts";
 import { replyCapOf } from "../core/request.ts";
-import { NodeFailure } from "../errors.ts";
+import { NodeFailure, RouteError } from "../errors.ts";
 import { type LineLimits, readLines } from "./lines.ts";
 import { MlxEvents, type MlxUsage, errorText } from "./mlx-events.ts";
 import { type OllamaCall, describeFetchError, noMoreChunks } from "./ollama.ts";
@@ -28,6 +29,8 @@ export interface MlxCallOptions {
   servedAs: string;
   wallClockMs: number;
   lines: LineLimits;
+  /** How large an answer not streamed (or an error's) may be. */
+  whole: AnswerCap;
   signal: AbortSignal;
   /** Called once, with the finished answer's token counts. */
   onUsage(usage: MlxUsage): void;
@@ -97,13 +100,13 @@ export async function callMlx(baseUrl: string, request: Json, opts: MlxCallOptio
       signal: abort.signal,
     });
     if (!res.ok) {
-      const text = await res.text();
+      const text = await responseText(res, opts.whole);
       const message = errorText(text) ?? `HTTP ${res.status}`;
       if (res.status >= 500 || res.status === 404) throw new NodeFailure(message, res.status);
       cleanup();
       return { status: res.status, first: { events: [{ type: "error", message }] }, rest: noMoreChunks(), cancel: () => {} };
     }
-    const chunks = request.stream ? parse.stream(readLines(res.body!.getReader(), opts.lines)) : wholeAnswer(parse, (await res.json()) as Json);
+    const chunks = request.stream ? parse.stream(readLines(res.body!.getReader(), opts.lines)) : wholeAnswer(parse, (await responseJson(res, opts.whole)) as Json);
     const rest = (async function* () {
       try {
         for await (const chunk of chunks) yield [chunk];
@@ -123,6 +126,7 @@ export async function callMlx(baseUrl: string, request: Json, opts: MlxCallOptio
     if (e instanceof NodeFailure || e instanceof WallClockTimeout) throw e;
     if (abort.signal.reason instanceof WallClockTimeout) throw abort.signal.reason;
     if (opts.signal.aborted) throw e;
+    if (e instanceof AnswerTooLarge) throw new RouteError(502, e.message);
     throw new NodeFailure(describeFetchError(e, opts.wallClockMs), null);
   }
 }

@@ -3,6 +3,7 @@
 // call with a deadline and a bounded answer. A backend plans a ServiceJob; the pipeline runs it (pipeline/service.ts).
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
 import type { Queues } from "../fleet/queues.ts";
+import { type AnswerCap, AnswerTooLarge, responseBytes } from "../core/capped-body.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
 import { describeFetchError } from "./ollama.ts";
 import { eitherSignal } from "../abort.ts";
@@ -34,23 +35,18 @@ function load(queues: Queues, nodeId: string): number {
   return pending + inFlight;
 }
 
-/** How the router calls a node's service: its deadline, the node's credential (when the config has one), the request's signal. */
+/** How the router calls a node's service: its deadline, the largest answer it may send, the node's credential (when the config has one), the request's signal. */
 export interface ServiceCall {
   timeoutMs: number;
+  maxAnswer: AnswerCap;
   credential?: string | null;
   signal: AbortSignal;
 }
 
 /**
- * The most of a node's answer herd reads; a longer one is refused, not held. A PNG of 4096×4096 pixels, a
- * transcript of hours of audio, and the vectors of a request's worth of images all fit.
- */
-const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
-
-/**
- * Calls a node's service with a deadline for the whole answer. A network failure is a NodeFailure; running
- * out of time is a RouteError with `timeoutStatus`; an answer over MAX_ANSWER_BYTES is a 502; an aborted signal
- * (the client gone, herd stopping) ends it with its reason.
+ * Calls a node's service with a deadline for the whole answer, read up to `maxAnswer`. A network failure is a
+ * NodeFailure; running out of time is a RouteError with `timeoutStatus`, an answer past its cap a 502; an aborted
+ * signal (the client gone, herd stopping) ends it with its reason.
  */
 export async function callNode(
   url: string,
@@ -63,35 +59,15 @@ export async function callNode(
   const host = new URL(url).host;
   try {
     const res = await fetch(url, { ...init, headers, signal: signal.signal });
-    return { res, bytes: await capped(res, host) };
+    return { res, bytes: await responseBytes(res, opts.maxAnswer) };
   } catch (e) {
     if (opts.signal.aborted) throw opts.signal.reason;
+    if (e instanceof AnswerTooLarge) throw new RouteError(502, `${host}: ${e.message}`);
     if (deadline.aborted) throw new RouteError(opts.timeoutStatus, `no answer from ${host} within ${opts.timeoutMs} ms`);
-    if (e instanceof RouteError) throw e;
     throw new NodeFailure(`${host}: ${describeFetchError(e, opts.timeoutMs)}`);
   } finally {
     signal.release();
   }
-}
-
-/** The answer's body, read up to MAX_ANSWER_BYTES. */
-async function capped(res: Response, host: string): Promise<Uint8Array> {
-  const tooLong = () => new RouteError(502, `${host} answered more than ${MAX_ANSWER_BYTES / 2 ** 20} MiB; herd reads no more`);
-  if (Number(res.headers.get("content-length")) > MAX_ANSWER_BYTES) {
-    await res.body?.cancel();
-    throw tooLong();
-  }
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for await (const part of res.body ?? []) {
-    size += part.length;
-    if (size > MAX_ANSWER_BYTES) {
-      await res.body!.cancel().catch(() => {});
-      throw tooLong();
-    }
-    parts.push(part);
-  }
-  return Buffer.concat(parts, size);
 }
 
 /** How much of a node's error message goes on to the client. */

@@ -42,3 +42,17 @@ test("an embed answer is its vectors and its prompt count; an error line is the 
 test("a line that is not JSON is the node's error, named", () => {
   expect(() => ollamaChunk("{oops")).toThrow("the node sent a line that is not JSON: {oops");
 });
+
+test("a line's fields of the wrong type are read as absent, never thrown on; an error that is not a string is said in words", () => {
+  const events = (line: unknown) => ollamaChunk(JSON.stringify(line)).events;
+  expect(events({ message: "text", done: false })).toEqual([]);
+  expect(events({ message: { content: 5, thinking: ["x"], tool_calls: [null, { function: null }, { function: { name: 7 } }, { function: { name: "f", arguments: { a: 1 } } }] } })).toEqual([{ type: "tool_call", name: "f", arguments: { a: 1 }, id: undefined }]);
+  expect(events({ embeddings: ["x"], done: true, eval_count: "12", eval_duration: -1, prompt_eval_count: 3 })).toEqual([
+    { type: "usage", promptTokens: 3, completionTokens: undefined, totalNs: undefined, loadNs: undefined, promptNs: undefined, evalNs: undefined },
+    { type: "done", reason: "stop" },
+  ]);
+  expect(events({ error: { message: "out of memory" } })).toEqual([{ type: "error", message: "out of memory" }]);
+  expect(events({ error: 5 })).toEqual([{ type: "error", message: "the node answered an error that is not text: 5" }]);
+  expect(() => ollamaChunk("null")).toThrow("not a JSON object");
+  expect(() => ollamaChunk("[1]")).toThrow("not a JSON object");
+});

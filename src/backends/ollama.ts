@@ -2,8 +2,10 @@
 // agentless nodes) and calling it for a request, streaming its lines back.
 import * as v from "valibot";
 import { formatIssues } from "../config/problems.ts";
-import { type Chunk, errorOf } from "../core/events.ts";
-import { NodeFailure } from "../errors.ts";
+import { type AnswerCap, AnswerTooLarge, readCapped, responseJson } from "../core/capped-body.ts";
+import { type Chunk, errorOf, figure } from "../core/events.ts";
+import { NodeFailure, RouteError } from "../errors.ts";
+import { claimHeld } from "../fleet/claimed-times.ts";
 import type { OllamaSection } from "../fleet/heartbeat.ts";
 import { modelList, psEntry, tagEntry, toGb, versionText } from "../fleet/node-models.ts";
 import { type Answer, postJson } from "./http1.ts";
@@ -17,11 +19,11 @@ const psAnswer = modelsAnswer(psEntry);
 const tagsAnswer = modelsAnswer(tagEntry);
 
 /** What an Ollama server holds right now, each model's entry whole; never throws: an unreachable server says why. */
-export async function probeOllama(baseUrl: string, timeoutMs: number): Promise<OllamaSection> {
+export async function probeOllama(baseUrl: string, timeoutMs: number, cap: AnswerCap): Promise<OllamaSection> {
   const get = async <S extends v.GenericSchema>(path: string, schema: S): Promise<v.InferOutput<S>> => {
     const res = await fetch(new URL(path, baseUrl), { signal: AbortSignal.timeout(timeoutMs) });
     if (!res.ok) throw new Error(`HTTP ${res.status} from ${path}`);
-    const parsed = v.safeParse(schema, await res.json());
+    const parsed = v.safeParse(schema, await responseJson(res, cap));
     if (!parsed.success) throw new Error(`unexpected answer from ${path}: ${formatIssues(parsed.issues, schema).join("; ")}`);
     return parsed.output;
   };
@@ -71,7 +73,7 @@ export async function callOllama(
   baseUrl: string,
   path: string,
   body: string,
-  opts: { firstByteMs: number; lines: LineLimits; signal: AbortSignal },
+  opts: { firstByteMs: number; lines: LineLimits; whole: AnswerCap; signal: AbortSignal },
 ): Promise<OllamaCall> {
   // Aborted while it waited for its slot (the client left, herd is stopping): an abort listener would never fire.
   if (opts.signal.aborted) throw opts.signal.reason;
@@ -81,7 +83,7 @@ export async function callOllama(
   const timer = setTimeout(() => abort.abort(new NodeFailure(`no answer within ${opts.firstByteMs} ms`, null)), opts.firstByteMs);
   try {
     const res = await postJson(nodeUrl(baseUrl, path), body, abort.signal);
-    const { first, arrived, rest } = isStream(res) ? await streamed(res, opts.lines) : await whole(res);
+    const { first, arrived, rest } = isStream(res) ? await streamed(res, opts.lines) : await whole(res, opts.whole);
     if (!first) throw new NodeFailure(`empty response (HTTP ${res.status})`, res.status);
     if (res.status >= 500 || res.status === 404 || (res.status === 400 && path === "/api/embed" && !embedRequestError(errorOf(first)))) {
       throw new NodeFailure(errorOf(first) ?? `HTTP ${res.status}`, res.status);
@@ -103,6 +105,8 @@ export async function callOllama(
     abort.abort();
     if (e instanceof NodeFailure) throw e;
     if (opts.signal.aborted) throw e;
+    // The node answered, too much: its answer, not a failure another node would not have.
+    if (e instanceof AnswerTooLarge) throw new RouteError(502, e.message);
     const reason = abort.signal.reason;
     if (reason instanceof NodeFailure) throw reason;
     throw new NodeFailure(describeFetchError(e, opts.firstByteMs), null);
@@ -142,11 +146,13 @@ async function streamed(res: Answer, limits: LineLimits): Promise<Begun> {
   return { first, arrived, rest: parsed(lines) };
 }
 
-/** A whole answer (stream:false, embeddings, errors) is one JSON document: read in one call, nothing after it. */
-async function whole(res: Answer): Promise<Begun> {
-  const text = (await res.text()).trim();
+/** A whole answer (stream:false, embeddings, errors) is one JSON document: read up to its cap, nothing after it. */
+async function whole(res: Answer, cap: AnswerCap): Promise<Begun> {
+  const text = utf8.decode(await readCapped(res.body, cap)).trim();
   return { first: text ? ollamaChunk(text) : undefined, rest: noMoreChunks() };
 }
+
+const utf8 = new TextDecoder();
 
 /** The rest of an answer that was whole in its first chunk. */
 export async function* noMoreChunks(): AsyncGenerator<Chunk[]> {}
@@ -164,24 +170,32 @@ export function pullModel(baseUrl: string, model: string, stream: boolean, signa
  * Has a node's Ollama load `model` and keep it: for ever (keep_alive -1), or for the node's own keep-alive after its
  * last use (keep_alive left out). An empty prompt loads a model that generates; Ollama checks that first and refuses an
  * embedding model ("… does not support generate", server/routes.go), which an embedding with no input loads instead.
- * Throws why not. Resolves to how long the load took in ns: the answer's load_duration where it has one, else the
- * call's own time (Ollama's answer to a load carries no durations; a model already resident answers in a few ms).
+ * Throws why not. Resolves to how long the load took in ns: the answer's load_duration where it has one (held to the
+ * call's own time, fleet/claimed-times.ts), else the call's own time (Ollama's answer to a load carries no durations;
+ * a model already resident answers in a few ms).
+ * The answer is read up to `cap`.
  */
-export async function loadModel(baseUrl: string, model: string, timeoutMs: number, keep: Keep = "forever"): Promise<number> {
+export async function loadModel(baseUrl: string, model: string, timeoutMs: number, keep: Keep, cap: AnswerCap): Promise<number> {
   const started = performance.now();
   const signal = AbortSignal.timeout(timeoutMs);
   const keepAlive = keep === "forever" ? { keep_alive: -1 } : {};
-  let answer = await loadCall(baseUrl, "/api/generate", { model, prompt: "", stream: false, ...keepAlive }, signal, timeoutMs);
-  if (answer.status === 400 && /does not support generate/.test(answer.body.error ?? "")) answer = await loadCall(baseUrl, "/api/embed", { model, ...keepAlive }, signal, timeoutMs);
+  const call = (path: string, body: unknown) => loadCall(baseUrl, path, body, signal, timeoutMs, cap);
+  let answer = await call("/api/generate", { model, prompt: "", stream: false, ...keepAlive });
+  if (answer.status === 400 && /does not support generate/.test(answer.body.error ?? "")) answer = await call("/api/embed", { model, ...keepAlive });
   if (answer.status !== 200) throw new Error(answer.body.error ?? `HTTP ${answer.status}`);
-  const ns = answer.body.load_duration;
-  return typeof ns === "number" && ns >= 0 ? ns : (performance.now() - started) * 1e6;
+  const ns = figure(answer.body.load_duration);
+  const ms = performance.now() - started;
+  return ns === undefined ? ms * 1e6 : claimHeld(ns, ms);
 }
 
-async function loadCall(baseUrl: string, path: string, body: unknown, signal: AbortSignal, timeoutMs: number): Promise<{ status: number; body: { error?: string; load_duration?: unknown } }> {
+async function loadCall(baseUrl: string, path: string, body: unknown, signal: AbortSignal, timeoutMs: number, cap: AnswerCap): Promise<{ status: number; body: { error?: string; load_duration?: unknown } }> {
   try {
     const res = await fetch(new URL(path, baseUrl), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal });
-    return { status: res.status, body: (await res.json().catch(() => ({}))) as { error?: string } };
+    const answer = await responseJson(res, cap).catch((e) => {
+      if (e instanceof AnswerTooLarge) throw e;
+      return {}; // not JSON: the status says it
+    });
+    return { status: res.status, body: answer as { error?: string } };
   } catch (e) {
     throw new Error(describeFetchError(e, timeoutMs));
   }

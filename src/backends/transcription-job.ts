@@ -27,7 +27,7 @@ export async function transcribeAsJob(url: string, nodeId: string, req: Transcri
   const signal = linked.signal;
   // Each call's own deadline falls just after the job's, which is the one that speaks.
   const ask = (path: string, init: Parameters<typeof callNode>[1]) =>
-    callNode(`${url}${path}`, init, { timeoutMs: Math.max(1, until - Date.now() + 1000), credential: API_KEY, signal, timeoutStatus: 502 });
+    callNode(`${url}${path}`, init, { timeoutMs: Math.max(1, until - Date.now() + 1000), maxAnswer: call.maxAnswer, credential: API_KEY, signal, timeoutStatus: 502 });
   try {
     const submitted = await ask("/transcribe", { method: "POST", body: audioForm(req) });
     // Its queue is full (503 "Server at capacity") or its key over the rate limit (429): nothing started, another node may take it.

@@ -2,7 +2,7 @@
 // service a node agent runs over Qwen3-ASR), and one transcription on a node, the least busy tried
 // first: herd's agent answers it at once, an Ollama Herd node's as a job (transcription-job.ts).
 import { agentToken } from "../config/credentials/keys.ts";
-import type { Config } from "../config/schema.ts";
+import { type Config, nodeAnswerCap } from "../config/schema.ts";
 import type { Transcribed, TranscriptionRequest } from "../core/media-request.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
 import type { Queues } from "../fleet/queues.ts";
@@ -41,9 +41,10 @@ export function transcriptionJob(registry: Registry, queues: Queues, config: Con
     call: async (n, signal) => {
       const url = registry.serviceUrl(n, n.report.transcription_port!);
       if (!url) throw new NodeFailure("no address for its transcription service");
+      const call = { timeoutMs: config.timeouts.transcriptionMs, maxAnswer: nodeAnswerCap(config), signal };
       const value = ollamaHerdAgent(n)
-        ? await transcribeAsJob(url, n.id, req, { timeoutMs: config.timeouts.transcriptionMs, signal })
-        : await onService(url, n.id, model, req, { timeoutMs: config.timeouts.transcriptionMs, credential: agentToken(config, n.id), signal });
+        ? await transcribeAsJob(url, n.id, req, call)
+        : await onService(url, n.id, model, req, { ...call, credential: agentToken(config, n.id) });
       return { value, backend: "transcription" };
     },
   };

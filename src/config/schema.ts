@@ -3,6 +3,7 @@
 import * as v from "valibot";
 import { secretSchema } from "./credentials/secrets.ts";
 import { bandwidthForChip, CHIP_NAMES } from "../core/chips.ts";
+import type { AnswerCap } from "../core/capped-body.ts";
 import type { HerdConfig } from "./types.ts";
 
 /** The `pins` key meaning every node. */
@@ -136,7 +137,11 @@ export const herdConfigSchema = v.strictObject({
     maxBodyMb: v.optional(megabytes, 16),
     maxMediaBodyMb: v.optional(megabytes, 64),
     clientMaxPendingBodies: v.optional(v.pipe(count, v.minValue(1, "expected at least 1")), 32),
+    clientMaxConnections: v.optional(v.pipe(count, v.minValue(1, "expected at least 1")), 64),
+    // Bun's idleTimeout, whole seconds up to 255; at least 5 s, as herd re-arms it each second for a request it answers.
+    keepAliveMs: v.optional(v.pipe(ms, v.minValue(5000, "expected at least 5000 ms"), v.maxValue(255_000, "expected at most 255000 ms (Bun's longest idle timeout)")), 10_000),
     maxNodeLineMb: v.optional(megabytes, 16),
+    maxNodeAnswerMb: v.optional(megabytes, 64),
     idleShrinkMs: v.optional(ms, 60000),
   }),
   nodes: v.optional(v.array(node), []),
@@ -269,7 +274,13 @@ export const herdConfigSchema = v.strictObject({
 
 /** A validated config with every default filled in: what the running code reads. */
 export type Config = v.InferOutput<typeof herdConfigSchema>;
+
 export type NodeEntry = Config["nodes"][number];
+
+/** The largest whole answer herd reads from a node or a node's service (server.maxNodeAnswerMb). */
+export function nodeAnswerCap(config: Config): AnswerCap {
+  return { bytes: Math.round(config.server.maxNodeAnswerMb * 2 ** 20), setting: "server.maxNodeAnswerMb" };
+}
 
 // Compile-time guard: the hand-written public type and the validator accept the same input.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;

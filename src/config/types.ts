@@ -53,8 +53,21 @@ export interface ServerConfig {
   maxMediaBodyMb?: number;
   /** Requests one client address may have sending their bodies at once; past it, a 429 and the connection closed. Default 32. */
   clientMaxPendingBodies?: number;
+  /**
+   * Connections one client address may hold: past that many waiting for an answer at once, a new connection's request
+   * gets a 429 and is closed; past that many open, a new one is answered and then closed rather than kept alive. Default 64.
+   */
+  clientMaxConnections?: number;
+  /** How long a client's connection may sit idle between requests before herd closes it, in ms (5000–255000). Default 10000. */
+  keepAliveMs?: number;
   /** Longest line a node may stream (an NDJSON or SSE line), in MB; past it the answer ends with an error. Default 16. */
   maxNodeLineMb?: number;
+  /**
+   * Largest whole answer herd reads from a node, in MB: a chat or generate answer not streamed (whatever the client
+   * asked), embeddings, an image, a transcript, and what herd asks a node itself (its models, a model's facts); past it
+   * the request ends with a 502 naming this setting and the node's connection is dropped. Default 64.
+   */
+  maxNodeAnswerMb?: number;
   /** Idle this long after a burst that grew memory, herd gives the memory back (Bun.shrink; the next requests compile their code again); 0: never. Default 60000. */
   idleShrinkMs?: number;
 }

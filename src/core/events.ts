@@ -14,6 +14,11 @@ export interface ToolCall {
   id?: string;
 }
 
+/** A count or a duration as a node sent it: a finite number ≥ 0; anything else (a string, a negative) is none. */
+export function figure(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : undefined;
+}
+
 /** The node's counts, and its durations in nanoseconds (Ollama's unit), each when the node says. */
 export interface Usage {
   type: "usage";

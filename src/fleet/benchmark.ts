@@ -5,6 +5,7 @@
 // It measures latency and time-to-first-token percentiles and tokens/s, overall,
 // per model and per node, the deepest queue each node saw, and stores the run.
 import type { Database } from "bun:sqlite";
+import { type AnswerCap, responseJson } from "../core/capped-body.ts";
 import { percentile, sorted } from "../percentile.ts";
 import { type BenchmarkRun, saveRun } from "../store/benchmarks.ts";
 import { reachableNodes } from "./catalog.ts";
@@ -53,6 +54,8 @@ export interface BenchmarkDeps {
    * reader (backends/lines.ts), as the fleet layer does not import the backends above it.
    */
   readLines: (body: ReadableStream<Uint8Array>, idleMs: number) => AsyncIterable<string>;
+  /** How large a whole answer relayed from a node may be (a pull's, not streamed): server.maxNodeAnswerMb. */
+  maxAnswer: () => AnswerCap;
 }
 
 /** Where the runner's requests go, the headers they carry, and how their streamed answers are read. */
@@ -228,7 +231,7 @@ export class BenchmarkRunner {
       const pull_progress = { model: r.model, node_id: r.node_id, current: i + 1, total: toPull.length, ram_gb: r.ram_gb, on_disk: false, pct: round((completedGb / Math.max(totalGb, 0.1)) * 100, 1), completed_gb: round(completedGb, 1), total_gb: totalGb };
       this.update({ phase: `Pulling ${r.model} onto ${r.node_id} (${i + 1}/${toPull.length})...`, pull_progress });
       const pulled = await fetch(`${base}/api/pull`, { method: "POST", headers: { "content-type": "application/json", ...credentials }, body: JSON.stringify({ model: r.model, node_id: r.node_id, stream: false }), signal });
-      const body = (await pulled.json().catch(() => ({}))) as { status?: string };
+      const body = (await responseJson(pulled, this.deps.maxAnswer()).catch(() => ({}))) as { status?: string };
       if (pulled.ok && body.status === "success") this.update({ models_pulled: [...this.state.models_pulled, r.model] });
       else failed.push(r.model);
       completedGb += r.ram_gb;

@@ -4,6 +4,7 @@
 // it). Asked of one node that has the model, once per model, and remembered. A lookup is bounded by LOOKUP_MS, so no request waits longer on
 // it; one that failed (no node had the model, or none answered) is forgotten
 // after RETRY_MS, so the model is asked about again.
+import { type AnswerCap, responseJson } from "../core/capped-body.ts";
 import { mlxModelOf, reachableNodes } from "./catalog.ts";
 import { modelKey } from "./model-name.ts";
 import { onDisk, type Registry } from "./registry.ts";
@@ -22,7 +23,11 @@ export interface ModelFact {
 export class ModelFacts {
   private readonly known = new Map<string, Promise<ModelFact | null>>();
 
-  constructor(private readonly registry: Registry) {}
+  /** `cap`: how large an answer of /api/show may be (server.maxNodeAnswerMb), read live. */
+  constructor(
+    private readonly registry: Registry,
+    private readonly cap: () => AnswerCap,
+  ) {}
 
   /** What /api/show says of the model, or null when no node could say. */
   of(model: string): Promise<ModelFact | null> {
@@ -64,7 +69,7 @@ export class ModelFacts {
         body: JSON.stringify({ model }),
         signal: AbortSignal.timeout(LOOKUP_MS),
       });
-      const body = (await res.json()) as { capabilities?: unknown; model_info?: Record<string, unknown> };
+      const body = (await responseJson(res, this.cap())) as { capabilities?: unknown; model_info?: Record<string, unknown> };
       if (!res.ok || !Array.isArray(body.capabilities)) return null;
       const trained = Object.entries(body.model_info ?? {}).find(([key]) => key.endsWith(".context_length"))?.[1];
       return {

@@ -3,18 +3,21 @@
 // The asking is the Ollama backend's (backends/ollama.ts:probeOllama), given
 // by the runtime: the fleet decides when and whom to poll, not how.
 import type { LiveConfig } from "../config/live.ts";
+import { nodeAnswerCap } from "../config/schema.ts";
+import type { AnswerCap } from "../core/capped-body.ts";
 import type { OllamaSection } from "./heartbeat.ts";
 import type { Registry } from "./registry.ts";
 
-/** What an Ollama server at `url` holds right now; never throws: an unreachable server says why. */
-export type ProbeOllama = (url: string, timeoutMs: number) => Promise<OllamaSection>;
+/** What an Ollama server at `url` holds right now, each answer read up to `cap`; never throws: an unreachable server says why. */
+export type ProbeOllama = (url: string, timeoutMs: number, cap: AnswerCap) => Promise<OllamaSection>;
 
 export function startPoller(registry: Registry, live: LiveConfig, probeOllama: ProbeOllama): { stop(): void; pollNow(): Promise<void> } {
   let timer: Timer | null = null;
   let stopped = false;
   const pollNow = async () => {
     const { connectMs } = live.config.timeouts;
-    await Promise.all(registry.pollTargets().map(async (t) => registry.polled(t.id, await probeOllama(t.url, connectMs))));
+    const cap = nodeAnswerCap(live.config);
+    await Promise.all(registry.pollTargets().map(async (t) => registry.polled(t.id, await probeOllama(t.url, connectMs, cap))));
   };
   // Re-armed after each round so a slow node never stacks polls, and a new interval applies at once.
   const loop = async () => {

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, expect, mock, spyOn, test } from "bun:test";
 import { loadModel } from "../backends/ollama.ts";
 import { log } from "../log.ts";
-import { startPreloader, Warmer } from "./preloader.ts";
+import { type LoadModel, startPreloader, Warmer } from "./preloader.ts";
 import { type NodeSpec, testFleet, testPins } from "./test-fixtures.ts";
 
 /** What the fake fetch was asked: the node's host and the model it was told to load, and each request's body. */
@@ -11,9 +11,10 @@ let answer: () => Promise<Response>;
 /** The Ollama backend's own load, as the runtime gives it, over the fake fetch. */
 let warmer: Warmer;
 const warm = (url: string, model: string, timeoutMs: number) => warmer.warm("studio", url, model, timeoutMs);
+const load: LoadModel = (url, model, timeoutMs, keep) => loadModel(url, model, timeoutMs, keep, { bytes: 2 ** 20, setting: "server.maxNodeAnswerMb" });
 
 beforeEach(() => {
-  warmer = new Warmer(loadModel);
+  warmer = new Warmer(load);
   asked = [];
   answer = async () => Response.json({ done: true });
   spyOn(globalThis, "fetch").mockImplementation((async (url: string | URL, init?: RequestInit) => {
@@ -44,14 +45,26 @@ test("warming asks the node's Ollama to load the model and keep it: an empty pro
 
 test("a load's duration is told with the node it ran on, once for a shared warm: the node's load_duration, else the call's own time", async () => {
   const loads: [string, string, number][] = [];
-  warmer = new Warmer(loadModel, (...load) => loads.push(load));
-  answer = async () => Response.json({ done: true, load_duration: 2_500_000_000 });
+  warmer = new Warmer(load, (...load) => loads.push(load));
+  answer = async () => (await Bun.sleep(300), Response.json({ done: true, load_duration: 290_000_000 }));
   await Promise.all([warm("http://studio.test:11434", "qwen3:8b", 1000), warm("http://studio.test:11434", "qwen3:8b", 1000)]);
-  expect(loads).toEqual([["studio", "qwen3:8b", 2_500_000_000]]);
+  expect(loads).toEqual([["studio", "qwen3:8b", 290_000_000]]);
   answer = async () => (await Bun.sleep(30), Response.json({ done: true, done_reason: "load" }));
   await warm("http://studio.test:11434", "qwen3:8b", 1000);
   expect(loads).toHaveLength(2);
   expect(loads[1]![2]).toBeGreaterThanOrEqual(25e6);
+});
+
+test("a load_duration is held to the call's own time: never longer, nor much shorter", async () => {
+  const loads: number[] = [];
+  warmer = new Warmer(load, (_node, _model, ns) => loads.push(ns));
+  answer = async () => Response.json({ done: true, load_duration: 2_500_000_000 }); // at once
+  await warm("http://studio.test:11434", "qwen3:8b", 1000);
+  answer = async () => (await Bun.sleep(300), Response.json({ done: true, load_duration: 1 }));
+  await warm("http://studio.test:11434", "llama3.2", 1000);
+  expect(loads[0]!).toBeLessThan(100e6);
+  expect(loads[1]!).toBeGreaterThan(200e6);
+  expect(loads[1]!).toBeLessThan(400e6);
 });
 
 test("a node:model is warmed once at a time: a warm while one runs shares it, one after it asks again", async () => {

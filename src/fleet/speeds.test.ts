@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { ALPHA, DECODE_EFFICIENCY, DEFAULT_BANDWIDTH_GBPS, DEFAULT_LOAD_BYTES_PER_S, PREFILL_PER_DECODE, Speeds } from "./speeds.ts";
+import { ALPHA, DECODE_EFFICIENCY, DEFAULT_BANDWIDTH_GBPS, DEFAULT_LOAD_BYTES_PER_S, HALF_LIFE_MS, MAX_DECODE_TPS, MAX_PREFILL_TPS, PREFILL_PER_DECODE, Speeds } from "./speeds.ts";
 
 const GB = 1e9;
 /** An answer of `tokens` output tokens at `tps`, `prompt` prompt tokens at `prefillTps`. */
@@ -126,4 +126,35 @@ test("a model's usual reply length is learned from its answers on any node, for 
   s.observe("b", "qwen3:8b", answer(50, 300));
   expect(s.typicalReply("qwen3:8b")).toBeCloseTo(100 + ALPHA * 200);
   expect(s.typicalReply("llama3.2:3b")).toBeNull();
+});
+
+test("no rate is believed past what any Mac does: a claimed nanosecond for 1000 tokens is MAX_DECODE_TPS", () => {
+  const s = new Speeds();
+  s.observe("liar", "m", { completionTokens: 1000, evalNs: 1, promptTokens: 1000, promptNs: 1 });
+  expect(s.predict("liar", "m", 0)).toMatchObject({ decodeTps: MAX_DECODE_TPS, prefillTps: MAX_PREFILL_TPS });
+  // Nor is a reply longer than that rate makes in the time it took the model's usual reply.
+  s.observe("liar", "m", { completionTokens: 1e9, evalNs: 1e9 });
+  expect(s.typicalReply("m")).toBeLessThanOrEqual(MAX_DECODE_TPS);
+});
+
+test("an average's weight halves with each hour since its last sample: after a quiet day, the next answer is the figure", () => {
+  const s = new Speeds();
+  s.observe("mini", "m", answer(40), 0, 0);
+  s.observe("mini", "m", answer(20), 0, HALF_LIFE_MS);
+  expect(s.predict("mini", "m", 0).decodeTps).toBeCloseTo(40 * (1 - ALPHA) * 0.5 + 20 * (1 - (1 - ALPHA) * 0.5));
+  s.observe("mini", "m", answer(10), 0, HALF_LIFE_MS + 86_400_000);
+  expect(s.predict("mini", "m", 0).decodeTps).toBeCloseTo(10);
+});
+
+test("what the store kept is bounded when read back, and the first answer since replaces each stored figure", () => {
+  const row = { nodeId: "a", model: "m:latest", sizeBytes: 4 * GB, decodeTps: 50, decodeSamples: 9, prefillTps: 500, prefillSamples: 9, loadMs: 2000, loadSamples: 2, updatedAt: 1000 };
+  const lie = { ...row, nodeId: "liar", decodeTps: 2e10, prefillTps: -1, loadMs: 1e-9, sizeBytes: Number.NaN, decodeSamples: 1.5, updatedAt: 9e15 };
+  const s = new Speeds(() => null, [row, lie, { ...row, nodeId: "" }, { ...row, model: 7 as unknown as string }], 5000);
+  expect(s.learned("a")).toEqual([row]);
+  expect(s.learned("liar")).toEqual([{ ...lie, sizeBytes: 0, decodeTps: null, decodeSamples: 0, prefillTps: null, prefillSamples: 0, loadMs: null, loadSamples: 0, updatedAt: 5000 }]);
+  expect(s.learned("")).toEqual([]);
+  s.observe("a", "m", answer(20), 4 * GB, 6000);
+  expect(s.predict("a", "m", 0)).toMatchObject({ decodeTps: 20, prefillTps: 500 });
+  s.observe("a", "m", answer(40), 4 * GB, 6000);
+  expect(s.predict("a", "m", 0).decodeTps).toBeCloseTo(20 + ALPHA * 20);
 });

@@ -1,9 +1,13 @@
 // How fast each node really is, learned from its own answers: per node:model the decode rate,
 // the prefill rate and the load time, each a decaying average that follows a change within a
-// few requests; and per node a speed factor that predicts a model it has not run yet from the
+// few requests (and faster after a quiet spell: an average's weight halves each hour since its
+// last sample); and per node a speed factor that predicts a model it has not run yet from the
 // model's size. Decoding reads every weight once per token, so decode rate × model bytes is
 // about the node's effective memory bandwidth, the same for every model it runs; prefill and
-// loading scale with the model's size the same way. Pure: no I/O, no clock of its own.
+// loading scale with the model's size the same way. A node's answers are its word: the caller
+// holds their durations to herd's own clock first (claimed-times.ts), and no rate is believed past
+// what any Mac does. What the store kept is bounded the same way when read back, and is a first
+// guess: the first answer after a restart replaces it. Pure: no I/O, no clock of its own.
 import type { Usage } from "../core/events.ts";
 import type { SpeedRow } from "../store/speeds.ts";
 import { MLX_PREFIX } from "./catalog.ts";
@@ -38,6 +42,17 @@ export interface NodeFactor {
 
 /** How far each new sample moves an average: after 3 requests at a new speed, 78% of the way there. */
 export const ALPHA = 0.4;
+/** An average's weight against a new sample halves with each this long since its last sample. */
+export const HALF_LIFE_MS = 3_600_000;
+/**
+ * The fastest a node is believed to decode and to prefill, in tokens per second: some twenty times what the fastest
+ * Apple silicon does on the smallest models (geerlingguy/ai-benchmarks#48: an M1 Ultra runs TinyLlama 1.1B Q4_K_M
+ * at 243 t/s generating, 5588 t/s on a 512-token prompt). A faster rate is a node's lie or a clock's slip.
+ */
+export const MAX_DECODE_TPS = 5000;
+export const MAX_PREFILL_TPS = 100_000;
+/** A load longer than this, read back from the store, is no load herd waited for. */
+export const MAX_LOAD_MS = 3_600_000;
 /** Fewer tokens than this time the overhead, not the rate. */
 export const MIN_TOKENS = 4;
 /** A load_duration below this is Ollama finding the model already resident, not a load. */
@@ -72,6 +87,8 @@ export class Speeds {
   private readonly replies = new Map<string, number>();
   /** The factors tallied per node and fleet-wide, rebuilt after a change: a prediction (per candidate, per request) reads them. */
   private tallies: { nodes: Map<string, Tally>; fleet: Tally } | null = null;
+  /** The rates of rows read back from the store that no answer since has confirmed: the next sample replaces each. */
+  private readonly stored = new WeakMap<SpeedRow, Set<Rate>>();
 
   /**
    * `bandwidthGbps`: the peak memory bandwidth a node's agent reports or its config declares (null: unknown), the
@@ -80,8 +97,14 @@ export class Speeds {
   constructor(
     private readonly bandwidthGbps: (nodeId: string) => number | null = () => null,
     rows: readonly SpeedRow[] = [],
+    now = Date.now(),
   ) {
-    for (const r of rows) this.ofNode(r.nodeId).set(r.model, { ...r });
+    for (const r of rows) {
+      const row = plausible(r, now);
+      if (!row) continue;
+      this.ofNode(row.nodeId).set(row.model, row);
+      this.stored.set(row, new Set(Object.keys(RATES) as Rate[]));
+    }
   }
 
   /**
@@ -89,11 +112,13 @@ export class Speeds {
    * skipped. `sizeBytes`: the model's size on the node (0: unknown), kept to scale the node's factor.
    */
   observe(nodeId: string, model: string, usage: Omit<Usage, "type">, sizeBytes = 0, now = Date.now()): void {
-    const decode = rate(usage.completionTokens, usage.evalNs);
-    const prefill = rate(usage.promptTokens, usage.promptNs);
+    const decode = rate(usage.completionTokens, usage.evalNs, MAX_DECODE_TPS);
+    const prefill = rate(usage.promptTokens, usage.promptNs, MAX_PREFILL_TPS);
     const loadMs = usage.loadNs !== undefined && usage.loadNs / 1e6 >= REAL_LOAD_MS ? usage.loadNs / 1e6 : null;
     const name = nameOf(model);
-    if (usage.completionTokens) this.replies.set(name, ewma(this.replies.get(name) ?? null, usage.completionTokens));
+    // No more tokens than the fastest decode makes in the time it took.
+    const reply = Math.min(usage.completionTokens ?? 0, usage.evalNs === undefined ? Infinity : Math.ceil((MAX_DECODE_TPS * usage.evalNs) / 1e9));
+    if (reply) this.replies.set(name, ewma(this.replies.get(name) ?? null, reply));
     if (decode === null && prefill === null && loadMs === null) return;
     const models = this.ofNode(nodeId);
     let row = models.get(name);
@@ -102,9 +127,13 @@ export class Speeds {
       models.set(name, row);
     }
     if (sizeBytes > 0) row.sizeBytes = sizeBytes;
-    if (decode !== null) [row.decodeTps, row.decodeSamples] = [ewma(row.decodeTps, decode), row.decodeSamples + 1];
-    if (prefill !== null) [row.prefillTps, row.prefillSamples] = [ewma(row.prefillTps, prefill), row.prefillSamples + 1];
-    if (loadMs !== null) [row.loadMs, row.loadSamples] = [ewma(row.loadMs, loadMs), row.loadSamples + 1];
+    const ageMs = now - row.updatedAt;
+    // The figure so far, or none where it is the store's and this is the first sample since.
+    const stored = this.stored.get(row);
+    const before = (r: Rate, value: number | null) => (stored?.delete(r) ? null : value);
+    if (decode !== null) [row.decodeTps, row.decodeSamples] = [ewma(before("decode", row.decodeTps), decode, ageMs), row.decodeSamples + 1];
+    if (prefill !== null) [row.prefillTps, row.prefillSamples] = [ewma(before("prefill", row.prefillTps), prefill, ageMs), row.prefillSamples + 1];
+    if (loadMs !== null) [row.loadMs, row.loadSamples] = [ewma(before("load", row.loadMs), loadMs, ageMs), row.loadSamples + 1];
     row.updatedAt = now;
     this.changed.add(row);
     this.tallies = null;
@@ -219,14 +248,46 @@ export function nameOf(model: string): string {
   return model.startsWith(MLX_PREFIX) ? model : normalizeModelName(model);
 }
 
-/** Tokens per second, when there are enough tokens and a duration to tell. */
-function rate(tokens: number | undefined, ns: number | undefined): number | null {
-  return tokens !== undefined && tokens >= MIN_TOKENS && ns !== undefined && ns > 0 ? tokens / (ns / 1e9) : null;
+/** Tokens per second, when there are enough tokens and a duration to tell; never past `max`. */
+function rate(tokens: number | undefined, ns: number | undefined, max: number): number | null {
+  return tokens !== undefined && tokens >= MIN_TOKENS && ns !== undefined && ns > 0 ? Math.min(max, tokens / (ns / 1e9)) : null;
 }
 
-/** The decaying average: `sample` moves it ALPHA of the way from `previous` (null: none yet). */
-export function ewma(previous: number | null, sample: number): number {
-  return previous === null ? sample : previous + ALPHA * (sample - previous);
+/**
+ * The decaying average: `sample` moves it ALPHA of the way from `previous` (null: none yet), and further the older
+ * `previous` is (`ageMs` since its last sample): its weight halves each HALF_LIFE_MS.
+ */
+export function ewma(previous: number | null, sample: number, ageMs = 0): number {
+  if (previous === null) return sample;
+  const keep = (1 - ALPHA) * 0.5 ** (Math.max(0, ageMs) / HALF_LIFE_MS);
+  return previous * keep + sample * (1 - keep);
+}
+
+/**
+ * A row as the store gave it back, bounded as an answer's figures are: a rate past what any Mac does, or not a
+ * positive number, is dropped (the node is learned again); null when the row names no node or model.
+ */
+function plausible(r: SpeedRow, now: number): SpeedRow | null {
+  if (typeof r.nodeId !== "string" || !r.nodeId || typeof r.model !== "string" || !r.model) return null;
+  const within = (v: unknown, min: number, max: number) => (typeof v === "number" && v >= min && v <= max ? v : null);
+  const rateOf = (v: unknown, max: number) => (typeof v === "number" && v > 0 && v <= max ? v : null);
+  // A figure kept is at least one sample's; one dropped is none.
+  const samples = (v: unknown, figure: number | null) => (figure === null ? 0 : Number.isSafeInteger(v) && (v as number) > 0 ? (v as number) : 1);
+  const decodeTps = rateOf(r.decodeTps, MAX_DECODE_TPS);
+  const prefillTps = rateOf(r.prefillTps, MAX_PREFILL_TPS);
+  const loadMs = within(r.loadMs, REAL_LOAD_MS, MAX_LOAD_MS);
+  return {
+    nodeId: r.nodeId,
+    model: r.model,
+    sizeBytes: within(r.sizeBytes, 0, Number.MAX_SAFE_INTEGER) ?? 0,
+    decodeTps,
+    decodeSamples: samples(r.decodeSamples, decodeTps),
+    prefillTps,
+    prefillSamples: samples(r.prefillSamples, prefillTps),
+    loadMs,
+    loadSamples: samples(r.loadSamples, loadMs),
+    updatedAt: Math.min(now, within(r.updatedAt, 0, Number.MAX_SAFE_INTEGER) ?? now),
+  };
 }
 
 function ratio(a: number | null, b: number | null): number | null {

@@ -7,7 +7,7 @@ import { withoutCredentials } from "../config/credentials/secrets.ts";
 import { agentToken } from "../config/credentials/keys.ts";
 import { probeOllama } from "../backends/ollama.ts";
 import type { LiveConfig } from "../config/live.ts";
-import type { NodeEntry } from "../config/schema.ts";
+import { type NodeEntry, nodeAnswerCap } from "../config/schema.ts";
 import { type Heartbeat, MAX_THERMAL_REASON, type OllamaSection, type ThermalReading } from "../fleet/heartbeat.ts";
 import { log } from "../log.ts";
 import { VERSION } from "../version.ts";
@@ -57,7 +57,7 @@ export function startAgent(opts: AgentOptions): AgentHandle {
   const beat = async (): Promise<OllamaSection> => {
     const url = ollamaUrl();
     const [ollama, memory, hardware, disks, thermal, embedding, offered] = await Promise.all([
-      probeOllama(url, opts.live.config.timeouts.connectMs),
+      probeOllama(url, opts.live.config.timeouts.connectMs, nodeAnswerCap(opts.live.config)),
       collector.memory(),
       collector.hardware(),
       collector.disks(),

@@ -11,6 +11,7 @@
 import { connect } from "node:net";
 import { errorText } from "../backends/mlx-events.ts";
 import { describeFetchError } from "../backends/ollama.ts";
+import { responseText } from "../core/capped-body.ts";
 import type { LiveConfig } from "../config/live.ts";
 import type { NodeEntry } from "../config/schema.ts";
 import { MAX_STATUS_REASON, type MlxServerStatus } from "../fleet/heartbeat.ts";
@@ -390,6 +391,9 @@ async function pollHealth(host: string, port: number, timeoutMs: number): Promis
   }
 }
 
+/** A one-token completion is a few hundred bytes; an error page a few KB. */
+const ONE_TOKEN_CAP = { bytes: 1024 * 1024, setting: "a one-token completion, 1 MB" };
+
 /** A one-token completion of the server's own model: it answers once the model is in and its generation thread alive. */
 async function completes(host: string, port: number, timeoutMs: number): Promise<{ ok: true } | { ok: false; detail: string }> {
   try {
@@ -399,7 +403,7 @@ async function completes(host: string, port: number, timeoutMs: number): Promise
       body: JSON.stringify({ prompt: "hi", max_tokens: 1 }),
       signal: AbortSignal.timeout(timeoutMs),
     });
-    const text = await res.text();
+    const text = await responseText(res, ONE_TOKEN_CAP);
     return res.ok ? { ok: true } : { ok: false, detail: `a one-token completion answered HTTP ${res.status} (${errorText(text)})` };
   } catch (e) {
     return { ok: false, detail: `a one-token completion: ${describeFetchError(e, timeoutMs)}` };

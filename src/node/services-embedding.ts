@@ -23,6 +23,8 @@ export type EmbeddingReport = Pick<
 
 /** The most models a vision server's list is read for (Ollama Herd's has three). */
 const MAX_MODELS = 64;
+/** A list of a few models is a few KB: more is no answer of the vision server's. */
+const MODEL_LIST_CAP = { bytes: 1024 * 1024, setting: "the vision server's GET /models, 1 MB" };
 
 /** Whether the text server answers its health route. */
 async function textRuns(server: Server, timeoutMs: number): Promise<Map<string, Partial<EmbeddingModel>> | null> {
@@ -37,7 +39,7 @@ async function textRuns(server: Server, timeoutMs: number): Promise<Map<string, 
 async function visionRuns(server: Server, timeoutMs: number): Promise<Map<string, Partial<EmbeddingModel>> | null> {
   const wanted = new Set(server.models.map(visionModelName));
   try {
-    const { res, bytes } = await callNode(`http://127.0.0.1:${server.port}/models`, { method: "GET" }, { timeoutMs, signal: new AbortController().signal, timeoutStatus: 504 });
+    const { res, bytes } = await callNode(`http://127.0.0.1:${server.port}/models`, { method: "GET" }, { timeoutMs, maxAnswer: MODEL_LIST_CAP, signal: new AbortController().signal, timeoutStatus: 504 });
     const listed = res.ok ? (JSON.parse(new TextDecoder().decode(bytes)) as { models?: unknown }).models : null;
     if (!Array.isArray(listed)) return null;
     const said = new Map<string, Partial<EmbeddingModel>>();

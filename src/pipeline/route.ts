@@ -3,10 +3,12 @@
 // the surface's wire format, and leave a trace. Headers go out only once a
 // node has answered, so X-Fleet-Node always names the node that served.
 import type { LiveConfig } from "../config/live.ts";
+import { nodeAnswerCap } from "../config/schema.ts";
 import type { Encoder } from "../core/encoder.ts";
 import { type Chunk, endOf, errorOf, type Usage, usageOf } from "../core/events.ts";
 import type { InferenceRequest } from "../core/request.ts";
 import { RouteError } from "../errors.ts";
+import { type Clock, heldToClock } from "../fleet/claimed-times.ts";
 import type { ModelFacts } from "../fleet/model-facts.ts";
 import type { NodeOrdering } from "../fleet/ordering.ts";
 import type { Pulls } from "../fleet/pulls.ts";
@@ -98,6 +100,9 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
   }
   // A stream follows the client by its cancel from here; a whole answer still waits for its gathering, which a client that left ends.
   if (req.stream) limit.relaying();
+  // herd's own clock of the answer, from its slot (the call went out then): its first byte is here, its last at finish.
+  const firstByteMs = performance.now() - routed.slot.takenAt;
+  const whole = req.kind === "embed" || endOf(routed.call.first) !== undefined || (routed.call.arrived?.some((c) => endOf(c) !== undefined) ?? false);
   // The node's slot now holds this prompt (however the answer ends: it was evaluated), unless the node refused it.
   if (routed.call.status < 400) rt.affinity.served(req.session?.key, routed.nodeId, routed.servedModel);
   let finished = false;
@@ -108,8 +113,8 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
     const row = traceEnd(trace, status, started, error);
     routed.slot.release(status === "completed" ? "completed" : "failed", row.latency_ms!);
     leave(rt.clients, meta);
-    const wallMs = performance.now() - routed.slot.takenAt;
-    rt.afterAnswer.later(() => account(rt, req, routed, row, status, done, wallMs));
+    const clock: Clock = { firstByteMs, lastByteMs: performance.now() - routed.slot.takenAt, whole };
+    rt.afterAnswer.later(() => account(rt, req, routed, row, status, done, clock));
   };
   // Whatever goes wrong from here, the node's slot and the client's place are given back.
   try {
@@ -124,8 +129,8 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
   }
 }
 
-/** What the answer teaches: its trace row, the node's speed and parallel slots (`wallMs`: its slot's time), the model's token counts. */
-function account(rt: Pipeline, req: InferenceRequest, routed: Routed, row: Trace, status: TraceStatus, done: Chunk | null, wallMs: number): void {
+/** What the answer teaches: its trace row, the node's speed (its claims held to herd's `clock`) and parallel slots, the model's token counts. */
+function account(rt: Pipeline, req: InferenceRequest, routed: Routed, row: Trace, status: TraceStatus, done: Chunk | null, clock: Clock): void {
   const usage = done && usageOf(done);
   row.prompt_tokens = usage?.promptTokens ?? null;
   row.completion_tokens = usage?.completionTokens ?? null;
@@ -133,9 +138,11 @@ function account(rt: Pipeline, req: InferenceRequest, routed: Routed, row: Trace
   if (!usage) return;
   // Not from a turn herd expects cached: some Ollama versions count only the part they evaluated, an under-count.
   if (req.kind !== "embed" && routed.cachedPromptTokens === 0) rt.promptCounts.observe(routed.servedModel, req.promptTokens, usage.promptTokens, routed.contextTokens);
-  rt.speeds.observe(routed.nodeId, routed.servedModel, learnable(timed(usage, row, req.stream ?? false), routed), diskBytes(rt.registry.get(routed.nodeId), routed.servedModel));
+  rt.speeds.observe(routed.nodeId, routed.servedModel, learnable(heldToClock(usage, clock), routed), diskBytes(rt.registry.get(routed.nodeId), routed.servedModel));
   const ranMs = status === "completed" && routed.backend === "ollama" ? ranMsOf(usage) : null;
-  if (ranMs !== null) rt.registry.learnedSlots.observe(routed.nodeId, { othersInFlight: routed.slot.othersInFlight, wallMs, ranMs });
+  // A claim of more time than herd waited would read as parallel slots the node does not have.
+  const wallMs = clock.lastByteMs;
+  if (ranMs !== null) rt.registry.learnedSlots.observe(routed.nodeId, { othersInFlight: routed.slot.othersInFlight, wallMs, ranMs: Math.min(ranMs, wallMs) });
 }
 
 /** The stages that need the model the request will run on, once it is resolved and admitted (only agents' surfaces ask for them): context fitting, thinking. */
@@ -164,7 +171,7 @@ async function answer(rt: Pipeline, req: InferenceRequest, encoder: Encoder, rou
   }
   // A client that asked for one answer gets one answer or one error, even from a node that streams anyway.
   if (!req.stream) {
-    const gathering = gather(routed, req.kind, limit);
+    const gathering = gather(routed, req.kind, limit, nodeAnswerCap(rt.live.config));
     const failure = gathering instanceof Promise ? await gathering : gathering;
     if (failure) {
       finish(req.signal.aborted ? "client_disconnected" : "failed", null, failure.message);
@@ -200,12 +207,3 @@ function learnable(usage: Usage, routed: Routed): Usage {
   return routed.cachedPromptTokens > 0 ? { ...usage, promptTokens: undefined, promptNs: undefined } : usage;
 }
 
-/**
- * The usage with a decode time: an MLX server gives counts but no durations, so a stream's decode time is the wall
- * time from its first chunk to its last (queueing and prefill are before the first). A whole answer's first byte is
- * its end: it tells no decode time.
- */
-function timed(usage: Usage, row: Trace, stream: boolean): Usage {
-  if (usage.evalNs !== undefined || !stream || row.latency_ms === null || row.time_to_first_token_ms === null) return usage;
-  return { ...usage, evalNs: (row.latency_ms - row.time_to_first_token_ms) * 1e6 };
-}

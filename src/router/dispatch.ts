@@ -3,6 +3,8 @@
 // attempt loop, with the call to a node's Ollama. It returns once a node has
 // answered, so the headers it produces name the node that really serves.
 import { lineLimits } from "../backends/lines.ts";
+import { nodeAnswerCap } from "../config/schema.ts";
+import { responseJson } from "../core/capped-body.ts";
 import { callOllama, pullModel } from "../backends/ollama.ts";
 import { ollamaBody } from "../backends/ollama-render.ts";
 import { type InferenceRequest, replyCapOf } from "../core/request.ts";
@@ -58,7 +60,7 @@ async function autoPull(deps: RouterDeps, model: string, signal: AbortSignal): P
   if (busy) return `already being pulled onto ${busy}; retry when it is done`;
   try {
     const res = await pullModel(deps.registry.ollamaUrl(node)!, model, false, AbortSignal.any([signal, AbortSignal.timeout(deps.config.timeouts.autoPullMs)]));
-    const body = (await res.json().catch(() => ({}))) as { error?: string };
+    const body = (await responseJson(res, nodeAnswerCap(deps.config)).catch((e) => ({ error: (e as Error).message }))) as { error?: string };
     if (!res.ok || body.error) return `${node.id} could not pull it (${body.error ?? `HTTP ${res.status}`})`;
     markPulled(node, model);
     return null;
@@ -113,6 +115,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
       const call = await callOllama(registry.ollamaUrl(node)!, req.path, JSON.stringify(ollamaBody(req, model, options)), {
         firstByteMs: Math.max(1, Math.ceil(leftMs)), // up: a first attempt names the whole budget, not a millisecond less
         lines: lineLimits(config),
+        whole: nodeAnswerCap(config),
         signal,
       });
       return {

@@ -4,6 +4,7 @@
 // before the first byte is a 413 with the /compact hint. The attempt loop
 // skips a server that fails before answering for the next, as with Ollama nodes.
 import { lineLimits } from "../backends/lines.ts";
+import { nodeAnswerCap } from "../config/schema.ts";
 import { WallClockTimeout, callMlx, maxTokens, openAiBody } from "../backends/mlx.ts";
 import { RouteError } from "../errors.ts";
 import { MLX_PREFIX, type MlxServer, mlxServers } from "../fleet/catalog.ts";
@@ -44,6 +45,7 @@ export async function dispatchMlx(deps: RouterDeps, req: InferenceRequest, model
         servedAs,
         wallClockMs: config.mlx.wallClockTimeoutMs,
         lines: lineLimits(config),
+        whole: nodeAnswerCap(config),
         signal,
         onUsage: (usage) => queues.recordUsage(nodeId, servedAs, usage),
       }).catch((e) => {

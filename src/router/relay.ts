@@ -2,6 +2,7 @@
 // chunks of Events through tool-call repair, then the encoder; keep-alives
 // while the node is silent; and an answer that always ends well-formed,
 // whatever the node did, by its deadline, and with a client that stops reading cut off.
+import { type AnswerCap, AnswerTooLarge } from "../core/capped-body.ts";
 import type { Encoder } from "../core/encoder.ts";
 import { RouteError } from "../errors.ts";
 import { type Chunk, endOf } from "../core/events.ts";
@@ -171,23 +172,25 @@ async function nextChunks(routed: Routed, encoder: Encoder, send: (bytes: string
 
 /**
  * A client that asked for one answer gets one answer or one error, never a body that breaks off: when the
- * node streams anyway (NDJSON for stream:false), the whole answer is read before anything is sent, and its
- * chunks are put in `arrived` for the relay. Says why it did not end well, or null.
+ * node streams anyway (NDJSON for stream:false), the whole answer is read before anything is sent (up to `cap`, as a
+ * whole answer is), and its chunks are put in `arrived` for the relay. Says why it did not end well, or null.
  */
-export function gather(routed: Routed, kind: RequestKind, signal: AbortSignal): Promise<Gathered> | Gathered {
+export function gather(routed: Routed, kind: RequestKind, signal: AbortSignal, cap: AnswerCap): Promise<Gathered> | Gathered {
   const call = routed.call;
   const chunks = [call.first, ...(call.arrived ?? [])];
   const end = endAmong(chunks);
   // Most whole answers are: no read to wait for, so no turn of the event loop either.
   if (end || kind === "embed") return verdict(routed, kind, end);
-  return gatherRest(routed, kind, chunks, signal);
+  return gatherRest(routed, kind, chunks, signal, cap);
 }
 
 type Gathered = { status: number; message: string } | null;
 
-async function gatherRest(routed: Routed, kind: RequestKind, chunks: Chunk[], signal: AbortSignal): Promise<Gathered> {
+async function gatherRest(routed: Routed, kind: RequestKind, chunks: Chunk[], signal: AbortSignal, cap: AnswerCap): Promise<Gathered> {
   const call = routed.call;
   let end: ReturnType<typeof endOf>;
+  // The lines as the node sent them (an Ollama node's, the one backend that streams a whole answer), in characters.
+  let size = 0;
   const stop = () => call.cancel();
   signal.addEventListener("abort", stop, { once: true });
   try {
@@ -197,6 +200,11 @@ async function gatherRest(routed: Routed, kind: RequestKind, chunks: Chunk[], si
       if (next.done) break;
       chunks.push(...next.value);
       end = endAmong(next.value);
+      for (const c of next.value) size += c.raw?.length ?? 0;
+      if (size > cap.bytes) {
+        call.cancel();
+        return { status: 502, message: `${new AnswerTooLarge(cap).message} (streamed, to a client that asked for one answer)` };
+      }
     }
   } catch (e) {
     if (!signal.aborted) return { status: 502, message: `node ${routed.nodeId} failed mid-answer: ${(e as Error).message}` };

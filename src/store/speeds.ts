@@ -25,8 +25,12 @@ export interface SpeedRow {
 
 type Stored = { node_id: string; model: string; size_bytes: number; decode_tps: number | null; decode_samples: number; prefill_tps: number | null; prefill_samples: number; load_ms: number | null; load_samples: number; updated_at: number };
 
+/** The rows read back at start, the most recently learned first: a bound whatever the store grew to. */
+export const MAX_STORED_SPEEDS = 10_000;
+
+/** What the store kept, as it kept it: the fleet bounds each figure (fleet/speeds.ts). */
 export function readSpeeds(db: Database): SpeedRow[] {
-  return db.query<Stored, []>("SELECT * FROM node_speeds").all().map((r) => ({
+  return db.query<Stored, [number]>("SELECT * FROM node_speeds ORDER BY updated_at DESC LIMIT ?").all(MAX_STORED_SPEEDS).map((r) => ({
     nodeId: r.node_id,
     model: r.model,
     sizeBytes: r.size_bytes,

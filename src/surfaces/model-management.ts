@@ -6,6 +6,8 @@ import { Elysia } from "elysia";
 import type { Database } from "bun:sqlite";
 import { routeFacts } from "../auth/route-facts.ts";
 import type { LiveConfig } from "../config/live.ts";
+import { nodeAnswerCap } from "../config/schema.ts";
+import { responseJson } from "../core/capped-body.ts";
 import { probeOllama, pullModel } from "../backends/ollama.ts";
 import { lineLimits, readLines } from "../backends/lines.ts";
 import { reachableNodes } from "../fleet/catalog.ts";
@@ -141,7 +143,7 @@ const deleteFrom: Action = async (rt, url, node, model) => {
       signal: AbortSignal.timeout(timeoutMs),
     });
     if (res.ok) return null;
-    const error = ((await res.json().catch(() => ({}))) as { error?: string }).error ?? `HTTP ${res.status}`;
+    const error = ((await responseJson(res, nodeAnswerCap(rt.live.config)).catch(() => ({}))) as { error?: string }).error ?? `HTTP ${res.status}`;
     return { status: res.status === 404 ? 404 : 502, error: `node ${node.id}: ${error}` };
   } catch (e) {
     return { status: 502, error: `node ${node.id} did not answer the delete: ${(e as Error).message}` };
@@ -150,6 +152,6 @@ const deleteFrom: Action = async (rt, url, node, model) => {
 
 // The next heartbeat or poll would show the change; the dashboard should not wait for it.
 async function refreshDisk(rt: ModelSources, node: NodeRecord, url: string): Promise<void> {
-  const probe = await probeOllama(url, rt.live.config.timeouts.connectMs);
+  const probe = await probeOllama(url, rt.live.config.timeouts.connectMs, nodeAnswerCap(rt.live.config));
   if (probe.reachable && node.ollama) node.ollama.models_available = probe.models_available;
 }
