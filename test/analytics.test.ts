@@ -51,7 +51,7 @@ beforeAll(async () => {
   const dir = tmpDir();
   const dataDir = join(dir, "data");
   const db = openStore(dataDir);
-  const writer = new TraceWriter(join(dataDir, STORE_FILE), () => true, () => ({ maxAgeDays: 0, maxMb: 0 }));
+  const writer = new TraceWriter(join(dataDir, STORE_FILE), () => true, () => ({ maxAgeDays: 0, maxMb: 0, maxTagsPerDay: 0 }));
   for (const trace of TRACES) writer.record(trace);
   await writer.close();
   db.close();

@@ -19,18 +19,25 @@ interface Received {
   headers: Headers;
 }
 
-/** A platform that answers registrations and roll-ups with the statuses it is told, and keeps what it got. */
+/**
+ * A platform that answers registrations and roll-ups with the statuses it is told, and keeps what it got. `registered`
+ * replaces its registration answer; `redirects` sends a request for a path on to another platform's same path (a 307,
+ * which keeps the method and body); `refusal` is the text of its refusals.
+ */
 function standIn() {
   const received: Received[] = [];
-  const answers = { register: 200, summary: 200 };
+  const answers: { register: number; summary: number; registered?: string; redirects: Record<string, string>; refusal?: string } = { register: 200, summary: 200, redirects: {} };
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     async fetch(req) {
       const path = new URL(req.url).pathname;
       received.push({ path, body: await req.json(), headers: req.headers });
+      const elsewhere = answers.redirects[path];
+      if (elsewhere) return new Response(null, { status: 307, headers: { location: `${elsewhere}${path}` } });
       if (path === "/api/nodes/register") {
-        if (answers.register !== 200) return Response.json({ error: "nope" }, { status: answers.register });
+        if (answers.register !== 200) return new Response(answers.refusal ?? JSON.stringify({ error: "nope" }), { status: answers.register, headers: { "content-type": "application/json" } });
+        if (answers.registered !== undefined) return new Response(answers.registered, { headers: { "content-type": "application/json" } });
         return Response.json({ node_id: "node-uuid-1", user_email: "op@example.com", user_display_name: "Op" });
       }
       if (path === "/api/telemetry/local-summary") return Response.json({ ok: answers.summary < 300 }, { status: answers.summary });
@@ -127,6 +134,54 @@ describe("the platform connection", () => {
     expect((await status(url)).state).toBe("not_connected");
   });
 
+  test("connect follows no redirect: the operator token goes to platform_url alone, and the refusal says where it pointed", async () => {
+    const platform = standIn();
+    const elsewhere = standIn();
+    platform.answers.redirects["/api/nodes/register"] = elsewhere.url;
+    const { url } = await router(platform);
+    const res = await connect(url);
+    const body = (await res.json()) as { error: string; code: string };
+    expect([res.status, body.code]).toEqual([400, "registration_failed"]);
+    expect(body.error).toContain(`a redirect (307) to ${elsewhere.url}/api/nodes/register`);
+    expect(elsewhere.received).toEqual([]);
+    expect((await status(url)).state).toBe("not_connected");
+  });
+
+  test("the platform's answer is bounded: over 64 KiB, or a node_id that is no plain id, is refused; the names it gives are kept and shown without control characters, cut to 256", async () => {
+    const platform = standIn();
+    const { url, output } = await router(platform);
+    const refused = async () => {
+      const res = await connect(url);
+      const body = (await res.json()) as { error: string; code: string };
+      return [res.status, body.code, body.error];
+    };
+    platform.answers.registered = JSON.stringify({ node_id: "node-1", user_email: "op@example.com", user_display_name: "x".repeat(5 * 1024 * 1024) });
+    expect(await refused()).toEqual([400, "registration_failed", "the platform's answer is over 64 KiB"]);
+    const forging = "node-1\r\n2026-01-01T00:00:00Z INFO forged \u001b[31m";
+    platform.answers.registered = JSON.stringify({ node_id: forging, user_email: "op@example.com" });
+    expect(await refused()).toEqual([400, "registration_failed", `the platform's node_id: expected 1 to 128 letters, digits and . _ : - (got ${forging.length} characters)`]);
+    platform.answers.registered = JSON.stringify({ node_id: "x".repeat(129) });
+    expect((await refused())[0]).toBe(400);
+    // Its refusal's own words are cut short and shown without control characters.
+    platform.answers.register = 422;
+    const said = `no\r\nINFO forged \u001b[2J${"z".repeat(10_000)}`;
+    platform.answers.refusal = JSON.stringify({ error: said });
+    const [, code, error] = await refused();
+    expect(code).toBe("registration_failed");
+    expect(error).toBe(`the platform refused the registration (422): ${said.slice(0, 200).replace(/[\r\n\u001b]/g, "\uFFFD")}…`);
+    platform.answers.register = 200;
+    platform.answers.refusal = undefined;
+
+    const name = `Op\r\nINFO forged ${"y".repeat(1000)}`;
+    platform.answers.registered = JSON.stringify({ node_id: "node-uuid-2", user_email: "op@example.com\u001b[2J", user_display_name: name });
+    const ok = await connect(url);
+    expect(ok.status).toBe(200);
+    const shown = (await status(url)).connected;
+    expect(shown).toMatchObject({ node_id: "node-uuid-2", user_email: "op@example.com\uFFFD[2J", user_display_name: `${name.replace(/[\r\n]/g, "\uFFFD").slice(0, 256)}…` });
+    expect(output()).not.toContain("\u001b");
+    expect(output().split("\n").filter((line) => /^(\S+ )?INFO forged/.test(line))).toEqual([]);
+  });
+
   test("connected: only the token, the public key, a benchmark result and the node name are sent; the key pair is kept, 0600, across restarts and disconnects", async () => {
     const platform = standIn();
     const first = await router(platform);
@@ -182,12 +237,12 @@ const TRACES: Trace[] = [
   { ...base, request_id: "t", timestamp: Date.now() / 1000 - 5 },
 ];
 
-/** A data dir whose store holds yesterday's traces, as a router that served them would have. */
-async function dataDirWithHistory(): Promise<string> {
+/** A data dir whose store holds yesterday's traces (`traces`), as a router that served them would have. */
+async function dataDirWithHistory(traces = TRACES): Promise<string> {
   const dataDir = join(tmpDir(), "data");
   const db = openStore(dataDir);
-  const writer = new TraceWriter(join(dataDir, STORE_FILE), () => true, () => ({ maxAgeDays: 0, maxMb: 0 }));
-  for (const trace of TRACES) writer.record(trace);
+  const writer = new TraceWriter(join(dataDir, STORE_FILE), () => true, () => ({ maxAgeDays: 0, maxMb: 0, maxTagsPerDay: 0 }));
+  for (const trace of traces) writer.record(trace);
   await writer.close();
   db.close();
   return dataDir;
@@ -236,6 +291,33 @@ describe("the daily usage roll-up", () => {
     const sent = await rollUp(platform);
     for (const entry of sent.body.entries) expect(Object.keys(entry).sort()).toEqual([...ENTRY_FIELDS, "request_count_by_tag"].sort());
     expect(sent.body.entries.map((e: any) => e.request_count_by_tag)).toEqual([{ "project:prod": 3 }, {}]);
+  });
+
+  test("per-tag counts carry the clients' own tags only, never a user's or a key's, at most 50 per model, the rest summed as other", async () => {
+    const tagged = Array.from({ length: 60 }, (_, i): Trace => ({
+      ...base, request_id: `g${i}`, timestamp: START + 9000 + i,
+      tags: [`app-${String(i).padStart(2, "0")}`, "user:alice@example.com", "user:3f2a9c1b-account-uuid", "key:full", ...(i < 5 ? ["project:prod"] : [])],
+    }));
+    const platform = standIn();
+    const { url } = await router(platform, "localSummary: true, includeTags: true", await dataDirWithHistory(tagged));
+    expect((await connect(url)).status).toBe(200);
+    const byTag = (await rollUp(platform)).body.entries[0].request_count_by_tag;
+    expect(Object.keys(byTag).filter((tag) => tag.startsWith("user:") || tag.startsWith("key:"))).toEqual([]);
+    expect(JSON.stringify(byTag)).not.toContain("alice");
+    expect(Object.keys(byTag)).toHaveLength(51);
+    expect(byTag["project:prod"]).toBe(5);
+    expect(byTag.other).toBe(11);
+  });
+
+  test("the roll-up follows no redirect: nothing goes to where it points, and the status says why it was not sent", async () => {
+    const platform = standIn();
+    const elsewhere = standIn();
+    platform.answers.redirects["/api/telemetry/local-summary"] = elsewhere.url;
+    const { url } = await router(platform, "localSummary: true", await dataDirWithHistory());
+    expect((await connect(url)).status).toBe(200);
+    const error = await eventually(async () => (await status(url)).error, 5000, "the failure in the status");
+    expect(error).toContain(`a redirect (307) to ${elsewhere.url}/api/telemetry/local-summary`);
+    expect(elsewhere.received).toEqual([]);
   });
 
   test("a 409 (the platform has the day) counts as sent; a 5xx is said in the status and tried again (here: after a restart)", async () => {

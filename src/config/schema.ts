@@ -257,6 +257,7 @@ export const herdConfigSchema = v.strictObject({
     traces: section({
       maxAgeDays: v.optional(count, 30),
       maxMb: v.optional(v.pipe(v.number(), v.minValue(0, "expected a size in MB ≥ 0 (0: no cap)")), 1024),
+      maxTagsPerDay: v.optional(count, 1000),
     }),
   }),
   agents: section({

@@ -77,8 +77,10 @@ export interface StoreConfig {
   traces?: {
     /** Traces older than this many days are pruned; 0 keeps them whatever their age. Default 30. */
     maxAgeDays?: number;
-    /** The oldest traces are pruned while the store's data is over this many MB; 0: no cap. Default 1024. */
+    /** The oldest traces are pruned while the store's data is over this many MB (the daily roll-ups may take a quarter of it); 0: no cap. Default 1024. */
     maxMb?: number;
+    /** Distinct tags a UTC day keeps (key: tags aside); a new tag past it is kept as "other". 0: no cap. Default 1000. */
+    maxTagsPerDay?: number;
   };
 }
 

@@ -7,6 +7,9 @@
 import { generateKeyPairSync } from "node:crypto";
 import { hostname } from "node:os";
 import type { Database } from "bun:sqlite";
+import { withoutCredentials } from "../config/credentials/secrets.ts";
+import { AnswerTooLarge, responseText } from "../core/capped-body.ts";
+import { loggable } from "../core/loggable.ts";
 import { listRuns } from "../store/benchmarks.ts";
 import { type Connection, type NodeKeys, PLATFORM_FILE, readPlatformFile, writePlatformFile } from "../store/platform-state.ts";
 
@@ -42,6 +45,14 @@ export interface ConnectAsk {
 export const REGISTER_PATH = "/api/nodes/register";
 /** How long the platform gets to answer a registration. */
 const REGISTER_TIMEOUT_MS = 15_000;
+/** A registration's answer is three short strings: far more than that is not one, and is not read on. */
+export const PLATFORM_ANSWER_BYTES = 64 * 1024;
+/** The platform's id for the node goes back in every roll-up and into the log: a plain id (a UUID is 36). */
+const NODE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** The operator's e-mail and name are only shown: kept at most this long, without control characters. */
+const MAX_SHOWN_CHARS = 256;
+/** The platform's own words in a refusal: they end up in an answer and a log. */
+const MAX_REASON_CHARS = 200;
 
 export class Platform {
   constructor(
@@ -110,31 +121,61 @@ type Registered = Pick<Connection, "node_id" | "user_email" | "user_display_name
 async function register(platformUrl: string, body: Record<string, unknown>): Promise<Registered> {
   let res: Response;
   try {
+    // The operator token is in the body: it goes to platform_url and nowhere a redirect points.
     res = await fetch(new URL(REGISTER_PATH, platformUrl), {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify(body),
+      redirect: "manual",
       signal: AbortSignal.timeout(REGISTER_TIMEOUT_MS),
     });
   } catch (e) {
     throw new ConnectError("platform_unreachable", `cannot reach the platform at ${platformUrl}: ${(e as Error).message}`);
   }
+  const redirect = redirectProblem(res);
+  if (redirect) throw new ConnectError("registration_failed", `${redirect}: herd sends the operator token to platform_url only; set platform_url to where the platform is`);
   if (res.status >= 500) throw new ConnectError("platform_unreachable", `the platform at ${platformUrl} answered ${res.status}`);
   if (res.status === 401 || res.status === 403) throw new ConnectError("invalid_token", `the platform rejected the operator token (${res.status})`);
   if (!res.ok) throw new ConnectError("registration_failed", `the platform refused the registration (${res.status}): ${await reason(res)}`);
-  const answer = (await res.json().catch(() => null)) as Record<string, unknown> | null;
+  const text = await platformText(res);
+  if (text === null) throw new ConnectError("registration_failed", `the platform's answer is over ${PLATFORM_ANSWER_BYTES / 1024} KiB`);
+  let answer: Record<string, unknown> | null = null;
+  try {
+    answer = JSON.parse(text) as Record<string, unknown> | null;
+  } catch {}
   if (typeof answer?.node_id !== "string" || !answer.node_id) throw new ConnectError("registration_failed", "the platform's answer named no node_id");
-  const text = (field: string) => (typeof answer[field] === "string" ? (answer[field] as string) : null);
-  return { node_id: answer.node_id, user_email: text("user_email"), user_display_name: text("user_display_name") };
+  if (!NODE_ID.test(answer.node_id)) {
+    throw new ConnectError("registration_failed", `the platform's node_id: expected 1 to 128 letters, digits and . _ : - (got ${answer.node_id.length} characters)`);
+  }
+  const shown = (field: string) => (typeof answer[field] === "string" ? loggable(answer[field] as string, MAX_SHOWN_CHARS) : null);
+  return { node_id: answer.node_id, user_email: shown("user_email"), user_display_name: shown("user_display_name") };
 }
 
-/** The platform's own words, if it gave any, cut short: they end up in an answer and a log. */
+/** What is wrong with an answer that is a redirect (a 3xx; fetch was told not to follow it), or null. */
+export function redirectProblem(res: Response): string | null {
+  if (res.status < 300 || res.status >= 400) return null;
+  const to = res.headers.get("location");
+  return `the platform answered a redirect (${res.status})${to ? ` to ${loggable(withoutCredentials(to), MAX_REASON_CHARS)}` : ""}`;
+}
+
+/** The platform's answer as text, or null when it is over PLATFORM_ANSWER_BYTES (no more of it is read). */
+async function platformText(res: Response): Promise<string | null> {
+  try {
+    return await responseText(res, { bytes: PLATFORM_ANSWER_BYTES, setting: "fixed" });
+  } catch (e) {
+    if (e instanceof AnswerTooLarge) return null;
+    throw new ConnectError("platform_unreachable", `the platform's answer broke off: ${(e as Error).message}`);
+  }
+}
+
+/** The platform's own words, if it gave any, cut short and without control characters: they end up in an answer and a log. */
 async function reason(res: Response): Promise<string> {
-  const text = await res.text().catch(() => "");
+  const text = await platformText(res).catch(() => "");
+  if (text === null) return `an answer over ${PLATFORM_ANSWER_BYTES / 1024} KiB`;
   try {
     const parsed = JSON.parse(text) as { error?: unknown; detail?: unknown };
     const said = parsed.error ?? parsed.detail;
-    if (typeof said === "string") return said.slice(0, 200);
+    if (typeof said === "string") return loggable(said, MAX_REASON_CHARS);
   } catch {}
-  return text.slice(0, 200) || "no reason given";
+  return loggable(text, MAX_REASON_CHARS) || "no reason given";
 }

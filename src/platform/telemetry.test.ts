@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { VERSION } from "../version.ts";
-import { dayDue, defaultSendAtMs, localSummary } from "./telemetry.ts";
+import { dayDue, defaultSendAtMs, localSummary, MAX_SUMMARY_TAGS } from "./telemetry.ts";
 
 const DAY = Date.parse("2026-04-20T00:00:00Z");
 const FIVE_PAST = 5 * 60_000;
@@ -25,4 +25,18 @@ test("the roll-up carries the whitelisted fields only; tags only when asked", ()
   const entry = { model: "m", local_requests: 2, local_prompt_tokens: 3, local_completion_tokens: 4, p2p_served_requests: 0, p2p_served_tokens: 0, avg_latency_ms: 5, p95_latency_ms: 6 };
   expect(localSummary("2026-04-19", "n", usage, false)).toStrictEqual({ day: "2026-04-19", node_id: "n", agent_version: VERSION, entries: [entry] });
   expect(localSummary("2026-04-19", "n", usage, true).entries).toStrictEqual([{ ...entry, request_count_by_tag: { a: 1 } }]);
+});
+
+test("per-tag counts name the clients' own tags only, the most requested MAX_SUMMARY_TAGS, the rest summed as other", () => {
+  const requests_by_tag: Record<string, number> = { "user:alice@example.com": 9, "KEY:app": 9, "key:app": 9, "project:prod": 7, other: 1 };
+  for (let i = 0; i < MAX_SUMMARY_TAGS + 3; i++) requests_by_tag[`t${String(i).padStart(2, "0")}`] = 2;
+  const usage = [{ model: "m", requests: 2, prompt_tokens: 3, completion_tokens: 4, avg_latency_ms: 5, p95_latency_ms: 6, requests_by_tag }];
+  const sent = localSummary("2026-04-19", "n", usage, true).entries[0]!.request_count_by_tag!;
+  expect(Object.keys(sent)).toHaveLength(MAX_SUMMARY_TAGS + 1);
+  expect(sent["project:prod"]).toBe(7);
+  expect(Object.keys(sent).filter((t) => /^(user|key):/i.test(t))).toEqual([]);
+  // t00…t48 by name; t49…t52 (8 requests) and the store's own "other" (1) summed.
+  expect(sent.t48).toBe(2);
+  expect(sent.t49).toBeUndefined();
+  expect(sent.other).toBe(9);
 });

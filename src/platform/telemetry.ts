@@ -3,16 +3,18 @@
 // use is POSTed to {platform_url}/api/telemetry/local-summary once the UTC day is
 // past its send time (00:05 plus a jitter), signed with the node's key. The
 // payload is built field by field from a whitelist; per-tag counts only with the
-// second opt-in (telemetry.includeTags). A 409 (the platform has that day) counts
+// second opt-in (telemetry.includeTags), and only of the clients' own tags, capped. A 409 (the platform has that day) counts
 // as sent; the last day sent is kept in the data dir, so a restart sends no twice.
 import { sign } from "node:crypto";
 import type { Database } from "bun:sqlite";
+import { withoutCredentials } from "../config/credentials/secrets.ts";
 import type { LiveConfig } from "../config/live.ts";
 import { log } from "../log.ts";
+import { OTHER_TAG } from "../store/day-tags.ts";
 import { dayUsage, type ModelDay } from "../store/day-usage.ts";
 import { readTelemetryFile, writeTelemetryFile } from "../store/platform-state.ts";
 import { VERSION } from "../version.ts";
-import type { Platform } from "./connection.ts";
+import { type Platform, redirectProblem } from "./connection.ts";
 
 export const SUMMARY_PATH = "/api/telemetry/local-summary";
 const DAY_MS = 86_400_000;
@@ -42,6 +44,22 @@ export interface LocalSummary {
   entries: SummaryEntry[];
 }
 
+/** The tags an entry names, most requested first; the rest of its own tags are summed under OTHER_TAG. */
+export const MAX_SUMMARY_TAGS = 50;
+/** Tags that say who sent a request, not what for: a person (user:, from the user field or Claude Code's account id) or a client key (key:). Never sent. */
+const WHO = /^(user|key):/i;
+
+/** A model's per-tag counts as the roll-up sends them: the clients' own tags only, at most MAX_SUMMARY_TAGS by name. */
+function summaryTags(byTag: Record<string, number>): Record<string, number> {
+  const own = Object.entries(byTag)
+    .filter(([tag]) => !WHO.test(tag))
+    .sort(([a, m], [b, n]) => n - m || (a < b ? -1 : 1));
+  const sent: Record<string, number> = Object.fromEntries(own.slice(0, MAX_SUMMARY_TAGS));
+  const rest = own.slice(MAX_SUMMARY_TAGS).reduce((sum, [, n]) => sum + n, 0);
+  if (rest) sent[OTHER_TAG] = (sent[OTHER_TAG] ?? 0) + rest;
+  return sent;
+}
+
 /** The whole payload, and nothing but these fields. */
 export function localSummary(day: string, nodeId: string, usage: readonly ModelDay[], includeTags: boolean): LocalSummary {
   const entries = usage.map((m): SummaryEntry => {
@@ -56,7 +74,7 @@ export function localSummary(day: string, nodeId: string, usage: readonly ModelD
       avg_latency_ms: m.avg_latency_ms,
       p95_latency_ms: m.p95_latency_ms,
     };
-    if (includeTags) entry.request_count_by_tag = { ...m.requests_by_tag };
+    if (includeTags) entry.request_count_by_tag = summaryTags(m.requests_by_tag);
     return entry;
   });
   return { day, node_id: nodeId, agent_version: VERSION, entries };
@@ -120,12 +138,17 @@ export class Telemetry {
         method: "POST",
         headers: { "content-type": "application/json", "x-herd-node-signature": sign(null, Buffer.from(body), platform.keys().private_key).toString("base64") },
         body,
+        // The day's usage goes to the platform herd connected to, not wherever a redirect points.
+        redirect: "manual",
         signal: AbortSignal.any([AbortSignal.timeout(30_000), this.stopping.signal]),
       });
+      void res.body?.cancel().catch(() => {}); // only the status is read
+      const redirect = redirectProblem(res);
+      if (redirect) throw new Error(`${redirect}; herd sends the roll-up to the connection's platform_url only: connect again at where the platform is`);
       if (!res.ok && res.status !== 409) throw new Error(`the platform answered ${res.status}`);
       writeTelemetryFile(dataDir, { last_sent_day: day });
       this.lastError = null;
-      log.info(`usage roll-up for ${day} sent to ${connection.platform_url}${res.status === 409 ? " (the platform already had it)" : ""}`);
+      log.info(`usage roll-up for ${day} sent to ${withoutCredentials(connection.platform_url)}${res.status === 409 ? " (the platform already had it)" : ""}`);
     } catch (e) {
       this.retryAt = now + RETRY_MS;
       this.lastError = `the usage roll-up for ${day} was not sent: ${(e as Error).message}`;

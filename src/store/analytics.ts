@@ -6,6 +6,7 @@
 // tag_days; store/retention.ts): every daily and all-time figure reads both, so
 // it survives pruning; the hourly trends and the recent traces read the rows kept.
 import type { Database } from "bun:sqlite";
+import { OTHER_TAG } from "./day-tags.ts";
 import type { Trace } from "./traces.ts";
 
 /** A trace as the dashboard lists it: JSON columns decoded, fallback_used kept as 0/1. */
@@ -128,24 +129,33 @@ export function hourlyTrends(db: Database, since: number) {
     .all(since);
 }
 
+/** The tags /apps lists by name, busiest first, and /apps/daily per day: the rest of the window's are summed under OTHER_TAG, so an answer stays small whatever the store holds. */
+export const APPS_LISTED = 100;
+export const APPS_DAILY = 20;
+
 export function appsByTag(db: Database, since: number) {
   return db
-    .query<{ tag: string; request_count: number; avg_ttft_ms: number | null; error_rate: number } & Totals, [number]>(
-      `SELECT tag, SUM(requests) AS request_count, ${TOTALS}, ${mean("ttft_sum", "ttft_count")} AS avg_ttft_ms,
-        ROUND(CAST(SUM(failed) AS REAL) / SUM(requests), 4) AS error_rate
-      ${TAGS_SINCE}
-      GROUP BY tag ORDER BY request_count DESC, tag`,
+    .query<{ tag: string; request_count: number; avg_ttft_ms: number | null; error_rate: number } & Totals, [number, number]>(
+      `WITH per_tag AS (
+        SELECT tag, SUM(requests) AS requests, SUM(failed) AS failed, SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens,
+          SUM(latency_sum) AS latency_sum, SUM(latency_count) AS latency_count, SUM(ttft_sum) AS ttft_sum, SUM(ttft_count) AS ttft_count
+        ${TAGS_SINCE} GROUP BY tag
+      ), ranked AS (SELECT *, ROW_NUMBER() OVER (ORDER BY tag = '${OTHER_TAG}', requests DESC, tag) AS rank FROM per_tag),
+      shown AS (SELECT *, CASE WHEN rank <= ?2 THEN tag ELSE '${OTHER_TAG}' END AS shown FROM ranked)
+      SELECT shown AS tag, SUM(requests) AS request_count, ${TOTALS},
+        ${mean("ttft_sum", "ttft_count")} AS avg_ttft_ms, ROUND(CAST(SUM(failed) AS REAL) / SUM(requests), 4) AS error_rate
+      FROM shown GROUP BY shown ORDER BY shown = '${OTHER_TAG}', request_count DESC, shown`,
     )
-    .all(since);
+    .all(since, APPS_LISTED);
 }
 
 export function appsDaily(db: Database, since: number) {
   return db
-    .query<{ tag: string; day: string; request_count: number; avg_latency_ms: number | null; total_tokens: number }, [number]>(
-      `SELECT tag, day, SUM(requests) AS request_count, ${AVG_LATENCY} AS avg_latency_ms,
-        ${PROMPT_TOKENS} + ${COMPLETION_TOKENS} AS total_tokens
-      ${TAGS_SINCE}
-      GROUP BY tag, day ORDER BY day, tag`,
+    .query<{ tag: string; day: string; request_count: number; avg_latency_ms: number | null; total_tokens: number }, [number, number]>(
+      `WITH top AS (SELECT tag ${TAGS_SINCE} WHERE tag <> '${OTHER_TAG}' GROUP BY tag ORDER BY SUM(requests) DESC, tag LIMIT ?2),
+      shown AS (SELECT *, CASE WHEN tag IN top THEN tag ELSE '${OTHER_TAG}' END AS shown ${TAGS_SINCE})
+      SELECT shown AS tag, day, SUM(requests) AS request_count, ${AVG_LATENCY} AS avg_latency_ms, ${PROMPT_TOKENS} + ${COMPLETION_TOKENS} AS total_tokens
+      FROM shown GROUP BY shown, day ORDER BY day, shown`,
     )
-    .all(since);
+    .all(since, APPS_DAILY);
 }

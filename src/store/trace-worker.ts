@@ -12,14 +12,14 @@ declare const self: Worker;
 const WAL_LIMIT_BYTES = 4 * 1024 * 1024;
 
 let db: Database | null = null;
-let insert: ((batch: Trace[]) => void) | null = null;
+let insert: ReturnType<typeof traceInserter> | null = null;
 let prune: ReturnType<typeof tracePruner> | null = null;
 /** Traces lost since the last write that worked: the log says when writes start failing and when they work again. */
 let lostSinceWrite = 0;
 
 self.onmessage = ({ data }: MessageEvent<{ open?: string; batch?: string; keep?: Retention; close?: true }>) => {
   if (data.open) open(data.open);
-  if (data.batch) write(JSON.parse(data.batch));
+  if (data.batch) write(JSON.parse(data.batch), data.keep!);
   if (data.keep) pruneTo(data.keep);
   if (data.close) {
     db?.close();
@@ -41,10 +41,10 @@ function open(file: string): void {
   }
 }
 
-function write(batch: Trace[]): void {
+function write(batch: Trace[], keep: Retention): void {
   try {
     if (!insert) throw new Error("the store is not open");
-    insert(batch);
+    insert(batch, keep.maxTagsPerDay);
     if (lostSinceWrite) log.info(`writing traces again; ${lostSinceWrite} were lost while the store refused them`);
     lostSinceWrite = 0;
     report({ wrote: batch.length });

@@ -5,6 +5,7 @@ import type { Database } from "bun:sqlite";
 import { log } from "../log.ts";
 import type { Retention } from "./retention.ts";
 import { OTHER_MODEL } from "../core/client-names.ts";
+import { DayTags } from "./day-tags.ts";
 
 export type TraceStatus = "completed" | "failed" | "incomplete" | "client_disconnected" | "rejected";
 
@@ -176,24 +177,29 @@ export class TraceWriter {
   }
 }
 
-/** Writes a batch in one transaction; the worker's half of TraceWriter. */
-export function traceInserter(db: Database): (batch: Trace[]) => void {
+/**
+ * Writes a batch in one transaction; the worker's half of TraceWriter. A trace's tags are kept as its day allows
+ * (`maxTagsPerDay`, day-tags.ts), in its row and its trace_tags alike.
+ */
+export function traceInserter(db: Database): (batch: Trace[], maxTagsPerDay: number) => void {
   const insertTrace = db.prepare(`INSERT OR IGNORE INTO traces (request_id, timestamp, model, original_model, node_id, backend, kind,
     original_format, stream, status, score, scores_breakdown, latency_ms, time_to_first_token_ms, queue_wait_ms, prompt_tokens,
     completion_tokens, retry_count, fallback_used, excluded_nodes, client_ip, error_message, tags, resolution, adjustments)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const insertTag = db.prepare("INSERT INTO trace_tags (request_id, tag, timestamp) VALUES (?, ?, ?)");
-  return db.transaction((batch: Trace[]) => {
+  const dayTags = new DayTags(db);
+  return db.transaction((batch: Trace[], maxTagsPerDay: number) => {
     for (const t of batch) {
+      const tags = dayTags.keep(t.timestamp, t.tags, maxTagsPerDay);
       const { changes } = insertTrace.run(
         t.request_id, t.timestamp, t.model, t.original_model, t.node_id, t.backend, t.kind, t.original_format, t.stream ? 1 : 0,
         t.status, t.score, t.scores_breakdown && JSON.stringify(t.scores_breakdown), t.latency_ms, t.time_to_first_token_ms,
         t.queue_wait_ms, t.prompt_tokens, t.completion_tokens, t.retry_count, t.fallback_used ? 1 : 0,
-        JSON.stringify(t.excluded_nodes), t.client_ip, t.error_message, JSON.stringify(t.tags), t.resolution,
+        JSON.stringify(t.excluded_nodes), t.client_ip, t.error_message, JSON.stringify(tags), t.resolution,
         JSON.stringify(t.adjustments),
       );
       // A request id is recorded once; its tags with it.
-      if (changes) for (const tag of t.tags) insertTag.run(t.request_id, tag, t.timestamp);
+      if (changes) for (const tag of tags) insertTag.run(t.request_id, tag, t.timestamp);
     }
   });
 }

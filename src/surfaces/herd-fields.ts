@@ -2,7 +2,7 @@
 // analytics, fallback models, strict mode. They are taken out of the body
 // before it reaches a backend, which would not know them. herd keeps them (traces, tags), so
 // each is capped (core/client-names.ts).
-import { nameProblem, namesProblem } from "../core/client-names.ts";
+import { MAX_NAMES, nameProblem, namesProblem } from "../core/client-names.ts";
 
 export interface HerdFields {
   tags: string[];
@@ -39,6 +39,9 @@ export function takeHerdFields(body: Record<string, unknown>, headers: Headers):
   if (fallbacksProblem) return fallbacksProblem;
   if (body.fallback !== undefined && typeof body.fallback !== "boolean") return "fallback: expected true or false";
   const strict = body.fallback === false || headers.get("x-fleet-no-fallback")?.toLowerCase() === "true";
+  const distinct = [...new Set(tags.map((t) => t.trim()).filter(Boolean))];
+  // Each tag is a row of the store: the request's own, from all three places, are held to one count.
+  if (distinct.length > MAX_NAMES) return `tags: at most ${MAX_NAMES} in all from metadata.tags, X-Herd-Tags and user (got ${distinct.length})`;
   for (const key of ["metadata", "user", "fallback_models", "fallback"]) delete body[key];
-  return { tags: [...new Set(tags.map((t) => t.trim()).filter(Boolean))], fallbackModels: fallbacks as string[], strict };
+  return { tags: distinct, fallbackModels: fallbacks as string[], strict };
 }
