@@ -27,6 +27,7 @@ import { AfterAnswer } from "./pipeline/after-answer.ts";
 import { summariseOnFleet } from "./pipeline/summarise.ts";
 import { WorkerRoster } from "./store/agent-workers.ts";
 import { migrate } from "./store/db.ts";
+import { ExportHealth } from "./core/export-health.ts";
 
 /** `raw`: the config as written in herd.config.ts; the defaults (open mode, no nodes) when empty. */
 export async function idleSources(raw: Record<string, unknown> = {}): Promise<AppSources> {
@@ -59,6 +60,7 @@ export async function idleSources(raw: Record<string, unknown> = {}): Promise<Ap
     // Reads the config's data dir only when asked; an idle app is never connected to it.
     platform: new Platform(live.config.server.dataDir, store),
     telemetry: { check: async () => {}, lastError: null },
+    exports: new ExportHealth(),
     shutdown: new AbortController(),
     startedAt: Date.now(),
     ready: true,

@@ -29,6 +29,7 @@ import { Pulls } from "./fleet/pulls.ts";
 import { Queues } from "./fleet/queues.ts";
 import { ClientGate } from "./router/client-gate.ts";
 import { replicaInputs } from "./router/finish-order.ts";
+import { ExportHealth } from "./core/export-health.ts";
 import { startIdleShrink } from "./core/idle-shrink.ts";
 import { RepairStats } from "./fleet/repair-stats.ts";
 import { Toggles } from "./router/toggles.ts";
@@ -83,6 +84,8 @@ export interface Runtime {
   /** The opt-in platform connection (docs/platform.md) and its daily usage roll-up. */
   platform: Platform;
   telemetry: Telemetry;
+  /** How the OTLP export (telemetry.otlp) is doing: /metrics and the otlp_export check read it. */
+  exports: ExportHealth;
   /**
    * Aborted when a stop's grace period (server.shutdownGraceMs) runs out: answers still streaming end
    * with an error in their own format, requests no node has answered yet get a 503.
@@ -138,6 +141,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     agents: new AgentFleet(live, () => rt.url, new WorkerRoster(store)),
     platform,
     telemetry: new Telemetry({ platform, live, store, dataDir, sendAtMs: telemetrySendAt() }),
+    exports: new ExportHealth(),
     shutdown: new AbortController(),
     url: "",
     startedAt: Date.now(),

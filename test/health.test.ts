@@ -20,7 +20,7 @@ const FIRST_BYTE_MS = 2000;
 const NODE_TOKEN = "health-test-node-token";
 const CHECK_IDS = [
   "config_reload_error", "context_waste", "disk_space_low", "embed_error_rate", "error_rate", "memory_pressure", "mlx_server_unhealthy",
-  "model_thrashing", "nodes_offline", "nomic_loaded_in_ollama", "ollama_unreachable", "priority_models", "request_timeouts", "retry_rate",
+  "model_thrashing", "nodes_offline", "nomic_loaded_in_ollama", "ollama_unreachable", "otlp_export", "priority_models", "request_timeouts", "retry_rate",
   "store_writable", "text_embedding_backend_missing", "text_embedding_ollama_bypass", "thermal", "vision_backend_missing", "zombie_requests",
 ];
 

@@ -13,18 +13,19 @@ interface Received {
   body: any;
 }
 
-/** A collector that keeps what it is sent. */
+/** A collector that keeps what it is sent, and answers `answer.status` (a 500 is a collector that fails). */
 function startCollector() {
   const received: Received[] = [];
+  const answer = { status: 200 };
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     async fetch(req) {
       received.push({ path: new URL(req.url).pathname, headers: req.headers, body: await req.json() });
-      return Response.json({});
+      return Response.json({}, { status: answer.status });
     },
   });
-  return { url: `http://127.0.0.1:${server.port}`, received, stop: () => server.stop(true) };
+  return { url: `http://127.0.0.1:${server.port}`, received, answer, stop: () => server.stop(true) };
 }
 
 const collectors: ReturnType<typeof startCollector>[] = [];
@@ -34,7 +35,8 @@ afterAll(async () => {
   for (const c of collectors) c.stop();
 });
 
-async function routerWith(telemetry: string) {
+/** A router over two simulated nodes with `telemetry` (COLLECTOR: the collector's URL) and `more` of the config. */
+async function routerWith(telemetry: string, more = "") {
   const collector = startCollector();
   collectors.push(collector);
   const nodes = await Promise.all([
@@ -48,7 +50,7 @@ async function routerWith(telemetry: string) {
   const configure = (telemetry: string) =>
     writeFileSync(
       file,
-      `export default { nodes: [${entries.join(", ")}], heartbeat: { intervalMs: 30000, timeoutMs: 60000, offlineMs: 120000 }, telemetry: ${telemetry.replace("COLLECTOR", collector.url)} };\n`,
+      `export default { nodes: [${entries.join(", ")}], heartbeat: { intervalMs: 30000, timeoutMs: 60000, offlineMs: 120000 }, telemetry: ${telemetry.replace("COLLECTOR", collector.url)}, ${more} };\n`,
     );
   configure(telemetry);
   const router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")], {
@@ -115,6 +117,39 @@ describe("telemetry.otlp", () => {
     expect(settings).not.toContain("s3cret-value");
     await router.stop();
   }, 30000);
+
+  test("a failing collector is counted in /metrics, logged when it starts failing and when it works again (not at each failure), and warned of by the otlp_export check", async () => {
+    const { router, collector } = await routerWith(`{ otlp: { endpoint: "COLLECTOR", intervalMs: 100 } }`, `agents: { credentials: { primary: "metrics-reader-credential" } }`);
+    const metrics = async () => (await fetch(`${router.url}/metrics`, { headers: { authorization: "Bearer metrics-reader-credential" } })).text();
+    const figure = (text: string, name: string) => Number(new RegExp(`^${name} (\\d+)$`, "m").exec(text)?.[1] ?? NaN);
+    const check = async () => (await getJson(`${router.url}/dashboard/api/health?refresh=1`)).checks.find((c: any) => c.id === "otlp_export");
+    expect((await check()).severity).toBe("ok");
+    collector.answer.status = 500;
+    for (let i = 0; i < 3; i++) await (await chat(router.url)).text();
+    const failing = await eventually(async () => {
+      const text = await metrics();
+      // Each request is its herd.request, admit, route, attempt and relay spans: lost with the export.
+      const lost = figure(text, "herd_otlp_spans_dropped_total") >= 15;
+      return lost && figure(text, 'herd_otlp_exports_failed_total\\{signal="traces"\\}') >= 1 && figure(text, 'herd_otlp_exports_failed_total\\{signal="metrics"\\}') >= 3 && text;
+    }, 10_000, "the failed exports and their spans counted");
+    expect(failing).toContain("# TYPE herd_otlp_exports_failed_total counter");
+    const down = await check();
+    expect(down.severity).toBe("warning");
+    expect(down.finding).toContain("500");
+    for (const signal of ["traces", "metrics"]) expect(router.output().match(new RegExp(`OTLP export of ${signal} to \\S+ fails`, "g"))).toHaveLength(1);
+
+    collector.answer.status = 200;
+    await eventually(async () => {
+      await (await chat(router.url)).text();
+      return /OTLP export of traces to \S+ works again/.test(router.output());
+    }, 10_000, "the recovery logged");
+    await eventually(async () => (await check()).severity === "ok", 5000, "the check ok again");
+    for (const signal of ["traces", "metrics"]) {
+      expect(router.output().match(new RegExp(`OTLP export of ${signal} to \\S+ fails`, "g"))).toHaveLength(1);
+      expect(router.output().match(new RegExp(`OTLP export of ${signal} to \\S+ works again`, "g"))).toHaveLength(1);
+    }
+    await router.stop();
+  }, 60_000);
 
   test("without telemetry.otlp nothing is sent", async () => {
     const { router, collector } = await routerWith(`{ localSummary: false }`);

@@ -1,10 +1,12 @@
 // GET /metrics in the Prometheus text format: herd's routing (requests by
 // outcome, model and node since start; what runs and waits on each queue;
-// nodes by status) and the agent fleet (workers, send outcomes, held replies).
+// nodes by status), the OTLP export's failures, and the agent fleet (workers,
+// send outcomes, held replies).
 import type { LiveConfig } from "../config/live.ts";
 import type { Queues } from "../fleet/queues.ts";
 import type { Registry } from "../fleet/registry.ts";
 import { nodeRuns } from "../fleet/status.ts";
+import type { ExportHealth } from "../core/export-health.ts";
 import type { TraceWriter } from "../store/traces.ts";
 import type { AgentFleet } from "./fleet.ts";
 import { VERSION } from "../version.ts";
@@ -42,6 +44,7 @@ export interface MetricsSources {
   registry: Registry;
   live: Pick<LiveConfig, "current">;
   traces: Pick<TraceWriter, "outcomes">;
+  exports: Pick<ExportHealth, "signals" | "droppedSpans">;
 }
 
 export function renderMetrics(rt: MetricsSources): string {
@@ -64,6 +67,8 @@ export function renderMetrics(rt: MetricsSources): string {
     family("herd_requests_in_flight", "gauge", "Requests running, by node and model.", queues.map((q) => [{ node: q.node_id, model: q.model }, q.in_flight])),
     family("herd_requests_queued", "gauge", "Requests waiting for a slot, by node and model.", queues.map((q) => [{ node: q.node_id, model: q.model }, q.pending])),
     family("herd_nodes", "gauge", "Nodes by status.", countBy(rt.registry.all(), (n) => ({ status: n.status }))),
+    family("herd_otlp_exports_failed_total", "counter", "OTLP exports the collector failed (telemetry.otlp), by signal.", Object.entries(rt.exports.signals).map(([signal, s]) => [{ signal }, s.failed])),
+    family("herd_otlp_spans_dropped_total", "counter", "Spans lost: in failed OTLP exports, or dropped while the export queue was full.", [[{}, rt.exports.droppedSpans]]),
     family("herd_agents_workers", "gauge", "Agent workers by profile and state.", countBy(members, (m) => ({ profile: m.profile, state: stateOf(m) }))),
     family("herd_agents_sends_total", "counter", "Sends to workers by outcome.", [...rt.agents.messages.outcomes].map(([outcome, n]) => [{ outcome }, n])),
     family("herd_agents_held_replies", "gauge", "Replies waiting in the workers' inboxes.", [[{}, members.reduce((sum, m) => sum + m.inbox.length, 0)]]),

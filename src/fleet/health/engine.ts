@@ -5,6 +5,7 @@
 import { log } from "../../log.ts";
 import type { Database } from "bun:sqlite";
 import type { LiveConfig } from "../../config/live.ts";
+import type { ExportHealth } from "../../core/export-health.ts";
 import type { TraceWriter } from "../../store/traces.ts";
 import { trafficByModel } from "../../store/health-stats.ts";
 import type { Pins } from "../pins.ts";
@@ -36,6 +37,7 @@ export interface HealthSources {
   pins: Pins;
   store: Database;
   traces: Pick<TraceWriter, "health">;
+  exports: Pick<ExportHealth, "signals" | "droppedSpans">;
 }
 
 function snapshot(rt: HealthSources, now: number): HealthInput {
@@ -58,6 +60,7 @@ function snapshot(rt: HealthSources, now: number): HealthInput {
     lastHour: trafficByModel(rt.store, now / 1000 - HOUR_S),
     contextUsage: contextUsageReport(rt.store, registry, CONTEXT_DAYS, now / 1000),
     traceWrites: rt.traces.health(),
+    otlpExports: { signals: structuredClone(rt.exports.signals), droppedSpans: rt.exports.droppedSpans },
   };
 }
 

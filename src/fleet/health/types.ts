@@ -1,6 +1,7 @@
 // The shapes of the health engine: the snapshot every check reads, what a
 // check returns, and how a check's problems on several nodes fold into one answer.
 import type { ConfigStatus } from "../../config/live.ts";
+import type { ExportHealth } from "../../core/export-health.ts";
 import type { Config } from "../../config/schema.ts";
 import type { ModelTraffic } from "../../store/health-stats.ts";
 import type { TraceWrites } from "../../store/traces.ts";
@@ -45,6 +46,8 @@ export interface HealthInput {
   contextUsage: ContextUsage[];
   /** How the trace writer's writes to the store have gone since start. */
   traceWrites: TraceWrites;
+  /** How the OTLP export's (telemetry.otlp) exports have gone since start. */
+  otlpExports: Pick<ExportHealth, "signals" | "droppedSpans">;
 }
 
 export interface CheckResult {

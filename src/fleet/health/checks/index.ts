@@ -10,6 +10,7 @@ import { memoryPressure } from "./memory-pressure.ts";
 import { mlxServerUnhealthy } from "./mlx-server-unhealthy.ts";
 import { modelThrashing } from "./model-thrashing.ts";
 import { nodesOffline } from "./nodes-offline.ts";
+import { otlpExport } from "./otlp-export.ts";
 import { ollamaUnreachable } from "./ollama-unreachable.ts";
 import { nomicLoadedInOllama } from "./nomic-loaded-in-ollama.ts";
 import { priorityModels } from "./priority-models.ts";
@@ -36,6 +37,7 @@ export const CHECKS: readonly HealthCheck[] = [
   mlxServerUnhealthy,
   configReloadError,
   storeWritable,
+  otlpExport,
   embedErrorRate,
   visionBackendMissing,
   textEmbeddingBackendMissing,
