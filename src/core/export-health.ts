@@ -3,7 +3,7 @@
 // and the otlp_export health check. A collector that is down fails every intervalMs: the log says when a signal's
 // exports start failing and when they work again, not each failure.
 import { log } from "../log.ts";
-import { loggable } from "./loggable.ts";
+import { shortLine } from "./printable.ts";
 
 export type Signal = "traces" | "metrics";
 
@@ -25,7 +25,7 @@ export class ExportHealth {
     s.failed++;
     this.droppedSpans += spans;
     if (s.failing) return;
-    s.failing = { since: Date.now(), error: loggable(error, 300), endpoint };
+    s.failing = { since: Date.now(), error: shortLine(error, 300), endpoint };
     log.warn(`OTLP export of ${signal} to ${endpoint} fails (${s.failing.error}); routing goes on, ${signal === "traces" ? "spans" : "metrics"} are lost until the collector takes them again (telemetry.otlp)`);
   }
 

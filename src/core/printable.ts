@@ -17,3 +17,11 @@ export function echoed(text: string, max = 60): string {
   const short = text.length > max ? `${text.slice(0, max)}…` : text;
   return short.replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
+
+/** `text` as herd keeps and shows it: well-formed, on one line (oneLine), at most `max` characters (then "…"), never cut inside a character. */
+export function shortLine(text: string, max: number): string {
+  const line = oneLine(text.toWellFormed());
+  if (line.length <= max) return line;
+  const high = line.charCodeAt(max - 1);
+  return `${line.slice(0, high >= 0xd800 && high <= 0xdbff ? max - 1 : max)}…`;
+}

@@ -9,7 +9,7 @@ import { hostname } from "node:os";
 import type { Database } from "bun:sqlite";
 import { withoutCredentials } from "../config/credentials/secrets.ts";
 import { AnswerTooLarge, responseText } from "../core/capped-body.ts";
-import { loggable } from "../core/loggable.ts";
+import { shortLine } from "../core/printable.ts";
 import { listRuns } from "../store/benchmarks.ts";
 import { type Connection, type NodeKeys, PLATFORM_FILE, readPlatformFile, writePlatformFile } from "../store/platform-state.ts";
 
@@ -147,7 +147,7 @@ async function register(platformUrl: string, body: Record<string, unknown>): Pro
   if (!NODE_ID.test(answer.node_id)) {
     throw new ConnectError("registration_failed", `the platform's node_id: expected 1 to 128 letters, digits and . _ : - (got ${answer.node_id.length} characters)`);
   }
-  const shown = (field: string) => (typeof answer[field] === "string" ? loggable(answer[field] as string, MAX_SHOWN_CHARS) : null);
+  const shown = (field: string) => (typeof answer[field] === "string" ? shortLine(answer[field] as string, MAX_SHOWN_CHARS) : null);
   return { node_id: answer.node_id, user_email: shown("user_email"), user_display_name: shown("user_display_name") };
 }
 
@@ -155,7 +155,7 @@ async function register(platformUrl: string, body: Record<string, unknown>): Pro
 export function redirectProblem(res: Response): string | null {
   if (res.status < 300 || res.status >= 400) return null;
   const to = res.headers.get("location");
-  return `the platform answered a redirect (${res.status})${to ? ` to ${loggable(withoutCredentials(to), MAX_REASON_CHARS)}` : ""}`;
+  return `the platform answered a redirect (${res.status})${to ? ` to ${shortLine(withoutCredentials(to), MAX_REASON_CHARS)}` : ""}`;
 }
 
 /** The platform's answer as text, or null when it is over PLATFORM_ANSWER_BYTES (no more of it is read). */
@@ -175,7 +175,7 @@ async function reason(res: Response): Promise<string> {
   try {
     const parsed = JSON.parse(text) as { error?: unknown; detail?: unknown };
     const said = parsed.error ?? parsed.detail;
-    if (typeof said === "string") return loggable(said, MAX_REASON_CHARS);
+    if (typeof said === "string") return shortLine(said, MAX_REASON_CHARS);
   } catch {}
-  return loggable(text, MAX_REASON_CHARS) || "no reason given";
+  return shortLine(text, MAX_REASON_CHARS) || "no reason given";
 }
