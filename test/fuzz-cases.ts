@@ -3,7 +3,8 @@
 // and the holes of issue 15 that a request alone reaches: 1 MB names and tags, lone surrogates and CR/LF
 // in names and ids, text/plain and form bodies to admin routes from another site's page, auto-pulls and
 // claude-* names asked by a plain key, a rate-limited key on count_tokens with big prompts, heartbeats
-// that try to take over a declared node. Each answer is judged by `problem`. Shared by test/fuzz.test.ts
+// that try to take over a declared node; and requests with many new tags each (issue 27, item 3), which the
+// store must keep within its bounds. Each answer is judged by `problem`. Shared by test/fuzz.test.ts
 // and the benchmark's fuzz memory line (compile/bench/fuzz-memory.ts).
 import { buildApp } from "../src/app.ts";
 import { idleSources } from "../src/app-fixtures.ts";
@@ -32,10 +33,13 @@ const SECRETS = [ADMIN_TOKEN, ...Object.values(KEYS)];
  */
 /** How long the fuzzed router waits, idle after a burst, before it gives memory back: short, so a test can see it. */
 export const IDLE_SHRINK_MS = 3000;
+/** The fuzzed router's store.traces.maxMb: small, so the tags' requests fill it and the pruning is what holds it. */
+export const STORE_MAX_MB = 2;
 
 export function fuzzConfig(simUrl: string): HerdConfig {
   return {
     server: { idleShrinkMs: IDLE_SHRINK_MS },
+    store: { traces: { maxMb: STORE_MAX_MB } },
     nodes: [{ id: "n1", ollama: simUrl, parallel: 64 }, { id: "mini" }],
     auth: {
       adminToken: ADMIN_TOKEN,
@@ -290,6 +294,41 @@ function fillPath(r: Rng, path: string): string {
   });
 }
 
+// Tags as clients send them: mostly new ones, of 1 to 256 characters, up to 32 in all across metadata.tags,
+// X-Herd-Tags and user; now and then one too many or one too long (a 400).
+const TAG_CHARS = ["a", "q", "z", "0", "7", "-", "_", ":", ".", "/", " ", "é", "ß", "💥", "中"];
+
+/** A tag of at most `length` UTF-16 units, never a character cut in half; mostly new (it starts with a random number). */
+function tagText(r: Rng, length = r.pick([1, 6, 24, 100, 256])): string {
+  let text = r.int(1e9).toString(36).slice(0, length);
+  for (let c = r.pick(TAG_CHARS); text.length + c.length <= length; c = r.pick(TAG_CHARS)) text += c;
+  return text.trim() || "t";
+}
+
+/** A chat whose tags are the point: the full key, on a surface that takes metadata.tags, X-Herd-Tags and user. */
+function taggedChat(r: Rng, baseUrl: string): Sent {
+  const route = r.pick(["POST /api/chat", "POST /v1/chat/completions"]);
+  const path = route.slice("POST ".length);
+  const over = r.chance(0.05);
+  const total = over ? 33 + r.int(8) : r.int(33);
+  const tags = Array.from({ length: total }, () => tagText(r));
+  if (over && r.chance(0.3)) tags[0] = "t".repeat(257);
+  const user = path === "/v1/chat/completions" && tags.length && r.chance(0.5) ? tags.pop() : undefined;
+  const inHeader = r.int(tags.length + 1);
+  const { user: _, ...template } = TEMPLATES[path]!;
+  const body = { ...template, metadata: { tags: tags.slice(inHeader) }, ...(user === undefined ? {} : { user }) };
+  const headers: Record<string, string> = { authorization: `Bearer ${KEYS.full}`, "content-type": "application/json" };
+  // A header value is bytes: a client sends its tags there in ASCII.
+  if (inHeader) headers["x-herd-tags"] = tags.slice(0, inHeader).map((t) => t.replace(/[^\x20-\x7e]/g, "x")).join(",");
+  return { route, method: "POST", url: `${baseUrl}${path}`, init: { method: "POST", headers, body: JSON.stringify(body), signal: AbortSignal.timeout(30_000) }, key: "full" };
+}
+
+/** `count` tagged chats drawn in order from `seed`'s sequence, as fuzzSequence draws its requests. */
+export function taggedSequence(seed = FUZZ_SEED ^ 0x7a95) {
+  const r = prng(seed);
+  return (count: number, baseUrl: string): Sent[] => Array.from({ length: count }, () => taggedChat(r, baseUrl));
+}
+
 export interface Sent {
   route: string;
   method: string;
@@ -300,6 +339,7 @@ export interface Sent {
 }
 
 function nextRequest(r: Rng, routes: Route[], baseUrl: string): Sent {
+  if (r.chance(0.05)) return taggedChat(r, baseUrl);
   const route = r.pick(routes);
   const key = `${route.method} ${route.path}`;
   const method = r.chance(0.12) ? r.pick(["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD", "FOO"]) : route.method;

@@ -2,21 +2,23 @@
 // draws them and judges each answer), and malformed HTTP on a raw socket. The router behind them has a
 // healthy simulated node, so no answer may be a 5xx; each error must be in its route's format; no change
 // may come through from another site's page, no key get more than it is allowed, no open heartbeat take a
-// node; the router must still answer afterwards, and give back the memory the burst grew. Then heartbeats alone
+// node; the router must still answer afterwards, and give back the memory the burst grew. Then rounds of chats with
+// many new tags each: the store's file and the router's memory must stay flat across them. Then heartbeats alone
 // (test/fuzz-heartbeats.ts), to a router in open mode and one that takes a node credential: none may take n1's
 // models or change what herd shows of it, nor forge a log line, and memory, the store and descriptors stay flat.
 // Then the other way round: a node whose every answer is fuzzed, to a second router (see "fuzzed node answers").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { SHRINK_TICK_MS } from "../src/core/idle-shrink.ts";
 import { MAX_DECODE_TPS, MAX_PREFILL_TPS } from "../src/fleet/speeds.ts";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
+import { STORE_FILE } from "../src/store/db.ts";
 import {
   ADMIN_TOKEN, FUZZ_MODELS, FUZZ_SEED, IDLE_SHRINK_MS, LIMITED_READS, KEYS, NODE_FUZZ_CAPS, NODE_FUZZ_MODEL, NODE_FUZZ_SEED, type Outcome, RATE_LIMIT,
-  appRoutes, sameModel, fuzzConfig, fuzzSequence, nodeAnswer, nodeFuzzProblem, nodeFuzzRequest, problem, sendAll, wellFormed,
+  STORE_MAX_MB, appRoutes, sameModel, fuzzConfig, fuzzSequence, nodeAnswer, nodeFuzzProblem, nodeFuzzRequest, problem, sendAll, taggedSequence, wellFormed,
 } from "./fuzz-cases.ts";
 import { FLEET_MODELS, HEARTBEAT_SEED, NODE_TOKEN, heartbeatProblem, heartbeatSequence } from "./fuzz-heartbeats.ts";
 import { cleanupFile, eventually, getJson, standInOllama, startRouterProcess, tmpDir } from "./helpers.ts";
@@ -25,9 +27,16 @@ const CASES = 10_000;
 /** Equal rounds: a leak grows memory in the last as in the first. */
 const ROUNDS = 2;
 const CONCURRENCY = 12;
+/** The tags' rounds: each of TAGGED chats of up to 32 mostly new tags, far past a day's maxTagsPerDay and the store's maxMb. */
+const TAG_ROUNDS = 4;
+const TAGGED = 1500;
+const MB = 1024 * 1024;
+/** The store's file may hold maxMb of data, plus what a batch or two adds before the next prune; its write-ahead log shrinks back to 4 MiB after each checkpoint. */
+const STORE_FILE_BOUND = (STORE_MAX_MB + 2 + 4) * MB;
 
 let sim: SimNode;
 let router: Awaited<ReturnType<typeof startRouterProcess>>;
+let dataDir = "";
 
 afterAll(cleanupFile);
 afterAll(async () => {
@@ -40,7 +49,8 @@ beforeAll(async () => {
   const dir = tmpDir();
   const file = join(dir, "herd.config.json");
   writeFileSync(file, JSON.stringify(fuzzConfig(sim.url)));
-  router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+  dataDir = join(dir, "data");
+  router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir]);
   await eventually(async () => (await read("/fleet/status")).fleet.nodes_online === 1, 3000, "n1 online");
 });
 
@@ -64,6 +74,11 @@ async function settledRss(pid = router.proc.pid): Promise<number> {
     await Bun.sleep(200);
   }
   return Math.min(...readings);
+}
+
+/** The store's files on disk: the SQLite file and its write-ahead log. */
+function storeBytes(): number {
+  return [STORE_FILE, `${STORE_FILE}-wal`].map((f) => join(dataDir, f)).reduce((sum, f) => sum + (existsSync(f) ? statSync(f).size : 0), 0);
 }
 
 /** The inference routes: with count_tokens and /api/show, what a key's rate limit covers. */
@@ -145,6 +160,31 @@ describe("fuzz", () => {
     const chat = await fetch(`${router.url}/api/chat`, { method: "POST", headers: { authorization: `Bearer ${KEYS.full}` }, body: JSON.stringify({ model: "llama3.2:3b", messages: [{ role: "user", content: "hi" }], stream: false }) });
     expect({ status: chat.status, node: chat.headers.get("x-fleet-node") }).toEqual({ status: 200, node: "n1" });
   });
+
+  test(`tags: ${TAG_ROUNDS} rounds of ${TAGGED} seeded chats with many new tags each; the store's file and the router's memory stay flat across them`, async () => {
+    const next = taggedSequence();
+    const files: number[] = [];
+    const memory: number[] = [];
+    const tagged: Outcome[] = [];
+    for (let i = 0; i < TAG_ROUNDS; i++) {
+      tagged.push(...(await sendAll(next(TAGGED, router.url), CONCURRENCY)));
+      memory.push(await settledRss()); // idle long enough for the trace thread to write and prune too
+      files.push(storeBytes());
+    }
+    console.log(`fuzz: tags: store ${files.map((b) => (b / MB).toFixed(1)).join(", ")} MB, RSS ${memory.map((m) => m.toFixed(0)).join(", ")} MB after each round`);
+    const problems = tagged.map((o) => problem(o, router.url)).filter((p): p is string => p !== null);
+    expect(problems.slice(0, 20)).toEqual([]);
+    expect(tagged.filter((o) => o.status === 200).length).toBeGreaterThan(TAG_ROUNDS * TAGGED * 0.9);
+    expect(tagged.some((o) => o.status === 400 && o.body.includes("tags: at most 32 in all"))).toBe(true);
+    for (const bytes of files) expect(bytes).toBeLessThanOrEqual(STORE_FILE_BOUND);
+    for (const settled of memory.slice(1)) expect(settled).toBeLessThan(1.25 * memory[0]!);
+    // The traces the store keeps are the newest; a day's tags past its cap are kept as "other".
+    const { traces } = await read("/dashboard/api/traces?limit=1000");
+    expect(traces.length).toBe(1000);
+    const apps = await read("/dashboard/api/apps?days=1");
+    expect(apps.by_tag.length).toBeLessThanOrEqual(101);
+    expect(apps.by_tag.some((r: { tag: string }) => r.tag === "other")).toBe(true);
+  }, 300_000);
 
   test("malformed HTTP on a raw socket is refused, never a 5xx, and the router goes on", async () => {
     const { hostname, port } = new URL(router.url);
@@ -252,7 +292,8 @@ describe.each([
     for (const f of later) {
       expect(f.rss).toBeLessThan(1.25 * first!.rss);
       expect(f.bytes).toBe(first!.bytes);
-      expect(f.fds).toBeLessThanOrEqual(first!.fds + 2);
+      // The client's pooled connections come and go, up to one per request under way; a leak is one per heartbeat.
+      expect(f.fds).toBeLessThanOrEqual(first!.fds + CONCURRENCY);
     }
 
     // What herd shows of n1 is its poll's and its config's alone, and its models are still its own.
