@@ -237,15 +237,17 @@ describe("client keys", () => {
     expect([icon.status, icon.headers.get("location")]).toEqual([301, "/favicon.svg"]);
   });
 
-  test("the key's name is a trace tag; a key: tag a client sends itself is dropped", async () => {
-    const res = await chat("llama3.2:3b", { ...bearer(KEY.app), "x-herd-tags": "chat-ui,key:ops" });
+  test("the key's name is a trace tag; a key: tag a client sends itself is dropped, also one that only looks like it; one that looks like user: is one", async () => {
+    // KEY:, fullwidth, a zero-width space, Cyrillic к е у, a ratio sign for the colon; User: and Cyrillic е in user.
+    const mimics = ["KEY:ops", "\uff4b\uff45\uff59\uff1aops", "k\u200bey:ops", "\u043a\u0435\u0443:ops", "key\u2236ops", "User:alice", "us\u0435r:bob"];
+    const res = await chat("llama3.2:3b", { ...bearer(KEY.app), "x-herd-tags": "chat-ui,key:ops,Key:ops" }, { metadata: { tags: mimics } });
     expect(res.status).toBe(200);
     const traces = await eventually(async () => {
       const r = await fetch(`${url}/dashboard/api/traces?limit=50`, { headers: bearer(ADMIN) });
       const list = ((await r.json()) as any).traces;
       return list.find((t: any) => t.tags.includes("chat-ui")) && list;
     }, 3000, "the tagged trace");
-    expect(traces.find((t: any) => t.tags.includes("chat-ui")).tags.sort()).toEqual(["chat-ui", "key:app"]);
+    expect(traces.find((t: any) => t.tags.includes("chat-ui")).tags.sort()).toEqual(["chat-ui", "key:app", "user:alice", "user:bob"]);
   });
 
   test("a model outside the key's allow-list is a 403 naming it, in the surface's format; one inside works", async () => {

@@ -53,7 +53,7 @@ describe("GET /dashboard/api/settings", () => {
     expect(body.router_hostname).toBe(hostname());
     const c = body.config;
     expect(c.toggles).toEqual({ auto_pull: true, vram_fallback: true });
-    expect(c.server).toEqual({ host: "127.0.0.1", port: 0, data_dir: expect.stringContaining("data"), max_retries: 2, shutdown_grace_ms: 10000, max_body_mb: 16, max_media_body_mb: 64, client_max_pending_bodies: 32, max_node_line_mb: 16, idle_shrink_ms: 60000 });
+    expect(c.server).toEqual({ host: "127.0.0.1", port: 0, data_dir: expect.stringContaining("data"), max_retries: 2, shutdown_grace_ms: 10000, max_body_mb: 16, max_media_body_mb: 64, client_max_pending_bodies: 32, client_max_connections: 64, keep_alive_ms: 10000, max_node_line_mb: 16, max_node_answer_mb: 64, idle_shrink_ms: 60000 });
     expect(c.heartbeat).toEqual({ heartbeat_interval: 0.2, heartbeat_timeout: 0.7, heartbeat_offline: 1.4 });
     expect(c.scoring).toMatchObject({ score_model_hot: 50, score_model_warm: 30, score_model_cold: 10, weights_queue_depth: -30 });
     expect(c.rebalancer).toEqual({ rebalance_interval: 5, rebalance_threshold: 4, rebalance_max_per_cycle: 3 });

@@ -61,9 +61,9 @@ export function newTrace(req: Traced, meta: RouteMeta): Trace {
   };
 }
 
-/** A request's trace tags: "key:" tags are herd's to give, from the key it really came with, never one a client claims. */
+/** A request's trace tags: the client's own (surfaces/herd-fields.ts: none passes for key:), and the key it came with. */
 function traceTags(tags: string[], caller: ClientKey | null): string[] {
-  const own = tags.filter((tag) => !tag.startsWith("key:")).slice(0, MAX_NAMES).map((tag) => clip(tag));
+  const own = tags.slice(0, MAX_NAMES).map((tag) => clip(tag));
   return [...own, ...(caller ? [caller.tag] : [])];
 }
 

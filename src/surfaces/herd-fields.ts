@@ -3,6 +3,7 @@
 // before it reaches a backend, which would not know them. herd keeps them (traces, tags), so
 // each is capped (core/client-names.ts).
 import { MAX_NAMES, nameProblem, namesProblem } from "../core/client-names.ts";
+import { clientTag } from "../core/herd-tags.ts";
 
 export interface HerdFields {
   tags: string[];
@@ -39,7 +40,8 @@ export function takeHerdFields(body: Record<string, unknown>, headers: Headers):
   if (fallbacksProblem) return fallbacksProblem;
   if (body.fallback !== undefined && typeof body.fallback !== "boolean") return "fallback: expected true or false";
   const strict = body.fallback === false || headers.get("x-fleet-no-fallback")?.toLowerCase() === "true";
-  const distinct = [...new Set(tags.map((t) => t.trim()).filter(Boolean))];
+  // key: tags are herd's to give, from the key a request really came with (pipeline/trace.ts), never one a client claims.
+  const distinct = [...new Set(tags.map((t) => clientTag(t.trim())).filter((t): t is string => Boolean(t)))];
   // Each tag is a row of the store: the request's own, from all three places, are held to one count.
   if (distinct.length > MAX_NAMES) return `tags: at most ${MAX_NAMES} in all from metadata.tags, X-Herd-Tags and user (got ${distinct.length})`;
   for (const key of ["metadata", "user", "fallback_models", "fallback"]) delete body[key];
