@@ -45,6 +45,14 @@ export function killAllNow(): void {
   for (const c of [...perTest, ...perFile]) c.kill?.();
 }
 
+/** `count` distinct loopback ports free now: each probe is held open until all are picked, so none is handed out twice. */
+export async function freePorts(count: number): Promise<number[]> {
+  const probes = Array.from({ length: count }, () => Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() }));
+  const ports = probes.map((p) => p.port!);
+  await Promise.all(probes.map((p) => p.stop(true)));
+  return ports;
+}
+
 export function tmpDir(): string {
   const dir = mkdtempSync(join(tmpdir(), "herd-test-"));
   onCleanup({ run: () => rmSync(dir, { recursive: true, force: true }) });

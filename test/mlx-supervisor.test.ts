@@ -21,7 +21,7 @@ import {
 import { systemCollector } from "../src/node/collectors.ts";
 import { type SimNode, startSimMlx } from "../src/sim/index.ts";
 import { parseMlxServerArgs } from "../src/sim/mlx-args.ts";
-import { ROOT, cleanupFile, eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+import { ROOT, cleanupFile, eventually, freePorts, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
 
 // Real processes on a machine that may be busy: generous bounds (every wait below is bounded too).
 setDefaultTimeout(30_000);
@@ -147,7 +147,7 @@ describe("supervised servers through a real herd", () => {
     dir = tmpDir();
     state = join(dir, "state");
     mkdirSync(state);
-    [ports.healthy, ports.crash, ports.hang, ports.exits, ports.orphan, ports.big, ports.local, ports.added] = (await Promise.all(Array.from({ length: 8 }, freePort))) as number[];
+    [ports.healthy, ports.crash, ports.hang, ports.exits, ports.orphan, ports.big, ports.local, ports.added] = await freePorts(8);
     for (const model of ["local-model", "draft-model"]) mkdirSync(join(dir, "home", "models", model), { recursive: true });
     // Someone else's server already holds the orphan port.
     orphan = await startSimMlx({ id: "stray", model: "org/orphaned", port: ports.orphan });
@@ -268,12 +268,6 @@ function cachedModel(hub: string, model: string, bytes: number): void {
   closeSync(fd);
 }
 
-async function freePort(): Promise<number> {
-  const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const port = server.port!;
-  await server.stop(true);
-  return port;
-}
 
 // Readiness, per mlx-lm release: 0.32.0 listens at once and loads after (bound, answering /v1/models, unable to
 // complete: "loading"); 0.31.2 loads before it listens ("starting" all along). Either way a server is healthy only
@@ -295,7 +289,7 @@ for (const version of ["0.32.0", "0.31.2"] as const) {
       const dir = tmpDir();
       state = join(dir, "state");
       mkdirSync(state);
-      [ports.slow, ports.second, ports.missing] = (await Promise.all([freePort(), freePort(), freePort()])) as number[];
+      [ports.slow, ports.second, ports.missing] = await freePorts(3);
       // Two models of 60% of free memory each (sparse files): the first fits, the second only once the first has loaded.
       const bytes = Math.floor(((await systemCollector().memory()).available_gb * 0.6 * 1024 ** 3) / 4096) * 4096;
       for (const model of [SLOW, SECOND]) cachedModel(join(dir, "hub"), model, bytes);

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
-import { ROOT, cleanupFile, eventually, getJson, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
+import { ROOT, cleanupFile, eventually, freePorts, getJson, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
 
 const FAKE = join(ROOT, "test/fixtures/fake-mlx-lm-server.ts");
 const CHAT = "mlx-community/Llama-3.2-3B-Instruct-4bit";
@@ -33,7 +33,7 @@ afterAll(cleanupFile);
 
 beforeAll(async () => {
   ollamaNode = await startSimOllama({ id: "o", models: ["llama3.2:3b"], loaded: ["llama3.2:3b"] });
-  const [chatPort, port, thinkerPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const [chatPort, port, thinkerPort] = await freePorts(3);
   slowPort = port!;
   const dir = tmpDir();
   // The models' config.json in a Hugging Face cache, where the node agent reads their trained context.
@@ -333,9 +333,3 @@ function cachedConfig(hub: string, model: string, config: Record<string, unknown
   writeFileSync(join(repo, "snapshots", "0123abcd", "config.json"), JSON.stringify(config));
 }
 
-async function freePort(): Promise<number> {
-  const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const port = server.port!;
-  await server.stop(true);
-  return port;
-}

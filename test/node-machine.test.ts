@@ -15,7 +15,7 @@ import { toGb } from "../src/fleet/node-models.ts";
 import { type AgentHandle, postTo, startAgent } from "../src/node/agent.ts";
 import { systemCollector } from "../src/node/collectors.ts";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
-import { cleanupFile, eventually, getJson, type Running, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
+import { cleanupFile, eventually, freePorts, getJson, type Running, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
 
 const NODE_TOKEN = "node-machine-test-token";
 const FAST = { intervalMs: 200, timeoutMs: 2000, offlineMs: 4000 };
@@ -37,12 +37,6 @@ const weights = (path: string) => {
   writeFileSync(join(dir, path), "weights");
 };
 
-async function freePort(): Promise<number> {
-  const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
-  const port = probe.port!;
-  await probe.stop(true);
-  return port;
-}
 
 beforeAll(async () => {
   dir = tmpDir();
@@ -50,7 +44,7 @@ beforeAll(async () => {
   weights("home/.fleet-manager/models/text-embedding/models--nomic-ai--nomic-embed-text-v1.5/snapshots/5b0e/onnx/model_quantized.onnx");
   weights("hub/models--sefaburak--dinov2-small-onnx/snapshots/9a2c/dinov2_vits14.onnx");
   textServer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => (new URL(req.url).pathname === "/health" ? Response.json({ status: "ok" }) : new Response("not found", { status: 404 })) });
-  const visionPort = await freePort();
+  const [visionPort] = await freePorts(1);
   sim = await startSimOllama({ id: "studio", models: ["llama3.2:3b"] });
   const config = join(dir, "herd.config.ts");
   writeFileSync(
