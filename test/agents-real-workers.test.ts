@@ -3,8 +3,9 @@
 // alone make them work (no hand-written config). A lead's turn over REST or MCP
 // is answered by the model calling fleet_reply over MCP; a turn that ends
 // without it is answered from Claude Code's own record, not its screen; a worker
-// may ask the lead mid-turn. The workers' proxy variables aim at a trap: nothing
-// may leave loopback. Every wait is bounded; the fleet stops it all.
+// may ask the lead mid-turn; Codex commits in herd's worktree. The workers' proxy
+// variables aim at a trap: nothing may leave loopback but Codex's announcement tip,
+// which no setting stops. Every wait is bounded; the fleet stops it all.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -155,4 +156,21 @@ describe("Codex as a worker in a worktree per ticket", () => {
     expect(git("show", "herd/T-7:README.md")).toBe("final");
     expect((await fleet.call("DELETE", `/members/${w.paneId}`)).status).toBe(204);
   }, 180_000);
+});
+
+describe("Codex's start with every proxy variable aimed at the trap", () => {
+  // The one fetch no setting stops: the TUI's announcement tip (codex-rs/tui/src/lib.rs run_ratatui_app calls
+  // tooltips::announcement::prewarm, which GETs raw.githubusercontent.com/openai/codex/main/announcement_tip.toml; rust-v0.171.0).
+  const TIP = "CONNECT raw.githubusercontent.com:443 HTTP/1.1";
+
+  test("its start-up reaches outside loopback for the announcement tip alone: no update check, analytics, metrics, plugins or model list", async () => {
+    const before = trap.seen.length;
+    const w = await spawn("codex");
+    // The tip's fetch is the proof that Codex's client honours the proxy variables; a turn then lets any later start-up fetch happen.
+    await eventually(async () => trap.seen.slice(before).includes(TIP), 15_000, "Codex's announcement fetch to reach the trap");
+    const r = await send(w.sessionId, { content: 'sim: call fleet_reply {"content":"offline"}' });
+    expect([r.status, r.body.reply], await screen(w.paneId)).toEqual([200, "offline"]);
+    expect(trap.seen.slice(before)).toEqual([TIP]);
+    expect((await fleet.call("DELETE", `/members/${w.paneId}`)).status).toBe(204);
+  });
 });
