@@ -3,9 +3,11 @@
 // alone make them work (no hand-written config). A lead's turn over REST or MCP
 // is answered by the model calling fleet_reply over MCP; a turn that ends
 // without it is answered from Claude Code's own record, not its screen; a worker
-// may ask the lead mid-turn. The workers' proxy variables aim at a trap: nothing
-// may leave loopback. Every wait is bounded; the fleet stops it all.
+// may ask the lead mid-turn; Codex commits in herd's worktree. The workers' proxy
+// variables aim at a trap: nothing may leave loopback but Codex's announcement tip,
+// which no setting stops. Every wait is bounded; the fleet stops it all.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
 import { type Fleet, mcpClient, PRIMARY, startFleet } from "./agents-fleet.ts";
@@ -121,5 +123,54 @@ describe("Codex as a worker", () => {
     expect((await fleet.call("DELETE", `/members/${w.paneId}`)).status).toBe(204);
     const left = () => Bun.spawnSync(["pgrep", "-f", `${fleet.dir}/data/workers`]).stdout.toString().trim();
     await eventually(async () => left() === "", 10_000, "every process run from the worker's folder to end");
+  });
+});
+
+describe("Codex as a worker in a worktree per ticket", () => {
+  // Codex's edits go through its apply_patch helper, run by exec_command like any command (codex-rs, rust-v0.171.0).
+  const patch = "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: README.md\n@@\n-draft\n+final\n*** End Patch\nEOF";
+  const steps = [
+    { cmd: "echo built > build.txt" },
+    { cmd: patch },
+    { cmd: "git add -A && git commit -q -m 'T-7: build and readme' && git log -1 --format=%s" },
+  ].map((args) => `sim: call exec_command ${JSON.stringify(args)}`);
+
+  test("a coding turn in herd's worktree: a command writes a file, an edit, a commit, fleet_reply; the commit is in the repository", async () => {
+    const repo = join(fleet.dir, "repo");
+    const git = (...args: string[]) => Bun.spawnSync(["git", ...args], { cwd: repo, stdout: "pipe", stderr: "pipe" }).stdout.toString().trim();
+    mkdirSync(repo);
+    git("init", "-q");
+    git("config", "user.email", "worker@example.com");
+    git("config", "user.name", "worker");
+    writeFileSync(join(repo, "README.md"), "draft\n");
+    git("add", "README.md");
+    git("commit", "-q", "-m", "start");
+    const r = await fleet.call("POST", "/members", { body: { profile: "codex", cwd: repo, worktree: true, ticket: "T-7" } });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    const w = r.body as { sessionId: string; paneId: string; worktree: string };
+    const content = [...steps, 'sim: call fleet_reply {"content":"done: {{tool_result}}"}'].join("\n");
+    const turn = await send(w.sessionId, { content, timeoutMs: 120_000 });
+    expect([turn.status, turn.body.reply], await screen(w.paneId)).toEqual([200, expect.stringContaining("T-7: build and readme")]);
+    expect(git("log", "-1", "--format=%s", "herd/T-7")).toBe("T-7: build and readme");
+    expect(git("show", "--name-only", "--format=", "herd/T-7").split("\n").sort()).toEqual(["README.md", "build.txt"]);
+    expect(git("show", "herd/T-7:README.md")).toBe("final");
+    expect((await fleet.call("DELETE", `/members/${w.paneId}`)).status).toBe(204);
+  }, 180_000);
+});
+
+describe("Codex's start with every proxy variable aimed at the trap", () => {
+  // The one fetch no setting stops: the TUI's announcement tip (codex-rs/tui/src/lib.rs run_ratatui_app calls
+  // tooltips::announcement::prewarm, which GETs raw.githubusercontent.com/openai/codex/main/announcement_tip.toml; rust-v0.171.0).
+  const TIP = "CONNECT raw.githubusercontent.com:443 HTTP/1.1";
+
+  test("its start-up reaches outside loopback for the announcement tip alone: no update check, analytics, metrics, plugins or model list", async () => {
+    const before = trap.seen.length;
+    const w = await spawn("codex");
+    // The tip's fetch is the proof that Codex's client honours the proxy variables; a turn then lets any later start-up fetch happen.
+    await eventually(async () => trap.seen.slice(before).includes(TIP), 15_000, "Codex's announcement fetch to reach the trap");
+    const r = await send(w.sessionId, { content: 'sim: call fleet_reply {"content":"offline"}' });
+    expect([r.status, r.body.reply], await screen(w.paneId)).toEqual([200, "offline"]);
+    expect(trap.seen.slice(before)).toEqual([TIP]);
+    expect((await fleet.call("DELETE", `/members/${w.paneId}`)).status).toBe(204);
   });
 });

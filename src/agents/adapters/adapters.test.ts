@@ -1,13 +1,13 @@
 // What each adapter writes for a worker and how it reads the worker back (the
 // real programs run in test/agents-real-workers.test.ts).
 import { afterAll, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { INSTRUCTIONS, turnFileOf, type WorkerSetup } from "./adapter.ts";
 import { claudeCode, lastAssistantText } from "./claude-code.ts";
 import { cli } from "./cli.ts";
-import { codex } from "./codex.ts";
+import { codex, worktreeGitWrites } from "./codex.ts";
 
 const root = mkdtempSync(join(tmpdir(), "herd-adapters-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -115,4 +115,26 @@ test("codex: a notify ends the open turn only when the turn's text is among its 
   expect(codex.endsTurn(s.dir, { content: "second\u0003 ", typedDuring: null })).toBe(false);
   writeFileSync(turnFileOf(s.dir), JSON.stringify({ "input-messages": ["second␃"] }));
   expect(codex.endsTurn(s.dir, { content: "second\u0003 ", typedDuring: null })).toBe(true);
+});
+
+test("codex: its commands run under herd's permission profile: Codex's :workspace, plus what a commit in herd's worktree writes of the git dir", () => {
+  const repo = join(root, "repo");
+  const git = (cwd: string, ...args: string[]) => Bun.spawnSync(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", ...args], { cwd, stderr: "pipe" });
+  mkdirSync(repo);
+  git(repo, "init", "-q");
+  git(repo, "commit", "-q", "--allow-empty", "-m", "start");
+  const tree = join(root, "worktrees", "repo", "T-1");
+  git(repo, "worktree", "add", "-q", "-b", "herd/T-1", tree);
+  const dotGit = realpathSync(join(repo, ".git"));
+  const writes = [`${dotGit}/worktrees/T-1`, `${dotGit}/objects`, `${dotGit}/refs/heads/herd`, `${dotGit}/logs/refs/heads/herd`];
+  expect(worktreeGitWrites(tree)).toEqual(writes);
+  const { env } = codex.prepare({ ...setup(), cwd: tree });
+  const toml = readFileSync(join(env.CODEX_HOME!, "config.toml"), "utf8");
+  expect(toml).toContain('approval_policy = "never"\ndefault_permissions = "herd"\n');
+  expect(toml).toContain(`[permissions.herd]\nextends = ":workspace"\n[permissions.herd.filesystem]\n${writes.map((p) => `"${p}" = "write"`).join("\n")}\n`);
+  // The repository itself (a .git folder), a folder that is no repository, and a .git file that git's own link does not confirm: nothing more.
+  const forged = join(root, "forged");
+  mkdirSync(forged);
+  writeFileSync(join(forged, ".git"), `gitdir: ${dotGit}/worktrees/T-1\n`);
+  expect([worktreeGitWrites(repo), worktreeGitWrites(root), worktreeGitWrites(forged)]).toEqual([[], [], []]);
 });
