@@ -123,3 +123,32 @@ describe("Codex as a worker", () => {
     await eventually(async () => left() === "", 10_000, "every process run from the worker's folder to end");
   });
 });
+
+// Issue 28, item 2: a cancel in the middle of a long turn interrupts the agent itself (not only herd's wait), so the
+// cancelled turn's answer never answers the next one. Long: the model's answer held back 20 s by the sim, or a question to the lead that nobody answers.
+describe("a cancelled turn's answer is never the next turn's reply", () => {
+  const longTurns = {
+    "a slow model": { faults: { firstByteDelayMs: 20_000 }, steps: (reply: string) => `sim: call ${reply} {"content":"T1 result: the build passed"}`, status: "working" },
+    "an unanswered question": { faults: {}, steps: (reply: string) => `sim: call ${reply.replace("reply", "ask")} {"question":"Which branch?"}\nsim: call ${reply} {"content":"T1 result: the build passed"}`, status: "question" },
+  };
+  for (const [profile, tool] of [["claude", "mcp__herd__fleet_reply"], ["codex", "fleet_reply"]] as const) {
+    for (const [long, { faults, steps, status }] of Object.entries(longTurns)) {
+      test(`${profile}: cancel mid-turn (${long}), then a new turn: its reply is its own`, async () => {
+        const w = await spawn(profile);
+        try {
+          sim.setFaults(faults);
+          const first = await send(w.sessionId, { content: `Run the build.\n${steps(tool)}`, timeoutMs: 3000 });
+          expect([first.status, first.body.status], await screen(w.paneId)).toEqual([202, status]);
+          const cancel = await fleet.call("POST", `/sessions/${w.sessionId}/cancel`);
+          expect([cancel.status, cancel.body.cancelled]).toEqual([200, true]);
+          sim.setFaults({});
+          const next = await send(w.sessionId, { content: `What is the capital of France?\nsim: call ${tool} {"content":"Paris"}` });
+          expect([next.status, next.body.reply], await screen(w.paneId)).toEqual([200, "Paris"]);
+        } finally {
+          sim.setFaults({});
+          await fleet.call("DELETE", `/members/${w.paneId}`);
+        }
+      });
+    }
+  }
+});

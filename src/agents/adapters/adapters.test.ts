@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { INSTRUCTIONS, turnFileOf, type WorkerSetup } from "./adapter.ts";
 import { claudeCode, lastAssistantText } from "./claude-code.ts";
-import { cli } from "./cli.ts";
+import { cli, readyWhen } from "./cli.ts";
 import { codex } from "./codex.ts";
 
 const root = mkdtempSync(join(tmpdir(), "herd-adapters-"));
@@ -115,4 +115,18 @@ test("codex: a notify ends the open turn only when the turn's text is among its 
   expect(codex.endsTurn(s.dir, { content: "second\u0003 ", typedDuring: null })).toBe(false);
   writeFileSync(turnFileOf(s.dir), JSON.stringify({ "input-messages": ["second␃"] }));
   expect(codex.endsTurn(s.dir, { content: "second\u0003 ", typedDuring: null })).toBe(true);
+});
+
+test("cli with a ready screen: ready once the pattern shows, not before", () => {
+  const slow = readyWhen("^slow> ");
+  expect([slow.ready("starting…", false), slow.ready("banner\nslow> ", false)]).toEqual([false, true]);
+});
+
+test("claude-code and codex: working while the status says esc to interrupt, typed or idle at their prompt", () => {
+  const rule = "─".repeat(40);
+  expect(claudeCode.phase(`✽ Befuddling…\n${rule}\n❯ \n${rule}\n  esc to interrupt`)).toBe("working");
+  expect(claudeCode.phase(`${rule}\n❯ Run the build.\n${rule}`)).toBe("typed");
+  expect(claudeCode.phase(`${rule}\n❯ \n${rule}\n  ⏵⏵ auto mode on`)).toBe("idle");
+  expect([codex.phase("• Working (3s • esc to interrupt)\n› "), codex.phase("› Ask Codex")]).toEqual(["working", "idle"]);
+  expect(claudeCode.frame("hi", "t-1")).toBe('hi\n\n[herd turn t-1: pass turn "t-1" to fleet_reply]');
 });
