@@ -63,6 +63,7 @@ function normalise(said: Said): Said {
   const text = JSON.stringify({ status: said.status, body: said.body })
     .replaceAll(/w-[0-9a-f]{12}/g, "<session>")
     .replaceAll(/turn-[0-9a-f]{12}/g, "<turn>")
+    .replaceAll(/\bt-[0-9a-f]{12}/g, "<turn id>")
     .replaceAll(/tk-[0-9a-f]{12}/g, "<ticket>")
     .replaceAll(/msg-[0-9a-f]{12}/g, "<msg>")
     .replaceAll(/pane-\d+/g, "<pane>")
@@ -192,7 +193,7 @@ describe("identity comes from the connection", () => {
     // The stand-in over MCP tries it mid-turn, and says what herd answered.
     expect((await primary.tool("fleet_send", { target: w.sessionId, content: `reply-as w-000000000000 hijack` })).body.reply).toBe("reply-as status 400 bad_request");
     await worker.close();
-    expect((await primary.tool("fleet_stop", { paneId: w.paneId })).body).toEqual({ paneId: w.paneId, stopped: true });
+    expect((await primary.tool("fleet_stop", { paneId: w.paneId })).status).toBe(204);
     expect(((await mcpClient(fleet.url, token).then(() => null, (e: Error) => e)) as any)?.code).toBe(401);
   });
 

@@ -174,3 +174,33 @@ describe("Codex's start with every proxy variable aimed at the trap", () => {
     expect((await fleet.call("DELETE", `/members/${w.paneId}`)).status).toBe(204);
   });
 });
+
+// Issue 28, item 2: a cancel in the middle of a long turn interrupts the agent itself (not only herd's wait), so the
+// cancelled turn's answer never answers the next one. Long: the model's answer held back 8 s by the sim, or a question to the lead that nobody answers.
+// (Codex folds a turn typed mid-turn into the running one, where the sim follows the newest prompt: its cases pass without the interrupt too.)
+describe("a cancelled turn's answer is never the next turn's reply", () => {
+  const longTurns = {
+    "a slow model": { faults: { firstByteDelayMs: 8000 }, steps: (reply: string) => `sim: call ${reply} {"content":"T1 result: the build passed"}`, status: "working" },
+    "an unanswered question": { faults: {}, steps: (reply: string) => `sim: call ${reply.replace("reply", "ask")} {"question":"Which branch?"}\nsim: call ${reply} {"content":"T1 result: the build passed"}`, status: "question" },
+  };
+  for (const [profile, tool] of [["claude", "mcp__herd__fleet_reply"], ["codex", "fleet_reply"]] as const) {
+    for (const [long, { faults, steps, status }] of Object.entries(longTurns)) {
+      test(`${profile}: cancel mid-turn (${long}), then a new turn: its reply is its own`, async () => {
+        const w = await spawn(profile);
+        try {
+          sim.setFaults(faults);
+          const first = await send(w.sessionId, { content: `Run the build.\n${steps(tool)}`, timeoutMs: 3000 });
+          sim.setFaults({}); // the request in flight keeps its hold; herd's probes of the node must not wait (it would go offline)
+          expect([first.status, first.body.status], await screen(w.paneId)).toEqual([202, status]);
+          const cancel = await fleet.call("POST", `/sessions/${w.sessionId}/cancel`);
+          expect([cancel.status, cancel.body.cancelled]).toEqual([200, true]);
+          const next = await send(w.sessionId, { content: `What is the capital of France?\nsim: call ${tool} {"content":"Paris"}` });
+          expect([next.status, next.body.reply], await screen(w.paneId)).toEqual([200, "Paris"]);
+        } finally {
+          sim.setFaults({});
+          await fleet.call("DELETE", `/members/${w.paneId}`);
+        }
+      });
+    }
+  }
+});

@@ -5,9 +5,10 @@
 // DELETE and shutdown, and the workers a killed router left behind stopped by the
 // next one, on another port.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { type Fleet, mcpClient, PRIMARY, startFleet } from "./agents-fleet.ts";
-import { cleanupFile, eventually } from "./helpers.ts";
+import { cleanupFile, eventually, herd, ROOT, tmpDir } from "./helpers.ts";
 
 setDefaultTimeout(30_000);
 
@@ -102,13 +103,19 @@ describe("REST and MCP say the same", () => {
     }
   });
 
-  test("stopping a pane no worker has says so: 404 unknown_pane on DELETE and fleet_stop", async () => {
+  // Issue 28, item 8: as the seed's stopMember, a stop is idempotent, and fleet_stop answers what DELETE does.
+  test("stopping a pane no worker has is 204, as the seed's; fleet_stop answers REST's 204 with no body, a live worker's too", async () => {
     const rest = await call("DELETE", "/members/pane-999");
-    expect([rest.status, rest.body.error, rest.body.paneId]).toEqual([404, "unknown_pane", "pane-999"]);
+    expect([rest.status, rest.body]).toEqual([204, ""]);
     const mcp = await mcpClient(fleet.url, PRIMARY);
-    const viaMcp = await mcp.tool("fleet_stop", { paneId: "pane-999" });
-    await mcp.close();
-    expect([viaMcp.status, viaMcp.isError, viaMcp.body]).toEqual([404, true, rest.body]);
+    try {
+      expect(await mcp.tool("fleet_stop", { paneId: "pane-999" })).toEqual({ status: 204, isError: false, body: {} });
+      const w = await spawn();
+      expect(await mcp.tool("fleet_stop", { paneId: w.paneId })).toEqual({ status: 204, isError: false, body: {} });
+      expect((await status(w.sessionId)).error).toBe("session_not_found");
+    } finally {
+      await mcp.close();
+    }
   });
 
   test("REST peeks (?peek=true keeps the replies) and acks one (DELETE /sessions/{id}/replies/{msgId})", async () => {
@@ -183,6 +190,73 @@ describe("turns never wedge", () => {
     expect([viaMcp.status, viaMcp.body]).toEqual([200, { sessionId: w.sessionId, cancelled: true }]);
     expect((await call("GET", `/tasks/${ticket}`)).body.phase).toBe("failed");
     expect((await call("POST", `/sessions/${w.sessionId}/cancel`, { token: w.token })).status).toBe(403);
+    await call("DELETE", `/members/${w.paneId}`);
+  });
+});
+
+// Issue 28, item 7: a `cli` profile says when its program is ready (a pattern its screen shows), and spawn answers
+// 201 only then: a turn sent right after it reaches a program that drops what is typed while it starts.
+describe("a cli profile declares when its program is ready", () => {
+  test("spawn answers 201 once the screen shows the profile's ready pattern; the first turn is not lost", async () => {
+    const slow = (ready: string) => JSON.stringify({ command: process.execPath, args: [join(ROOT, "test/fixtures/slow-start-agent.ts"), "2500"], env: ["PATH"], clientKey: "workers", ...(ready ? { ready: { screen: ready } } : {}) });
+    const own = await startFleet({ profiles: `slow: ${slow("^slow-agent ready ❯")},` });
+    try {
+      const w = await own.call("POST", "/members", { body: { profile: "slow" } });
+      expect(w.status).toBe(201);
+      const first = await own.call("POST", `/sessions/${w.body.sessionId}/message`, { body: { content: "reply first turn", timeoutMs: 5000 } });
+      expect([first.status, first.body.reply]).toEqual([200, "first turn"]);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  test("a ready pattern that is no regular expression, too long, or on a kind herd knows is refused at start, naming the field", async () => {
+    const profile = (fields: string) => ["herd.config.json", JSON.stringify({ agents: { profiles: { p: { command: "x", ...JSON.parse(fields) } } } })] as const;
+    for (const [fields, said] of [
+      ['{"ready":{"screen":"(unclosed"}}', "agents.profiles.p.ready.screen: expected a valid regular expression"],
+      [`{"ready":{"screen":"${"a".repeat(201)}"}}`, "agents.profiles.p.ready.screen: expected a regular expression of at most 200 characters"],
+      ['{"kind":"codex","ready":{"screen":"x"}}', 'agents.profiles.p.ready: only a kind "cli" profile declares ready'],
+    ]) {
+      const [name, text] = profile(fields);
+      const file = join(tmpDir(), name);
+      writeFileSync(file, text);
+      const r = await herd(["check-config", file]);
+      expect([r.code, r.stderr]).toEqual([1, expect.stringContaining(said)]);
+    }
+  });
+});
+
+// Issue 28, item 2: a reply belongs to a turn. A worker names the turn it answers (the id herd gives with the turn);
+// a reply for a turn that is over is kept in the inbox with that id and never answers the open one.
+describe("replies belong to a turn", () => {
+  test("a cancelled turn's late reply (naming its turn) goes to the inbox; the next turn gets its own reply", async () => {
+    const w = await spawn();
+    const first = await call("POST", `/sessions/${w.sessionId}/message`, { body: { content: "late-own 1500 T1 result: the build passed", timeoutMs: 300 } });
+    expect([first.status, first.body.status, first.body.turn]).toEqual([202, "working", expect.stringMatching(/^t-[0-9a-f]{12}$/)]);
+    expect((await status(w.sessionId)).turn.id).toBe(first.body.turn);
+    expect((await call("POST", `/sessions/${w.sessionId}/cancel`)).status).toBe(200);
+    const next = await call("POST", `/sessions/${w.sessionId}/message`, { body: { content: "reply Paris", timeoutMs: 10_000 } });
+    expect([next.status, next.body.reply]).toEqual([200, "Paris"]);
+    const held = (await call("GET", `/sessions/${w.sessionId}/replies`)).body.replies;
+    expect(held).toEqual([{ msgId: expect.any(String), content: "T1 result: the build passed", turn: first.body.turn }]);
+    await call("DELETE", `/members/${w.paneId}`);
+  });
+
+  test("a reply or a question naming another turn than the open one never answers it", async () => {
+    const w = await spawn();
+    const task = (await call("POST", `/sessions/${w.sessionId}/message`, { body: { content: "silent", wait: false } })).body;
+    expect(task.turn).toMatch(/^t-[0-9a-f]{12}$/);
+    expect((await call("GET", `/tasks/${task.ticket}`)).body.turn).toBe(task.turn);
+    const other = await call("POST", `/sessions/${w.sessionId}/reply`, { token: w.token, body: { content: "for another turn", turn: "t-000000000000" } });
+    expect([other.status, other.body.delivered, other.body.outcome]).toEqual([200, false, "queued"]);
+    const ask = await call("POST", `/sessions/${w.sessionId}/ask`, { token: w.token, body: { question: "which?", turn: "t-000000000000" } });
+    expect([ask.status, ask.body.error, ask.body.detail]).toEqual([409, "no_pending_send", expect.stringContaining(task.turn)]);
+    expect(["queued", "working"]).toContain((await call("GET", `/tasks/${task.ticket}`)).body.phase);
+    const own = await call("POST", `/sessions/${w.sessionId}/reply`, { token: w.token, body: { content: "mine", turn: task.turn } });
+    expect([own.status, own.body.outcome]).toEqual([200, "resolved_async_ticket"]);
+    expect((await call("GET", `/tasks/${task.ticket}`)).body).toMatchObject({ phase: "done", reply: "mine" });
+    const long = await call("POST", `/sessions/${w.sessionId}/reply`, { token: w.token, body: { content: "x", turn: "t".repeat(65) } });
+    expect([long.status, long.body.detail]).toEqual([400, expect.stringContaining("turn:")]);
     await call("DELETE", `/members/${w.paneId}`);
   });
 });

@@ -312,11 +312,11 @@ describe("POST /sessions/{id}/message", () => {
       const t = (await call("GET", `/tasks/${r.body.ticket}`)).body;
       return t.phase === "done" && t;
     });
-    expect(done).toEqual({ ticket: r.body.ticket, sessionId: w, phase: "done", reply: "async done", replySource: "reply" });
+    expect(done).toEqual({ ticket: r.body.ticket, sessionId: w, turn: r.body.turn, phase: "done", reply: "async done", replySource: "reply" });
     // The reply is the leads' to drain, and the worker's own: a sibling worker sees only where the task stands.
     const { sessionId: sibling, paneId: siblingPane } = await spawn();
     const siblingToken = (await fleet.standIn(sibling)).env.HERD_TOKEN!;
-    expect((await call("GET", `/tasks/${r.body.ticket}`, { token: siblingToken })).body).toEqual({ ticket: r.body.ticket, sessionId: w, phase: "done" });
+    expect((await call("GET", `/tasks/${r.body.ticket}`, { token: siblingToken })).body).toEqual({ ticket: r.body.ticket, sessionId: w, turn: r.body.turn, phase: "done" });
     expect((await call("GET", `/tasks/${r.body.ticket}`, { token: wToken })).body.reply).toBe("async done");
     const pending = await send(w, { content: "late 800 kept from the sibling", wait: false });
     const turn = await eventually(async () => (await call("GET", `/sessions/${w}/status`, { token: siblingToken })).body.turn, 3000, "the turn under way");
@@ -376,7 +376,7 @@ describe("the worker's side: reply and ask", () => {
 });
 
 describe("stopping and exits", () => {
-  test("DELETE /members/{paneId} → 204: the worker and its pane are gone, its credential is dead (401); a pane no worker has is 404 unknown_pane", async () => {
+  test("DELETE /members/{paneId} → 204: the worker and its pane are gone, its credential is dead (401); deleting it again is 204 too (idempotent, as the seed)", async () => {
     const view = await spawn();
     const token = (await fleet.standIn(view.sessionId)).env.HERD_TOKEN!;
     expect((await call("GET", "/members", { token })).status).toBe(200);
@@ -389,7 +389,7 @@ describe("stopping and exits", () => {
     expect((await call("GET", "/members")).body.workers.map((r: any) => r.sessionId)).not.toContain(view.sessionId);
     expect((await fleet.tmux(["list-panes", "-a", "-F", "#{session_name}"])).out).not.toContain(view.sessionId);
     expect((await call("GET", `/sessions/${view.sessionId}/status`)).status).toBe(404);
-    expect((await call("DELETE", `/members/${view.paneId}`)).status).toBe(404);
+    expect((await call("DELETE", `/members/${view.paneId}`)).status).toBe(204);
   });
 
   test("a worker that exits mid-turn: the send is 202 failed, the roster says exited, its credential is dead", async () => {

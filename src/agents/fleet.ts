@@ -150,10 +150,11 @@ export class AgentFleet {
     });
   }
 
+  /** 204 whether or not a worker had the pane, as the seed's stopMember: a stop is idempotent, so a retried one is no error. */
   stop(caller: Principal, paneId: string): Promise<Answer> {
     return this.guard(caller, "STOP", async () => {
-      if (await this.sessions.stop(paneId)) return new Answer(204, null);
-      return refuse(404, "unknown_pane", `no worker has pane ${paneId}; GET /members lists them`, { paneId });
+      await this.sessions.stop(paneId);
+      return new Answer(204, null);
     });
   }
 

@@ -28,9 +28,11 @@ const queryFlag = v.pipe(
 );
 
 export const sendFields = { content: nonBlank, turnId: v.optional(nonBlank), timeoutMs: timeout(SEND_TIMEOUT), wait: v.optional(flag, true) };
+/** The id of the turn a worker answers (typed with the turn): bounded, as it is only ever compared. */
+const turnRef = v.optional(v.pipe(nonBlank, v.maxLength(64, "expected a turn id (t-…) of at most 64 characters")));
 /** No blank check: a missing or empty reply is delivered as "" (the seed). turnDone is herd's hook: see docs/agents.md. */
-export const replyFields = { content: v.optional(text, ""), turnDone: v.optional(flag, false) };
-export const askFields = { question: nonBlank, timeoutMs: timeout(ASK_TIMEOUT) };
+export const replyFields = { content: v.optional(text, ""), turn: turnRef, turnDone: v.optional(flag, false) };
+export const askFields = { question: nonBlank, turn: turnRef, timeoutMs: timeout(ASK_TIMEOUT) };
 export const peekFields = { peek: v.optional(queryFlag, false) };
 export const spawnFields = {
   role: v.optional(text),

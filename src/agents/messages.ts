@@ -6,8 +6,9 @@
 import type { Config } from "../config/schema.ts";
 import { type Answer, answer, refuse } from "./answers.ts";
 import type { AskInput, ReplyInput, SendInput } from "./inputs.ts";
+import { log } from "../log.ts";
 import { PaneGone, type PaneBackend } from "./panes.ts";
-import { newId, type Result, Task, Turn } from "./rendezvous.ts";
+import { newId, newTurnId, type Result, Task, Turn } from "./rendezvous.ts";
 import { type Member, type SessionManager, sessionNotFound } from "./sessions.ts";
 
 /** A finished ticket can be polled this long. */
@@ -34,12 +35,14 @@ export class MessageService {
     if (!member) return this.count(sessionNotFound(sessionId), "session_not_found");
     if (input.turnId !== undefined) return this.answer(member, input.turnId, input.content, input.timeoutMs);
     if (member.exited) return this.count(answer({ sessionId, status: "failed", detail: "the worker has exited; spawn another" }, 202), "failed");
-    if (member.turn) {
-      const detail = `the worker is still on the turn sent at ${new Date(member.turn.since).toISOString()}; wait for its reply (GET /sessions/${sessionId}/replies)`;
-      return this.count(answer({ sessionId, status: "busy", detail }, 202), "busy");
-    }
-    const task = input.wait ? null : new Task(sessionId);
-    const turn = (member.turn = new Turn(input.content, task));
+    const busy = this.busy(member);
+    if (busy) return this.count(answer({ sessionId, status: "busy", detail: busy }, 202), "busy");
+    // A turn given up that the agent may still be on: stopped first, so the new one is not typed into it.
+    if (member.unsettled) await this.stopWork(member, member.unsettled);
+    if (member.exited) return this.count(answer({ sessionId, status: "failed", detail: "the worker has exited; spawn another" }, 202), "failed");
+    const id = newTurnId();
+    const task = input.wait ? null : new Task(sessionId, id);
+    const turn = (member.turn = new Turn(id, input.content, task));
     const { turnTimeoutMs } = this.config().agents;
     turn.expireAfter(turnTimeoutMs, () =>
       this.abandon(member, turn, `no reply within ${turnTimeoutMs} ms (agents.turnTimeoutMs): the turn is given up and the worker is idle again; a later reply waits in GET /sessions/${sessionId}/replies`),
@@ -47,25 +50,39 @@ export class MessageService {
     if (task) {
       this.keep(task);
       void this.deliver(member, turn);
-      return this.count(answer({ sessionId, status: "accepted", ticket: task.ticket }, 202), "accepted");
+      return this.count(answer({ sessionId, status: "accepted", ticket: task.ticket, turn: id }, 202), "accepted");
     }
     const next = turn.wait(input.timeoutMs); // waiting before delivering: a quick worker's reply is not missed
     void this.deliver(member, turn);
     return this.outcome(member, turn, await next, input.timeoutMs);
   }
 
+  /** Why a send cannot start a turn now (the worker's open turn, or one it is being stopped on), or null. */
+  private busy(member: Member): string | null {
+    const replies = `GET /sessions/${member.sessionId}/replies`;
+    if (member.turn) return `the worker is still on turn ${member.turn.id}, sent at ${new Date(member.turn.since).toISOString()}; wait for its reply (${replies})`;
+    if (member.stopping) return "herd is stopping the worker's work on a turn that was given up; send again in a few seconds";
+    return null;
+  }
+
   /** POST /sessions/{id}/reply, by the worker that owns the session. */
   async reply(sessionId: string, input: ReplyInput): Promise<Answer> {
     const member = this.sessions.get(sessionId);
     if (!member) return sessionNotFound(sessionId);
-    const turn = member.turn;
+    const open = member.turn;
     const result = (outcome: string, delivered: boolean) => answer({ sessionId, delivered, outcome });
-    if (input.turnDone && (!turn || !this.sessions.endsTurn(member, turn))) return result("no_open_turn", false);
+    if (input.turnDone && (!open || !this.sessions.endsTurn(member, open))) {
+      member.unsettled = null; // the agent finished an earlier turn: it is past the one herd gave up
+      return result("no_open_turn", false);
+    }
+    // A reply answers the open turn when it names it, or names none and no other turn can be meant.
+    const turn = open && (input.turn !== undefined ? input.turn === open.id : !member.unsettled) ? open : null;
     let content = input.content;
     if (turn) {
       const source = input.turnDone ? "transcript" : "reply";
       if (input.turnDone) content = await this.transcript(member, turn);
       if (member.turn !== turn) return result("no_open_turn", false); // an explicit reply ended it meanwhile
+      member.unsettled = null;
       this.close(member, turn);
       const taker = turn.settle({ kind: "reply", reply: content, replySource: source });
       if (taker === "send") return result("resolved_send", true);
@@ -76,7 +93,9 @@ export class MessageService {
       this.inboxRefusals++;
       return refuse(429, "inbox_full", `${full}: a lead must drain it first (GET /sessions/${sessionId}/replies)`, { sessionId });
     }
-    member.inbox.push({ msgId: newId("msg"), content });
+    const named = input.turn !== undefined ? { turn: input.turn } : {};
+    if (open) log.info(`agents: ${sessionId} replied for ${input.turn ?? "a turn it did not name"} while on ${open.id}: kept in the inbox, not taken as ${open.id}'s`);
+    member.inbox.push({ msgId: newId("msg"), content, ...named });
     return result("queued", false);
   }
 
@@ -89,12 +108,13 @@ export class MessageService {
     return null;
   }
 
-  /** POST /sessions/{id}/cancel: a lead gives up the worker's open turn; whoever waits on it learns "failed". */
-  cancel(sessionId: string): Answer {
+  /** POST /sessions/{id}/cancel: a lead gives up the worker's open turn; whoever waits on it learns "failed", and the agent is interrupted. */
+  async cancel(sessionId: string): Promise<Answer> {
     const member = this.sessions.get(sessionId);
     if (!member) return sessionNotFound(sessionId);
-    if (!member.turn) return refuse(409, "no_open_turn", "the worker has no open turn to cancel", { sessionId });
-    this.abandon(member, member.turn, "the turn was cancelled by a lead");
+    const turn = member.turn;
+    if (!turn) return refuse(409, "no_open_turn", "the worker has no open turn to cancel", { sessionId });
+    await this.abandon(member, turn, "the turn was cancelled by a lead");
     return answer({ sessionId, cancelled: true });
   }
 
@@ -105,6 +125,10 @@ export class MessageService {
     const turn = member.turn;
     if (!turn?.listened) {
       return refuse(409, "no_pending_send", "no lead is waiting on this session's turn, so nobody would see the question; reply instead", { sessionId });
+    }
+    if (input.turn !== undefined ? input.turn !== turn.id : member.unsettled) {
+      const which = input.turn !== undefined ? `turn ${input.turn} is over` : "a turn herd gave up may still be running, so a question naming no turn could be its";
+      return refuse(409, "no_pending_send", `${which}; the open turn is ${turn.id}`, { sessionId });
     }
     const { turnId, answer: pending } = turn.open(input.question, input.timeoutMs);
     turn.settle({ kind: "question", question: input.question, turnId });
@@ -138,14 +162,29 @@ export class MessageService {
 
   /** The worker stopped or exited: whoever waits on its turn learns it now. */
   fail(member: Member, detail: string): void {
-    if (member.turn) this.abandon(member, member.turn, detail);
-  }
-
-  /** Ends `turn` as failed, if it is still the worker's open one: the worker is idle again. */
-  private abandon(member: Member, turn: Turn, detail: string): void {
-    if (member.turn !== turn) return;
+    const turn = member.turn;
+    if (!turn) return;
     this.close(member, turn);
     turn.settle({ kind: "failed", detail });
+  }
+
+  /** Gives `turn` up as failed, if it is still the worker's open one, and stops the agent's work on it: then the worker is idle again. */
+  private async abandon(member: Member, turn: Turn, detail: string): Promise<void> {
+    if (member.turn !== turn) return;
+    this.fail(member, detail);
+    await this.stopWork(member, turn.id);
+  }
+
+  /** Interrupts the agent on a turn herd gave up; one it cannot be seen to leave stays unsettled (replies naming no turn are kept out). */
+  private async stopWork(member: Member, turnId: string): Promise<void> {
+    if (!member.adapter.interrupt) return; // a kind herd cannot interrupt: its replies are judged as they come
+    member.stopping = true;
+    try {
+      member.unsettled = (await this.sessions.interrupt(member)) ? null : turnId;
+      if (member.unsettled) log.warn(`agents: ${member.sessionId} was not back at its prompt after the interrupt of turn ${turnId}: a reply naming no turn is kept out until it is`);
+    } finally {
+      member.stopping = false;
+    }
   }
 
   private async answer(member: Member, turnId: string, content: string, timeoutMs: number): Promise<Answer> {
@@ -162,8 +201,7 @@ export class MessageService {
 
   private async deliver(member: Member, turn: Turn): Promise<void> {
     try {
-      this.sessions.typing(member);
-      await this.backend().sendText(member.paneId!, turn.content);
+      await this.backend().sendText(member.paneId!, this.sessions.typing(member, turn));
       turn.delivered = true;
       turn.task?.delivered();
     } catch (e) {
@@ -178,7 +216,7 @@ export class MessageService {
     if (!result) {
       const status = turn.delivered ? "working" : "queued";
       const detail = `no reply within ${timeoutMs} ms; the worker is ${turn.delivered ? "still working" : "not yet given the message"}. Its reply will wait in GET /sessions/${sessionId}/replies`;
-      return this.count(answer({ sessionId, status, detail }, 202), status);
+      return this.count(answer({ sessionId, status, detail, turn: turn.id }, 202), status);
     }
     switch (result.kind) {
       case "reply":

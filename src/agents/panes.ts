@@ -44,6 +44,8 @@ export interface PaneBackend {
   spawn(spec: PaneSpec, timeoutMs: number): Promise<{ paneId: string; pid: number }>;
   /** Types `text` into the pane as one paste, then Enter. */
   sendText(paneId: string, text: string): Promise<void>;
+  /** Presses `keys` (tmux key names, "Escape") in the pane, as a user at it would. */
+  sendKeys(paneId: string, keys: string[]): Promise<void>;
   /** The last `lines` lines of what the pane shows, wrapped lines joined. */
   captureTail(paneId: string, lines: number): Promise<string>;
   /** Ends the pane and its process; a pane already gone is no error. */

@@ -15,6 +15,7 @@ export type Result =
 export type Phase = "queued" | "working" | "asking" | "done" | "failed";
 
 export const newId = (prefix: string) => `${prefix}-${randomBytes(6).toString("hex")}`;
+export const newTurnId = () => newId("t");
 
 /** A fire-and-poll send (wait:false), polled at GET /tasks/{ticket}. */
 export class Task {
@@ -24,7 +25,11 @@ export class Task {
   turnId: string | null = null;
   endedAt: number | null = null;
 
-  constructor(readonly sessionId: string) {}
+  constructor(
+    readonly sessionId: string,
+    /** The id of the turn it waits on. */
+    readonly turn: string,
+  ) {}
 
   take(result: Result): void {
     if (this.endedAt) return;
@@ -56,6 +61,7 @@ export class Task {
     return {
       ticket: this.ticket,
       sessionId: this.sessionId,
+      turn: this.turn,
       phase: this.phase,
       ...(r?.kind === "reply" ? { reply: r.reply, replySource: r.replySource } : {}),
       ...(r && r.kind !== "reply" && r.kind !== "question" ? { detail: r.detail } : {}),
@@ -90,6 +96,8 @@ export class Turn {
   private expiresAt: number | null = null;
 
   constructor(
+    /** The turn's own id (newTurnId): typed with it (adapter.frame), named back in the worker's fleet_reply and fleet_ask. */
+    readonly id: string,
     readonly content: string,
     readonly task: Task | null,
   ) {}
@@ -162,6 +170,7 @@ export class Turn {
 
   view(): Record<string, unknown> {
     return {
+      id: this.id,
       phase: this.ask ? "asking" : this.delivered ? "working" : "queued",
       since: this.since,
       expiresAt: this.expiresAt,

@@ -23,6 +23,8 @@ import { NotARepo, TICKET, worktreeFor } from "./worktrees.ts";
 export interface HeldReply {
   msgId: string;
   content: string;
+  /** The turn the worker named, when it named one that was over (messages.ts: kept out of the open turn). */
+  turn?: string;
 }
 
 export interface Member {
@@ -51,13 +53,17 @@ export interface Member {
   hasTools: boolean;
   /** The turn in progress (messages.ts). */
   turn: Turn | null;
+  /** herd is stopping the agent's work on a turn it gave up (interrupt): not idle yet. */
+  stopping: boolean;
+  /** A turn herd gave up that the agent may still be on (its interrupt not seen to work): a reply naming no turn may be that one's. */
+  unsettled: string | null;
   /** Replies nobody was waiting for, until a lead drains them. */
   inbox: HeldReply[];
 }
 
 type MemberState = "starting" | "idle" | "working" | "exited";
 
-export const stateOf = (m: Member): MemberState => (m.exited ? "exited" : !m.paneId ? "starting" : m.turn ? "working" : "idle");
+export const stateOf = (m: Member): MemberState => (m.exited ? "exited" : !m.paneId ? "starting" : m.turn || m.stopping ? "working" : "idle");
 
 export interface SessionDeps {
   backend: () => PaneBackend;
@@ -77,6 +83,9 @@ const MONITOR_MS = 500;
 const READY_POLL_MS = 200;
 /** Lines of a pane kept as its last output. */
 const LAST_OUTPUT_LINES = 40;
+/** How long herd waits for an interrupted agent to be back at its prompt, and how often it presses the keys again meanwhile. */
+const INTERRUPT_MS = 10_000;
+const INTERRUPT_AGAIN_MS = 3000;
 
 /** A worker's own folder (its agent's config, instructions and credential files), removed when it ends. */
 export function workerDir(dataDir: string, sessionId: string): string {
@@ -147,10 +156,12 @@ export class SessionManager {
       exited: null,
       lastOutput: null,
       dir: workerDir(config.server.dataDir, sessionId),
-      adapter: adapterFor(profile.kind),
+      adapter: adapterFor(profile),
       hasTools: false,
       typedDuring: null,
       turn: null,
+      stopping: false,
+      unsettled: null,
       inbox: [],
     };
     this.members.set(member.sessionId, member);
@@ -203,16 +214,15 @@ export class SessionManager {
     return answer(spawnView(member), 201);
   }
 
-  /** Tears a worker down, its detached children too; false for a pane no worker has (the caller says so). */
-  async stop(paneId: string): Promise<boolean> {
+  /** Tears a worker down, its detached children too; a pane no worker has is nothing to do. */
+  async stop(paneId: string): Promise<void> {
     const member = this.all().find((m) => m.paneId === paneId);
-    if (!member) return false;
+    if (!member) return;
     this.members.delete(member.sessionId);
     this.end(member, "the worker was stopped");
     await endWorkerProcesses(member.sessionId, member.exited ? null : member.panePid);
     await this.deps.backend().kill(paneId);
     log.info(`agents: stopped ${member.sessionId}`);
-    return true;
   }
 
   /** The roster joined with what the backend sees of each pane. */
@@ -244,14 +254,46 @@ export class SessionManager {
     if (member) member.hasTools = true;
   }
 
-  /** herd is about to type a turn into the worker's pane. */
-  typing(member: Member): void {
+  /** herd is about to type `turn` into the worker's pane: the text to type. */
+  typing(member: Member, turn: Turn): string {
     member.typedDuring = member.adapter.turnInProgress(member.dir);
+    return member.adapter.frame(turn.content, turn.id);
   }
 
   /** Whether the worker's turn-done heard now ends its open turn (not a late one for the turn before). */
   endsTurn(member: Member, turn: Turn): boolean {
-    return member.adapter.endsTurn(member.dir, { content: turn.content, typedDuring: member.typedDuring });
+    return member.adapter.endsTurn(member.dir, { content: member.adapter.frame(turn.content, turn.id), typedDuring: member.typedDuring });
+  }
+
+  /**
+   * Stops the agent's work on a turn herd gave up (its adapter's interrupt keys, pressed only while it
+   * works; then its input emptied) and waits, bounded, until it is back at an empty prompt: whether it is.
+   * False for a kind herd knows no interrupt for, or a pane gone.
+   */
+  async interrupt(member: Member): Promise<boolean> {
+    const keys = member.adapter.interrupt;
+    if (!keys || !member.paneId || member.exited) return false;
+    const backend = this.deps.backend();
+    const deadline = Date.now() + INTERRUPT_MS;
+    let pressAt = 0;
+    let pressed = "";
+    let idleSeen = 0;
+    while (Date.now() < deadline) {
+      const screen = await backend.captureTail(member.paneId, LAST_OUTPUT_LINES).catch(() => null);
+      if (screen === null) return false;
+      // Twice in a row: a turn just pasted may not show as running yet.
+      const phase = member.adapter.phase(screen);
+      idleSeen = phase === "idle" ? idleSeen + 1 : 0;
+      if (idleSeen >= 2) return true;
+      const press = phase === "working" ? keys.stop : phase === "typed" ? keys.clear : [];
+      if (press.length && (phase !== pressed || Date.now() >= pressAt)) {
+        pressed = phase;
+        await backend.sendKeys(member.paneId, press).catch(() => {});
+        pressAt = Date.now() + INTERRUPT_AGAIN_MS;
+      }
+      await Bun.sleep(READY_POLL_MS);
+    }
+    return false;
   }
 
   /** The answer of the worker's last turn from its agent's own record (null: read the screen). */

@@ -93,6 +93,10 @@ export class TmuxBackend implements PaneBackend {
     await this.run(["load-buffer", "-b", buffer, "-", ";", "paste-buffer", "-d", "-p", "-b", buffer, "-t", target, ";", "send-keys", "-t", target, "Enter"], { stdin: pasteable(text) });
   }
 
+  async sendKeys(paneId: string, keys: string[]): Promise<void> {
+    await this.run(["send-keys", "-t", toTmux(paneId), ...keys]);
+  }
+
   async captureTail(paneId: string, lines: number): Promise<string> {
     return this.run(["capture-pane", "-p", "-J", "-t", toTmux(paneId), "-S", `-${lines}`]);
   }

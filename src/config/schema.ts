@@ -109,7 +109,23 @@ const clientKey = v.strictObject({
   permissions: v.optional(v.array(v.picklist(["pull"], 'expected "pull"'))),
 });
 
-const agentProfile = v.strictObject({
+/** A screen pattern (a JavaScript regular expression), bounded: it is tried on the pane's last lines while a worker starts. */
+const screenPattern = v.pipe(
+  v.string("expected a regular expression"),
+  v.minLength(1, "expected a regular expression"),
+  v.maxLength(200, "expected a regular expression of at most 200 characters"),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed) return;
+    try {
+      new RegExp(dataset.value, "m");
+    } catch (e) {
+      addIssue({ message: `expected a valid regular expression: ${(e as Error).message}` });
+    }
+  }),
+);
+
+const agentProfile = v.pipe(
+  v.strictObject({
   command: name,
   args: v.optional(v.array(v.string()), []),
   env: v.optional(v.array(v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "expected an environment variable name"))), []),
@@ -118,7 +134,15 @@ const agentProfile = v.strictObject({
   clientKey: v.optional(name),
   /** Which agent the command is: herd prepares its launch (config, MCP, instructions, hooks) to suit (src/agents/adapters). */
   kind: v.optional(v.picklist(["cli", "claude-code", "codex"], 'expected "cli", "claude-code" or "codex"'), "cli"),
-});
+  /** A `cli` program is ready for a turn once its screen matches (its prompt): spawn answers 201 only then (within agents.spawnTimeoutMs). */
+  ready: v.optional(v.strictObject({ screen: screenPattern })),
+  }),
+  // Claude Code's and Codex's own signs of readiness are herd's (src/agents/adapters); a pattern would be ignored.
+  v.forward(
+    v.check((p) => !p.ready || p.kind === "cli", 'only a kind "cli" profile declares ready: herd knows when Claude Code and Codex are ready'),
+    ["ready"],
+  ),
+);
 
 // `section(entries)` is an optional strict object whose own defaults apply when it is left out.
 function section<const E extends v.ObjectEntries>(entries: E) {

@@ -46,10 +46,7 @@ const TOOLS: Tool[] = [
   tool("fleet_list", "The workers (as GET /members), the configured leads and each profile's capacity.", inputOf({}), (f, c) => f.list(c)),
   tool("fleet_profiles", "The worker profiles and the default one (GET /profiles).", inputOf({}), (f, c) => f.profiles(c)),
   tool("fleet_spawn", "Spawn a worker (POST /members). Primary only.", inputOf(spawnFields), (f, c, a) => f.spawn(c, a)),
-  tool("fleet_stop", "Stop a worker by pane id (DELETE /members/{paneId}); 404 unknown_pane when no worker has it. Primary only.", inputOf({ paneId: id("a pane id") }), async (f, c, a) => {
-    const done = await f.stop(c, a.paneId);
-    return done.status === 204 ? new Answer(200, { paneId: a.paneId, stopped: true }) : done;
-  }),
+  tool("fleet_stop", "Stop a worker by pane id (DELETE /members/{paneId}): 204, also for a pane no worker has. Primary only.", inputOf({ paneId: id("a pane id") }), (f, c, a) => f.stop(c, a.paneId)),
   tool("fleet_cancel", "Give up a worker's open turn: whoever waits on it gets status failed, and the worker is idle again (POST /sessions/{target}/cancel).", inputOf({ target: id("the worker's session id") }), (f, c, a) => f.cancel(c, a.target)),
   tool(
     "fleet_send",

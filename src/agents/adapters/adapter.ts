@@ -26,10 +26,19 @@ export interface Launch {
 }
 
 export interface AgentAdapter {
+  /** The text herd types for a turn: its content, and for an agent that reads it with a model the turn's id to reply with. */
+  frame(content: string, turn: string): string;
+  /**
+   * The keys (tmux key names) that stop the agent's work on a turn and that empty its input (where an interrupted
+   * turn's text comes back), or null when herd knows none (the program's own affair).
+   */
+  interrupt: { stop: string[]; clear: string[] } | null;
+  /** Where the worker stands, read from its screen: on a turn, at its prompt with text in it, or at an empty prompt. Asked only when `interrupt` is set. */
+  phase(screen: string): "working" | "typed" | "idle";
   /** Read as herd types a turn: the agent's own id of the turn it is on or last took (null: none known). */
   turnInProgress(dir: string): string | null;
   /**
-   * Whether the turn-done heard now ends the open turn (`content`, typed while the agent was on
+   * Whether the turn-done heard now ends the open turn (`content`, its framed text, typed while the agent was on
    * `typedDuring`). An agent's hook fires after every turn, one it ended with fleet_reply too, so
    * it may come late, for a turn already replied to while the next was typed: that must not end the next.
    */
@@ -62,4 +71,11 @@ export function readHookFile(path: string): Record<string, unknown> | null {
 /** What every worker is told, whatever its kind. */
 export const INSTRUCTIONS = `You are a worker in a herd agent fleet: each message you get is a turn from your lead.
 End every turn by calling the MCP tool fleet_reply (server "herd") with your answer as its content; the lead sees nothing else you write.
-If you need the lead's decision before you can finish, call fleet_ask with your question: it returns the lead's answer, then carry on and reply.`;
+If you need the lead's decision before you can finish, call fleet_ask with your question: it returns the lead's answer, then carry on and reply.
+When a turn ends with its id ([herd turn t-…]), pass that id as "turn" to fleet_reply and fleet_ask, so your answer goes to that turn and no other.`;
+
+/** A turn with its id on a last line of its own, for the model to name in fleet_reply and fleet_ask (INSTRUCTIONS). */
+export const withTurnId = (content: string, turn: string) => `${content}\n\n[herd turn ${turn}: pass turn "${turn}" to fleet_reply]`;
+
+/** Shown by Claude Code and Codex while a turn runs ("esc to interrupt"), gone once they are back at their prompt. */
+export const WORKING = /esc to interrupt/i;

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { INSTRUCTIONS, turnFileOf, type WorkerSetup } from "./adapter.ts";
 import { claudeCode, lastAssistantText } from "./claude-code.ts";
-import { cli } from "./cli.ts";
+import { cli, readyWhen } from "./cli.ts";
 import { codex, worktreeGitWrites } from "./codex.ts";
 
 const root = mkdtempSync(join(tmpdir(), "herd-adapters-"));
@@ -137,4 +137,18 @@ test("codex: its commands run under herd's permission profile: Codex's :workspac
   mkdirSync(forged);
   writeFileSync(join(forged, ".git"), `gitdir: ${dotGit}/worktrees/T-1\n`);
   expect([worktreeGitWrites(repo), worktreeGitWrites(root), worktreeGitWrites(forged)]).toEqual([[], [], []]);
+});
+
+test("cli with a ready screen: ready once the pattern shows, not before", () => {
+  const slow = readyWhen("^slow> ");
+  expect([slow.ready("starting…", false), slow.ready("banner\nslow> ", false)]).toEqual([false, true]);
+});
+
+test("claude-code and codex: working while the status says esc to interrupt, typed or idle at their prompt", () => {
+  const rule = "─".repeat(40);
+  expect(claudeCode.phase(`✽ Befuddling…\n${rule}\n❯ \n${rule}\n  esc to interrupt`)).toBe("working");
+  expect(claudeCode.phase(`${rule}\n❯ Run the build.\n${rule}`)).toBe("typed");
+  expect(claudeCode.phase(`${rule}\n❯ \n${rule}\n  ⏵⏵ auto mode on`)).toBe("idle");
+  expect([codex.phase("• Working (3s • esc to interrupt)\n› "), codex.phase("› Ask Codex")]).toEqual(["working", "idle"]);
+  expect(claudeCode.frame("hi", "t-1")).toBe('hi\n\n[herd turn t-1: pass turn "t-1" to fleet_reply]');
 });

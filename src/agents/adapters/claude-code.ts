@@ -8,7 +8,7 @@
 // transcript under the config dir), not from the screen.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type AgentAdapter, INSTRUCTIONS, readHookFile, TURN_DONE_CALL, turnFileOf } from "./adapter.ts";
+import { type AgentAdapter, INSTRUCTIONS, readHookFile, TURN_DONE_CALL, turnFileOf, WORKING, withTurnId } from "./adapter.ts";
 
 /** The Stop hook keeps what Claude Code hands it on stdin (the turn's last message, the transcript's path, the prompt's id), then tells herd. */
 const STOP_HOOK = `cat > "$HERD_TURN_FILE"; ${TURN_DONE_CALL}`;
@@ -21,7 +21,17 @@ const configDirOf = (dir: string) => join(dir, "claude");
 
 const writeJson = (path: string, value: unknown) => writeFileSync(path, JSON.stringify(value, null, 2), { mode: 0o600 });
 
+/** The input box (a rule, then the ❯ prompt); a dialog (trust, login) has none. Empty: the rule below follows at once. */
+const INPUT_BOX = /─{20,}\n❯/;
+const EMPTY_BOX = /─{20,}\n❯\s*\n─{20,}/;
+
 export const claudeCode: AgentAdapter = {
+  frame: withTurnId,
+  // 2.1.332: Escape while it works stops the turn ("esc to interrupt" in its status line) and puts an unanswered
+  // prompt back in the box; with text in the box a second Escape clears it ("esc again to clear"). Never pressed
+  // twice at an empty box, where it opens the rewind menu.
+  interrupt: { stop: ["Escape"], clear: ["Escape", "Escape"] },
+  phase: (screen) => (WORKING.test(screen) || !INPUT_BOX.test(screen) ? "working" : EMPTY_BOX.test(screen) ? "idle" : "typed"),
   // A turn typed while Claude Code is busy is queued, even folded into the running turn (same prompt id),
   // whose Stop then comes first: a Stop for the prompt it was on when the open turn was typed is late.
   turnInProgress: (dir) => idOf(readHookFile(promptFileOf(dir))),
@@ -66,7 +76,7 @@ export const claudeCode: AgentAdapter = {
   },
   // The input box (a rule, then the ❯ prompt; a dialog, trust or login, has none), once its MCP client
   // has herd's tools: the box comes first, and a turn typed before has no fleet_reply.
-  ready: (screen, hasTools) => hasTools && /─{20,}\n❯/.test(screen),
+  ready: (screen, hasTools) => hasTools && INPUT_BOX.test(screen),
   // The Stop hook's input: the last message when this Claude Code gives it, else the session transcript (JSONL).
   lastAnswer(dir) {
     const done = readHookFile(turnFileOf(dir));

@@ -9,12 +9,15 @@
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { pasteable } from "../paste.ts";
-import { type AgentAdapter, INSTRUCTIONS, readHookFile, TURN_DONE_CALL, turnFileOf } from "./adapter.ts";
+import { type AgentAdapter, INSTRUCTIONS, readHookFile, TURN_DONE_CALL, turnFileOf, WORKING, withTurnId } from "./adapter.ts";
 
 /** notify runs argv with the turn's JSON as its last argument. */
 const NOTIFY = ["/bin/sh", "-c", `printf '%s' "$1" > "$HERD_TURN_FILE"; ${TURN_DONE_CALL}`, "herd-turn-done"];
 
 const toml = (s: string) => JSON.stringify(s);
+
+/** The composer's › prompt (a sign-in screen has none). */
+const COMPOSER = /^› /m;
 
 const readText = (path: string) => {
   try {
@@ -47,7 +50,12 @@ export function worktreeGitWrites(cwd: string): string[] {
 }
 
 export const codex: AgentAdapter = {
-  // notify names the turn's prompts (trimmed): the open turn's text must be among them.
+  frame: withTurnId,
+  // 0.171.0: Esc while a turn runs submits its interrupt ("esc to interrupt" in the status line); Ctrl-C would also
+  // arm its quit shortcut. Its empty composer shows a placeholder, so herd cannot tell typed text from none: no clear.
+  interrupt: { stop: ["Escape"], clear: [] },
+  phase: (screen) => (COMPOSER.test(screen) && !WORKING.test(screen) ? "idle" : "working"),
+  // notify names the turn's prompts (trimmed): the open turn's text, its id with it, must be among them.
   turnInProgress: () => null,
   endsTurn(dir, turn) {
     const prompts = readHookFile(turnFileOf(dir))?.["input-messages"];
@@ -101,7 +109,7 @@ export const codex: AgentAdapter = {
     return { argv: [...argv, "--no-daemon"], env: { ...env, CODEX_HOME: home, HERD_MODEL_KEY: env.OPENAI_API_KEY ?? token, HERD_TURN_FILE: turnFileOf(dir) } };
   },
   // The composer's › prompt (a sign-in screen has none), once its MCP client has herd's tools.
-  ready: (screen, hasTools) => hasTools && /^› /m.test(screen),
+  ready: (screen, hasTools) => hasTools && COMPOSER.test(screen),
   lastAnswer(dir) {
     const last = readHookFile(turnFileOf(dir))?.["last-assistant-message"];
     return typeof last === "string" ? last.trim() : null;
