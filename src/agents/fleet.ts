@@ -43,6 +43,7 @@ export class AgentFleet {
       herdUrl,
       roster,
       onGone: (member, detail) => this.messages.fail(member, detail),
+      onScreen: (member, dialog) => this.messages.seen(member, dialog),
     });
     this.messages = new MessageService(this.sessions, () => this.panes(), () => live.config);
   }

@@ -451,4 +451,10 @@ export interface AgentProfileConfig {
    * OPENAI_API_KEY and ANTHROPIC_API_KEY (herd's key, not a provider's). Needed when auth.clients is set.
    */
   clientKey?: string;
+  /**
+   * What a "claude-code" profile's workers may do without a prompt, in Claude Code's rule syntax
+   * ("Bash(git commit *)", "Edit"): its workers run in Claude Code's dontAsk mode, so a tool call
+   * no rule allows is refused to the model, never asked. herd's own tools are always allowed.
+   */
+  permissions?: { allow?: string[]; deny?: string[] };
 }

@@ -9,4 +9,6 @@ export const cli: AgentAdapter = {
   prepare: ({ argv, env }) => ({ argv, env: { ...env, HERD_INSTRUCTIONS: INSTRUCTIONS } }),
   ready: () => true,
   lastAnswer: () => null,
+  // A program herd knows nothing about: its screen says nothing herd can read.
+  dialog: () => null,
 };
