@@ -3,7 +3,10 @@
 // alone make them work (no hand-written config). A lead's turn over REST or MCP
 // is answered by the model calling fleet_reply over MCP; a turn that ends
 // without it is answered from Claude Code's own record, not its screen; a worker
-// may ask the lead mid-turn. The workers' proxy variables aim at a trap: nothing
+// may ask the lead mid-turn. A coding turn runs its commands under the profile's
+// permissions with no dialog; a dialog herd did not set up is reported as the turn
+// waiting for approval; a turn opening with ! or / is text; a stopped worker leaves
+// no folder or key behind. The workers' proxy variables aim at a trap: nothing
 // may leave loopback. Every wait is bounded; the fleet stops it all.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { execFileSync } from "node:child_process";

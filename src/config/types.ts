@@ -448,7 +448,7 @@ export interface AgentProfileConfig {
   capacity?: number;
   /**
    * The name of an `auth.clients` entry whose key the worker's own model calls use, given to it as
-   * OPENAI_API_KEY and ANTHROPIC_API_KEY (herd's key, not a provider's). Needed when auth.clients is set.
+   * OPENAI_API_KEY and ANTHROPIC_API_KEY (ANTHROPIC_AUTH_TOKEN for claude-code; herd's key, not a provider's). Needed when auth.clients is set.
    */
   clientKey?: string;
   /**
