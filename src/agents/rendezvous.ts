@@ -48,6 +48,7 @@ export class Task {
       return;
     }
     this.result = result;
+    this.approval = null;
     this.phase = result.kind === "reply" ? "done" : "failed";
     this.turnId = null;
     this.endedAt = Date.now();
