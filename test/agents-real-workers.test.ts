@@ -3,16 +3,21 @@
 // alone make them work (no hand-written config). A lead's turn over REST or MCP
 // is answered by the model calling fleet_reply over MCP; a turn that ends
 // without it is answered from Claude Code's own record, not its screen; a worker
-// may ask the lead mid-turn; Codex commits in herd's worktree. The workers' proxy
+// may ask the lead mid-turn. A coding turn runs its commands under the profile's
+// permissions with no dialog (Claude Code) and commits in herd's worktree (both);
+// a dialog herd did not set up is reported as the turn waiting for approval; a
+// turn opening with ! or / is text; a cancelled turn's answer never answers the
+// next; a stopped worker leaves no folder or key behind. The workers' proxy
 // variables aim at a trap: nothing may leave loopback but Codex's announcement tip,
 // which no setting stops. Every wait is bounded; the fleet stops it all.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
-import { type Fleet, mcpClient, PRIMARY, startFleet } from "./agents-fleet.ts";
+import { type Fleet, mcpClient, PRIMARY, startFleet, WORKERS_KEY } from "./agents-fleet.ts";
 import { BIN, startTrap, type Trap } from "./clients.ts";
-import { cleanupFile, eventually } from "./helpers.ts";
+import { cleanupFile, eventually, tmpDir } from "./helpers.ts";
 
 setDefaultTimeout(90_000);
 
@@ -34,8 +39,12 @@ beforeAll(async () => {
   sim = await startSimOllama({ id: "mac", models, loaded: models });
   trap = await startTrap();
   const proxies = Object.fromEntries(PROXY_VARS.map((n) => [n, n.toLowerCase() === "no_proxy" ? "127.0.0.1,localhost" : trap.url]));
-  const profile = (command: string, kind: string) => JSON.stringify({ command: join(BIN, command), kind, env: ["PATH", ...PROXY_VARS], clientKey: "workers", capacity: 2 });
-  const profiles = `claude: ${profile("claude", "claude-code")}, codex: ${profile("codex", "codex")},`;
+  const profile = (command: string, kind: string, more: Record<string, unknown> = {}) => JSON.stringify({ command: join(BIN, command), kind, env: ["PATH", ...PROXY_VARS], clientKey: "workers", capacity: 2, ...more });
+  // A coding worker: the commands of a coding turn, edits and writes, run with no prompt; anything else is refused.
+  const coder = { permissions: { allow: ["Bash(node *)", "Bash(sh *)", "Bash(git *)", "Bash(curl *)", "Edit", "Write"] } };
+  // A profile whose own arguments bring Claude Code's prompts back: a dialog herd did not set up.
+  const asks = { args: ["--permission-mode", "default"] };
+  const profiles = `claude: ${profile("claude", "claude-code")}, codex: ${profile("codex", "codex")}, coder: ${profile("claude", "claude-code", coder)}, asks: ${profile("claude", "claude-code", asks)},`;
   fleet = await startFleet({ nodes: `nodes: [{ id: "mac", ollama: "${sim.url}" }],`, profiles, agents: "spawnTimeoutMs: 60000,", env: proxies });
 });
 
@@ -199,8 +208,130 @@ describe("a cancelled turn's answer is never the next turn's reply", () => {
         } finally {
           sim.setFaults({});
           await fleet.call("DELETE", `/members/${w.paneId}`);
+          // A poll the held answer delayed may have found the node unreachable: the next case starts once it is back.
+          await eventually(async () => ((await (await fetch(`${fleet.url}/fleet/status`, { headers: { authorization: `Bearer ${WORKERS_KEY}` } })).json()) as any).nodes.every((n: any) => n.status === "online" && !n.excluded), 20_000, "the node back");
         }
       });
     }
   }
+});
+
+/** A git repository with one commit, README.md saying "old". */
+function gitRepo(): string {
+  const repo = tmpDir();
+  const git = (...args: string[]) => execFileSync("git", ["-c", "user.name=lead", "-c", "user.email=lead@herd", ...args], { cwd: repo });
+  git("init", "-q", "-b", "main");
+  writeFileSync(join(repo, "README.md"), "old\n");
+  git("add", "README.md");
+  git("commit", "-qm", "init");
+  return repo;
+}
+const call = (tool: string, args: Record<string, unknown>) => `sim: call ${tool} ${JSON.stringify(args)}`;
+
+describe("Claude Code: a coding turn under the profile's permissions", () => {
+  test("in a worktree: a command writes a file, an edit, a commit, a loopback curl, fleet_reply: no dialog on the way", async () => {
+    const repo = gitRepo();
+    const r = await fleet.call("POST", "/members", { body: { profile: "coder", cwd: repo, worktree: true, ticket: "t-28" } });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    const w = r.body as { sessionId: string; paneId: string; worktree: string };
+    const readme = join(w.worktree, "README.md");
+    const content = [
+      call("Bash", { command: `node -e "require('fs').writeFileSync('out.txt', 'from node\\n')"` }),
+      call("Bash", { command: `sh -c "echo from sh >> out.txt"` }),
+      call("Read", { file_path: readme }),
+      call("Edit", { file_path: readme, old_string: "old", new_string: "new" }),
+      call("Bash", { command: "git -c user.name=worker -c user.email=worker@herd commit -qam 'worker: README says new'" }),
+      call("Bash", { command: `curl -s -o /dev/null -w 'healthz %{http_code}' ${fleet.url}/healthz` }),
+      call("mcp__herd__fleet_reply", { content: "done: {{tool_result}}" }),
+    ].join("\n");
+    const sent = await send(w.sessionId, { content });
+    expect([sent.status, sent.body.replySource], await screen(w.paneId)).toEqual([200, "reply"]);
+    expect(sent.body.reply).toStartWith("done: ");
+    expect(sent.body.reply).toEndWith("healthz 200"); // curl's answer from herd (a shell's start-up noise may come before it)
+    expect(readFileSync(join(w.worktree, "out.txt"), "utf8")).toBe("from node\nfrom sh\n");
+    expect(readFileSync(readme, "utf8")).toBe("new\n");
+    expect(execFileSync("git", ["log", "-1", "--format=%s", "herd/t-28"], { cwd: repo }).toString().trim()).toBe("worker: README says new");
+    expect((await fleet.call("DELETE", `/members/${w.paneId}`)).status).toBe(204);
+  });
+
+  test("a call no rule allows is refused to the model, not asked: the turn still ends", async () => {
+    const w = await spawn("coder");
+    const content = [call("Bash", { command: "rm -rf /tmp/not-allowed" }), call("mcp__herd__fleet_reply", { content: "after {{tool_result}}" })].join("\n");
+    const r = await send(w.sessionId, { content });
+    expect([r.status, r.body.replySource], await screen(w.paneId)).toEqual([200, "reply"]);
+    expect(r.body.reply).toStartWith("after ");
+    expect((await fleet.call("DELETE", `/members/${w.paneId}`)).status).toBe(204);
+  });
+});
+
+describe("Claude Code: a dialog herd did not set up", () => {
+  test("the turn is reported waiting for approval, with the screen's question, over REST and MCP, not working", async () => {
+    const w = await spawn("asks");
+    const content = [call("Bash", { command: "node -e 1" }), call("mcp__herd__fleet_reply", { content: "ran" })].join("\n");
+    const r = await send(w.sessionId, { content });
+    expect([r.status, r.body.status, r.body.question], await screen(w.paneId)).toEqual([202, "awaiting_approval", "Do you want to proceed?"]);
+    expect(r.body.dialog).toContain("node -e 1");
+    const status = await fleet.call("GET", `/sessions/${w.sessionId}/status`);
+    expect(status.body.turn).toMatchObject({ phase: "awaiting_approval", approval: { question: "Do you want to proceed?" } });
+    const lead = await mcpClient(fleet.url, PRIMARY);
+    try {
+      expect((await lead.tool("fleet_status", { target: w.sessionId })).body.turn.phase).toBe("awaiting_approval");
+    } finally {
+      await lead.close();
+    }
+    expect((await fleet.call("POST", `/sessions/${w.sessionId}/cancel`)).status).toBe(200);
+    expect((await fleet.call("DELETE", `/members/${w.paneId}`)).status).toBe(204);
+  });
+
+  test("an async turn's task is awaiting_approval with the question", async () => {
+    const w = await spawn("asks");
+    const content = [call("Bash", { command: "sh -c true" }), call("mcp__herd__fleet_reply", { content: "ran" })].join("\n");
+    const { body } = await send(w.sessionId, { content, wait: false });
+    const task = await eventually(async () => {
+      const t = await fleet.call("GET", `/tasks/${body.ticket}`);
+      return t.body.phase === "awaiting_approval" && t.body;
+    }, 60_000, "the task to await approval");
+    expect(task.question).toBe("Do you want to proceed?");
+    expect((await fleet.call("DELETE", `/members/${w.paneId}`)).status).toBe(204);
+  });
+});
+
+describe("turns that start with ! or / reach the model as text", () => {
+  for (const profile of ["claude", "codex"]) {
+    test(`${profile}: "!touch bang.txt" runs nothing, "/exit" ends nothing: the model answers both`, async () => {
+      const cwd = tmpDir();
+      const r = await fleet.call("POST", "/members", { body: { profile, cwd } });
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+      const w = r.body as { sessionId: string; paneId: string };
+      const bang = await send(w.sessionId, { content: "!touch bang.txt" });
+      // The sim answers about the prompt's first six words: the model got the turn's text (herd's lead line first, and
+      // Claude Code's own mark before a pasted turn of several lines may take the rest of the six).
+      expect([bang.status, bang.body.replySource], await screen(w.paneId)).toEqual([200, "transcript"]);
+      expect(bang.body.reply).toMatch(/touch bang txt|Your lead's/);
+      expect(existsSync(join(cwd, "bang.txt"))).toBe(false);
+      const exit = await send(w.sessionId, { content: "/exit" });
+      expect([exit.status, exit.body.replySource], await screen(w.paneId)).toEqual([200, "transcript"]);
+      expect(exit.body.reply).toMatch(/exit|Your lead's/);
+      expect((await fleet.call("GET", `/sessions/${w.sessionId}/status`)).body).toMatchObject({ state: "idle", liveStatus: "running" });
+      expect((await fleet.call("DELETE", `/members/${w.paneId}`)).status).toBe(204);
+    });
+  }
+});
+
+describe("stopped workers leave no folder and no part of a key", () => {
+  test("spawn-and-delete cycles: each worker's folder is gone after its delete, and nothing in the data dir holds the key's tail", async () => {
+    const workers = join(fleet.dir, "data", "workers");
+    for (let i = 0; i < 3; i++) {
+      const w = await spawn();
+      const r = await send(w.sessionId, { content: "Explain queues" });
+      expect(r.status).toBe(200);
+      expect((await fleet.call("DELETE", `/members/${w.paneId}`)).status).toBe(204);
+      // A dying Claude Code writes its config on its way out: give it the time it would take.
+      await Bun.sleep(1500);
+      expect(readdirSync(workers)).not.toContain(w.sessionId);
+    }
+    // Claude Code kept the last 20 characters of a key it approved; any 10 of them would be too many.
+    const grep = Bun.spawnSync(["grep", "-rl", "--", WORKERS_KEY.slice(-10), join(fleet.dir, "data")]);
+    expect(grep.stdout.toString()).toBe("");
+  });
 });

@@ -106,6 +106,19 @@ describe("herd check-config", () => {
     expect(bad.stderr).toContain("nodes[0].hardware.cores: unknown key");
   });
 
+  test("a worker profile's permissions: Claude Code tool rules, on a claude-code profile only, each bad one named", async () => {
+    const profile = (p: Record<string, unknown>) => JSON.stringify({ agents: { profiles: { w: { command: "claude", ...p } } } });
+    const ok = await herd(["check-config", write("herd.config.json", profile({ kind: "claude-code", permissions: { allow: ["Bash(git commit *)", "Edit"], deny: ["Bash(curl *)"] } }))]);
+    expect([ok.code, ok.stderr]).toEqual([0, ""]);
+    const bad = await herd(["check-config", write("herd.config.json", profile({ kind: "claude-code", permissions: { allow: ["run anything", "x".repeat(501)], ask: [] } }))]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain(`agents.profiles.w.permissions.allow[0]: expected a tool rule like "Bash(git commit *)", "Edit" or "mcp__server"`);
+    expect(bad.stderr).toContain("agents.profiles.w.permissions.allow[1]: expected at most 500 characters");
+    expect(bad.stderr).toContain("agents.profiles.w.permissions.ask: unknown key");
+    const other = await herd(["check-config", write("herd.config.json", profile({ kind: "cli", permissions: { allow: ["Edit"] } }))]);
+    expect(other.stderr).toContain(`agents.profiles.w.permissions: only a "claude-code" profile takes permission rules (kind)`);
+  });
+
   test("a .ts config that does not compile or has no default export gets one clear line", async () => {
     const broken = await herd(["check-config", write("herd.config.ts", "export default { server: { port: 1, }\n")]);
     expect(broken.code).toBe(1);

@@ -13,7 +13,7 @@ import { credentialPolicy } from "./environment.ts";
 import type { AskInput, ReplyInput, SendInput, SpawnInput } from "./inputs.ts";
 import { MessageService } from "./messages.ts";
 import type { PaneBackend } from "./panes.ts";
-import { endWorkerProcesses } from "./processes.ts";
+import { endWorkerProcesses, isRunning } from "./processes.ts";
 import { configDirOf, SessionManager, workerDir } from "./sessions.ts";
 import { TmuxBackend } from "./tmux.ts";
 
@@ -43,6 +43,7 @@ export class AgentFleet {
       herdUrl,
       roster,
       onGone: (member, detail) => this.messages.fail(member, detail),
+      onScreen: (member, dialog) => this.messages.seen(member, dialog),
     });
     this.messages = new MessageService(this.sessions, () => this.panes(), () => live.config);
   }
@@ -215,16 +216,6 @@ export class AgentFleet {
   private panes(): PaneBackend {
     if (!this.backend) throw new Error("the agent fleet has not started");
     return this.backend;
-  }
-}
-
-/** Whether a process exists (EPERM: it does, another user's). */
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 

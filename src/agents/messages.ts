@@ -8,7 +8,7 @@ import { type Answer, answer, refuse } from "./answers.ts";
 import type { AskInput, ReplyInput, SendInput } from "./inputs.ts";
 import { log } from "../log.ts";
 import { PaneGone, type PaneBackend } from "./panes.ts";
-import { newId, newTurnId, type Result, Task, Turn } from "./rendezvous.ts";
+import { type Approval, newId, newTurnId, type Result, Task, Turn } from "./rendezvous.ts";
 import { type Member, type SessionManager, sessionNotFound } from "./sessions.ts";
 
 /** A finished ticket can be polled this long. */
@@ -160,6 +160,14 @@ export class MessageService {
     return answer(task.view());
   }
 
+  /** What the worker's screen shows while on its turn: whoever waits learns of a dialog the moment it comes. */
+  seen(member: Member, dialog: Approval | null): void {
+    const turn = member.turn;
+    if (!turn?.delivered || !turn.showing(dialog)) return;
+    if (dialog) turn.settle({ kind: "approval", ...dialog });
+    else turn.task?.resume();
+  }
+
   /** The worker stopped or exited: whoever waits on its turn learns it now. */
   fail(member: Member, detail: string): void {
     const turn = member.turn;
@@ -213,6 +221,7 @@ export class MessageService {
 
   private outcome(member: Member, turn: Turn, result: Result | null, timeoutMs: number): Answer {
     const sessionId = member.sessionId;
+    if (!result && turn.approval) result = { kind: "approval", ...turn.approval };
     if (!result) {
       const status = turn.delivered ? "working" : "queued";
       const detail = `no reply within ${timeoutMs} ms; the worker is ${turn.delivered ? "still working" : "not yet given the message"}. Its reply will wait in GET /sessions/${sessionId}/replies`;
@@ -223,6 +232,10 @@ export class MessageService {
         return this.count(answer({ sessionId, reply: result.reply, replySource: result.replySource }), result.replySource);
       case "question":
         return this.count(answer({ sessionId, status: "question", question: result.question, turnId: result.turnId }, 202), "question");
+      case "approval": {
+        const detail = `the worker waits for an answer at its terminal (its profile's permissions did not allow this); cancel the turn (POST /sessions/${sessionId}/cancel) or answer it in the worker's pane`;
+        return this.count(answer({ sessionId, status: "awaiting_approval", question: result.question, dialog: result.dialog, detail, turn: turn.id }, 202), "awaiting_approval");
+      }
       case "failed":
         return this.count(answer({ sessionId, status: "failed", detail: result.detail }, 202), "failed");
       case "gone":

@@ -35,6 +35,19 @@ export async function endWorkerProcesses(sessionId: string, panePid: number | nu
   for (const pid of [...group, ...marked()]) signal(pid, "SIGTERM");
   for (let waited = 0; waited < GRACE_MS && marked().length; waited += POLL_MS) await Bun.sleep(POLL_MS);
   for (const pid of [...group, ...marked()]) signal(pid, "SIGKILL");
+  // Gone, not only signalled: what herd removes after this (the worker's folder) must not be written again.
+  const left = () => marked().length > 0 || group.some(isRunning);
+  for (let waited = 0; waited < GRACE_MS && left(); waited += POLL_MS) await Bun.sleep(POLL_MS);
+}
+
+/** Whether a process (a group, for a negative pid) exists, a zombie too (EPERM: it does, another user's). */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
 
 function signal(pid: number, sig: NodeJS.Signals): void {

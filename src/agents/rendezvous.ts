@@ -6,13 +6,21 @@ import { randomBytes } from "node:crypto";
 export type Result =
   | { kind: "reply"; reply: string; replySource: "reply" | "transcript" }
   | { kind: "question"; question: string; turnId: string }
+  /** The worker's screen shows a dialog waiting for someone at its terminal (an approval its profile did not give). */
+  | { kind: "approval"; question: string; dialog: string }
   | { kind: "failed"; detail: string }
   /** The pane is gone: 404 session_not_found. */
   | { kind: "gone"; detail: string }
   /** The pane backend failed: 502. */
   | { kind: "backend_error"; detail: string };
 
-export type Phase = "queued" | "working" | "asking" | "done" | "failed";
+export type Phase = "queued" | "working" | "asking" | "awaiting_approval" | "done" | "failed";
+
+/** A dialog the worker's screen shows, as the lead sees it. */
+export interface Approval {
+  question: string;
+  dialog: string;
+}
 
 export const newId = (prefix: string) => `${prefix}-${randomBytes(6).toString("hex")}`;
 export const newTurnId = () => newId("t");
@@ -23,6 +31,7 @@ export class Task {
   phase: Phase = "queued";
   result: Result | null = null;
   turnId: string | null = null;
+  approval: Approval | null = null;
   endedAt: number | null = null;
 
   constructor(
@@ -38,7 +47,13 @@ export class Task {
       this.turnId = result.turnId;
       return;
     }
+    if (result.kind === "approval") {
+      this.phase = "awaiting_approval";
+      this.approval = { question: result.question, dialog: result.dialog };
+      return;
+    }
     this.result = result;
+    this.approval = null;
     this.phase = result.kind === "reply" ? "done" : "failed";
     this.turnId = null;
     this.endedAt = Date.now();
@@ -49,11 +64,12 @@ export class Task {
     if (this.phase === "queued") this.phase = "working";
   }
 
-  /** Back to work after a question was answered or went unanswered. */
+  /** Back to work after a question was answered or went unanswered, or a dialog went away. */
   resume(): void {
     if (this.endedAt) return;
     this.phase = "working";
     this.turnId = null;
+    this.approval = null;
   }
 
   view(): Record<string, unknown> {
@@ -64,8 +80,9 @@ export class Task {
       turn: this.turn,
       phase: this.phase,
       ...(r?.kind === "reply" ? { reply: r.reply, replySource: r.replySource } : {}),
-      ...(r && r.kind !== "reply" && r.kind !== "question" ? { detail: r.detail } : {}),
+      ...(r && "detail" in r ? { detail: r.detail } : {}),
       ...(this.turnId ? { turnId: this.turnId } : {}),
+      ...(this.approval ?? {}),
     };
   }
 }
@@ -90,6 +107,8 @@ export class Turn {
   readonly since = Date.now();
   delivered = false;
   ask: Ask | null = null;
+  /** The dialog the worker's screen shows now, since when. */
+  approval: (Approval & { since: number }) | null = null;
   private waiter: Waiter | null = null;
   private expiry: Timer | null = null;
   /** When the turn is given up if the worker has not replied (ms epoch). */
@@ -145,6 +164,14 @@ export class Turn {
     this.ask?.settle(null);
   }
 
+  /** What the worker's screen shows now; says whether that changed (a dialog came, went, or asks another question). */
+  showing(dialog: Approval | null): boolean {
+    const same = dialog?.question === this.approval?.question && dialog?.dialog === this.approval?.dialog;
+    if (same) return false;
+    this.approval = dialog && { ...dialog, since: Date.now() };
+    return true;
+  }
+
   /** Opens a question; it settles null after timeoutMs, or when a newer one replaces it. */
   open(question: string, timeoutMs: number): { turnId: string; answer: Promise<string | null> } {
     this.ask?.settle(null);
@@ -171,12 +198,13 @@ export class Turn {
   view(): Record<string, unknown> {
     return {
       id: this.id,
-      phase: this.ask ? "asking" : this.delivered ? "working" : "queued",
+      phase: this.ask ? "asking" : this.approval ? "awaiting_approval" : this.delivered ? "working" : "queued",
       since: this.since,
       expiresAt: this.expiresAt,
       ticket: this.task?.ticket ?? null,
       waiting: this.waiter ? { timeoutMs: this.waiter.timeoutMs, since: this.waiter.since } : null,
       ask: this.ask ? { turnId: this.ask.turnId, question: this.ask.question, timeoutMs: this.ask.timeoutMs, since: this.ask.since } : null,
+      approval: this.approval,
     };
   }
 }

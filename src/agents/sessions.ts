@@ -9,7 +9,7 @@ import type { Config } from "../config/schema.ts";
 import { log } from "../log.ts";
 import type { WorkerRoster } from "../store/agent-workers.ts";
 import { adapterFor } from "./adapters/index.ts";
-import type { AgentAdapter } from "./adapters/adapter.ts";
+import type { AgentAdapter, Dialog } from "./adapters/adapter.ts";
 import { Answer, answer, badRequest, refuse } from "./answers.ts";
 import { type Principal, ROLES, type Role } from "./authz.ts";
 import type { Credentials } from "./credentials.ts";
@@ -76,6 +76,8 @@ export interface SessionDeps {
   roster: WorkerRoster;
   /** A worker stopped or exited: its open turn fails with `detail`. */
   onGone: (member: Member, detail: string) => void;
+  /** What the screen of a worker on a turn shows: a dialog waiting for someone at its terminal, or none. */
+  onScreen: (member: Member, dialog: Dialog | null) => void;
 }
 
 const MONITOR_MS = 500;
@@ -86,6 +88,8 @@ const LAST_OUTPUT_LINES = 40;
 /** How long herd waits for an interrupted agent to be back at its prompt, and how often it presses the keys again meanwhile. */
 const INTERRUPT_MS = 10_000;
 const INTERRUPT_AGAIN_MS = 3000;
+/** A pane's height (tmux.ts): the lines a dialog is looked for in. */
+const SCREEN_LINES = 50;
 
 /** A worker's own folder (its agent's config, instructions and credential files), removed when it ends. */
 export function workerDir(dataDir: string, sessionId: string): string {
@@ -168,7 +172,7 @@ export class SessionManager {
     const failed = (a: Answer) => {
       this.members.delete(member.sessionId);
       this.deps.credentials.revoke(member.sessionId);
-      rmSync(member.dir, { recursive: true, force: true });
+      removeDir(member);
       return a;
     };
     if (ticket && wantsWorktree(input)) {
@@ -187,7 +191,7 @@ export class SessionManager {
     let launch;
     try {
       mkdirSync(member.dir, { recursive: true, mode: 0o700 });
-      launch = member.adapter.prepare({ herdUrl, sessionId: member.sessionId, token, cwd, dir: member.dir, argv: [command, ...profile.args], env });
+      launch = member.adapter.prepare({ herdUrl, sessionId: member.sessionId, token, cwd, dir: member.dir, argv: [command, ...profile.args], env, permissions: profile.permissions });
     } catch (e) {
       return failed(refuse(502, "spawn_failed", `cannot prepare the worker's files in ${member.dir}: ${(e as Error).message}`));
     }
@@ -222,6 +226,7 @@ export class SessionManager {
     this.end(member, "the worker was stopped");
     await endWorkerProcesses(member.sessionId, member.exited ? null : member.panePid);
     await this.deps.backend().kill(paneId);
+    removeDir(member);
     log.info(`agents: stopped ${member.sessionId}`);
   }
 
@@ -246,6 +251,7 @@ export class SessionManager {
     this.members.clear();
     for (const m of members) this.end(m, "the router is stopping");
     await Promise.all(members.map((m) => endWorkerProcesses(m.sessionId, m.exited ? null : m.panePid)));
+    members.forEach(removeDir);
   }
 
   /** The worker's MCP client listed herd's tools. */
@@ -329,7 +335,7 @@ export class SessionManager {
   private end(member: Member, detail: string): void {
     this.deps.credentials.revoke(member.sessionId);
     this.deps.roster.remove(member.sessionId);
-    rmSync(member.dir, { recursive: true, force: true }); // it holds the worker's credential
+    removeDir(member); // at once: it holds the worker's credential; again once its processes are gone
     this.deps.onGone(member, detail);
   }
 
@@ -355,7 +361,10 @@ export class SessionManager {
       const panes = await this.deps.backend().panes();
       for (const m of live) {
         const pane = panes.find((p) => p.paneId === m.paneId);
-        if (pane && !pane.dead) continue;
+        if (pane && !pane.dead) {
+          if (m.turn?.delivered) this.deps.onScreen(m, m.adapter.dialog(await this.deps.backend().captureTail(m.paneId!, SCREEN_LINES).catch(() => "")));
+          continue;
+        }
         m.exited = { status: pane?.exitStatus ?? null, at: Date.now() };
         if (pane) {
           // remain-on-exit kept it for its status and last screen; now it goes
@@ -364,6 +373,7 @@ export class SessionManager {
         }
         this.end(m, exitDetail(pane));
         await endWorkerProcesses(m.sessionId, null); // what it left running would keep its (revoked) credential
+        removeDir(m);
         log.info(`agents: ${m.sessionId} exited (${pane?.exitStatus ?? "pane gone"})`);
       }
     } catch (e) {
@@ -372,6 +382,14 @@ export class SessionManager {
       this.checking = false;
     }
   }
+}
+
+/**
+ * The worker's folder goes (its credential, config and transcripts). Once when it ends, and again once its
+ * processes are gone: a dying agent writes its config on the way out (Claude Code's .claude.json), after the first.
+ */
+function removeDir(member: Member): void {
+  rmSync(member.dir, { recursive: true, force: true });
 }
 
 function exitDetail(pane: PaneInfo | undefined): string {

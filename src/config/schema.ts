@@ -124,23 +124,34 @@ const screenPattern = v.pipe(
   }),
 );
 
+// A Claude Code permission rule, in its own syntax: a tool, or a tool and its specifier ("Bash(git commit *)", "Edit", "mcp__docs").
+const permissionRule = v.pipe(name, v.maxLength(500, "expected at most 500 characters"), v.regex(/^[A-Za-z_][\w-]*(\(.+\))?$/s, 'expected a tool rule like "Bash(git commit *)", "Edit" or "mcp__server"'));
+const permissionRules = v.optional(v.pipe(v.array(permissionRule), v.maxLength(200, "expected at most 200 rules")), []);
+const permissions = v.strictObject({ allow: permissionRules, deny: permissionRules });
+
 const agentProfile = v.pipe(
   v.strictObject({
-  command: name,
-  args: v.optional(v.array(v.string()), []),
-  env: v.optional(v.array(v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "expected an environment variable name"))), []),
-  cwd: v.optional(name),
-  capacity: v.optional(v.pipe(count, v.minValue(1, "expected at least 1")), 4),
-  clientKey: v.optional(name),
-  /** Which agent the command is: herd prepares its launch (config, MCP, instructions, hooks) to suit (src/agents/adapters). */
-  kind: v.optional(v.picklist(["cli", "claude-code", "codex"], 'expected "cli", "claude-code" or "codex"'), "cli"),
-  /** A `cli` program is ready for a turn once its screen matches (its prompt): spawn answers 201 only then (within agents.spawnTimeoutMs). */
-  ready: v.optional(v.strictObject({ screen: screenPattern })),
+    command: name,
+    args: v.optional(v.array(v.string()), []),
+    env: v.optional(v.array(v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "expected an environment variable name"))), []),
+    cwd: v.optional(name),
+    capacity: v.optional(v.pipe(count, v.minValue(1, "expected at least 1")), 4),
+    clientKey: v.optional(name),
+    /** Which agent the command is: herd prepares its launch (config, MCP, instructions, hooks) to suit (src/agents/adapters). */
+    kind: v.optional(v.picklist(["cli", "claude-code", "codex"], 'expected "cli", "claude-code" or "codex"'), "cli"),
+    /** A `cli` program is ready for a turn once its screen matches (its prompt): spawn answers 201 only then (within agents.spawnTimeoutMs). */
+    ready: v.optional(v.strictObject({ screen: screenPattern })),
+    /** What its workers may do without a prompt; anything else is refused to the model, never asked (docs/agents.md). */
+    permissions: v.optional(permissions, () => v.parse(permissions, {})),
   }),
   // Claude Code's and Codex's own signs of readiness are herd's (src/agents/adapters); a pattern would be ignored.
   v.forward(
     v.check((p) => !p.ready || p.kind === "cli", 'only a kind "cli" profile declares ready: herd knows when Claude Code and Codex are ready'),
     ["ready"],
+  ),
+  v.forward(
+    v.check((p) => p.kind === "claude-code" || (p.permissions.allow.length === 0 && p.permissions.deny.length === 0), 'only a "claude-code" profile takes permission rules (kind)'),
+    ["permissions"],
   ),
 );
 

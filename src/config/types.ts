@@ -448,7 +448,13 @@ export interface AgentProfileConfig {
   capacity?: number;
   /**
    * The name of an `auth.clients` entry whose key the worker's own model calls use, given to it as
-   * OPENAI_API_KEY and ANTHROPIC_API_KEY (herd's key, not a provider's). Needed when auth.clients is set.
+   * OPENAI_API_KEY and ANTHROPIC_API_KEY (ANTHROPIC_AUTH_TOKEN for claude-code; herd's key, not a provider's). Needed when auth.clients is set.
    */
   clientKey?: string;
+  /**
+   * What a "claude-code" profile's workers may do without a prompt, in Claude Code's rule syntax
+   * ("Bash(git commit *)", "Edit"): its workers run in Claude Code's dontAsk mode, so a tool call
+   * no rule allows is refused to the model, never asked. herd's own tools are always allowed.
+   */
+  permissions?: { allow?: string[]; deny?: string[] };
 }

@@ -18,6 +18,19 @@ export interface WorkerSetup {
   argv: string[];
   /** The environment herd built for it (environment.ts). */
   env: Record<string, string>;
+  /** What its profile lets it do without a prompt (agents.profiles.<name>.permissions), in its agent's rule syntax. */
+  permissions: Permissions;
+}
+
+export interface Permissions {
+  allow: string[];
+  deny: string[];
+}
+
+/** A prompt the agent shows and waits on (an approval dialog): its question, and the dialog's text for the lead. */
+export interface Dialog {
+  question: string;
+  dialog: string;
 }
 
 export interface Launch {
@@ -48,6 +61,8 @@ export interface AgentAdapter {
   ready(screen: string, hasTools: boolean): boolean;
   /** The answer of the worker's last turn from its own record, or null to read it from the screen. */
   lastAnswer(dir: string): string | null;
+  /** The dialog its screen shows, waiting for someone at the terminal (null: none, or none this agent is known to show). */
+  dialog(screen: string): Dialog | null;
 }
 
 /**

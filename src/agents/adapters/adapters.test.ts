@@ -21,6 +21,7 @@ const setup = (env: Record<string, string> = {}): WorkerSetup => ({
   dir: mkdtempSync(join(root, `w${++n}-`)),
   argv: ["/bin/agent", "--flag"],
   env: { PATH: "/bin", ...env },
+  permissions: { allow: [], deny: [] },
 });
 const json = (path: string) => JSON.parse(readFileSync(path, "utf8"));
 
@@ -38,19 +39,39 @@ test("claude-code: first-run state settled, the herd MCP server with the worker'
     hasCompletedOnboarding: true,
     projects: { "/work/repo": { hasTrustDialogAccepted: true } },
   });
-  expect(json(join(config, ".claude.json")).customApiKeyResponses.approved).toEqual(["hk-workers-key-1234567890".slice(-20)]);
   const settings = json(join(config, "settings.json"));
-  expect(settings.permissions.allow).toEqual(["mcp__herd"]);
+  expect(settings.permissions).toEqual({ defaultMode: "dontAsk", disableAutoMode: "disable", allow: ["mcp__herd"], deny: [] });
   expect(settings.hooks.Stop[0].hooks[0].command).toContain('"$HERD_URL/sessions/$HERD_SESSION_ID/reply"');
   const mcpAt = argv.indexOf("--mcp-config") + 1;
   expect(json(argv[mcpAt]!).mcpServers.herd).toMatchObject({ type: "http", url: "http://127.0.0.1:4000/mcp", headers: { authorization: "Bearer hw_worker-token" } });
   expect(argv.slice(0, 2)).toEqual(s.argv);
   expect(argv.at(-1)).toBe(INSTRUCTIONS);
-  expect(env).toMatchObject({ ANTHROPIC_API_KEY: "hk-workers-key-1234567890", HERD_TURN_FILE: turnFileOf(s.dir), DISABLE_AUTOUPDATER: "1" });
+  expect(env).toMatchObject({ ANTHROPIC_AUTH_TOKEN: "hk-workers-key-1234567890", HERD_TURN_FILE: turnFileOf(s.dir), DISABLE_AUTOUPDATER: "1" });
 });
 
-test("claude-code: an open herd (no herd key) gets the worker's credential as its key", () => {
-  expect(claudeCode.prepare(setup()).env.ANTHROPIC_API_KEY).toBe("hw_worker-token");
+test("claude-code: the key is a bearer token, so no part of it is written (Claude Code keeps the tail of an ANTHROPIC_API_KEY it approved)", () => {
+  const s = setup({ ANTHROPIC_API_KEY: "hk-workers-key-1234567890" });
+  const { env } = claudeCode.prepare(s);
+  expect(env.ANTHROPIC_API_KEY).toBeUndefined();
+  for (const file of [".claude.json", "settings.json"]) expect(readFileSync(join(env.CLAUDE_CONFIG_DIR!, file), "utf8")).not.toContain("1234567890");
+  expect(claudeCode.prepare(setup()).env.ANTHROPIC_AUTH_TOKEN).toBe("hw_worker-token"); // an open herd: the worker's credential
+});
+
+test("claude-code: the profile's rules join herd's own tools; the mode never asks", () => {
+  const s = { ...setup(), permissions: { allow: ["Bash(git commit *)", "Edit"], deny: ["Bash(curl *)"] } };
+  const settings = json(join(claudeCode.prepare(s).env.CLAUDE_CONFIG_DIR!, "settings.json"));
+  expect(settings.permissions).toEqual({ defaultMode: "dontAsk", disableAutoMode: "disable", allow: ["mcp__herd", "Bash(git commit *)", "Edit"], deny: ["Bash(curl *)"] });
+});
+
+test("claude-code: a dialog at the bottom of the screen is read with its question; the input box, or a dialog above it, is none", () => {
+  const screen = (name: string) => readFileSync(join(import.meta.dir, "../../../test/fixtures/claude-code", name), "utf8");
+  const bash = claudeCode.dialog(screen("bash-approval.txt"));
+  expect(bash?.question).toBe("Do you want to proceed?");
+  expect(bash?.dialog).toStartWith("Bash command\n");
+  expect(bash?.dialog).toContain(`node -e "require('fs').writeFileSync('n.txt','1')"`);
+  expect(claudeCode.dialog(screen("auto-mode-unreachable.txt"))?.question).toBe("Auto mode can't check actions in this session");
+  const box = `${"─".repeat(40)}\n❯ \n${"─".repeat(40)}\n  ⏵⏵ don't ask on · esc to interrupt`;
+  expect([claudeCode.dialog(box), claudeCode.dialog(`${screen("bash-approval.txt")}\n● done\n${box}`)]).toEqual([null, null]);
 });
 
 test("claude-code: ready at its input box once it has herd's tools, not at a dialog", () => {

@@ -39,19 +39,21 @@ export const claudeCode: AgentAdapter = {
     const stopped = idOf(readHookFile(turnFileOf(dir)));
     return stopped === null || stopped !== turn.typedDuring;
   },
-  prepare({ herdUrl, token, cwd, dir, argv, env }) {
+  prepare({ herdUrl, token, cwd, dir, argv, env, permissions }) {
     const configDir = configDirOf(dir);
     mkdirSync(configDir, { recursive: true, mode: 0o700 });
-    // The herd key the profile names; an open herd takes any key, so the worker's own credential does.
-    const key = env.ANTHROPIC_API_KEY ?? token;
+    // The herd key the profile names (an open herd takes any key, so the worker's own credential does), as a
+    // bearer token: Claude Code asks about an ANTHROPIC_API_KEY and keeps its last 20 characters in .claude.json.
+    const { ANTHROPIC_API_KEY: key = token, ...rest } = env;
     writeJson(join(configDir, ".claude.json"), {
       hasCompletedOnboarding: true,
-      // Claude Code asks once about a key from the environment, remembering its last 20 characters.
-      customApiKeyResponses: { approved: [key.slice(-20)], rejected: [] },
       projects: { [cwd]: { hasTrustDialogAccepted: true, hasCompletedProjectOnboarding: true } },
     });
     writeJson(join(configDir, "settings.json"), {
-      permissions: { allow: ["mcp__herd"] },
+      // dontAsk: a call no rule allows is refused to the model, not asked (nobody is at the pane to answer). Auto mode,
+      // the default, asks Anthropic's service about each call (from the herd it cannot, so it asks the pane), and offers
+      // itself at start when off: disabled (cli.js: permissions.disableAutoMode).
+      permissions: { defaultMode: "dontAsk", disableAutoMode: "disable", allow: ["mcp__herd", ...permissions.allow], deny: permissions.deny },
       hooks: { Stop: [{ hooks: [{ type: "command", command: STOP_HOOK }] }], UserPromptSubmit: [{ hooks: [{ type: "command", command: PROMPT_HOOK }] }] },
     });
     const mcp = join(dir, "mcp.json");
@@ -59,8 +61,8 @@ export const claudeCode: AgentAdapter = {
     return {
       argv: [...argv, "--mcp-config", mcp, "--append-system-prompt", INSTRUCTIONS],
       env: {
-        ...env,
-        ANTHROPIC_API_KEY: key,
+        ...rest,
+        ANTHROPIC_AUTH_TOKEN: key,
         CLAUDE_CONFIG_DIR: configDir,
         HERD_TURN_FILE: turnFileOf(dir),
         HERD_PROMPT_FILE: promptFileOf(dir),
@@ -77,6 +79,7 @@ export const claudeCode: AgentAdapter = {
   // The input box (a rule, then the ❯ prompt; a dialog, trust or login, has none), once its MCP client
   // has herd's tools: the box comes first, and a turn typed before has no fleet_reply.
   ready: (screen, hasTools) => hasTools && INPUT_BOX.test(screen),
+  dialog: dialogOf,
   // The Stop hook's input: the last message when this Claude Code gives it, else the session transcript (JSONL).
   lastAnswer(dir) {
     const done = readHookFile(turnFileOf(dir));
@@ -84,6 +87,24 @@ export const claudeCode: AgentAdapter = {
     return typeof done?.transcript_path === "string" ? lastAssistantText(readFileSync(done.transcript_path, "utf8")) : null;
   },
 };
+
+const RULE = /^─{20,}$/;
+/** Every dialog of Claude Code 2.1.332 ends on a line of keys that offers Esc (its permission, auto-mode and MCP dialogs: cli.js). */
+const DIALOG_KEYS = /Esc to cancel/;
+const DIALOG_MAX = 2000;
+
+/**
+ * The dialog at the bottom of the screen, where the input box would be: the lines from the rule above it to its
+ * keys. The question is its last line that asks one ("Do you want to proceed?"), else its title.
+ */
+export function dialogOf(screen: string): { question: string; dialog: string } | null {
+  const lines = screen.split("\n").map((l) => l.trim());
+  const keys = lines.findLastIndex((l) => DIALOG_KEYS.test(l));
+  if (keys < 0 || INPUT_BOX.test(lines.slice(keys).join("\n"))) return null;
+  const text = lines.slice(lines.findLastIndex((l, i) => i < keys && RULE.test(l)) + 1, keys).filter((l) => l && !/^[╌─]+$/.test(l));
+  if (!text.length) return null;
+  return { question: text.findLast((l) => l.endsWith("?")) ?? text[0]!, dialog: text.join("\n").slice(0, DIALOG_MAX) };
+}
 
 /** The text the assistant wrote since the last prompt a user typed (tool results are user entries too, with no text prompt). */
 export function lastAssistantText(jsonl: string): string | null {

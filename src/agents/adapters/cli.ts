@@ -14,6 +14,8 @@ export const cli: AgentAdapter = {
   prepare: ({ argv, env }) => ({ argv, env: { ...env, HERD_INSTRUCTIONS: INSTRUCTIONS } }),
   ready: () => true,
   lastAnswer: () => null,
+  // A program herd knows nothing about: its screen says nothing herd can read.
+  dialog: () => null,
 };
 
 /** A cli program ready once its screen matches `screen` (agents.profiles.<name>.ready.screen, checked by the config's schema). */

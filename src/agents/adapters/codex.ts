@@ -114,4 +114,6 @@ export const codex: AgentAdapter = {
     const last = readHookFile(turnFileOf(dir))?.["last-assistant-message"];
     return typeof last === "string" ? last.trim() : null;
   },
+  // approval_policy "never": Codex asks nothing, so there is no dialog to look for.
+  dialog: () => null,
 };
