@@ -38,8 +38,8 @@ export interface Fleet {
 /** The herd key workers get (auth.clients "workers", the profiles' clientKey). */
 export const WORKERS_KEY = "hk-workers-key-1234";
 
-/** `profiles`: more entries of agents.profiles, as config source text; `agents`: more fields of agents; `env`: more of the router's environment. */
-export async function startFleet(opts: { nodes?: string; profiles?: string; agents?: string; env?: Record<string, string> } = {}): Promise<Fleet> {
+/** `profiles`: more entries of agents.profiles, as config source text; `clients`: more auth.clients entries, the same way; `agents`: more fields of agents; `env`: more of the router's environment. */
+export async function startFleet(opts: { nodes?: string; profiles?: string; clients?: string; agents?: string; env?: Record<string, string> } = {}): Promise<Fleet> {
   const dir = tmpDir();
   const standIns = join(dir, "stand-ins");
   mkdirSync(standIns);
@@ -52,7 +52,7 @@ export async function startFleet(opts: { nodes?: string; profiles?: string; agen
     `export default {
   ${opts.nodes ?? ""}
   // The herd needs client keys: workers call its models with the key their profile names.
-  auth: { clients: [{ name: "workers", key: "${WORKERS_KEY}" }] },
+  auth: { clients: [{ name: "workers", key: "${WORKERS_KEY}" }, ${opts.clients ?? ""}] },
   agents: {
     profiles: {
       "stand-in": ${profile([], allow)},

@@ -44,8 +44,11 @@ beforeAll(async () => {
   const coder = { permissions: { allow: ["Bash(node *)", "Bash(sh *)", "Bash(git *)", "Bash(curl *)", "Edit", "Write"] } };
   // A profile whose own arguments bring Claude Code's prompts back: a dialog herd did not set up.
   const asks = { args: ["--permission-mode", "default"] };
-  const profiles = `claude: ${profile("claude", "claude-code")}, codex: ${profile("codex", "codex")}, coder: ${profile("claude", "claude-code", coder)}, asks: ${profile("claude", "claude-code", asks)},`;
-  fleet = await startFleet({ nodes: `nodes: [{ id: "mac", ollama: "${sim.url}" }],`, profiles, agents: "spawnTimeoutMs: 60000,", env: proxies });
+  // A worker whose herd key runs out: two requests a minute, and Claude Code told not to retry (so it fails at once).
+  const tight = { clientKey: "tight", env: ["PATH", ...PROXY_VARS, "CLAUDE_CODE_MAX_RETRIES"] };
+  const profiles = `claude: ${profile("claude", "claude-code")}, codex: ${profile("codex", "codex")}, coder: ${profile("claude", "claude-code", coder)}, asks: ${profile("claude", "claude-code", asks)}, tight: ${profile("claude", "claude-code", tight)},`;
+  const clients = `{ name: "tight", key: "hk-tight-key-5678", rateLimit: { requestsPerMinute: 2 } },`;
+  fleet = await startFleet({ nodes: `nodes: [{ id: "mac", ollama: "${sim.url}" }],`, profiles, clients, agents: "spawnTimeoutMs: 60000,", env: { ...proxies, CLAUDE_CODE_MAX_RETRIES: "0" } });
 });
 
 const spawn = async (profile = "claude") => {
@@ -188,6 +191,12 @@ describe("Codex's start with every proxy variable aimed at the trap", () => {
 // cancelled turn's answer never answers the next one. Long: the model's answer held back 8 s by the sim, or a question to the lead that nobody answers.
 // (Codex folds a turn typed mid-turn into the running one, where the sim follows the newest prompt: its cases pass without the interrupt too.)
 describe("a cancelled turn's answer is never the next turn's reply", () => {
+  /** A poll the sim's hold delayed may find the node unreachable when it ends: once the hold is over, the node is back. */
+  const nodeBack = async (heldUntil: number) => {
+    await Bun.sleep(Math.max(0, heldUntil - Date.now()) + 500);
+    const online = async () => ((await (await fetch(`${fleet.url}/fleet/status`, { headers: { authorization: `Bearer ${WORKERS_KEY}` } })).json()) as any).nodes.every((n: any) => n.status === "online" && !n.excluded);
+    await eventually(online, 20_000, "the node back");
+  };
   const longTurns = {
     "a slow model": { faults: { firstByteDelayMs: 8000 }, steps: (reply: string) => `sim: call ${reply} {"content":"T1 result: the build passed"}`, status: "working" },
     "an unanswered question": { faults: {}, steps: (reply: string) => `sim: call ${reply.replace("reply", "ask")} {"question":"Which branch?"}\nsim: call ${reply} {"content":"T1 result: the build passed"}`, status: "question" },
@@ -195,21 +204,24 @@ describe("a cancelled turn's answer is never the next turn's reply", () => {
   for (const [profile, tool] of [["claude", "mcp__herd__fleet_reply"], ["codex", "fleet_reply"]] as const) {
     for (const [long, { faults, steps, status }] of Object.entries(longTurns)) {
       test(`${profile}: cancel mid-turn (${long}), then a new turn: its reply is its own`, async () => {
+        let heldUntil = 0;
         const w = await spawn(profile);
         try {
           sim.setFaults(faults);
           const first = await send(w.sessionId, { content: `Run the build.\n${steps(tool)}`, timeoutMs: 3000 });
           sim.setFaults({}); // the request in flight keeps its hold; herd's probes of the node must not wait (it would go offline)
-          expect([first.status, first.body.status], await screen(w.paneId)).toEqual([202, status]);
+          // A probe that came while the fault was on is held as long: until then the node may yet be found unreachable.
+          heldUntil = Date.now() + ((faults as { firstByteDelayMs?: number }).firstByteDelayMs ?? 0);
+          expect([first.status, first.body.status], `${first.body.detail}\n${await screen(w.paneId)}`).toEqual([202, status]);
           const cancel = await fleet.call("POST", `/sessions/${w.sessionId}/cancel`);
           expect([cancel.status, cancel.body.cancelled]).toEqual([200, true]);
+          await nodeBack(heldUntil); // the old turn's answer gets all the time it could take, and the new one a node
           const next = await send(w.sessionId, { content: `What is the capital of France?\nsim: call ${tool} {"content":"Paris"}` });
           expect([next.status, next.body.reply], await screen(w.paneId)).toEqual([200, "Paris"]);
         } finally {
           sim.setFaults({});
           await fleet.call("DELETE", `/members/${w.paneId}`);
-          // A poll the held answer delayed may have found the node unreachable: the next case starts once it is back.
-          await eventually(async () => ((await (await fetch(`${fleet.url}/fleet/status`, { headers: { authorization: `Bearer ${WORKERS_KEY}` } })).json()) as any).nodes.every((n: any) => n.status === "online" && !n.excluded), 20_000, "the node back");
+          await nodeBack(heldUntil);
         }
       });
     }
@@ -333,5 +345,21 @@ describe("stopped workers leave no folder and no part of a key", () => {
     // Claude Code kept the last 20 characters of a key it approved; any 10 of them would be too many.
     const grep = Bun.spawnSync(["grep", "-rl", "--", WORKERS_KEY.slice(-10), join(fleet.dir, "data")]);
     expect(grep.stdout.toString()).toBe("");
+  });
+});
+
+describe("a worker whose model credential runs out", () => {
+  // Claude Code's StopFailure hook (2.1.332) names the API error a turn ended on; herd's 429 for the key's rate limit is its rate_limit.
+  test("Claude Code: the turn its key's rate limit ends is 202 backend_exhausted at once, not working until it expires", async () => {
+    const w = await spawn("tight");
+    try {
+      let last: { status: number; body: any } | undefined;
+      for (let i = 0; i < 4 && last?.body.status !== "backend_exhausted"; i++) last = await send(w.sessionId, { content: `Explain queues, part ${i + 1}`, timeoutMs: 30_000 });
+      expect([last!.status, last!.body.status], await screen(w.paneId)).toEqual([202, "backend_exhausted"]);
+      expect(last!.body.detail).toContain("rate_limit");
+      expect((await fleet.call("GET", `/sessions/${w.sessionId}/status`)).body).toMatchObject({ state: "idle" });
+    } finally {
+      await fleet.call("DELETE", `/members/${w.paneId}`);
+    }
   });
 });

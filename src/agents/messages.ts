@@ -84,7 +84,8 @@ export class MessageService {
       if (member.turn !== turn) return result("no_open_turn", false); // an explicit reply ended it meanwhile
       member.unsettled = null;
       this.close(member, turn);
-      const taker = turn.settle({ kind: "reply", reply: content, replySource: source });
+      const failure = input.turnDone ? this.sessions.turnFailure(member) : null;
+      const taker = turn.settle(failure ? { kind: failure.exhausted ? "backend_exhausted" : "failed", detail: failure.detail } : { kind: "reply", reply: content, replySource: source });
       if (taker === "send") return result("resolved_send", true);
       if (taker === "ticket") return result("resolved_async_ticket", true);
     }
@@ -237,7 +238,8 @@ export class MessageService {
         return this.count(answer({ sessionId, status: "awaiting_approval", question: result.question, dialog: result.dialog, detail, turn: turn.id }, 202), "awaiting_approval");
       }
       case "failed":
-        return this.count(answer({ sessionId, status: "failed", detail: result.detail }, 202), "failed");
+      case "backend_exhausted":
+        return this.count(answer({ sessionId, status: result.kind, detail: result.detail }, 202), result.kind);
       case "gone":
         return this.count(refuse(404, "session_not_found", `the worker's pane is gone: ${result.detail}`, { sessionId }), "session_not_found");
       case "backend_error":

@@ -9,6 +9,8 @@ export type Result =
   /** The worker's screen shows a dialog waiting for someone at its terminal (an approval its profile did not give). */
   | { kind: "approval"; question: string; dialog: string }
   | { kind: "failed"; detail: string }
+  /** The agent's model credential, or its limits, ran out (seed 004's backend_exhausted). */
+  | { kind: "backend_exhausted"; detail: string }
   /** The pane is gone: 404 session_not_found. */
   | { kind: "gone"; detail: string }
   /** The pane backend failed: 502. */

@@ -9,7 +9,7 @@ import type { Config } from "../config/schema.ts";
 import { log } from "../log.ts";
 import type { WorkerRoster } from "../store/agent-workers.ts";
 import { adapterFor } from "./adapters/index.ts";
-import type { AgentAdapter, Dialog } from "./adapters/adapter.ts";
+import type { AgentAdapter, Dialog, TurnFailure } from "./adapters/adapter.ts";
 import { Answer, answer, badRequest, refuse } from "./answers.ts";
 import { type Principal, ROLES, type Role } from "./authz.ts";
 import type { Credentials } from "./credentials.ts";
@@ -264,6 +264,15 @@ export class SessionManager {
   typing(member: Member, turn: Turn): string {
     member.typedDuring = member.adapter.turnInProgress(member.dir);
     return member.adapter.frame(turn.content, turn.id);
+  }
+
+  /** How the worker's last turn failed, as its agent's hook said (null: it did not say so). */
+  turnFailure(member: Member): TurnFailure | null {
+    try {
+      return member.adapter.turnFailure(member.dir);
+    } catch {
+      return null;
+    }
   }
 
   /** Whether the worker's turn-done heard now ends its open turn (not a late one for the turn before). */

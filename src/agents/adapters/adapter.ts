@@ -63,6 +63,14 @@ export interface AgentAdapter {
   lastAnswer(dir: string): string | null;
   /** The dialog its screen shows, waiting for someone at the terminal (null: none, or none this agent is known to show). */
   dialog(screen: string): Dialog | null;
+  /** How the worker's last turn failed, as its turn-done hook kept it (null: it did not, or this agent never says). */
+  turnFailure(dir: string): TurnFailure | null;
+}
+
+/** A turn the agent ended on an error from its model's API: `exhausted` when the credential or its limits ran out. */
+export interface TurnFailure {
+  exhausted: boolean;
+  detail: string;
 }
 
 /**

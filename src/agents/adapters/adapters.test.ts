@@ -79,6 +79,19 @@ test("claude-code: ready at its input box once it has herd's tools, not at a dia
   expect([claudeCode.ready(box, true), claudeCode.ready(box, false), claudeCode.ready("Do you trust the files in this folder?\n❯ 1. Yes", true)]).toEqual([true, false, false]);
 });
 
+test("claude-code: a turn its StopFailure hook ended failed; rate limits, billing and overload are the credential exhausted", () => {
+  const s = setup();
+  const settings = JSON.parse(readFileSync(join(claudeCode.prepare(s).env.CLAUDE_CONFIG_DIR!, "settings.json"), "utf8"));
+  expect(settings.hooks.StopFailure).toEqual(settings.hooks.Stop);
+  const failed = (input: Record<string, unknown>) => {
+    writeFileSync(turnFileOf(s.dir), JSON.stringify(input));
+    return claudeCode.turnFailure(s.dir);
+  };
+  expect(failed({ hook_event_name: "StopFailure", error: "rate_limit", error_details: "429 key workers: 3 a minute" })).toEqual({ exhausted: true, detail: "Claude Code ended the turn on its model's error rate_limit: 429 key workers: 3 a minute" });
+  expect(failed({ hook_event_name: "StopFailure", error: "invalid_request" })).toEqual({ exhausted: false, detail: "Claude Code ended the turn on its model's error invalid_request" });
+  expect([failed({ hook_event_name: "Stop", last_assistant_message: "done" }), codex.turnFailure(s.dir), cli.turnFailure(s.dir)]).toEqual([null, null, null]);
+});
+
 test("claude-code: the answer is the Stop hook's last message, else the transcript's text after the last typed prompt", () => {
   const s = setup();
   writeFileSync(turnFileOf(s.dir), JSON.stringify({ last_assistant_message: " the answer \n" }));

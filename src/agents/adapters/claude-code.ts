@@ -24,6 +24,8 @@ const writeJson = (path: string, value: unknown) => writeFileSync(path, JSON.str
 /** The input box (a rule, then the ❯ prompt); a dialog (trust, login) has none. Empty: the rule below follows at once. */
 const INPUT_BOX = /─{20,}\n❯/;
 const EMPTY_BOX = /─{20,}\n❯\s*\n─{20,}/;
+/** StopFailure's errors (2.1.332: its hook input's `error`) that mean the model's credential or its limits ran out, not a fault. */
+const EXHAUSTED = new Set(["rate_limit", "billing_error", "overloaded"]);
 
 export const claudeCode: AgentAdapter = {
   frame: withTurnId,
@@ -54,7 +56,12 @@ export const claudeCode: AgentAdapter = {
       // the default, asks Anthropic's service about each call (from the herd it cannot, so it asks the pane), and offers
       // itself at start when off: disabled (cli.js: permissions.disableAutoMode).
       permissions: { defaultMode: "dontAsk", disableAutoMode: "disable", allow: ["mcp__herd", ...permissions.allow], deny: permissions.deny },
-      hooks: { Stop: [{ hooks: [{ type: "command", command: STOP_HOOK }] }], UserPromptSubmit: [{ hooks: [{ type: "command", command: PROMPT_HOOK }] }] },
+      // StopFailure: the turn ended on an API error instead (no Stop comes); the same hook keeps its input for herd.
+      hooks: {
+        Stop: [{ hooks: [{ type: "command", command: STOP_HOOK }] }],
+        StopFailure: [{ hooks: [{ type: "command", command: STOP_HOOK }] }],
+        UserPromptSubmit: [{ hooks: [{ type: "command", command: PROMPT_HOOK }] }],
+      },
     });
     const mcp = join(dir, "mcp.json");
     writeJson(mcp, { mcpServers: { herd: { type: "http", url: `${herdUrl}/mcp`, headers: { authorization: `Bearer ${token}` }, alwaysLoad: true } } });
@@ -80,6 +87,13 @@ export const claudeCode: AgentAdapter = {
   // has herd's tools: the box comes first, and a turn typed before has no fleet_reply.
   ready: (screen, hasTools) => hasTools && INPUT_BOX.test(screen),
   dialog: dialogOf,
+  turnFailure(dir) {
+    const failed = readHookFile(turnFileOf(dir));
+    if (failed?.hook_event_name !== "StopFailure") return null;
+    const error = typeof failed.error === "string" ? failed.error.slice(0, 64) : "unknown";
+    const details = typeof failed.error_details === "string" && failed.error_details ? `: ${failed.error_details.slice(0, 500)}` : "";
+    return { exhausted: EXHAUSTED.has(error), detail: `Claude Code ended the turn on its model's error ${error}${details}` };
+  },
   // The Stop hook's input: the last message when this Claude Code gives it, else the session transcript (JSONL).
   lastAnswer(dir) {
     const done = readHookFile(turnFileOf(dir));

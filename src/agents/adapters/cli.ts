@@ -16,6 +16,7 @@ export const cli: AgentAdapter = {
   lastAnswer: () => null,
   // A program herd knows nothing about: its screen says nothing herd can read.
   dialog: () => null,
+  turnFailure: () => null,
 };
 
 /** A cli program ready once its screen matches `screen` (agents.profiles.<name>.ready.screen, checked by the config's schema). */

@@ -116,4 +116,6 @@ export const codex: AgentAdapter = {
   },
   // approval_policy "never": Codex asks nothing, so there is no dialog to look for.
   dialog: () => null,
+  // Its notify fires for a turn that completes, never for one that failed: herd learns of that one by its expiry.
+  turnFailure: () => null,
 };
