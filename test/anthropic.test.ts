@@ -712,3 +712,19 @@ describe("images with tools", () => {
     await res.json();
   });
 });
+
+describe("a fleet whose only node is down", () => {
+  test("a claude-* id is a 503 Claude Code retries (overloaded), not a 404 saying no model exists", async () => {
+    const down = await fleet({ id: "mini", models: ["qwen2.5-coder:7b"], loaded: ["qwen2.5-coder:7b"] });
+    await down.sim.stop();
+    await eventually(async () => (await getJson(`${down.url}/fleet/status`)).nodes.every((n: any) => n.excluded), 20_000, "the node found down");
+    const res = await fetch(`${down.url}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "anthropic-version": "2023-06-01" },
+      body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }),
+    });
+    const body = (await res.json()) as any;
+    expect([res.status, body.type], JSON.stringify(body)).toEqual([503, "error"]);
+    expect(body.error.type).toBe("overloaded_error");
+  }, 30_000);
+});

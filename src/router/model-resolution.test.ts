@@ -120,6 +120,12 @@ test("only nodes that can serve count: not an offline or draining one, nor one w
   expect(resolve(nodes, "qwen2.5-coder:32b")?.reason).toBe("auto-routed (coding tier) to the best loaded model");
 });
 
+test("with no node that can serve, the best model of one that is down is named all the same (the client gets a 503, not a 404); a draining one's never", () => {
+  const down: NodeSpec = { id: "broken", onDisk: { "qwen2.5-coder:7b": 5 }, ollamaDown: true };
+  expect(resolve([down], "claude-sonnet-4-5")).toEqual({ model: "qwen2.5-coder:7b", reason: "auto-routed (coding tier) to the best model of a node that cannot serve now" });
+  expect(modelFor([{ id: "leaving", loaded: { "qwen2.5-coder:7b": 5 }, draining: true }], "claude-sonnet-4-5")).toBeNull();
+});
+
 test("with anthropic.autoRoute off, an id that is no local model resolves to nothing", () => {
   expect(resolve([studio], "claude-sonnet-4-5", { config: { anthropic: { autoRoute: false } } })).toBeNull();
   expect(resolve([studio], "qwen2.5:7b", { config: { anthropic: { autoRoute: false } } })?.model).toBe("qwen2.5:7b");

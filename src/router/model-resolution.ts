@@ -41,9 +41,9 @@ export function resolveModel(registry: Registry, config: Config, requested: stri
   if (!config.anthropic.autoRoute) return null;
 
   const tier = tierOf(requested);
-  const pick = (loadedOnly: boolean) => {
+  const pick = (loadedOnly: boolean, nodes = online) => {
     const models = new Map<string, number>();
-    for (const n of online) {
+    for (const n of nodes) {
       const list = loadedOnly ? n.ollama!.models_loaded : n.ollama!.models_available.map((m) => ({ name: m.name, size_gb: diskGb(m) }));
       for (const m of list) models.set(m.name, Math.max(models.get(m.name) ?? 0, m.size_gb));
     }
@@ -63,7 +63,12 @@ export function resolveModel(registry: Registry, config: Config, requested: stri
   const loaded = pick(true);
   if (loaded) return { model: loaded, reason: `auto-routed (${tier} tier${needs.vision ? ", needs vision" : ""}) to the best loaded model` };
   const onDiskModel = pick(false);
-  return onDiskModel ? { model: onDiskModel, reason: `auto-routed (${tier} tier) to the best model on disk; none was loaded` } : null;
+  if (onDiskModel) return { model: onDiskModel, reason: `auto-routed (${tier} tier) to the best model on disk; none was loaded` };
+  // No node that holds one can serve now (its Ollama down, or it offline): the model is named all the same, so the
+  // client hears a 503 it may retry, not a 404 that says the model does not exist.
+  const down = registry.all().filter((n) => n.ollama && !online.includes(n) && !registry.isDraining(n));
+  const waiting = pick(false, down);
+  return waiting ? { model: waiting, reason: `auto-routed (${tier} tier) to the best model of a node that cannot serve now` } : null;
 }
 
 // Lower is better: a coding agent wants a coder, then a general or reasoning model.
