@@ -268,11 +268,7 @@ export class SessionManager {
 
   /** How the worker's last turn failed, as its agent's hook said (null: it did not say so). */
   turnFailure(member: Member): TurnFailure | null {
-    try {
-      return member.adapter.turnFailure(member.dir);
-    } catch {
-      return null;
-    }
+    return recorded(() => member.adapter.turnFailure(member.dir));
   }
 
   /** Whether the worker's turn-done heard now ends its open turn (not a late one for the turn before). */
@@ -313,11 +309,7 @@ export class SessionManager {
 
   /** The answer of the worker's last turn from its agent's own record (null: read the screen). */
   lastAnswer(member: Member): string | null {
-    try {
-      return member.adapter.lastAnswer(member.dir);
-    } catch {
-      return null;
-    }
+    return recorded(() => member.adapter.lastAnswer(member.dir));
   }
 
   /**
@@ -405,6 +397,15 @@ function exitDetail(pane: PaneInfo | undefined): string {
   if (pane?.exitStatus != null) return `the worker exited with status ${pane.exitStatus}`;
   if (pane?.exitSignal != null) return `the worker was killed by signal ${pane.exitSignal}`;
   return pane ? "the worker exited" : "the worker's pane is gone";
+}
+
+/** What an adapter reads of the agent's own record (its hooks' files, a transcript); null when that cannot be read. */
+function recorded<T>(read: () => T | null): T | null {
+  try {
+    return read();
+  } catch {
+    return null;
+  }
 }
 
 export const sessionNotFound = (sessionId: string) => refuse(404, "session_not_found", `no worker has session ${sessionId}; GET /members lists them`, { sessionId });
