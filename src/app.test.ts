@@ -61,6 +61,7 @@ GET /api/ps client json ollama
 POST /v1/chat/completions client json openai
 POST /v1/embeddings client json openai
 GET /v1/models client json openai
+GET /v1/models/* client json openai
 POST /v1/responses client json openai
 POST /v1/messages client json anthropic
 POST /v1/messages/count_tokens client json anthropic

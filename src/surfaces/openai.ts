@@ -9,13 +9,14 @@ import type { Chunk } from "../core/events.ts";
 import type { Conversation } from "../core/conversation.ts";
 import { needsOf } from "../core/request.ts";
 import { modelsOnDisk } from "../fleet/catalog.ts";
+import { sameModel } from "../fleet/model-name.ts";
 import { takeHerdFields } from "./herd-fields.ts";
 import { nativeEmbed } from "../pipeline/native-embed.ts";
 import { sessionOf } from "../core/session.ts";
 import { estimatePrompt } from "../core/tokens.ts";
 import type { Encoder } from "../core/encoder.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
-import { modelOf, readJsonObject, refusedHeaders } from "./body.ts";
+import { modelInPath, modelOf, readJsonObject, refusedHeaders } from "./body.ts";
 import { dimensionsOf, TEXTS_EXPECTED, textsOf } from "./embed-input.ts";
 import { chatConversation, chatEncoder } from "./openai-codec.ts";
 import { openaiError } from "../core/wire-errors.ts";
@@ -35,7 +36,9 @@ export function openaiSurface(rt: OpenAiSources) {
     .use(routeFacts)
     .post("/v1/chat/completions", ({ request }: Ctx) => chat(rt, request, clientAddressOf(request)), { parse: "none", facts: API })
     .post("/v1/embeddings", ({ request }: Ctx) => embeddings(rt, request, clientAddressOf(request)), { parse: "none", facts: API })
-    .get("/v1/models", () => ({ object: "list", data: models(rt) }), { facts: API });
+    .get("/v1/models", () => ({ object: "list", data: models(rt) }), { facts: API })
+    // A wildcard, not a segment: an MLX model's name holds a slash, which a client may or may not encode.
+    .get("/v1/models/*", ({ params }) => retrieve(rt, params["*"]), { facts: API });
 }
 
 async function chat(rt: OpenAiSources, request: Request, clientIp: string | null): Promise<Response> {
@@ -116,4 +119,16 @@ function models(rt: OpenAiSources) {
   return [...modelsOnDisk(rt.registry), ...generators.map((m) => ({ name: m.name, backend: m.backend }))]
     .sort((a, b) => a.name.localeCompare(b.name))
     .map((m) => ({ id: m.name, object: "model", created, owned_by: m.backend }));
+}
+
+/**
+ * One model of the list (openai's models.retrieve), by any spelling of its name; its id as the client wrote it, as
+ * Ollama's own answers it (middleware/openai.go RetrieveMiddleware and openai/openai.go ToModel, v0.32.15).
+ */
+function retrieve(rt: OpenAiSources, segment: string) {
+  const named = modelInPath(segment, "GET /v1/models/{model}");
+  if ("error" in named) return openaiError(400, named.error);
+  const { model } = named;
+  const listed = models(rt).find((m) => sameModel(m.id, model));
+  return listed ? { ...listed, id: model } : openaiError(404, `model "${model}" not found on any node`);
 }
