@@ -59,6 +59,7 @@ GET /api/version client json ollama
 GET /api/tags client json ollama
 GET /api/ps client json ollama
 POST /v1/chat/completions client json openai
+POST /v1/completions client json openai
 POST /v1/embeddings client json openai
 GET /v1/models client json openai
 GET /v1/models/* client json openai

@@ -179,6 +179,16 @@ describe("every surface answers from an MLX server", () => {
     expect(generated.response).toBe(whole.message.content); // a prompt is one user message
   });
 
+  test("OpenAI's legacy completions: a prompt completes as Ollama's generate does, whole and streamed", async () => {
+    const generated = await new Ollama({ host: url }).generate({ model: `mlx:${CHAT}`, prompt: "Explain batching", stream: false });
+    const { data: whole, response } = await openai.completions.create({ model: `mlx:${CHAT}`, prompt: "Explain batching" }).withResponse();
+    expectMlxHeaders(response.headers);
+    expect({ text: whole.choices[0]!.text, finish: whole.choices[0]!.finish_reason, tokens: whole.usage!.completion_tokens }).toEqual({ text: generated.response!, finish: "stop", tokens: generated.eval_count });
+    let streamed = "";
+    for await (const chunk of await openai.completions.create({ model: `mlx:${CHAT}`, prompt: "Explain batching", stream: true })) streamed += chunk.choices[0]?.text ?? "";
+    expect(streamed).toBe(generated.response!);
+  });
+
   test("Anthropic: a Message, a stream, and a tool call, with the fleet headers", async () => {
     const { data, response } = await anthropic.messages
       .create({ model: `mlx:${CHAT}`, max_tokens: 300, messages: [{ role: "user", content: "Tell me about latency" }] })
