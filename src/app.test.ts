@@ -76,6 +76,10 @@ GET /dashboard/api/recommendations client json herd
 GET /dashboard/api/model-management client json herd
 POST /dashboard/api/pull admin json herd
 POST /dashboard/api/delete admin json herd
+DELETE /api/delete admin json ollama
+POST /api/copy admin json ollama
+POST /api/create admin json ollama
+POST /api/push admin json ollama
 GET /metrics own json herd
 GET /sessions own json herd
 GET /agents own json herd
