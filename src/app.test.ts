@@ -59,8 +59,10 @@ GET /api/version client json ollama
 GET /api/tags client json ollama
 GET /api/ps client json ollama
 POST /v1/chat/completions client json openai
+POST /v1/completions client json openai
 POST /v1/embeddings client json openai
 GET /v1/models client json openai
+GET /v1/models/* client json openai
 POST /v1/responses client json openai
 POST /v1/messages client json anthropic
 POST /v1/messages/count_tokens client json anthropic
@@ -74,6 +76,10 @@ GET /dashboard/api/recommendations client json herd
 GET /dashboard/api/model-management client json herd
 POST /dashboard/api/pull admin json herd
 POST /dashboard/api/delete admin json herd
+DELETE /api/delete admin json ollama
+POST /api/copy admin json ollama
+POST /api/create admin json ollama
+POST /api/push admin json ollama
 GET /metrics own json herd
 GET /sessions own json herd
 GET /agents own json herd

@@ -3,7 +3,7 @@ import { Elysia } from "elysia";
 import { closesAfter } from "./auth/connections.ts";
 import { authGuard } from "./auth/guard.ts";
 import { BodyTimeout, BodyTooLarge, TooManyBodies } from "./auth/limits.ts";
-import { refusal, unroutedFormat } from "./auth/refusal.ts";
+import { noRoute, refusal } from "./auth/refusal.ts";
 import { RouteTable } from "./auth/route-facts.ts";
 import { log } from "./log.ts";
 import { agentsSurface } from "./surfaces/agents.ts";
@@ -20,6 +20,7 @@ import { ollamaSurface } from "./surfaces/ollama.ts";
 import { openaiSurface } from "./surfaces/openai.ts";
 import { pullSurface } from "./surfaces/pull.ts";
 import { modelManagementSurface } from "./surfaces/model-management.ts";
+import { modelChangesSurface } from "./surfaces/model-changes.ts";
 import { pinsSurface } from "./surfaces/pins.ts";
 import { platformSurface } from "./surfaces/platform.ts";
 import { responsesSurface } from "./surfaces/responses.ts";
@@ -45,6 +46,7 @@ export type AppSources = Parameters<typeof authGuard>[0] &
   Parameters<typeof imagesSurface>[0] &
   Parameters<typeof transcriptionSurface>[0] &
   Parameters<typeof modelManagementSurface>[0] &
+  Parameters<typeof modelChangesSurface>[0] &
   Parameters<typeof agentsSurface>[0] &
   Parameters<typeof mcpSurface>[0] &
   Parameters<typeof platformSurface>[0];
@@ -93,6 +95,7 @@ export function buildApp(rt: AppSources) {
     .use(imagesSurface(rt))
     .use(transcriptionSurface(rt))
     .use(modelManagementSurface(rt))
+    .use(modelChangesSurface(rt))
     .use(agentsSurface(rt))
     .use(mcpSurface(rt))
     .use(platformSurface(rt));
@@ -104,7 +107,7 @@ export function buildApp(rt: AppSources) {
 /** An error's answer, in the wire format the route declares (a path no route matches: its API's), so each SDK raises its own kind of error. */
 function errorAnswer(routes: RouteTable, code: unknown, error: Error, request: Request, route: string): Response {
   const path = new URL(request.url).pathname;
-  if (code === "NOT_FOUND") return refusal(unroutedFormat(path), 404, `no route for ${request.method} ${path}`);
+  if (code === "NOT_FOUND") return noRoute(request.method, path);
   const format = routes.of(request.method, route)?.errors ?? "herd";
   if (code === "PARSE") return refusal(format, 400, "invalid JSON body: send a JSON object with content-type application/json");
   if (code === "VALIDATION") return refusal(format, 400, error.message);

@@ -63,7 +63,7 @@ test("every listed exception still exists: one that is gone leaves the list", ()
 });
 
 /** The inference surfaces and their codecs: they decode a wire and encode an answer, the pipeline does the rest. */
-const INFERENCE_SURFACES = /^src\/surfaces\/(ollama|openai|anthropic|responses|images|transcription|codex-rewrites|herd-fields|body|embed-input|numeric-options|sse|ids)[-.]/;
+const INFERENCE_SURFACES = /^src\/surfaces\/(ollama|openai|completions|anthropic|responses|images|transcription|codex-rewrites|herd-fields|body|embed-input|numeric-options|sse|ids)[-.]/;
 
 test("the inference surfaces import nothing of the router or the backends: resolving, fitting, planning and calling are the pipeline's", () => {
   const reaching = [...importGraph()]

@@ -306,6 +306,10 @@ describe("the admin token guards every change to the fleet", () => {
     ["POST", "/dashboard/api/benchmarks", {}],
     ["POST", "/dashboard/api/benchmarks/start", { duration: "long" }],
     ["POST", "/dashboard/api/benchmarks/cancel", {}],
+    ["DELETE", "/api/delete", {}],
+    ["POST", "/api/copy", {}],
+    ["POST", "/api/create", {}],
+    ["POST", "/api/push", {}],
   ];
   const send = (method: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
     fetch(`${url}${path}`, { method, headers: { "content-type": "application/json", ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });

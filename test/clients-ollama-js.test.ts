@@ -154,3 +154,59 @@ describe("ollama-js against the fleet", () => {
     expect(models.map((m) => m.name)).toContain("llama3.2:1b");
   });
 });
+
+describe("ollama-js changing the fleet's models (admin routes: loopback here, as no adminToken is set)", () => {
+  const names = async (node: SimNode) => (await getJson(`${node.url}/api/tags`)).models.map((m: any) => m.name);
+  const holders = async (model: string) => ((await client.list()).models.find((m) => m.name === model)?.details as any)?.fleet_nodes.sort();
+  const failure = (call: Promise<unknown>) => call.then(() => null, (e) => ({ status: e.status_code, error: e.error }));
+
+  test("copy(): the model is copied on every node that has it, and the list shows the copy at once", async () => {
+    expect(await client.copy({ source: "llama3.2:3b", destination: "my-llama" })).toEqual({ status: "success" });
+    expect(await holders("my-llama:latest")).toEqual(["a", "b"]);
+    for (const node of [a, b]) expect(await names(node)).toContain("my-llama:latest");
+    // Only where the source is: qwen3:8b is on a alone.
+    await client.copy({ source: "qwen3:8b", destination: "my-qwen" });
+    expect([await holders("my-qwen:latest"), await names(b)]).toEqual([["a"], expect.not.arrayContaining(["my-qwen:latest"])]);
+    expect(await failure(client.copy({ source: "no-such:1b", destination: "x" }))).toEqual({ status: 404, error: 'model "no-such:1b" not found on any node' });
+  });
+
+  test("delete(): the model goes from every node that has it, or from the one node_id names", async () => {
+    const only = await fetch(`${url}/api/delete?node_id=b`, { method: "DELETE", body: JSON.stringify({ model: "my-llama" }) });
+    expect([only.status, only.headers.get("x-fleet-node"), await only.text()]).toEqual([200, "b", ""]);
+    expect(await holders("my-llama:latest")).toEqual(["a"]);
+    expect(await client.delete({ model: "my-qwen" })).toEqual({ status: "success" });
+    await client.delete({ model: "my-llama" });
+    expect((await client.list()).models.map((m) => m.name)).not.toEqual(expect.arrayContaining(["my-llama:latest"]));
+    expect((await client.list()).models.map((m) => m.name)).not.toContain("my-qwen:latest");
+    for (const node of [a, b]) expect(await names(node)).not.toEqual(expect.arrayContaining(["my-llama:latest", "my-qwen:latest"]));
+    expect(await failure(client.delete({ model: "my-llama" }))).toEqual({ status: 404, error: 'model "my-llama" not found on any node' });
+    const wrongNode = await fetch(`${url}/api/delete`, { method: "DELETE", body: JSON.stringify({ model: "qwen3:8b", node_id: "b" }) });
+    expect([wrongNode.status, await wrongNode.json()]).toEqual([404, { error: "node b: model 'qwen3:8b' not found" }]);
+    const unknown = await fetch(`${url}/api/delete?node_id=zz`, { method: "DELETE", body: JSON.stringify({ model: "qwen3:8b" }) });
+    expect([unknown.status, ((await unknown.json()) as any).error]).toEqual([404, expect.stringContaining('node "zz" not found')]);
+  });
+
+  test("create(): on the node node_id names, Ollama's progress streamed; without one, a 400 that says to name it", async () => {
+    expect(await failure(client.create({ model: "pirate", from: "llama3.2:3b" }))).toEqual({ status: 400, error: expect.stringMatching(/^node_id: required: .*one of: a, b/) });
+    const statuses: string[] = [];
+    const request = { model: "pirate", from: "llama3.2:3b", system: "Talk like a pirate", stream: true as const, node_id: "b" };
+    for await (const event of await client.create(request)) statuses.push(event.status);
+    expect(statuses.slice(-3)).toEqual([expect.stringMatching(/^creating new layer sha256:/), "writing manifest", "success"]);
+    expect(await holders("pirate:latest")).toEqual(["b"]);
+    const reply = await client.chat({ model: "pirate", messages: [{ role: "user", content: "hi" }] });
+    expect(reply.message.content).toMatch(/\w/);
+    expect(await client.create({ model: "pirate-2", from: "pirate", node_id: "b" } as never)).toEqual({ status: "success" } as never);
+    expect(await failure(client.create({ model: "x", from: "llama3.2:3b", node_id: "zz" } as never))).toEqual({ status: 404, error: expect.stringContaining('node "zz" not found') });
+  });
+
+  test("push(): refused with where to push from", async () => {
+    expect(await failure(client.push({ model: "llama3.2:3b" }))).toEqual({ status: 501, error: expect.stringContaining('run "ollama push llama3.2:3b" on a node that has it (a, b)') });
+  });
+
+  test("a route herd does not serve is a 404 that names no model", async () => {
+    const ollama = await fetch(`${url}/api/blobs/sha256:abc`, { method: "POST" });
+    expect([ollama.status, await ollama.json()]).toEqual([404, { error: "no route for POST /api/blobs/sha256:abc" }]);
+    const openai = await fetch(`${url}/v1/nope`);
+    expect([openai.status, ((await openai.json()) as any).error]).toEqual([404, { message: "no route for GET /v1/nope", type: "invalid_request_error", param: null, code: null }]);
+  });
+});

@@ -104,6 +104,19 @@ const screenshot = (page: Page, name: string) => page.screenshot({ path: join(AR
 const settings = () => getJson(`${router.url}/dashboard/api/settings`);
 
 describe("the pages themselves", () => {
+  test("/ sends a browser to the dashboard, and answers anyone else as Ollama does: 200 `Ollama is running`", async () => {
+    const page = await light.newPage();
+    await page.goto(`${router.url}/`);
+    expect(new URL(page.url()).pathname).toBe("/dashboard");
+    await page.close();
+    for (const method of ["GET", "HEAD"]) {
+      const res = await fetch(`${router.url}/`, { method, redirect: "manual" });
+      expect([method, res.status, res.headers.get("content-type"), res.headers.get("content-length"), await res.text()]).toEqual([method, 200, "text/plain; charset=utf-8", "17", method === "GET" ? "Ollama is running" : ""]);
+      const browser = await fetch(`${router.url}/`, { method, redirect: "manual", headers: { accept: "text/html,application/xhtml+xml,*/*;q=0.8" } });
+      expect([method, browser.status, browser.headers.get("location")]).toEqual([method, 302, "/dashboard"]);
+    }
+  });
+
   test("no other site may frame them; an asset named like a property of every object is a 404, not a 500", async () => {
     for (const path of ["/dashboard", "/dashboard/health", "/dashboard/settings"]) {
       const res = await fetch(`${router.url}${path}`);

@@ -81,13 +81,16 @@ function expectMlxHeaders(headers: Headers, model = CHAT) {
 }
 
 describe("the fleet's models", () => {
-  test("/api/tags and /v1/models list the MLX models, with their node, beside Ollama's", async () => {
+  test("/api/tags and /v1/models list the MLX models, with their node, beside Ollama's; models.retrieve() finds one by its name, slash and all", async () => {
     const tags = (await getJson(`${url}/api/tags`)).models;
     expect(tags.find((m: any) => m.name === `mlx:${CHAT}`)?.details.fleet_nodes).toEqual(["n1"]);
     expect(tags.find((m: any) => m.name === "llama3.2:3b")?.details.fleet_nodes).toEqual(["o"]);
     const models = (await getJson(`${url}/v1/models`)).data;
     expect(models.find((m: any) => m.id === `mlx:${SLOW}`)?.owned_by).toBe("mlx");
     expect(models.find((m: any) => m.id === "llama3.2:3b")?.owned_by).toBe("ollama");
+    // openai-node writes the slash as %2F; a client that does not, as it is.
+    expect(await openai.models.retrieve(`mlx:${SLOW}`)).toEqual(models.find((m: any) => m.id === `mlx:${SLOW}`));
+    expect((await getJson(`${url}/v1/models/mlx:${SLOW}`)).id).toBe(`mlx:${SLOW}`);
   });
 
   test("/api/ps lists the MLX servers' models too: always resident, on their node", async () => {
@@ -174,6 +177,16 @@ describe("every surface answers from an MLX server", () => {
     expect(last).toMatchObject({ done: true, eval_count: whole.eval_count });
     const generated = await ollama.generate({ model: `mlx:${CHAT}`, prompt: "Explain batching", stream: false });
     expect(generated.response).toBe(whole.message.content); // a prompt is one user message
+  });
+
+  test("OpenAI's legacy completions: a prompt completes as Ollama's generate does, whole and streamed", async () => {
+    const generated = await new Ollama({ host: url }).generate({ model: `mlx:${CHAT}`, prompt: "Explain batching", stream: false });
+    const { data: whole, response } = await openai.completions.create({ model: `mlx:${CHAT}`, prompt: "Explain batching" }).withResponse();
+    expectMlxHeaders(response.headers);
+    expect({ text: whole.choices[0]!.text, finish: whole.choices[0]!.finish_reason, tokens: whole.usage!.completion_tokens }).toEqual({ text: generated.response!, finish: "stop", tokens: generated.eval_count });
+    let streamed = "";
+    for await (const chunk of await openai.completions.create({ model: `mlx:${CHAT}`, prompt: "Explain batching", stream: true })) streamed += chunk.choices[0]?.text ?? "";
+    expect(streamed).toBe(generated.response!);
   });
 
   test("Anthropic: a Message, a stream, and a tool call, with the fleet headers", async () => {

@@ -262,6 +262,31 @@ describe("ollama sim through the ollama client", () => {
     await expect(ollama.delete({ model: "gemma3:4b" })).rejects.toMatchObject({ status_code: 404 });
   });
 
+  test("copy gives a model a second name; create makes one from another, pulling it first when it is not on disk; each refuses as Ollama does", async () => {
+    const node = await ollamaNode();
+    const ollama = client(node);
+    expect(await ollama.copy({ source: "llama3.2:3b", destination: "mine" })).toEqual({ status: "success" });
+    expect((await ollama.list()).models.map((m) => m.name)).toContain("mine:latest");
+    await expect(ollama.copy({ source: "no-such:1b", destination: "x" })).rejects.toMatchObject({ status_code: 404, error: 'model "no-such:1b" not found' });
+    expect(await jsonOf(await post(node, "/api/copy", { source: "llama3.2:3b" }))).toEqual({ error: 'destination "" is invalid' });
+
+    const statuses = async (request: Parameters<typeof ollama.create>[0]) => {
+      const seen: string[] = [];
+      for await (const event of await ollama.create({ ...request, stream: true })) seen.push(event.status);
+      return seen;
+    };
+    const made = await statuses({ model: "pirate", from: "llama3.2:3b", system: "Talk like a pirate" });
+    expect(made.map((s) => s.replace(/[0-9a-f]{64}$/, "…"))).toEqual([...Array(4).fill("using existing layer sha256:…"), "creating new layer sha256:…", "writing manifest", "success"]);
+    const pulledFirst = await statuses({ model: "small", from: "gemma3:4b" });
+    expect([pulledFirst[0], ...pulledFirst.slice(-2)]).toEqual(["pulling manifest", "writing manifest", "success"]);
+    expect((await ollama.list()).models.map((m) => m.name)).toEqual(expect.arrayContaining(["pirate:latest", "small:latest", "gemma3:4b"]));
+    expect(await ollama.create({ model: "whole", from: "pirate" })).toEqual({ status: "success" } as never);
+    const neither = await post(node, "/api/create", { model: "x" });
+    expect([neither.status, await jsonOf(neither)]).toEqual([400, { error: "neither 'from' or 'files' was specified" }]);
+    const noBlobs = await post(node, "/api/create", { model: "x", files: { "m.gguf": "sha256:abc" } });
+    expect([noBlobs.status, await jsonOf(noBlobs)]).toEqual([500, { error: "open /Users/sim/.ollama/models/blobs/sha256-abc: no such file or directory" }]);
+  });
+
   test("an unknown model is a 404 shaped like Ollama's", async () => {
     const node = await ollamaNode();
     const res = await post(node, "/api/chat", { model: "mistral", messages: ask("hi") });

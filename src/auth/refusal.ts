@@ -4,13 +4,18 @@ import { fleetHeaders } from "../core/fleet-headers.ts";
 import { anthropicError, jsonError, openaiError } from "../core/wire-errors.ts";
 import type { ErrorFormat } from "./route-facts.ts";
 
-export function refusal(format: ErrorFormat, status: number, message: string, headers: Record<string, string> = {}): Response {
+export function refusal(format: ErrorFormat, status: number, message: string, headers: Record<string, string> = {}, openaiCode?: string | null): Response {
   if (format === "herd") return jsonError(status, message, headers);
   // The model APIs carry the canonical X-Fleet-* headers on every answer, refusals included.
   const all = { ...fleetHeaders("none", null, 0), ...headers };
   if (format === "anthropic") return anthropicError(status, message, all);
-  if (format === "openai") return openaiError(status, message, all);
+  if (format === "openai") return openaiError(status, message, all, openaiCode);
   return jsonError(status, message, all);
+}
+
+/** A path no route matches: a 404 in the API its prefix names, which says no model is missing (OpenAI's code null, as OpenAI's own answers an unknown URL). */
+export function noRoute(method: string, path: string): Response {
+  return refusal(unroutedFormat(path), 404, `no route for ${method} ${path}`, {}, null);
 }
 
 /**

@@ -166,6 +166,35 @@ export function pullModel(baseUrl: string, model: string, stream: boolean, signa
   return fetch(new URL("/api/pull", baseUrl), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model, stream }), signal });
 }
 
+/** POST /api/create on a node's Ollama, with the client's request as it is (stream or not): its answer, to relay. */
+export function createModel(baseUrl: string, request: Record<string, unknown>, signal: AbortSignal): Promise<Response> {
+  return fetch(new URL("/api/create", baseUrl), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(request), signal });
+}
+
+/** What a node's Ollama said to a change of its models: its status and error (502 when it did not answer). */
+export interface Refused {
+  status: number;
+  error: string;
+}
+
+/**
+ * Asks a node's Ollama for a change to its models that it answers with an empty 200 (DELETE /api/delete, POST
+ * /api/copy): null when it made it, else why not. Its error is read up to `cap`.
+ */
+export async function changeModels(baseUrl: string, method: "DELETE" | "POST", path: string, body: unknown, timeoutMs: number, cap: AnswerCap): Promise<Refused | null> {
+  try {
+    const res = await fetch(new URL(path, baseUrl), { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+    if (res.ok) {
+      await res.body?.cancel();
+      return null;
+    }
+    const answer = (await responseJson(res, cap).catch(() => ({}))) as { error?: unknown };
+    return { status: res.status, error: typeof answer.error === "string" ? answer.error : `HTTP ${res.status}` };
+  } catch (e) {
+    return { status: 502, error: `no answer: ${describeFetchError(e, timeoutMs)}` };
+  }
+}
+
 /**
  * Has a node's Ollama load `model` and keep it: for ever (keep_alive -1), or for the node's own keep-alive after its
  * last use (keep_alive left out). An empty prompt loads a model that generates; Ollama checks that first and refuses an

@@ -15,10 +15,10 @@ const OPENAI_ERRORS: Record<number, [type: string, code: string | null]> = {
   429: ["rate_limit_error", null],
 };
 
-/** OpenAI's error object, with the type its SDKs map to an exception class. */
-export function openaiError(status: number, message: string, headers: Record<string, string> = {}): Response {
-  const [type, code] = OPENAI_ERRORS[status] ?? (status < 500 ? ["invalid_request_error", null] : ["api_error", null]);
-  return Response.json({ error: { message, type, param: null, code } }, { status, headers });
+/** OpenAI's error object, with the type its SDKs map to an exception class; `code`, when given, instead of the status's. */
+export function openaiError(status: number, message: string, headers: Record<string, string> = {}, code?: string | null): Response {
+  const [type, usual] = OPENAI_ERRORS[status] ?? (status < 500 ? ["invalid_request_error", null] : ["api_error", null]);
+  return Response.json({ error: { message, type, param: null, code: code === undefined ? usual : code } }, { status, headers });
 }
 
 /** Anthropic's error object, with the type its SDKs map to an exception class. */

@@ -59,7 +59,7 @@ export function noRoomFor(registry: Registry, model: string, nodes: NodeRecord[]
   return `No node has enough available memory for "${model}" (${sizeGb} GB): ${arithmetic}`;
 }
 
-/** After a pull the model is on the node's disk: say so now rather than at the next heartbeat. */
+/** After a pull (or a copy or create) through herd the model is on the node's disk: say so now rather than at the next heartbeat. */
 export function markPulled(node: NodeRecord, model: string, now = Date.now()): void {
   const ollama: OllamaSection | null = node.ollama;
   if (!ollama) return;

@@ -1,7 +1,7 @@
 // The native Ollama routes (/ and /api/*) of a simulated node: plain handlers
 // over the node's state, answering in Ollama's exact bytes.
 import { goJson, rfc3339Nano } from "./encoding.ts";
-import { details, digest, embedding, sizeBytes, type SimModelSpec } from "./models.ts";
+import { details, digest, embedding, normalizeName, sizeBytes, type SimModelSpec } from "./models.ts";
 import { JSON_TYPE, NDJSON_TYPE, OllamaError, goLine, json, readBody, str, text } from "./ollama-http.ts";
 import { checkCapabilities, namedModel, onDisk, promptEvalMs, releasing, startRun, type OllamaNode, type Run, type RunRequest } from "./ollama-run.ts";
 import { askedContext } from "./ollama-context.ts";
@@ -170,6 +170,55 @@ export async function pull(node: OllamaNode, req: Request, ctx: RequestContext):
   return ctx.stream(pullFrames(pullProgress(node, spec, cached, ctx), stream), { "Content-Type": stream ? NDJSON_TYPE : JSON_TYPE });
 }
 
+function* pullProgress(node: OllamaNode, spec: SimModelSpec | undefined, cached: boolean, ctx: RequestContext): Generator<PullEvent> {
+  if (yield* pullSteps(node, spec, cached, ctx)) yield { status: "success" };
+}
+
+/** POST /api/copy: the source under a second name (server/routes.go CopyHandler, v0.32.15), answered with an empty 200. */
+export async function copy(node: OllamaNode, req: Request): Promise<Response> {
+  const body = await readBody(req, "CopyRequest");
+  const [source, destination] = [str(body.source), str(body.destination)];
+  if (!source) throw new OllamaError(400, `source ${JSON.stringify(source)} is invalid`);
+  if (!destination) throw new OllamaError(400, `destination ${JSON.stringify(destination)} is invalid`);
+  const found = node.disk.get(source);
+  if (!found) throw new OllamaError(404, `model ${JSON.stringify(source)} not found`);
+  node.disk.add({ ...found.spec, name: normalizeName(destination) });
+  return new Response(null, { status: 200 });
+}
+
+/**
+ * POST /api/create from a model (`from`, pulled first when it is not on disk), with its own system prompt, template
+ * or parameters (server/create.go CreateHandler, v0.32.15): the layers it uses and makes, the manifest, success.
+ * The simulated disk holds no blobs, so a model made from `files` fails as it does on a machine without them.
+ */
+export async function create(node: OllamaNode, req: Request, ctx: RequestContext): Promise<Response> {
+  const body = await readBody(req, "CreateRequest");
+  const name = modelField(body);
+  if (!name) throw new OllamaError(400, "invalid model name");
+  const from = str(body.from);
+  const files = body.files && typeof body.files === "object" ? Object.values(body.files) : undefined;
+  if (!from && !files) throw new OllamaError(400, "neither 'from' or 'files' was specified");
+  if (!from) throw new OllamaError(500, `open /Users/sim/.ollama/models/blobs/${str(files![0]).replace(":", "-")}: no such file or directory`);
+  const stream = body.stream !== false;
+  const spec = node.disk.get(from)?.spec ?? node.disk.pullable(from);
+  if (!stream && !spec) throw new OllamaError(500, "pull model manifest: file does not exist");
+  return ctx.stream(pullFrames(createProgress(node, { ...body, from, name: normalizeName(name) }, spec, ctx), stream), { "Content-Type": stream ? NDJSON_TYPE : JSON_TYPE });
+}
+
+// The layers in the order Ollama writes them: the base model's it keeps, then the ones the request makes.
+function* createProgress(node: OllamaNode, body: Record<string, unknown> & { from: string; name: string }, spec: SimModelSpec | undefined, ctx: RequestContext): Generator<PullEvent> {
+  if (!node.disk.has(body.from) && !(yield* pullSteps(node, spec, false, ctx))) return;
+  const base = node.disk.get(body.from)!.spec;
+  const made = ["template", "system", "parameters"].filter((field) => body[field]);
+  // A layer made anew takes the place of the base's own (the parameters are its params layer).
+  const replaced = made.map((field) => (field === "parameters" ? "params" : field));
+  for (const kind of ["model", "template", "license", "params"].filter((k) => !replaced.includes(k))) yield { status: `using existing layer sha256:${digest(base.name, kind)}` };
+  for (const field of made) yield { status: `creating new layer sha256:${digest(body.name, field)}` };
+  yield { status: "writing manifest" };
+  node.disk.add({ ...base, name: body.name });
+  yield { status: "success" };
+}
+
 export async function remove(node: OllamaNode, req: Request): Promise<Response> {
   const body = await readBody(req, "DeleteRequest");
   const model = modelField(body);
@@ -275,12 +324,13 @@ async function* pullFrames(events: Iterable<PullEvent>, stream: boolean): AsyncG
   if (!stream) yield { data: goJson(last) };
 }
 
-// Ollama's pull progress; the model lands on disk just before "success".
-function* pullProgress(node: OllamaNode, spec: SimModelSpec | undefined, cached: boolean, ctx: RequestContext): Generator<PullEvent> {
+// Ollama's pull progress up to its "success" (a create that pulls its base goes on from here); the model lands on
+// disk at the end. False when the registry has no such model.
+function* pullSteps(node: OllamaNode, spec: SimModelSpec | undefined, cached: boolean, ctx: RequestContext): Generator<PullEvent, boolean> {
   yield { status: "pulling manifest" };
   if (!spec) {
     yield { error: "pull model manifest: file does not exist" };
-    return;
+    return false;
   }
   for (const layer of layers(spec)) {
     const steps = cached || layer.size < 1_000_000 ? [1] : [0, 0.25, 0.5, 0.75, 1];
@@ -299,7 +349,7 @@ function* pullProgress(node: OllamaNode, spec: SimModelSpec | undefined, cached:
   yield { status: "writing manifest" };
   node.disk.add(spec);
   ctx.count("pulls");
-  yield { status: "success" };
+  return true;
 }
 
 // A model's manifest: weights, template, license, params, config.

@@ -63,6 +63,8 @@ const ROUTES: Record<string, Record<string, Handler>> = {
   "/api/embeddings": { POST: api.embeddings },
   "/api/pull": { POST: api.pull },
   "/api/delete": { DELETE: api.remove },
+  "/api/copy": { POST: api.copy },
+  "/api/create": { POST: api.create },
   "/v1/chat/completions": { POST: openai.chatCompletions },
   "/v1/images/generations": { POST: openai.imageGenerations },
   "/v1/models": { GET: openai.models },

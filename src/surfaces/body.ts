@@ -1,4 +1,5 @@
-// Reading a client's JSON body: an object, or a message that says what is wrong.
+// Reading what a client sends: its JSON body (an object), or a model named in its path; or a
+// message that says what is wrong.
 import * as v from "valibot";
 import { readBody } from "../auth/limits.ts";
 import { formatIssues } from "../config/problems.ts";
@@ -47,6 +48,23 @@ export function modelOf(body: Record<string, unknown>, missing: string, fields =
   if (field === undefined) return { error: missing };
   const model = body[field] as string;
   const problem = nameProblem(field, model);
+  return problem ? { error: problem } : { model };
+}
+
+/**
+ * The model a path segment names (`segment` as the router matched it, still percent-encoded: a name may hold a
+ * slash), or the 400's message, which names the route (`route`: "GET /v1/models/{model}").
+ */
+export function modelInPath(segment: string, route: string): { model: string } | { error: string } {
+  let model: string;
+  try {
+    model = decodeURIComponent(segment);
+  } catch {
+    // Not percent-encoded UTF-8 (a lone surrogate's bytes, say): no model has that name.
+    return { error: `model: expected the model's name percent-encoded as UTF-8 in ${route}` };
+  }
+  if (!model.trim()) return { error: `name the model: ${route}` };
+  const problem = nameProblem("model", model);
   return problem ? { error: problem } : { model };
 }
 

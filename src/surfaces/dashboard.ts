@@ -1,5 +1,5 @@
 // The dashboard: its pages and their assets (embedded in the binary), the live
-// fleet stream the overview draws from, the favicons, and / leading to it all.
+// fleet stream the overview draws from, the favicons, and / leading a browser to it all.
 import { Elysia } from "elysia";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import { ASSETS, type Asset, FAVICON } from "../dashboard/assets.ts";
@@ -20,7 +20,7 @@ export function dashboardSurface(rt: FleetState) {
   const feed = new LiveFeed(rt);
   const app = new Elysia({ name: "dashboard" })
     .use(routeFacts)
-    .get("/", () => new Response(null, { status: 302, headers: { location: "/dashboard" } }), { facts: PAGE })
+    .get("/", ({ request }) => root(request), { facts: PAGE })
     .get("/favicon.svg", ({ request }) => serve(FAVICON, request), { facts: PAGE })
     // Seed 000: a redirect to the one icon there is.
     .get("/favicon.ico", () => new Response(null, { status: 301, headers: { location: "/favicon.svg" } }), { facts: PAGE })
@@ -35,6 +35,16 @@ export function dashboardSurface(rt: FleetState) {
     app.get(page.path, () => new Response(html, { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", ...NO_FRAMING } }), { facts: PAGE });
   }
   return app;
+}
+
+/**
+ * A browser (it asks for HTML) is sent to the dashboard; anyone else is answered as Ollama answers "/" (server/routes.go,
+ * v0.32.15), which scripts and health probes check for. HEAD takes the GET answer, without the body.
+ */
+function root(request: Request): Response {
+  const vary = { vary: "accept" };
+  if (request.headers.get("accept")?.includes("text/html")) return new Response(null, { status: 302, headers: { location: "/dashboard", ...vary } });
+  return new Response("Ollama is running", { headers: { "content-type": "text/plain; charset=utf-8", ...vary } });
 }
 
 function serve(asset: Asset, request: Request): Response {

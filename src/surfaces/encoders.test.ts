@@ -5,11 +5,12 @@ import { afterAll, beforeAll, expect, setSystemTime, spyOn, test } from "bun:tes
 import type { Chunk, Usage } from "../core/events.ts";
 import type { Encoder } from "../core/encoder.ts";
 import { messagesEncoder } from "./anthropic-codec.ts";
+import { completionEncoder } from "./completions-codec.ts";
 import { ndjson } from "./ollama-codec.ts";
 import { chatEncoder } from "./openai-codec.ts";
 import { responsesEncoder } from "./responses-codec.ts";
 
-type Wire = "anthropic" | "chat" | "responses" | "ollama";
+type Wire = "anthropic" | "chat" | "responses" | "ollama" | "completions";
 
 const encoders: Record<Wire, (stream: boolean) => Encoder> = {
   anthropic: (stream) => messagesEncoder(stream, { model: "claude", inputTokens: () => 3, stops: [], omitThinking: false, pingEveryMs: 1000 }),
@@ -17,6 +18,7 @@ const encoders: Record<Wire, (stream: boolean) => Encoder> = {
   responses: (stream) => responsesEncoder(stream, { offered: new Map(), echo: {} }, () => {}),
   // An answer without the node's bytes (an MLX server's): Ollama's lines written from its Events.
   ollama: (stream) => ndjson("chat", stream),
+  completions: (stream) => completionEncoder(stream, true, ""),
 };
 
 const usage: Usage = { type: "usage", promptTokens: 3, completionTokens: 2 };
@@ -64,6 +66,13 @@ const table: { name: string; stream: boolean; chunks: Chunk[]; wire: Record<Wire
         '{"model":"m","created_at":"2026-01-02T03:04:05.000Z","message":{"role":"assistant","content":"Hel"},"done":false}\n',
         '{"model":"m","created_at":"2026-01-02T03:04:05.000Z","message":{"role":"assistant","content":"lo"},"done":false}\n',
         '{"model":"m","created_at":"2026-01-02T03:04:05.000Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","prompt_eval_count":3,"eval_count":2}\n',
+      ],
+      completions: [
+        'data: {"id":"cmpl-000000010000400080000000","object":"text_completion","created":1767323045,"choices":[{"text":"Hel","index":0,"logprobs":null,"finish_reason":null}],"model":"m","system_fingerprint":"fp_herd"}\n\n',
+        'data: {"id":"cmpl-000000010000400080000000","object":"text_completion","created":1767323045,"choices":[{"text":"lo","index":0,"logprobs":null,"finish_reason":null}],"model":"m","system_fingerprint":"fp_herd"}\n\n',
+        'data: {"id":"cmpl-000000010000400080000000","object":"text_completion","created":1767323045,"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"stop"}],"model":"m","system_fingerprint":"fp_herd"}\n\n',
+        'data: {"id":"cmpl-000000010000400080000000","object":"text_completion","created":1767323045,"choices":[],"model":"m","system_fingerprint":"fp_herd","usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}\n\n',
+        'data: [DONE]\n\n',
       ],
     },
   },
@@ -116,6 +125,12 @@ const table: { name: string; stream: boolean; chunks: Chunk[]; wire: Record<Wire
         '{"model":"m","created_at":"2026-01-02T03:04:05.000Z","message":{"role":"assistant","content":"","tool_calls":[{"id":"c1","function":{"name":"read","arguments":{"path":"a"}}}]},"done":false}\n',
         '{"model":"m","created_at":"2026-01-02T03:04:05.000Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","prompt_eval_count":3,"eval_count":2}\n',
       ],
+      completions: [
+        // Neither the thinking nor the tool call is text: Ollama's layer writes the response alone.
+        'data: {"id":"cmpl-000000010000400080000000","object":"text_completion","created":1767323045,"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"stop"}],"model":"m","system_fingerprint":"fp_herd"}\n\n',
+        'data: {"id":"cmpl-000000010000400080000000","object":"text_completion","created":1767323045,"choices":[],"model":"m","system_fingerprint":"fp_herd","usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}\n\n',
+        'data: [DONE]\n\n',
+      ],
     },
   },
   {
@@ -156,6 +171,12 @@ const table: { name: string; stream: boolean; chunks: Chunk[]; wire: Record<Wire
         '{"model":"m","created_at":"2026-01-02T03:04:05.000Z","message":{"role":"assistant","content":"cut"},"done":false}\n',
         '{"model":"m","created_at":"2026-01-02T03:04:05.000Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"length","prompt_eval_count":3,"eval_count":2}\n',
       ],
+      completions: [
+        'data: {"id":"cmpl-000000010000400080000000","object":"text_completion","created":1767323045,"choices":[{"text":"cut","index":0,"logprobs":null,"finish_reason":null}],"model":"m","system_fingerprint":"fp_herd"}\n\n',
+        'data: {"id":"cmpl-000000010000400080000000","object":"text_completion","created":1767323045,"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"length"}],"model":"m","system_fingerprint":"fp_herd"}\n\n',
+        'data: {"id":"cmpl-000000010000400080000000","object":"text_completion","created":1767323045,"choices":[],"model":"m","system_fingerprint":"fp_herd","usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}\n\n',
+        'data: [DONE]\n\n',
+      ],
     },
   },
   {
@@ -174,6 +195,9 @@ const table: { name: string; stream: boolean; chunks: Chunk[]; wire: Record<Wire
       ],
       ollama: [
         '{"model":"m","created_at":"2026-01-02T03:04:05.000Z","message":{"role":"assistant","content":"ok","thinking":"hm"},"done":true,"done_reason":"stop","prompt_eval_count":3,"eval_count":2}\n',
+      ],
+      completions: [
+        '{"id":"cmpl-000000010000400080000000","object":"text_completion","created":1767323045,"model":"m","system_fingerprint":"fp_herd","choices":[{"text":"ok","index":0,"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}',
       ],
     },
   },

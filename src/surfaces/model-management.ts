@@ -7,8 +7,7 @@ import type { Database } from "bun:sqlite";
 import { routeFacts } from "../auth/route-facts.ts";
 import type { LiveConfig } from "../config/live.ts";
 import { nodeAnswerCap } from "../config/schema.ts";
-import { responseJson } from "../core/capped-body.ts";
-import { probeOllama, pullModel } from "../backends/ollama.ts";
+import { changeModels, probeOllama, pullModel } from "../backends/ollama.ts";
 import { lineLimits, readLines } from "../backends/lines.ts";
 import { reachableNodes } from "../fleet/catalog.ts";
 import { modelInventory } from "../fleet/model-inventory.ts";
@@ -134,24 +133,12 @@ const pullOnto: Action = async (rt, url, node, model) => {
 };
 
 const deleteFrom: Action = async (rt, url, node, model) => {
-  const timeoutMs = rt.live.config.timeouts.connectMs;
-  try {
-    const res = await fetch(new URL("/api/delete", url), {
-      method: "DELETE",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model }),
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    if (res.ok) return null;
-    const error = ((await responseJson(res, nodeAnswerCap(rt.live.config)).catch(() => ({}))) as { error?: string }).error ?? `HTTP ${res.status}`;
-    return { status: res.status === 404 ? 404 : 502, error: `node ${node.id}: ${error}` };
-  } catch (e) {
-    return { status: 502, error: `node ${node.id} did not answer the delete: ${(e as Error).message}` };
-  }
+  const refused = await changeModels(url, "DELETE", "/api/delete", { model }, rt.live.config.timeouts.connectMs, nodeAnswerCap(rt.live.config));
+  return refused && { status: refused.status === 404 ? 404 : 502, error: `node ${node.id}: ${refused.error}` };
 };
 
-// The next heartbeat or poll would show the change; the dashboard should not wait for it.
-async function refreshDisk(rt: ModelSources, node: NodeRecord, url: string): Promise<void> {
+/** The node's disk as its Ollama lists it now: the next heartbeat or poll would show a change, and a client should not wait for it. */
+export async function refreshDisk(rt: { live: LiveConfig }, node: NodeRecord, url: string): Promise<void> {
   const probe = await probeOllama(url, rt.live.config.timeouts.connectMs, nodeAnswerCap(rt.live.config));
   if (probe.reachable && node.ollama) node.ollama.models_available = probe.models_available;
 }

@@ -24,20 +24,8 @@ export function chatConversation(body: Json): Conversation | string {
     if (typeof converted === "string") return converted;
     messages.push(converted);
   }
-  const options: Options | string = numericOptions([
-    ["temperature", "temperature", body.temperature],
-    ["top_p", "top_p", body.top_p],
-    ["seed", "seed", body.seed],
-    ["frequency_penalty", "frequency_penalty", body.frequency_penalty],
-    ["presence_penalty", "presence_penalty", body.presence_penalty],
-    ["max_tokens", "num_predict", body.max_completion_tokens ?? body.max_tokens],
-  ]);
+  const options = samplingOptions(body);
   if (typeof options === "string") return options;
-  if (body.stop !== undefined && body.stop !== null) {
-    const stop = typeof body.stop === "string" ? [body.stop] : body.stop;
-    if (!Array.isArray(stop) || stop.some((s) => typeof s !== "string")) return "stop: expected a string or a list of strings";
-    options.stop = stop;
-  }
   const out: Conversation = { messages, tools: [], options, extra: {} };
   if (body.tools !== undefined && body.tool_choice !== "none") {
     const tools = functionTools(body.tools);
@@ -53,6 +41,25 @@ export function chatConversation(body: Json): Conversation | string {
   const think = effortThink(effort ?? undefined, typeof body.model === "string" ? body.model : "");
   if (think !== undefined) out.think = think;
   return out;
+}
+
+/** Ollama's options for the sampling fields Chat Completions and the legacy Completions share, or a message naming the field that is wrong. */
+export function samplingOptions(body: Json): Options | string {
+  const options: Options | string = numericOptions([
+    ["temperature", "temperature", body.temperature],
+    ["top_p", "top_p", body.top_p],
+    ["seed", "seed", body.seed],
+    ["frequency_penalty", "frequency_penalty", body.frequency_penalty],
+    ["presence_penalty", "presence_penalty", body.presence_penalty],
+    ["max_tokens", "num_predict", body.max_completion_tokens ?? body.max_tokens],
+  ]);
+  if (typeof options === "string") return options;
+  if (body.stop !== undefined && body.stop !== null) {
+    const stop = typeof body.stop === "string" ? [body.stop] : body.stop;
+    if (!Array.isArray(stop) || stop.some((s) => typeof s !== "string")) return "stop: expected a string or a list of strings";
+    options.stop = stop;
+  }
+  return options;
 }
 
 function message(m: Json, i: number): Message | string {
@@ -151,6 +158,13 @@ export function chatEncoder(stream: boolean, includeUsage: boolean): Encoder {
       }
       return out;
     },
+    ...openaiEnds(stream),
+  };
+}
+
+/** How an OpenAI answer ends, streamed (`data: [DONE]`, or an error event once the stream has begun) or whole, and its errors before the first byte. */
+export function openaiEnds(stream: boolean): Pick<Encoder, "end" | "fail" | "error"> {
+  return {
     end: () => (stream ? "data: [DONE]\n\n" : ""),
     fail: (message) => (stream ? sse({ error: { message, type: "api_error", param: null, code: null } }) : ""),
     error: openaiError,
@@ -161,7 +175,7 @@ function finishReason(reason: DoneReason, toolCalls: number): string {
   return toolCalls ? "tool_calls" : reason;
 }
 
-function openaiUsage(usage: Usage | undefined) {
+export function openaiUsage(usage: Usage | undefined) {
   const prompt = usage?.promptTokens ?? 0;
   const completion = usage?.completionTokens ?? 0;
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };

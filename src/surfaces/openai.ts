@@ -1,6 +1,7 @@
-// The OpenAI API over the fleet: chat completions (streamed as SSE or not),
-// embeddings, and the fleet's models. Requests are decoded into the typed
-// conversation, which each backend renders; see openai-codec.ts.
+// The OpenAI API over the fleet: chat completions and the legacy completions
+// (streamed as SSE or not), embeddings, and the fleet's models. Requests are
+// decoded into the typed conversation, which each backend renders; see
+// openai-codec.ts and completions-codec.ts.
 import { Elysia } from "elysia";
 import { callerOf, clientAddressOf } from "../auth/guard.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
@@ -9,15 +10,17 @@ import type { Chunk } from "../core/events.ts";
 import type { Conversation } from "../core/conversation.ts";
 import { needsOf } from "../core/request.ts";
 import { modelsOnDisk } from "../fleet/catalog.ts";
+import { sameModel } from "../fleet/model-name.ts";
 import { takeHerdFields } from "./herd-fields.ts";
 import { nativeEmbed } from "../pipeline/native-embed.ts";
 import { sessionOf } from "../core/session.ts";
 import { estimatePrompt } from "../core/tokens.ts";
 import type { Encoder } from "../core/encoder.ts";
 import { type Pipeline, route } from "../pipeline/route.ts";
-import { modelOf, readJsonObject, refusedHeaders } from "./body.ts";
+import { modelInPath, modelOf, readJsonObject, refusedHeaders } from "./body.ts";
 import { dimensionsOf, TEXTS_EXPECTED, textsOf } from "./embed-input.ts";
 import { chatConversation, chatEncoder } from "./openai-codec.ts";
+import { completionConversation, completionEncoder } from "./completions-codec.ts";
 import { openaiError } from "../core/wire-errors.ts";
 
 /** What the OpenAI surface reads: the pipeline, and when herd started (a model's `created`). */
@@ -34,11 +37,34 @@ export function openaiSurface(rt: OpenAiSources) {
   return new Elysia({ name: "openai" })
     .use(routeFacts)
     .post("/v1/chat/completions", ({ request }: Ctx) => chat(rt, request, clientAddressOf(request)), { parse: "none", facts: API })
+    .post("/v1/completions", ({ request }: Ctx) => completions(rt, request, clientAddressOf(request)), { parse: "none", facts: API })
     .post("/v1/embeddings", ({ request }: Ctx) => embeddings(rt, request, clientAddressOf(request)), { parse: "none", facts: API })
-    .get("/v1/models", () => ({ object: "list", data: models(rt) }), { facts: API });
+    .get("/v1/models", () => ({ object: "list", data: models(rt) }), { facts: API })
+    // A wildcard, not a segment: an MLX model's name holds a slash, which a client may or may not encode.
+    .get("/v1/models/*", ({ params }) => retrieve(rt, params["*"]), { facts: API });
 }
 
-async function chat(rt: OpenAiSources, request: Request, clientIp: string | null): Promise<Response> {
+/** Chat Completions, as an Ollama chat. */
+function chat(rt: OpenAiSources, request: Request, clientIp: string | null): Promise<Response> {
+  return generation(rt, request, clientIp, "chat", chatConversation, (stream, includeUsage) => chatEncoder(stream, includeUsage));
+}
+
+/** The legacy Completions, as an Ollama generate. */
+function completions(rt: OpenAiSources, request: Request, clientIp: string | null): Promise<Response> {
+  return generation(rt, request, clientIp, "generate", completionConversation, (stream, includeUsage, body, conversation) =>
+    completionEncoder(stream, includeUsage, body.echo === true ? conversation.prompt! : ""),
+  );
+}
+
+/** What chat and completions share: the body read, herd's fields taken, the conversation decoded, and the request routed. */
+async function generation(
+  rt: OpenAiSources,
+  request: Request,
+  clientIp: string | null,
+  kind: "chat" | "generate",
+  decode: (body: Record<string, unknown>) => Conversation | string,
+  encoder: (stream: boolean, includeUsage: boolean, body: Record<string, unknown>, conversation: Conversation) => Encoder,
+): Promise<Response> {
   const body = await readJsonObject(request);
   const named = typeof body === "string" ? { error: body } : modelOf(body, "model: required");
   const refuse = (message: string) => openaiError(400, message, refusedHeaders(named));
@@ -47,14 +73,14 @@ async function chat(rt: OpenAiSources, request: Request, clientIp: string | null
   const { model } = named;
   const herd = takeHerdFields(body, request.headers);
   if (typeof herd === "string") return refuse(herd);
-  const conversation = chatConversation(body);
+  const conversation = decode(body);
   if (typeof conversation === "string") return refuse(conversation);
   const stream = body.stream === true;
   const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
   return route(
     rt,
-    { ...conversation, surface: "openai", kind: "chat", path: "/api/chat", model, fallbackModels: herd.fallbackModels, strict: herd.strict, needs: needsOf(conversation), promptTokens: estimatePrompt(conversation), session: sessionOf(conversation, request.headers), stream, signal: request.signal },
-    chatEncoder(stream, includeUsage),
+    { ...conversation, surface: "openai", kind, path: `/api/${kind}`, model, fallbackModels: herd.fallbackModels, strict: herd.strict, needs: needsOf(conversation), promptTokens: estimatePrompt(conversation), session: sessionOf(conversation, request.headers), stream, signal: request.signal },
+    encoder(stream, includeUsage, body, conversation),
     { tags: herd.tags, clientIp, caller: callerOf(request) },
   );
 }
@@ -116,4 +142,16 @@ function models(rt: OpenAiSources) {
   return [...modelsOnDisk(rt.registry), ...generators.map((m) => ({ name: m.name, backend: m.backend }))]
     .sort((a, b) => a.name.localeCompare(b.name))
     .map((m) => ({ id: m.name, object: "model", created, owned_by: m.backend }));
+}
+
+/**
+ * One model of the list (openai's models.retrieve), by any spelling of its name; its id as the client wrote it, as
+ * Ollama's own answers it (middleware/openai.go RetrieveMiddleware and openai/openai.go ToModel, v0.32.15).
+ */
+function retrieve(rt: OpenAiSources, segment: string) {
+  const named = modelInPath(segment, "GET /v1/models/{model}");
+  if ("error" in named) return openaiError(400, named.error);
+  const { model } = named;
+  const listed = models(rt).find((m) => sameModel(m.id, model));
+  return listed ? { ...listed, id: model } : openaiError(404, `model "${model}" not found on any node`);
 }

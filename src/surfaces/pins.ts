@@ -6,13 +6,12 @@ import * as v from "valibot";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
 import type { LiveConfig } from "../config/live.ts";
 import { MLX_PREFIX, mlxServers } from "../fleet/catalog.ts";
-import { nameFault } from "../core/client-names.ts";
 import { modelNameCheck } from "../fleet/model-name.ts";
 import { type CoResidence, loadableUrl, type Pins } from "../fleet/pins.ts";
 import { cloudOn, loadedOn, onDisk, type NodeRecord, type Registry } from "../fleet/registry.ts";
 import { OS_RESERVE_GB } from "../fleet/scorer.ts";
 import type { Warmer } from "../fleet/preloader.ts";
-import { validBody } from "./body.ts";
+import { modelInPath, validBody } from "./body.ts";
 import { jsonError } from "../core/wire-errors.ts";
 
 // formatIssues prefixes each message with its field: "timeout_s: expected a number of seconds, got "30s"".
@@ -123,11 +122,9 @@ async function resident(rt: Fleet, nodeId: string, model: string, timeoutMs: num
 }
 
 function unpin(rt: Fleet, pins: Pins, rawModel: string, nodeId?: string): Response {
-  const model = decoded(rawModel);
-  if (model === null) return jsonError(400, "model: expected the model's name percent-encoded as UTF-8 in DELETE /fleet/pin/{model}");
-  if (!model.trim()) return jsonError(400, "name the model: DELETE /fleet/pin/{model}");
-  const misnamed = nameFault(model);
-  if (misnamed) return jsonError(400, `model: ${misnamed}`);
+  const named = modelInPath(rawModel, "DELETE /fleet/pin/{model}");
+  if ("error" in named) return jsonError(400, named.error);
+  const { model } = named;
   const unpinned = pins.remove(model, nodeId);
   if (unpinned.length) return Response.json({ ok: true, model, unpinned_from: unpinned, per_node: pins.perNode() });
   const keys = pins.configured(model, nodeId);
@@ -149,13 +146,4 @@ async function toggle(pins: Pins, request: Request): Promise<Response> {
   // Unpinning always succeeds; a pin the config holds stays, and the answer says so.
   const held = pinned ? [] : pins.configured(model, node_id);
   return Response.json({ ok: true, per_node: pins.perNode(), ...(held.length ? { note: `${model} stays pinned on ${node_id} by the config (pins "${held[0]}")` } : {}) });
-}
-
-// null when the segment is not percent-encoded UTF-8 (a lone surrogate's bytes, say): no model has that name.
-function decoded(segment: string): string | null {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return null;
-  }
 }

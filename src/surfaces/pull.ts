@@ -6,11 +6,12 @@ import { embeddingKind } from "../backends/embedding.ts";
 import { serviceImageModel } from "../fleet/image-models.ts";
 import { pullModel } from "../backends/ollama.ts";
 import { fleetTranscriptionModels } from "../backends/transcription.ts";
-import { markPulled, noRoomFor, notPullable, type Pulls, pullTargets } from "../fleet/pulls.ts";
+import { noRoomFor, notPullable, type Pulls, pullTargets } from "../fleet/pulls.ts";
 import type { Registry } from "../fleet/registry.ts";
 import { callerOf } from "../auth/guard.ts";
 import { modelOf, readJsonObject } from "./body.ts";
 import { jsonError } from "../core/wire-errors.ts";
+import { relayProgress } from "./progress.ts";
 
 /** The fleet a pull goes to, and the pulls under way. */
 interface Fleet {
@@ -59,32 +60,8 @@ async function pull(rt: Fleet, request: Request): Promise<Response> {
     rt.pulls.end(model);
     return jsonError(502, `node ${node.id} did not take the pull: ${(e as Error).message}`, headers);
   }
-  // Watch the progress go by: the pull is over when the stream ends, a success when its last line says so.
-  let last = "";
-  const decoder = new TextDecoder();
-  // The node holds the model from its "success" line: marked before that line goes on, since a client may ask for the
-  // list as soon as it reads it, before the stream's end reaches here.
-  let pulled = false;
-  const succeeded = () => upstream.ok && /"status":\s*"success"/.test(last.trim().split("\n").at(-1) ?? "");
-  const watch = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
-      last = (last + decoder.decode(chunk, { stream: true })).slice(-512);
-      if (!pulled && succeeded()) {
-        pulled = true;
-        markPulled(node, model);
-      }
-      controller.enqueue(chunk);
-    },
-    flush() {
-      rt.pulls.end(model);
-    },
-  });
-  const body$ = upstream.body ?? new ReadableStream({ start: (c) => c.close() });
-  return new Response(body$.pipeThrough(watch), {
-    // The node's own failure (Ollama answers 500 for a manifest it cannot find) is a bad gateway from here; its message stays.
-    status: upstream.status >= 500 ? 502 : upstream.status,
-    headers: { "content-type": upstream.headers.get("content-type") ?? "application/x-ndjson", ...headers },
-  });
+  // The pull is over when the node's answer ends.
+  return relayProgress(upstream, node, model, headers, () => rt.pulls.end(model));
 }
 
 /** A model the fleet serves outside Ollama (an image CLI, Qwen3-ASR, a vision embedding server): how to install it instead. */
