@@ -233,6 +233,10 @@ describe("acting from the dashboard", () => {
         await health.page.getByRole("button", { name: "Refresh" }).click();
         const finding = health.page.locator('[data-check="thermal"] .check-finding');
         expect(await finding.textContent({ timeout: 3000 })).toBe("studio: thermal state unknown (the simulated machine reads no thermal state (POST /_sim machine.thermal))");
+        // The agents run on the defaults, not the router's file (the overview's "config drift" badge): a finding with what to do.
+        const drift = health.page.locator('[data-check="config_drift"]');
+        expect(await drift.locator(".check-finding").textContent()).toMatch(/^(studio|mini) runs config hash defaults, the router [0-9a-f]{12}; (studio|mini) runs/);
+        expect(await drift.locator(".check-fix").textContent()).toContain("What to do: deploy the router's config to");
         expect(health.problems).toEqual([]);
       } finally {
         await health.page.close();

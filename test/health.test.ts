@@ -19,7 +19,7 @@ const FIRST_BYTE_MS = 2000;
 // This file reports for nodes the config does not declare (as their agents would): they enroll with the fleet's node credential.
 const NODE_TOKEN = "health-test-node-token";
 const CHECK_IDS = [
-  "config_reload_error", "context_waste", "disk_space_low", "embed_error_rate", "error_rate", "memory_pressure", "mlx_server_unhealthy",
+  "config_drift", "config_reload_error", "context_waste", "disk_space_low", "embed_error_rate", "error_rate", "memory_pressure", "mlx_server_unhealthy",
   "model_thrashing", "nodes_offline", "nomic_loaded_in_ollama", "ollama_unreachable", "otlp_export", "priority_models", "request_timeouts", "retry_rate",
   "store_writable", "text_embedding_backend_missing", "text_embedding_ollama_bypass", "thermal", "vision_backend_missing", "zombie_requests",
 ];
@@ -32,6 +32,7 @@ let hangSim: SimNode;
 let router: Awaited<ReturnType<typeof startRouterProcess>>;
 let agent: AgentHandle;
 let configFile: string;
+let agentConfig: LiveConfig;
 
 afterAll(cleanupFile);
 
@@ -46,14 +47,17 @@ beforeAll(async () => {
   configFile = join(dir, "herd.config.ts");
   writeConfig();
   router = await startRouterProcess(["serve", "--config", configFile, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
-  const live = await LiveConfig.open(null, (c) => ({ ...c, heartbeat: FAST }));
-  agent = startAgent({ nodeId: "mac", live, ollamaUrl: mac.url, send: postTo(router.url, 1000, () => NODE_TOKEN), collector: simCollector(mac, { chip: "Apple M2 Max", memoryBandwidthGbps: 400 }) });
+  // The agent reads the router's own file, as on the router's Mac: it runs the router's config, and follows its edits.
+  agentConfig = await LiveConfig.open(configFile);
+  agentConfig.watch();
+  agent = startAgent({ nodeId: "mac", live: agentConfig, ollamaUrl: mac.url, send: postTo(router.url, 1000, () => NODE_TOKEN), collector: simCollector(mac, { chip: "Apple M2 Max", memoryBandwidthGbps: 400 }) });
   await agent.beat();
   await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "mac")?.source === "agent", 3000, "mac's agent");
 });
 
 afterAll(async () => {
-  agent?.stop();
+  await agent?.stop();
+  agentConfig?.close();
   await router?.stop();
   await Promise.all([mac?.stop(), flakySim?.stop(), hangSim?.stop()]);
 });
