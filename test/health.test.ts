@@ -29,6 +29,8 @@ let mac: SimNode;
 let flakySim: SimNode;
 /** Accepts every request and never answers. */
 let hangSim: SimNode;
+/** A 16 GB Mac whose every load takes 3 s, as a big model's takes most of a minute on a real one. */
+let slowSim: SimNode;
 let router: Awaited<ReturnType<typeof startRouterProcess>>;
 let agent: AgentHandle;
 let configFile: string;
@@ -37,11 +39,12 @@ let agentConfig: LiveConfig;
 afterAll(cleanupFile);
 
 beforeAll(async () => {
-  [mac, flakySim, hangSim] = await Promise.all([
+  [mac, flakySim, hangSim, slowSim] = await Promise.all([
     // Its operator set OLLAMA_CONTEXT_LENGTH=4096: without it a 64 GB Mac loads every model at up to 262144 tokens.
     startSimOllama({ id: "mac", memoryGb: 64, contextLength: 4096, models: ["llama3.2:3b", "qwen3:8b", "gemma3:4b", "nomic-embed-text"], loaded: ["llama3.2:3b"] }),
     startSimOllama({ id: "flaky", faults: { error500: true } }),
     startSimOllama({ id: "hung", faults: { hang: true } }),
+    startSimOllama({ id: "slow", memoryGb: 16, loadTimeMs: 3000, models: ["llama3.2:1b", "llama3.3:70b"] }),
   ]);
   const dir = tmpDir();
   configFile = join(dir, "herd.config.ts");
@@ -59,7 +62,7 @@ afterAll(async () => {
   await agent?.stop();
   agentConfig?.close();
   await router?.stop();
-  await Promise.all([mac?.stop(), flakySim?.stop(), hangSim?.stop()]);
+  await Promise.all([mac?.stop(), flakySim?.stop(), hangSim?.stop(), slowSim?.stop()]);
 });
 
 // autoPull off: a model nobody has fails at once. passthrough: a client's num_ctx reaches Ollama as sent. The point
@@ -368,11 +371,12 @@ test("mlx_server_unhealthy: a memory-blocked server is a warning, a quarantined 
   await until("mlx_server_unhealthy", "ok");
 });
 
+async function pin(model: string, pinned: boolean, node_id = "mac") {
+  const res = await fetch(`${router.url}/dashboard/api/pinned-models`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ node_id, model, pinned }) });
+  expect(res.status).toBe(200);
+}
+
 test("priority_models: a pinned model loaded nowhere is a warning that says to pull it; unpinned, ok", async () => {
-  const pin = async (model: string, pinned: boolean) => {
-    const res = await fetch(`${router.url}/dashboard/api/pinned-models`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ node_id: "mac", model, pinned }) });
-    expect(res.status).toBe(200);
-  };
   await pin("llama3.2:3b", true);
   expect((await until("priority_models", "ok")).finding).toBe("all 1 pin(s) loaded");
   await pin("qwen3:0.6b", true);
@@ -382,6 +386,43 @@ test("priority_models: a pinned model loaded nowhere is a warning that says to p
   await pin("qwen3:0.6b", false);
   await pin("llama3.2:3b", false);
   expect((await until("priority_models", "ok")).finding).toBe("no pinned models");
+});
+
+describe("pins on a Mac whose loads take a while (node slow)", () => {
+  beforeAll(async () => {
+    writeConfig(`, { id: "slow", ollama: "${slowSim.url}" }`);
+    await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "slow")?.status === "online", 3000, "slow online");
+  });
+  afterAll(() => writeConfig());
+
+  test("priority_models: a pin whose load is under way says it is loading, where and for how long, and never fails; loaded, ok", async () => {
+    await pin("llama3.2:1b", true, "slow");
+    const seen: { severity: string; finding: string }[] = [];
+    await eventually(async () => {
+      const check = (await health()).checks.find((c: any) => c.id === "priority_models");
+      seen.push({ severity: check.severity, finding: check.finding });
+      return check.severity === "ok";
+    }, 10_000, "the pin loaded");
+    expect(seen.filter((c) => c.severity !== "info" && c.severity !== "ok")).toEqual([]);
+    const loading = seen.filter((c) => c.finding.includes("is loading"));
+    // Said all through the sim's 3 s load, not only at its start.
+    expect(loading.at(-1)?.finding).toMatch(/^pinned llama3\.2:1b is loading on slow \(for \d s\)$/);
+    expect(seen.at(-1)!.finding).toBe("all 1 pin(s) loaded");
+    await pin("llama3.2:1b", false, "slow");
+  });
+
+  test("priority_models: a pin whose load failed is a warning with the node's error, which the router's log has too", async () => {
+    await pin("llama3.3:70b", true, "slow");
+    const check = await eventually(async () => {
+      const c = (await health()).checks.find((c: any) => c.id === "priority_models");
+      return c.severity === "warning" && c;
+    }, 10_000, "the failed load");
+    expect(check.finding).toMatch(/^pinned llama3\.3:70b did not load on slow \([\d.]+ m?s ago\): model requires more system memory \([\d.]+ GiB\) than is available \(16\.0 GiB\)$/);
+    expect(check.recommendation).toContain("make room on slow if it is memory");
+    expect(router.output()).toMatch(/preloader: pinned llama3\.3:70b did not load on slow: model requires more system memory/);
+    await pin("llama3.3:70b", false, "slow");
+    expect((await until("priority_models", "ok")).finding).toBe("no pinned models");
+  });
 });
 
 test("context_waste: a model loaded with a 32k window for requests of a few hundred tokens is a warning", async () => {
