@@ -200,8 +200,9 @@ describe("acting from the dashboard", () => {
     expect(await page.locator('[data-node="air"] [data-runs]').count()).toBe(0);
     // The speeds herd learned from the requests sent at the start, per model, on the node that served them.
     const speeds = await page.locator('[data-node="studio"] [data-speeds]').textContent();
+    expect(speeds).toContain("Speeds (tokens/s) · ");
     expect(speeds).toContain("GB/s effective (learned)");
-    expect(speeds).toMatch(/qwen3:32b\S*\s*[\d.,]+ tok\/s/);
+    expect(speeds).toMatch(/qwen3:32b\S*\s*[\d.,]+/);
     // Each node's slots per model and where the figure came from.
     const slots = async (id: string) => page.locator(`[data-node="${id}"] [data-slots]`).textContent({ timeout: 3000 });
     expect([await slots("studio"), await slots("mini"), await slots("air")]).toEqual(["1 per model (Ollama's default)", "2 per model (declared)", "1 per model (learned)"]);
@@ -212,6 +213,30 @@ describe("acting from the dashboard", () => {
     expect(await store.locator(".stat-hint").textContent()).toMatch(/^\d+ traces, kept 30 days \/ 1,024 MB$/);
     expect(problems).toEqual([]);
     await page.close();
+  }, 15_000);
+
+  test("each node card's speeds table fits inside its card, on a wide screen and on a phone's, with no scrolling", async () => {
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, colorScheme: "light" });
+    try {
+      for (const context of [light, phone]) {
+        const { page, problems } = await open("overview", context);
+        await page.waitForSelector('[data-node="studio"] [data-speeds] table', { timeout: 5000 });
+        // Per card with a speeds table: how far the table reaches past the card's content box, and how far it scrolls.
+        const fits = (await page.evaluate(`[...document.querySelectorAll("[data-node]")].flatMap((card) => {
+          const table = card.querySelector("[data-speeds] table");
+          if (!table) return [];
+          const body = card.querySelector(".node-body");
+          const past = table.getBoundingClientRect().right - (body.getBoundingClientRect().right - parseFloat(getComputedStyle(body).paddingRight));
+          return [{ node: card.dataset.node, past: Math.max(0, Math.ceil(past)), scrolls: table.parentElement.scrollWidth - table.parentElement.clientWidth }];
+        })`)) as { node: string; past: number; scrolls: number }[];
+        expect(fits.map((f) => f.node)).toContain("studio");
+        expect(fits).toEqual(fits.map((f) => ({ node: f.node, past: 0, scrolls: 0 })));
+        expect(problems).toEqual([]);
+        await page.close();
+      }
+    } finally {
+      await phone.close();
+    }
   }, 15_000);
 
   test("the overview shows each agent's thermal state, or unknown and why, and the free disk of its models' volume; the Health page says unknown", async () => {
