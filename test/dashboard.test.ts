@@ -43,7 +43,8 @@ beforeAll(async () => {
   const dir = tmpDir();
   const file = join(dir, "herd.config.ts");
   // mini declares its slots; air's were learned by an earlier run of the router (test/slots.test.ts learns them), kept in the store.
-  const nodes = [studio, mini, air].map((n) => ({ id: n.id, ollama: n.url, ...(n === mini ? { parallel: 2 } : {}) }));
+  // air, polled, declares its memory as an owner would for a Mac without an agent.
+  const nodes = [studio, mini, air].map((n) => ({ id: n.id, ollama: n.url, ...(n === mini ? { parallel: 2 } : {}), ...(n === air ? { hardware: { memoryGb: 8 } } : {}) }));
   // The agents carry a node credential: herd shows a polled node's memory from no other heartbeat.
   writeFileSync(file, `export default { nodes: ${JSON.stringify(nodes)}, heartbeat: ${JSON.stringify(HEARTBEAT)}, auth: { nodeToken: "${NODE_TOKEN}" } };\n`);
   const kept = openStore(join(dir, "data"));
@@ -194,6 +195,8 @@ describe("acting from the dashboard", () => {
     expect(await studioCard.textContent()).toContain("qwen3:32b");
     expect(await studioCard.textContent()).toContain("/ 64 GB");
     expect(await page.locator('[data-node="air"]').textContent()).toContain("not reported (no agent)");
+    // What is known of its hardware is only what the config declares: no chip or cores to name.
+    expect(await page.locator('[data-node="air"] .node-sub').textContent()).toMatch(/^Ollama [\d.]+ · polled$/);
     // Which config each agent runs: these agents run on the defaults, not the router's file, and the badge says so;
     // the polled node has no agent to say.
     expect(await page.locator('[data-node="studio"] [data-runs="drift"]').textContent({ timeout: 3000 })).toBe("config drift");

@@ -69,7 +69,8 @@ function drawNodes(list) {
 function nodeCard(n) {
   const hw = n.hardware;
   const loaded = n.ollama?.models_loaded ?? [];
-  const sub = [hw?.chip, hw && `${hw.cores_physical} cores`, n.ollama?.version && `Ollama ${n.ollama.version}`, n.source === "poll" ? "polled" : n.source === "agent" ? "agent" : null].filter(Boolean);
+  // A config's nodes[].hardware may say the memory alone: no chip or cores to name then.
+  const sub = [hw?.chip, hw?.cores_physical && `${hw.cores_physical} cores`, n.ollama?.version && `Ollama ${n.ollama.version}`, n.source === "poll" ? "polled" : n.source === "agent" ? "agent" : null].filter(Boolean);
   const mem = n.memory;
   const memTone = mem && { nominal: "ok", warning: "warn", critical: "crit" }[mem.pressure];
   return h(
