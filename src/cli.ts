@@ -78,7 +78,8 @@ The agent reads its own entry (by node id) from the same config file as the rout
   sim: `Usage: herd sim [--nodes N] [--base-port P] [--ollama-version V] [--no-router] [--mlx [--mlx-lm-version V]] [options]
 
 Starts N simulated Ollama nodes (deterministic replies, realistic models and timings) and a
-router in front of them that uses them as its nodes. The config's other settings still apply.
+router in front of them that uses them as its nodes, each reported by a node agent over its
+simulated Mac (memory, CPU, disk, thermal state). The config's other settings still apply.
 Its store is its own (server.dataDir/sim, e.g. ~/.herd/sim) unless --data-dir says otherwise, so
 demo traffic stays out of the real analytics.
   --nodes N         how many simulated nodes (default 3)

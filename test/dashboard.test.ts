@@ -43,7 +43,8 @@ beforeAll(async () => {
   const dir = tmpDir();
   const file = join(dir, "herd.config.ts");
   // mini declares its slots; air's were learned by an earlier run of the router (test/slots.test.ts learns them), kept in the store.
-  const nodes = [studio, mini, air].map((n) => ({ id: n.id, ollama: n.url, ...(n === mini ? { parallel: 2 } : {}) }));
+  // air, polled, declares its memory as an owner would for a Mac without an agent.
+  const nodes = [studio, mini, air].map((n) => ({ id: n.id, ollama: n.url, ...(n === mini ? { parallel: 2 } : {}), ...(n === air ? { hardware: { memoryGb: 8 } } : {}) }));
   // The agents carry a node credential: herd shows a polled node's memory from no other heartbeat.
   writeFileSync(file, `export default { nodes: ${JSON.stringify(nodes)}, heartbeat: ${JSON.stringify(HEARTBEAT)}, auth: { nodeToken: "${NODE_TOKEN}" } };\n`);
   const kept = openStore(join(dir, "data"));
@@ -207,14 +208,17 @@ describe("acting from the dashboard", () => {
     expect(await studioCard.textContent()).toContain("qwen3:32b");
     expect(await studioCard.textContent()).toContain("/ 64 GB");
     expect(await page.locator('[data-node="air"]').textContent()).toContain("not reported (no agent)");
+    // What is known of its hardware is only what the config declares: no chip or cores to name.
+    expect(await page.locator('[data-node="air"] .node-sub').textContent()).toMatch(/^Ollama [\d.]+ · polled$/);
     // Which config each agent runs: these agents run on the defaults, not the router's file, and the badge says so;
     // the polled node has no agent to say.
     expect(await page.locator('[data-node="studio"] [data-runs="drift"]').textContent({ timeout: 3000 })).toBe("config drift");
     expect(await page.locator('[data-node="air"] [data-runs]').count()).toBe(0);
     // The speeds herd learned from the requests sent at the start, per model, on the node that served them.
     const speeds = await page.locator('[data-node="studio"] [data-speeds]').textContent();
+    expect(speeds).toContain("Speeds (tokens/s) · ");
     expect(speeds).toContain("GB/s effective (learned)");
-    expect(speeds).toMatch(/qwen3:32b\S*\s*[\d.,]+ tok\/s/);
+    expect(speeds).toMatch(/qwen3:32b\S*\s*[\d.,]+/);
     // Each node's slots per model and where the figure came from.
     const slots = async (id: string) => page.locator(`[data-node="${id}"] [data-slots]`).textContent({ timeout: 3000 });
     expect([await slots("studio"), await slots("mini"), await slots("air")]).toEqual(["1 per model (Ollama's default)", "2 per model (declared)", "1 per model (learned)"]);
@@ -225,6 +229,30 @@ describe("acting from the dashboard", () => {
     expect(await store.locator(".stat-hint").textContent()).toMatch(/^\d+ traces, kept 30 days \/ 1,024 MB$/);
     expect(problems).toEqual([]);
     await page.close();
+  }, 15_000);
+
+  test("each node card's speeds table fits inside its card, on a wide screen and on a phone's, with no scrolling", async () => {
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, colorScheme: "light" });
+    try {
+      for (const context of [light, phone]) {
+        const { page, problems } = await open("overview", context);
+        await page.waitForSelector('[data-node="studio"] [data-speeds] table', { timeout: 5000 });
+        // Per card with a speeds table: how far the table reaches past the card's content box, and how far it scrolls.
+        const fits = (await page.evaluate(`[...document.querySelectorAll("[data-node]")].flatMap((card) => {
+          const table = card.querySelector("[data-speeds] table");
+          if (!table) return [];
+          const body = card.querySelector(".node-body");
+          const past = table.getBoundingClientRect().right - (body.getBoundingClientRect().right - parseFloat(getComputedStyle(body).paddingRight));
+          return [{ node: card.dataset.node, past: Math.max(0, Math.ceil(past)), scrolls: table.parentElement.scrollWidth - table.parentElement.clientWidth }];
+        })`)) as { node: string; past: number; scrolls: number }[];
+        expect(fits.map((f) => f.node)).toContain("studio");
+        expect(fits).toEqual(fits.map((f) => ({ node: f.node, past: 0, scrolls: 0 })));
+        expect(problems).toEqual([]);
+        await page.close();
+      }
+    } finally {
+      await phone.close();
+    }
   }, 15_000);
 
   test("the overview shows each agent's thermal state, or unknown and why, and the free disk of its models' volume; the Health page says unknown", async () => {
@@ -246,6 +274,10 @@ describe("acting from the dashboard", () => {
         await health.page.getByRole("button", { name: "Refresh" }).click();
         const finding = health.page.locator('[data-check="thermal"] .check-finding');
         expect(await finding.textContent({ timeout: 3000 })).toBe("studio: thermal state unknown (the simulated machine reads no thermal state (POST /_sim machine.thermal))");
+        // The agents run on the defaults, not the router's file (the overview's "config drift" badge): a finding with what to do.
+        const drift = health.page.locator('[data-check="config_drift"]');
+        expect(await drift.locator(".check-finding").textContent()).toMatch(/^(studio|mini) runs config hash defaults, the router [0-9a-f]{12}; (studio|mini) runs/);
+        expect(await drift.locator(".check-fix").textContent()).toContain("What to do: deploy the router's config to");
         expect(health.problems).toEqual([]);
       } finally {
         await health.page.close();

@@ -45,6 +45,7 @@ function report(r: Rng, nodeId: string): Record<string, unknown> {
     node_id: nodeId,
     agent_version: text(r, "0.0.1-fuzz"),
     config_hash: text(r, "fuzz-hash"),
+    config_error: either(r, null, [...ODD_TEXT, "x".repeat(2001)]),
     ollama_url: text(r, "http://127.0.0.1:9"),
     draining: r.chance(0.3),
     cpu: { cores_physical: number(r, 8), utilization_pct: number(r, 12) },

@@ -189,14 +189,19 @@ describe("which config each node runs", () => {
   const fleet = (extra: string) =>
     `export default { heartbeat: { intervalMs: 200, timeoutMs: 1000, offlineMs: 2000 }, auth: { nodeToken: "fleet-token" }, agents: { credentials: { primary: "${PRIMARY}" } }${extra} };\n`;
 
-  test("an agent reports its config hash and version; /fleet/status and /metrics flag a node whose config is not the router's", async () => {
+  /** A router on `fleet("")`, and a simulated Mac's Ollama for the agents these tests start. */
+  async function fleetRouter() {
     const ollama = await startSimOllama({ id: "mac" });
     onCleanup({ run: () => ollama.stop() });
     const dir = tmpDir();
     const file = join(dir, "herd.config.ts");
     writeFileSync(file, fleet(""));
     const router = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
-    const routerHash = (await getJson(`${router.url}/fleet/status`)).config.hash;
+    return { ollama, router, routerHash: (await getJson(`${router.url}/fleet/status`)).config.hash as string };
+  }
+
+  test("an agent reports its config hash and version; /fleet/status and /metrics flag a node whose config is not the router's", async () => {
+    const { ollama, router, routerHash } = await fleetRouter();
     // The Mac has not pulled yet: its copy of the file lacks the last commit.
     const stale = join(tmpDir(), "herd.config.ts");
     writeFileSync(stale, fleet(`, modelMap: { old: "llama3.2:3b" }`));
@@ -212,5 +217,45 @@ describe("which config each node runs", () => {
     // It pulls: the same file as the router's, and the drift is gone.
     writeFileSync(stale, fleet(""));
     await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "mac-1" && n.config_hash === routerHash && !n.config_drift), 5000, "mac-1 on the router's config");
+  });
+
+  test("Health's config_drift: a Mac on another config, or whose agent refused its copy (the router sees it only in the heartbeat), is a warning saying what to do", async () => {
+    const { ollama, router, routerHash } = await fleetRouter();
+    const drift = async (severity: string) =>
+      eventually(async () => {
+        const check = (await getJson(`${router.url}/dashboard/api/health?refresh=1`)).checks.find((c: any) => c.id === "config_drift");
+        return check?.severity === severity && check;
+      }, 5000, `config_drift ${severity}`);
+    const copy = join(tmpDir(), "herd.config.ts");
+    writeFileSync(copy, fleet(""));
+    spawnHerd(["node", "--router", router.url, "--ollama", ollama.url, "--node-id", "mac-2", "--config", copy], { env: { HERD_NODE_TOKEN: "fleet-token" } });
+    await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "mac-2" && n.config_hash), 5000, "mac-2's report");
+    expect((await drift("ok")).finding).toBe(`all 1 agent(s) run the router's config (hash ${routerHash})`);
+
+    // A copy one commit behind.
+    writeFileSync(copy, fleet(`, modelMap: { old: "llama3.2:3b" }`));
+    const behindHash = hashOf((await herd(["check-config", copy])).stdout);
+    const behind = await drift("warning");
+    expect([behind.finding, behind.nodes]).toEqual([`mac-2 runs config hash ${behindHash}, the router ${routerHash}`, ["mac-2"]]);
+    expect(behind.recommendation).toContain("deploy the router's config to mac-2");
+
+    // A broken save of the copy: the agent keeps what it ran, and says why in its heartbeat, never the values it refused.
+    const secret = "not-a-node-credential-0123456789";
+    writeFileSync(copy, fleet(`, modelMap: { old: "llama3.2:3b" }, nodes: [{ id: "mac-2", ollama: "${secret}" }]`));
+    const refused = await eventually(async () => {
+      const check = (await getJson(`${router.url}/dashboard/api/health?refresh=1`)).checks.find((c: any) => c.id === "config_drift");
+      return check?.finding.includes("refused") && check;
+    }, 5000, "the refused copy on the Health page");
+    expect(refused.severity).toBe("warning");
+    expect(refused.finding).toBe(`mac-2's agent refused its copy of the config (herd.config.ts: nodes[0].ollama: expected a URL like http://10.0.0.2:11434); it still runs hash ${behindHash}, the router ${routerHash}`);
+    expect(refused.recommendation).toContain("fix the config file on mac-2 (`herd check-config FILE` there lists every problem)");
+    const node = (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "mac-2");
+    expect(node).toMatchObject({ config_hash: behindHash, config_drift: true, config_error: "herd.config.ts: nodes[0].ollama: expected a URL like http://10.0.0.2:11434" });
+    expect(JSON.stringify(await getJson(`${router.url}/dashboard/api/health?refresh=1`))).not.toContain(secret);
+
+    // Fixed and deployed: the router's file again.
+    writeFileSync(copy, fleet(""));
+    await drift("ok");
+    expect((await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "mac-2").config_error).toBeNull();
   });
 });

@@ -19,7 +19,7 @@ const FIRST_BYTE_MS = 2000;
 // This file reports for nodes the config does not declare (as their agents would): they enroll with the fleet's node credential.
 const NODE_TOKEN = "health-test-node-token";
 const CHECK_IDS = [
-  "config_reload_error", "context_waste", "disk_space_low", "embed_error_rate", "error_rate", "memory_pressure", "mlx_server_unhealthy",
+  "config_drift", "config_reload_error", "context_waste", "disk_space_low", "embed_error_rate", "error_rate", "memory_pressure", "mlx_server_unhealthy",
   "model_thrashing", "nodes_offline", "nomic_loaded_in_ollama", "ollama_unreachable", "otlp_export", "priority_models", "request_timeouts", "retry_rate",
   "store_writable", "text_embedding_backend_missing", "text_embedding_ollama_bypass", "thermal", "vision_backend_missing", "zombie_requests",
 ];
@@ -29,33 +29,40 @@ let mac: SimNode;
 let flakySim: SimNode;
 /** Accepts every request and never answers. */
 let hangSim: SimNode;
+/** A 16 GB Mac whose every load takes 3 s, as a big model's takes most of a minute on a real one. */
+let slowSim: SimNode;
 let router: Awaited<ReturnType<typeof startRouterProcess>>;
 let agent: AgentHandle;
 let configFile: string;
+let agentConfig: LiveConfig;
 
 afterAll(cleanupFile);
 
 beforeAll(async () => {
-  [mac, flakySim, hangSim] = await Promise.all([
+  [mac, flakySim, hangSim, slowSim] = await Promise.all([
     // Its operator set OLLAMA_CONTEXT_LENGTH=4096: without it a 64 GB Mac loads every model at up to 262144 tokens.
     startSimOllama({ id: "mac", memoryGb: 64, contextLength: 4096, models: ["llama3.2:3b", "qwen3:8b", "gemma3:4b", "nomic-embed-text"], loaded: ["llama3.2:3b"] }),
     startSimOllama({ id: "flaky", faults: { error500: true } }),
     startSimOllama({ id: "hung", faults: { hang: true } }),
+    startSimOllama({ id: "slow", memoryGb: 16, loadTimeMs: 3000, models: ["llama3.2:1b", "llama3.3:70b"] }),
   ]);
   const dir = tmpDir();
   configFile = join(dir, "herd.config.ts");
   writeConfig();
   router = await startRouterProcess(["serve", "--config", configFile, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
-  const live = await LiveConfig.open(null, (c) => ({ ...c, heartbeat: FAST }));
-  agent = startAgent({ nodeId: "mac", live, ollamaUrl: mac.url, send: postTo(router.url, 1000, () => NODE_TOKEN), collector: simCollector(mac, { chip: "Apple M2 Max", memoryBandwidthGbps: 400 }) });
+  // The agent reads the router's own file, as on the router's Mac: it runs the router's config, and follows its edits.
+  agentConfig = await LiveConfig.open(configFile);
+  agentConfig.watch();
+  agent = startAgent({ nodeId: "mac", live: agentConfig, ollamaUrl: mac.url, send: postTo(router.url, 1000, () => NODE_TOKEN), collector: simCollector(mac, { chip: "Apple M2 Max", memoryBandwidthGbps: 400 }) });
   await agent.beat();
   await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "mac")?.source === "agent", 3000, "mac's agent");
 });
 
 afterAll(async () => {
-  agent?.stop();
+  await agent?.stop();
+  agentConfig?.close();
   await router?.stop();
-  await Promise.all([mac?.stop(), flakySim?.stop(), hangSim?.stop()]);
+  await Promise.all([mac?.stop(), flakySim?.stop(), hangSim?.stop(), slowSim?.stop()]);
 });
 
 // autoPull off: a model nobody has fails at once. passthrough: a client's num_ctx reaches Ollama as sent. The point
@@ -364,11 +371,12 @@ test("mlx_server_unhealthy: a memory-blocked server is a warning, a quarantined 
   await until("mlx_server_unhealthy", "ok");
 });
 
+async function pin(model: string, pinned: boolean, node_id = "mac") {
+  const res = await fetch(`${router.url}/dashboard/api/pinned-models`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ node_id, model, pinned }) });
+  expect(res.status).toBe(200);
+}
+
 test("priority_models: a pinned model loaded nowhere is a warning that says to pull it; unpinned, ok", async () => {
-  const pin = async (model: string, pinned: boolean) => {
-    const res = await fetch(`${router.url}/dashboard/api/pinned-models`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ node_id: "mac", model, pinned }) });
-    expect(res.status).toBe(200);
-  };
   await pin("llama3.2:3b", true);
   expect((await until("priority_models", "ok")).finding).toBe("all 1 pin(s) loaded");
   await pin("qwen3:0.6b", true);
@@ -378,6 +386,43 @@ test("priority_models: a pinned model loaded nowhere is a warning that says to p
   await pin("qwen3:0.6b", false);
   await pin("llama3.2:3b", false);
   expect((await until("priority_models", "ok")).finding).toBe("no pinned models");
+});
+
+describe("pins on a Mac whose loads take a while (node slow)", () => {
+  beforeAll(async () => {
+    writeConfig(`, { id: "slow", ollama: "${slowSim.url}" }`);
+    await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === "slow")?.status === "online", 3000, "slow online");
+  });
+  afterAll(() => writeConfig());
+
+  test("priority_models: a pin whose load is under way says it is loading, where and for how long, and never fails; loaded, ok", async () => {
+    await pin("llama3.2:1b", true, "slow");
+    const seen: { severity: string; finding: string }[] = [];
+    await eventually(async () => {
+      const check = (await health()).checks.find((c: any) => c.id === "priority_models");
+      seen.push({ severity: check.severity, finding: check.finding });
+      return check.severity === "ok";
+    }, 10_000, "the pin loaded");
+    expect(seen.filter((c) => c.severity !== "info" && c.severity !== "ok")).toEqual([]);
+    const loading = seen.filter((c) => c.finding.includes("is loading"));
+    // Said all through the sim's 3 s load, not only at its start.
+    expect(loading.at(-1)?.finding).toMatch(/^pinned llama3\.2:1b is loading on slow \(for \d s\)$/);
+    expect(seen.at(-1)!.finding).toBe("all 1 pin(s) loaded");
+    await pin("llama3.2:1b", false, "slow");
+  });
+
+  test("priority_models: a pin whose load failed is a warning with the node's error, which the router's log has too", async () => {
+    await pin("llama3.3:70b", true, "slow");
+    const check = await eventually(async () => {
+      const c = (await health()).checks.find((c: any) => c.id === "priority_models");
+      return c.severity === "warning" && c;
+    }, 10_000, "the failed load");
+    expect(check.finding).toMatch(/^pinned llama3\.3:70b did not load on slow \([\d.]+ m?s ago\): model requires more system memory \([\d.]+ GiB\) than is available \(16\.0 GiB\)$/);
+    expect(check.recommendation).toContain("make room on slow if it is memory");
+    expect(router.output()).toMatch(/preloader: pinned llama3\.3:70b did not load on slow: model requires more system memory/);
+    await pin("llama3.3:70b", false, "slow");
+    expect((await until("priority_models", "ok")).finding).toBe("no pinned models");
+  });
 });
 
 test("context_waste: a model loaded with a 32k window for requests of a few hundred tokens is a warning", async () => {

@@ -189,7 +189,7 @@ describe("native embedding servers", () => {
   });
 });
 
-test("a heartbeat's thermal, disk and embedding fields are bounded: a wrong one is a 400 naming it", async () => {
+test("a heartbeat's thermal, config, disk and embedding fields are bounded: a wrong one is a 400 naming it", async () => {
   const post = async (body: Record<string, unknown>) => {
     const res = await fetch(`${router.url}/heartbeat`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${NODE_TOKEN}` }, body: JSON.stringify({ node_id: "hot", ...body }) });
     return [res.status, ((await res.json()) as any).error];
@@ -198,6 +198,7 @@ test("a heartbeat's thermal, disk and embedding fields are bounded: a wrong one 
   for (const [body, error] of [
     [{ thermal: { state: "unknown" } }, 'thermal.state: expected ("nominal" or "fair" or "serious" or "critical"), got "unknown"'],
     [{ thermal_unknown: "x".repeat(301) }, "thermal_unknown: "],
+    [{ config_error: "x".repeat(2001) }, "config_error: "],
     [{ disk_volumes: Array(9).fill(volume) }, "disk_volumes: "],
     [{ disk_volumes: [{ ...volume, path: "/".repeat(1025) }] }, "disk_volumes[0].path: "],
     [{ disk_volumes: [{ ...volume, available_gb: -1 }] }, "disk_volumes[0].available_gb: "],

@@ -105,6 +105,7 @@ test("an unauthenticated heartbeat for a node herd polls is only a sign of its a
     node_id: "studio",
     agent_version: "0.0.1-fake",
     config_hash: "not-the-routers",
+    config_error: "herd.config.ts: forged",
     labels: { owner: "attacker" },
     memory: { total_gb: 1, used_gb: 1, available_gb: 0, pressure: "critical" },
     hardware,
@@ -122,7 +123,7 @@ test("an unauthenticated heartbeat for a node herd polls is only a sign of its a
   expect(await served(chat(BIG))).toEqual([200, "studio"]);
   expect(await served(chat("org/studio-mlx"))).toEqual([404, "none"]);
   const node = await nodeOf("studio");
-  expect(node).toMatchObject({ agent_version: null, config_hash: null, version_drift: false, config_drift: false, labels: {}, memory: null, hardware: null, mlx_servers: [], source: "poll" });
+  expect(node).toMatchObject({ agent_version: null, config_hash: null, config_error: null, version_drift: false, config_drift: false, labels: {}, memory: null, hardware: null, mlx_servers: [], source: "poll" });
   await eventually(async () => said(/node studio: agent left \(no heartbeat for \d+ s\)/g) === said(/node studio: agent \S+ joined/g), 4000, "the leave logged");
   expect(await served(chat(BIG))).toEqual([200, "studio"]);
   expect(stolen).toEqual([]);

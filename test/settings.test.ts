@@ -75,7 +75,7 @@ describe("GET /dashboard/api/settings", () => {
     const sha = createHash("sha256").update(readFileSync(file)).digest("hex").slice(0, 12);
     expect(body.config_source).toEqual({ path: file, hash: sha, loaded_at: expect.any(Number), last_error: null });
     expect(body.config_source.hash).toBe((await getJson(`${url}/fleet/status`)).config.hash);
-    expect(body.nodes).toEqual([{ node_id: "n", status: "online", agent_version: null, config_hash: null, version_drift: false, config_drift: false, ip: sim.url, models_loaded_count: 1, is_router: false }]);
+    expect(body.nodes).toEqual([{ node_id: "n", status: "online", agent_version: null, config_hash: null, config_error: null, version_drift: false, config_drift: false, ip: sim.url, models_loaded_count: 1, is_router: false }]);
   });
 
   test("a broken edit shows under config_source.last_error, the last good hash kept", async () => {

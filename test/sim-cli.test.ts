@@ -29,6 +29,28 @@ describe("herd sim", () => {
     expect(await sim.stop()).toBe(0);
   });
 
+  test("each simulated Mac is reported by the real node agent (memory, CPU, disk, thermal), so the Recommendations page has a mix for every node", async () => {
+    const dir = tmpDir();
+    const sim = spawnHerd(["sim", "--nodes", "3", "--base-port", "0", "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")], { cwd: dir });
+    const [, routerUrl] = await sim.waitFor(/try: curl (http:\/\/[\d.]+:\d+)\/api\/chat/);
+    expect(sim.output()).toMatch(/node sim-studio: Ollama at http:\/\/127\.0\.0\.1:\d+: 8 model\(s\) on disk, 3 loaded/);
+    const nodes = (await getJson(`${routerUrl}/fleet/status`)).nodes;
+    expect(nodes.map((n: any) => [n.node_id, n.source, n.memory?.total_gb, n.hardware?.chip, n.thermal, n.cpu !== null, n.disk_volumes?.length])).toEqual([
+      ["sim-studio", "agent", 192, "Apple M2 Ultra", { state: "nominal" }, true, 1],
+      ["sim-mini", "agent", 32, "Apple M4 Pro", { state: "nominal" }, true, 1],
+      ["sim-air", "agent", 16, "Apple M3", { state: "nominal" }, true, 1],
+    ]);
+    const mix = await getJson(`${routerUrl}/dashboard/api/recommendations`);
+    expect(mix.nodes.map((n: any) => [n.node_id, n.total_ram_gb, n.note ?? null, n.recommendations.length > 0])).toEqual([
+      ["sim-studio", 192, null, true],
+      ["sim-mini", 32, null, true],
+      ["sim-air", 16, null, true],
+    ]);
+    expect(mix.uncovered_categories).toEqual([]);
+    expect(mix.fleet_summary).toStartWith("3 node(s), 240GB total RAM, ");
+    expect(await sim.stop()).toBe(0);
+  });
+
   test("--no-router starts only the nodes and prints their ports", async () => {
     const sim = spawnHerd(["sim", "--nodes", "2", "--base-port", "0", "--no-router"]);
     await sim.waitFor(/simulated node sim-mini: http:\/\/127\.0\.0\.1:\d+/);

@@ -7,6 +7,7 @@ import { LiveConfig } from "../config/live.ts";
 import { expandPath, findConfig, type LoadOptions, parseConfig } from "../config/load.ts";
 import type { Config, NodeEntry } from "../config/schema.ts";
 import type { OllamaSection } from "../fleet/heartbeat.ts";
+import { bandwidthForChip } from "../core/chips.ts";
 import { UserError } from "../errors.ts";
 import { log } from "../log.ts";
 import { DEFAULT_OLLAMA, postTo, startAgent } from "../node/agent.ts";
@@ -87,8 +88,9 @@ export async function runSim(opts: { configFlag?: string; overrides: Overrides; 
   if (opts.mlx && !opts.withRouter) throw new UserError("--mlx needs the router (its node agent runs the MLX server); drop --no-router");
   const stopped = untilSignal();
   const sims: SimNode[] = [];
+  const fleet = demoFleet(opts.nodes);
   try {
-    for (const [i, spec] of demoFleet(opts.nodes).entries()) sims.push(await startSimOllama({ ...spec, ollamaVersion: opts.ollamaVersion, port: opts.basePort && opts.basePort + i }));
+    for (const [i, { chip: _, ...spec }] of fleet.entries()) sims.push(await startSimOllama({ ...spec, ollamaVersion: opts.ollamaVersion, port: opts.basePort && opts.basePort + i }));
   } catch (e) {
     await Promise.all(sims.map((s) => s.stop()));
     throw new UserError(`cannot start simulated node on port ${opts.basePort + sims.length} (${(e as Error).message}); pass --base-port P`);
@@ -96,31 +98,30 @@ export async function runSim(opts: { configFlag?: string; overrides: Overrides; 
   for (const s of sims) log.info(`simulated node ${s.id}: ${s.url}`);
   let router: RouterHandle | null = null;
   let live: LiveConfig | null = null;
-  let agent: ReturnType<typeof startAgent> | null = null;
+  let agents: ReturnType<typeof startAgent>[] = [];
   if (opts.withRouter) {
     // --mlx: the first node runs an MLX server too; herd itself plays mlx_lm.server, as the release asked for.
     const release = opts.mlx === DEFAULT_MLX_LM_VERSION ? [] : ["--mlx-lm-version", opts.mlx!];
     const mlx = opts.mlx ? { mlx: [{ model: SIM_MLX_MODEL, port: opts.basePort ? opts.basePort + sims.length : await freePort() }], mlxCommand: [...selfCommand(), "sim-mlx-server", ...release] } : {};
     // The demo fleet replaces the config's nodes; everything else in the config still applies and reloads.
-    // Each node's memory declared, as an owner would for an agentless Mac: herd then knows the context its Ollama picks.
-    const simNodes = parseConfig({ nodes: sims.map((s, i) => ({ id: s.id, ollama: s.url, hardware: { memoryGb: s.state().memoryGb }, ...(i === 0 ? mlx : {}) })) }).nodes;
+    const simNodes = parseConfig({ nodes: sims.map((s, i) => ({ id: s.id, ollama: s.url, ...(i === 0 ? mlx : {}) })) }).nodes;
     // Demo traffic must not land in the real store: its own data dir unless one is given.
     const overrides = withOverrides(opts.overrides, SIM_DATA_DIR);
-    live = await openLive(opts.configFlag, (c) => ({ ...overrides(c), nodes: simNodes }));
-    const running = (router = await startRouter(live));
+    const config = (live = await openLive(opts.configFlag, (c) => ({ ...overrides(c), nodes: simNodes })));
+    const running = (router = await startRouter(config));
     announce(router, null);
-    // Only an agent runs MLX servers: the first node gets one, reporting the simulated machine.
-    if (opts.mlx) {
-      const first = sims[0]!;
-      const collector = simCollector(first, { chip: "Apple M3 Ultra", memoryBandwidthGbps: 819 });
-      agent = startAgent({ nodeId: first.id, live, ollamaUrl: first.url, collector, send: async (hb) => void running.rt.registry.heartbeat(hb, null, true) });
-    }
-    await reportPolled(router);
+    // Each node is reported by the real agent over its simulated machine, as a Mac running `herd node` is: its memory,
+    // CPU, disk and thermal state reach the overview, the health checks and the recommendations. Its agent runs the MLX server.
+    agents = sims.map((s, i) => {
+      const collector = simCollector(s, { chip: fleet[i]!.chip, memoryBandwidthGbps: bandwidthForChip(fleet[i]!.chip) });
+      return startAgent({ nodeId: s.id, live: config, ollamaUrl: s.url, collector, send: async (hb) => void running.rt.registry.heartbeat(hb, null, true) });
+    });
+    for (const [i, agent] of agents.entries()) log.info(`node ${sims[i]!.id}: Ollama at ${sims[i]!.url}: ${found(await agent.beat())}`);
     log.info(`try: curl ${router.url}/api/chat -d '{"model":"llama3.2:3b","messages":[{"role":"user","content":"hello"}]}'`);
     if (opts.mlx) log.info(`MLX: curl ${router.url}/api/chat -d '{"model":"mlx:${SIM_MLX_MODEL}","messages":[{"role":"user","content":"hello"}]}'`);
   }
   await stopped;
-  await agent?.stop();
+  await Promise.all(agents.map((a) => a.stop()));
   await router?.stop();
   live?.close();
   await Promise.all(sims.map((s) => s.stop()));

@@ -32,6 +32,8 @@ const ollamaSection = v.object({
 
 /** How long an MLX server's status_reason may be (the agent keeps its own within it). */
 export const MAX_STATUS_REASON = 2000;
+/** How long an agent's config error may be: its refused reload's message, as the router's own last_error says one. */
+export const MAX_CONFIG_ERROR = 2000;
 /** The longest trained context a heartbeat may report (16M tokens; today's longest are 10M). */
 export const MAX_CONTEXT_LENGTH = 2 ** 24;
 
@@ -85,6 +87,8 @@ export const heartbeatSchema = v.object({
   agent_version: v.optional(nodeText(64)),
   /** The hash of the config the agent runs (its file and every file it imports): rollouts compare it with the router's. */
   config_hash: v.optional(nodeText(128)),
+  /** Why the agent's last reload of its copy of the config was refused (it still runs config_hash); null: none was. */
+  config_error: v.optional(v.nullable(nodeText(MAX_CONFIG_ERROR))),
   ollama_url: v.optional(nodeText(2048)),
   draining: v.optional(v.boolean()),
   /** The agent is stopping: the router forgets what it reported now, not when its beats time out. */

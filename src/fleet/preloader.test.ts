@@ -86,6 +86,25 @@ test("a load the node refuses fails with Ollama's error, or with the HTTP status
   await expect(warm("http://studio.test:11434", "qwen3:8b", 1000)).rejects.toThrow("HTTP 502");
 });
 
+test("the warmer tells each load under way (node, model, since) and each whose last try failed, its error one bounded line, until a load of it works", async () => {
+  const release = holdAnswers();
+  const before = Date.now();
+  const under = warm("http://studio.test:11434", "qwen3:8b", 1000);
+  expect(warmer.states()).toEqual([{ node_id: "studio", model: "qwen3:8b", state: "loading", since: expect.any(Number) }]);
+  expect((warmer.states()[0] as { since: number }).since).toBeGreaterThanOrEqual(before);
+  release();
+  await under;
+  expect(warmer.states()).toEqual([]);
+  answer = async () => Response.json({ error: `out of memory\r\nINFO forged ${"x".repeat(1000)}` }, { status: 500 });
+  const refused = await warm("http://studio.test:11434", "qwen3:8b", 1000).then(() => "loaded", (e: Error) => e.message);
+  expect(refused).toStartWith("out of memory INFO forged xxx");
+  expect(refused).toHaveLength(501);
+  expect(warmer.states()).toEqual([{ node_id: "studio", model: "qwen3:8b", state: "failed", at: expect.any(Number), error: refused }]);
+  answer = async () => Response.json({ done: true });
+  await warm("http://studio.test:11434", "qwen3:8b", 1000);
+  expect(warmer.states()).toEqual([]);
+});
+
 test("a node that cannot be reached, or does not answer in time, fails saying so", async () => {
   answer = async () => Promise.reject(Object.assign(new Error("Unable to connect"), { code: "ConnectionRefused" }));
   await expect(warm("http://gone.test:11434", "qwen3:8b", 1000)).rejects.toThrow("connection refused");

@@ -5,12 +5,23 @@
 // the runtime: the fleet decides what to load where, not how to ask.
 import { log } from "../log.ts";
 import type { LiveConfig } from "../config/live.ts";
+import type { Config } from "../config/schema.ts";
+import { shortLine } from "../core/printable.ts";
 import { normalizeModelName } from "./model-name.ts";
 import { loadableUrl, type Pins } from "./pins.ts";
 import { cloudOn, loadedOn, onDisk, type Registry } from "./registry.ts";
 
 // A cycle every 12 heartbeats: 60 s at the default 5 s, seconds under the fast heartbeats of tests and demos.
 const HEARTBEATS_PER_CYCLE = 12;
+/** How long a load's error may be as herd keeps, logs and shows it: a node's text, so one bounded line. */
+const MAX_LOAD_ERROR = 500;
+/** Node:model loads whose failure is kept (the oldest go first): more than any fleet pins or replicates. */
+const MAX_FAILURES = 256;
+
+/** How often the preloader looks for pins to load. */
+export function preloadCycleMs(config: Pick<Config, "heartbeat">): number {
+  return HEARTBEATS_PER_CYCLE * config.heartbeat.intervalMs;
+}
 
 /**
  * How long a warmed model stays: "forever" for a pin (until it is unpinned), "while used" for a replica herd warmed
@@ -21,9 +32,16 @@ export type Keep = "forever" | "while used";
 /** Has the Ollama at `url` load `model` and keep it as `keep` says; resolves to how long the load took (ns), rejects with why not. */
 export type LoadModel = (url: string, model: string, timeoutMs: number, keep: Keep) => Promise<number>;
 
+/**
+ * A load on a node as the Health page tells it: under way since (ms epoch), or the last one failed, when and why
+ * (kept until a load of it works). A pinned model's load takes up to a minute on a real Mac.
+ */
+export type LoadState = { node_id: string; model: string } & ({ state: "loading"; since: number } | { state: "failed"; at: number; error: string });
+
 /** Loads models on nodes, one load per node:model at a time: a warm while one runs shares it. */
 export class Warmer {
-  private readonly loading = new Map<string, Promise<void>>();
+  private readonly loading = new Map<string, { promise: Promise<void>; state: LoadState }>();
+  private readonly failed = new Map<string, LoadState>();
 
   /** `loaded`: told of each load's duration (what the learned speeds keep). */
   constructor(
@@ -31,16 +49,34 @@ export class Warmer {
     private readonly loaded: (nodeId: string, model: string, loadNs: number) => void = () => {},
   ) {}
 
+  /** Rejects with the node's error as one bounded line. */
   warm(nodeId: string, url: string, model: string, timeoutMs: number, keep: Keep = "forever"): Promise<void> {
     const key = `${url} ${normalizeModelName(model)}`;
+    const node = `${nodeId} ${normalizeModelName(model)}`;
     let load = this.loading.get(key);
     if (!load) {
-      load = this.load(url, model, timeoutMs, keep)
-        .then((ns) => this.loaded(nodeId, model, ns))
-        .finally(() => this.loading.delete(key));
+      const promise = this.load(url, model, timeoutMs, keep).then(
+        (ns) => {
+          this.failed.delete(node);
+          this.loaded(nodeId, model, ns);
+        },
+        (e: Error) => {
+          const error = shortLine(e.message, MAX_LOAD_ERROR);
+          this.failed.delete(node);
+          this.failed.set(node, { node_id: nodeId, model, state: "failed", at: Date.now(), error });
+          for (const oldest of this.failed.keys()) if (this.failed.size > MAX_FAILURES) this.failed.delete(oldest);
+          throw new Error(error);
+        },
+      ).finally(() => this.loading.delete(key));
+      load = { promise, state: { node_id: nodeId, model, state: "loading", since: Date.now() } };
       this.loading.set(key, load);
     }
-    return load;
+    return load.promise;
+  }
+
+  /** The loads under way, and those whose last try failed. */
+  states(): LoadState[] {
+    return [...[...this.loading.values()].map((l) => l.state), ...this.failed.values()];
   }
 }
 
@@ -52,7 +88,7 @@ interface PreloadSources {
   warmer: Warmer;
 }
 
-export function startPreloader(rt: PreloadSources, intervalMs = () => HEARTBEATS_PER_CYCLE * rt.live.config.heartbeat.intervalMs): { stop(): void } {
+export function startPreloader(rt: PreloadSources, intervalMs = () => preloadCycleMs(rt.live.config)): { stop(): void } {
   const pins = rt.pins;
   const warned = new Set<string>();
   const warnOnce = (key: string, message: string) => {

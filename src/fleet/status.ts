@@ -58,6 +58,7 @@ function embeddingJson(r: NodeRecord["report"]) {
 /**
  * Which herd version and config (by hash) a node's agent says it runs, and whether either differs from the
  * router's: a rollout is done when no node drifts. An agentless node, or an agent too old to say, drifts never.
+ * `config_error`: why the agent refused its copy's last reload, which it would otherwise run.
  */
 export function nodeRuns(node: NodeRecord, routerHash: string) {
   const agent_version = node.report.agent_version ?? null;
@@ -65,6 +66,7 @@ export function nodeRuns(node: NodeRecord, routerHash: string) {
   return {
     agent_version,
     config_hash,
+    config_error: node.report.config_error ?? null,
     version_drift: agent_version !== null && agent_version !== VERSION,
     config_drift: config_hash !== null && config_hash !== routerHash,
   };

@@ -8,7 +8,8 @@ import { agentToken } from "../config/credentials/keys.ts";
 import { probeOllama } from "../backends/ollama.ts";
 import type { LiveConfig } from "../config/live.ts";
 import { type NodeEntry, nodeAnswerCap } from "../config/schema.ts";
-import { type Heartbeat, MAX_THERMAL_REASON, type OllamaSection, type ThermalReading } from "../fleet/heartbeat.ts";
+import { shortLine } from "../core/printable.ts";
+import { type Heartbeat, MAX_CONFIG_ERROR, MAX_THERMAL_REASON, type OllamaSection, type ThermalReading } from "../fleet/heartbeat.ts";
 import { log } from "../log.ts";
 import { VERSION } from "../version.ts";
 import { type SystemCollector, systemCollector } from "./collectors.ts";
@@ -75,6 +76,8 @@ export function startAgent(opts: AgentOptions): AgentHandle {
       node_id: opts.nodeId,
       agent_version: VERSION,
       config_hash: opts.live.current.source.hash,
+      // Its copy of the config refused on reload: invisible to the router otherwise, as the agent runs on.
+      config_error: configError(opts.live),
       ollama_url: url,
       cpu: collector.cpu(),
       memory,
@@ -120,6 +123,12 @@ export function startAgent(opts: AgentOptions): AgentHandle {
       await Promise.all([mlx.stop(), goodbye]);
     },
   };
+}
+
+/** Why the agent's copy of the config was refused, within the heartbeat's bound (null clears an earlier report). */
+function configError(live: LiveConfig): string | null {
+  const error = live.status().last_error;
+  return error && shortLine(error.message, MAX_CONFIG_ERROR - 1);
 }
 
 /** A reading in the heartbeat's fields: a state in `thermal`, which every router reads, or why there is none. */

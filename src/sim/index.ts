@@ -86,33 +86,41 @@ function node(id: string, kind: SimNode["kind"], server: SimServer): SimNode {
   };
 }
 
+/** A Mac of the demo fleet: its simulated Ollama, and the chip its agent reports (herd knows each chip's bandwidth). */
+export type DemoNode = SimNodeOptions & { chip: string };
+
 // Plausible Macs, biggest first; a fleet of n cycles through them.
-const DEMO_NODES: readonly Omit<SimNodeOptions, "id">[] = [
+const DEMO_NODES: readonly Omit<DemoNode, "id">[] = [
   {
+    chip: "Apple M2 Ultra",
     memoryGb: 192,
     tokensPerSecond: 600,
     models: ["gpt-oss:120b", "llama3.3:70b", "qwen2.5-coder:32b", "qwen3:32b", "gpt-oss:20b", "qwen3:8b", "llama3.2:3b", "nomic-embed-text"],
     loaded: ["gpt-oss:120b", "qwen2.5-coder:32b", "nomic-embed-text"],
   },
   {
+    chip: "Apple M4 Pro",
     memoryGb: 32,
     tokensPerSecond: 400,
     models: ["gpt-oss:20b", "qwen3:8b", "qwen2.5-coder:7b", "llama3.2:3b", "nomic-embed-text"],
     loaded: ["qwen3:8b"],
   },
   {
+    chip: "Apple M3",
     memoryGb: 16,
     tokensPerSecond: 250,
     models: ["qwen2.5-coder:7b", "gemma3:4b", "llama3.2:3b", "nomic-embed-text"],
     loaded: ["llama3.2:3b"],
   },
   {
+    chip: "Apple M3 Max",
     memoryGb: 64,
     tokensPerSecond: 500,
     models: ["qwen3:30b", "gpt-oss:20b", "llama3.1:8b", "qwen2.5-coder:7b", "llama3.2:3b", "nomic-embed-text"],
     loaded: ["gpt-oss:20b", "nomic-embed-text"],
   },
   {
+    chip: "Apple M2",
     memoryGb: 24,
     tokensPerSecond: 350,
     models: ["gemma3:12b", "qwen3:8b", "llama3.2:3b", "llama3.2:1b", "mxbai-embed-large"],
@@ -122,7 +130,7 @@ const DEMO_NODES: readonly Omit<SimNodeOptions, "id">[] = [
 const DEMO_IDS = ["sim-studio", "sim-mini", "sim-air", "sim-pro", "sim-mini-m2"];
 
 /** n varied, realistic Ollama nodes (ports left to the caller). */
-export function demoFleet(n: number): SimNodeOptions[] {
+export function demoFleet(n: number): DemoNode[] {
   return Array.from({ length: n }, (_, i) => {
     const round = Math.floor(i / DEMO_NODES.length);
     const id = DEMO_IDS[i % DEMO_IDS.length]! + (round > 0 ? `-${round + 1}` : "");

@@ -69,7 +69,8 @@ function drawNodes(list) {
 function nodeCard(n) {
   const hw = n.hardware;
   const loaded = n.ollama?.models_loaded ?? [];
-  const sub = [hw?.chip, hw && `${hw.cores_physical} cores`, n.ollama?.version && `Ollama ${n.ollama.version}`, n.source === "poll" ? "polled" : n.source === "agent" ? "agent" : null].filter(Boolean);
+  // A config's nodes[].hardware may say the memory alone: no chip or cores to name then.
+  const sub = [hw?.chip, hw?.cores_physical && `${hw.cores_physical} cores`, n.ollama?.version && `Ollama ${n.ollama.version}`, n.source === "poll" ? "polled" : n.source === "agent" ? "agent" : null].filter(Boolean);
   const mem = n.memory;
   const memTone = mem && { nominal: "ok", warning: "warn", critical: "crit" }[mem.pressure];
   return h(
@@ -172,16 +173,17 @@ function speedsBlock(n) {
   const rows = Object.entries(n.speeds ?? {}).map(([model, s]) => ({ model, ...s }));
   const c = n.capacity;
   const basis = c && (c.sources.decode === "predicted" ? "learned" : n.hardware?.memory_bandwidth_gbps ? "from its hardware" : "a guess");
+  // The unit in the heading, not in every cell: the table fits the card (a model's name wraps).
   return h(
     "div",
-    { "data-speeds": "" },
-    h("div", { class: "k muted small", style: { marginBottom: "6px" } }, "Speeds", c && h("span", { title: "decode rate × model size: the effective memory bandwidth" }, ` · ${fmt.num(c.decode_gb_per_s, 0)} GB/s effective (${basis})`)),
+    { class: "speeds", "data-speeds": "" },
+    h("div", { class: "k muted small", style: { marginBottom: "6px" } }, "Speeds (tokens/s)", c && h("span", { title: "decode rate × model size: the effective memory bandwidth" }, ` · ${fmt.num(c.decode_gb_per_s, 0)} GB/s effective (${basis})`)),
     rows.length
       ? table(
           [
             { label: "Model", value: (r) => h("span", { class: "mono" }, r.model) },
-            { label: "Decode", value: (r) => (r.decode_tps === null ? "—" : `${fmt.num(r.decode_tps)} tok/s`), right: true },
-            { label: "Prefill", value: (r) => (r.prefill_tps === null ? "—" : `${fmt.num(r.prefill_tps, 0)} tok/s`), right: true },
+            { label: "Decode", value: (r) => fmt.num(r.decode_tps), right: true },
+            { label: "Prefill", value: (r) => fmt.num(r.prefill_tps, 0), right: true },
             { label: "Load", value: (r) => fmt.ms(r.load_ms), right: true },
           ],
           rows,

@@ -9,6 +9,7 @@ import type { ExportHealth } from "../../core/export-health.ts";
 import type { TraceWriter } from "../../store/traces.ts";
 import { trafficByModel } from "../../store/health-stats.ts";
 import type { Pins } from "../pins.ts";
+import type { Warmer } from "../preloader.ts";
 import type { Queues } from "../queues.ts";
 import type { Registry } from "../registry.ts";
 import { ollamaDown } from "../ollama-down.ts";
@@ -35,6 +36,7 @@ export interface HealthSources {
   registry: Registry;
   queues: Queues;
   pins: Pins;
+  warmer: Pick<Warmer, "states">;
   store: Database;
   traces: Pick<TraceWriter, "health">;
   exports: Pick<ExportHealth, "signals" | "droppedSpans">;
@@ -49,6 +51,7 @@ function snapshot(rt: HealthSources, now: number): HealthInput {
     nodes: registry.all().map((n) => ({ ...n, declared: registry.entry(n.id) !== undefined, loadEvents: [...n.loadEvents] })),
     ollamaDown: ollamaDown(registry.all(), (n) => registry.shownOllamaUrl(n)),
     pins: Object.entries(rt.pins.perNode()).flatMap(([node_id, models]) => models.map((model) => ({ node_id, model }))),
+    loads: rt.warmer.states(),
     queues: queues.entries().map((q) => ({
       node_id: q.node_id,
       model: q.model,

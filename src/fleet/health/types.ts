@@ -6,6 +6,7 @@ import type { Config } from "../../config/schema.ts";
 import type { ModelTraffic } from "../../store/health-stats.ts";
 import type { TraceWrites } from "../../store/traces.ts";
 import type { OllamaDown } from "../ollama-down.ts";
+import type { LoadState } from "../preloader.ts";
 import type { NodeRecord } from "../registry.ts";
 import type { ContextUsage } from "./context-usage.ts";
 
@@ -37,8 +38,10 @@ export interface HealthInput {
   nodes: NodeInput[];
   /** The nodes whose Ollama does not answer. */
   ollamaDown: OllamaDown[];
-  /** Every pin: the config's and the API's. */
+  /** Every pin: the config's and the API's, each node's in the order the preloader takes them. */
   pins: { node_id: string; model: string }[];
+  /** The loads under way on nodes (the preloader's, a pin's, a replica's), and those whose last try failed. */
+  loads: LoadState[];
   queues: QueueInput[];
   /** Per-model traffic of the last hour. */
   lastHour: ModelTraffic[];

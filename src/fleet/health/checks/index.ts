@@ -1,5 +1,6 @@
 // Every health check, in the order the dashboard lists checks of equal severity.
 import type { HealthCheck } from "../types.ts";
+import { configDrift } from "./config-drift.ts";
 import { configReloadError } from "./config-reload-error.ts";
 import { contextWaste } from "./context-waste.ts";
 import { diskSpaceLow } from "./disk-space.ts";
@@ -36,6 +37,7 @@ export const CHECKS: readonly HealthCheck[] = [
   priorityModels,
   mlxServerUnhealthy,
   configReloadError,
+  configDrift,
   storeWritable,
   otlpExport,
   embedErrorRate,
