@@ -6,7 +6,9 @@
 //   client    Bun's fetch, undici's Pool and herd's own HTTP/1.1 client as herd's upstream client
 //   routing   seeded mixed workloads (agent sessions among them) through each routing.strategy (and finish-time without
 //             session affinity), on two fleets of unlike Macs, beside the best any routing could do (HERD_BENCH_SEEDS=5,6:
-//             only those seeds; HERD_BENCH_KEEP_DATA=1: each herd's data dir, with its traces, kept)
+//             only those seeds; HERD_BENCH_KEEP_DATA=1: each herd's data dir, with its traces, kept); then finish-time
+//             against the point scorer on fleets and workloads drawn from held-out seeds (HERD_BENCH_RANDOM_SEEDS=101,102:
+//             those instead; HERD_BENCH_FLEETS=fixed or random: only those fleets)
 //   load      1,000 concurrent streaming clients for 60 s through herd: errors, added latency, memory, CPU
 //   telemetry time to ready, idle memory and CPU per request without and with OTLP export (telemetry.otlp),
 //             and of HERD_BENCH_BEFORE's binary when given (off must cost what it did before)
@@ -25,6 +27,7 @@ import { MODEL } from "./bench/matrix.ts";
 const FLEET_MODELS = [MODEL, "qwen3:8b", "gemma3:4b"];
 import { measureOverhead, overheadMarkdown } from "./bench/overhead.ts";
 import { compareStrategies, routingMarkdown } from "./bench/routing.ts";
+import { compareOnRandomFleets, randomRoutingMarkdown } from "./bench/routing-random.ts";
 import { measureTelemetry, telemetryMarkdown } from "./bench/telemetry.ts";
 import { HOST_TARGET } from "./build.ts";
 
@@ -64,7 +67,11 @@ try {
 } finally {
   await sim.stop();
 }
-if (runs("routing")) out.push(routingMarkdown(await compareStrategies(bin)));
+if (runs("routing")) {
+  const fleets = process.env.HERD_BENCH_FLEETS;
+  if (fleets !== "random") out.push(routingMarkdown(await compareStrategies(bin)));
+  if (fleets !== "fixed") out.push(randomRoutingMarkdown(await compareOnRandomFleets(bin)));
+}
 if (runs("load")) out.push(loadMarkdown(await measureLoad(bin)));
 
 const cpu = cpus()[0]?.model.trim() ?? "unknown CPU";

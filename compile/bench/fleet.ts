@@ -25,10 +25,13 @@ export interface Mac {
   diskGbps: number;
   models: string[];
   loaded: string[];
+  /** Named in the config by its Ollama URL only, no node agent: herd knows of it only what Ollama answers. */
+  agentless?: boolean;
 }
 
 export interface BenchFleet {
-  name: "agents" | "agentless" | "sessions";
+  /** "agents", "agentless", "sessions", or a fleet drawn from a seed (random-fleet.ts). */
+  name: string;
   macs: readonly Mac[];
 }
 
@@ -52,9 +55,9 @@ export const AGENT_FLEET: BenchFleet = {
 export const AGENTLESS_FLEET: BenchFleet = {
   name: "agentless",
   macs: [
-    { id: "ultra", chip: "Apple M3 Ultra", memoryGb: 192, bandwidthGbps: 819, diskGbps: 6, models: EVERY_MODEL, loaded: ["qwen2.5-coder:32b", "nomic-embed-text", AGENT_MODEL] },
-    { id: "max", chip: "Apple M1 Max", memoryGb: 64, bandwidthGbps: 400, diskGbps: 5, models: EVERY_MODEL, loaded: ["llama3.2:3b", "mistral:7b", AGENT_MODEL] },
-    { id: "m1", chip: "Apple M1", memoryGb: 16, bandwidthGbps: 68, diskGbps: 2, models: BUT_THE_32B, loaded: ["llama3.2:3b", "nomic-embed-text"] },
+    { id: "ultra", chip: "Apple M3 Ultra", memoryGb: 192, bandwidthGbps: 819, diskGbps: 6, models: EVERY_MODEL, loaded: ["qwen2.5-coder:32b", "nomic-embed-text", AGENT_MODEL], agentless: true },
+    { id: "max", chip: "Apple M1 Max", memoryGb: 64, bandwidthGbps: 400, diskGbps: 5, models: EVERY_MODEL, loaded: ["llama3.2:3b", "mistral:7b", AGENT_MODEL], agentless: true },
+    { id: "m1", chip: "Apple M1", memoryGb: 16, bandwidthGbps: 68, diskGbps: 2, models: BUT_THE_32B, loaded: ["llama3.2:3b", "nomic-embed-text"], agentless: true },
   ],
 };
 
@@ -89,20 +92,20 @@ export function simOptions(m: Mac): MacSim {
 export async function startFleet(fleet: BenchFleet): Promise<Fleet> {
   const sims = await Promise.all(fleet.macs.map((m) => startSimOllama(simOptions(m))));
   const stops: (() => void)[] = [];
-  const withAgents = fleet.name !== "agentless";
   return {
     sims,
-    nodes: fleet.macs.map((m, i) => (withAgents ? { id: m.id, token: randomUUID() } : { id: m.id, ollama: sims[i]!.url })),
+    nodes: fleet.macs.map((m, i) => (m.agentless ? { id: m.id, ollama: sims[i]!.url } : { id: m.id, token: randomUUID() })),
     async report(routerUrl, routerConfig) {
-      if (!withAgents) return;
+      const withAgents = fleet.macs.flatMap((m, i) => (m.agentless ? [] : [{ m, sim: sims[i]! }]));
+      if (!withAgents.length) return;
       const live = await LiveConfig.open(null, () => routerConfig);
-      const agents = fleet.macs.map((m, i) =>
+      const agents = withAgents.map(({ m, sim }) =>
         startAgent({
           nodeId: m.id,
           live,
-          ollamaUrl: sims[i]!.url,
+          ollamaUrl: sim.url,
           send: postTo(routerUrl, routerConfig.timeouts.connectMs, () => agentToken(routerConfig, m.id)),
-          collector: simCollector(sims[i]!, { chip: m.chip, memoryBandwidthGbps: m.bandwidthGbps }),
+          collector: simCollector(sim, { chip: m.chip, memoryBandwidthGbps: m.bandwidthGbps }),
         }),
       );
       stops.push(() => {

@@ -13,14 +13,14 @@ import { percentile, pct, secs, sorted } from "./stats.ts";
 import { AGENT_MODEL, AGENT_REPLY_TOKENS, COMPETING_SESSIONS, competingSessions, DURATION_MS, type Job, RARE_MODEL, SEEDS, workload } from "./workload.ts";
 
 /** Each routing setup compared: every strategy, and finish-time without session affinity (what affinity gains agents). */
-const SETUPS = [
+export const SETUPS = [
   { name: "finish-time", routing: { strategy: "finish-time" } },
   { name: "finish-time, no affinity", routing: { strategy: "finish-time", sessionAffinity: false } },
   { name: "score", routing: { strategy: "score" } },
   { name: "round-robin", routing: { strategy: "round-robin" } },
   { name: "least-connections", routing: { strategy: "least-connections" } },
 ] as const satisfies readonly { name: string; routing: HerdConfig["routing"] }[];
-type Setup = (typeof SETUPS)[number];
+export type Setup = (typeof SETUPS)[number];
 /** The competing sessions are run with and without affinity: what affinity gains agents where each turn has a choice. */
 const SESSION_SETUPS = SETUPS.filter((s) => s.routing.strategy === "finish-time");
 
@@ -50,7 +50,7 @@ export async function compareStrategies(bin: string): Promise<StrategyRun[]> {
   return runs;
 }
 
-async function runStrategy(bin: string, bench: BenchFleet, setup: Setup, seed: number, jobs: Job[]): Promise<StrategyRun> {
+export async function runStrategy(bin: string, bench: BenchFleet, setup: Setup, seed: number, jobs: Job[]): Promise<StrategyRun> {
   const strategy = setup.name;
   const fleet = await startFleet(bench);
   // VRAM fallback off: the comparison is about where a model runs, not which model answers.
@@ -139,7 +139,7 @@ function fleetMarkdown(bench: BenchFleet, runs: StrategyRun[], kinds: string[]):
     return `| ${r.strategy} | ${r.seed} | ${ok.length}/${r.outcomes.length} | ${p(latency, 0.5)} | ${p(latency, 0.95)} | ${p(latency, 0.99)} | ${p(ttft, 0.5)} | ${p(ttft, 0.95)} | ${p(agent, 0.5)} | ${p(agent, 0.95)} | ${total(r.loads)} (${ids.map((id) => r.loads[id]).join(" / ")}) | ${total(r.evictions)} | ${total(r.cachedPromptTokens)} | ${share} |`;
   });
   const bounds = [...new Set(runs.map((r) => r.seed))].flatMap((seed) => {
-    const b = boundOf(bench, seed);
+    const b = boundOf(bench, workload(seed));
     const row = (name: string, ms: number[]) => `| ${name} | ${seed} | – | ${secs(percentile(ms, 0.5))} | ${secs(percentile(ms, 0.95))} | ${secs(percentile(ms, 0.99))} | – | – | – | – | – | – | – | – |`;
     return [row("best possible, resident", b.resident), row("best possible, first loads", b.withLoads)];
   });
@@ -176,9 +176,9 @@ ${targetsMarkdown(bench, runs)}`;
  * The seed's workload on the fleet with no queue (bound.ts), sorted: every model resident wherever it fits, and a first
  * load of each model on its first request where it is not resident at start.
  */
-function boundOf(bench: BenchFleet, seed: number): { resident: number[]; withLoads: number[] } {
+export function boundOf(bench: BenchFleet, jobs: readonly Job[]): { resident: number[]; withLoads: number[] } {
   const nodes = bench.macs.map(simOptions);
-  const best = workOf(workload(seed)).flatMap((w) => bestMs(w, nodes) ?? []);
+  const best = workOf(jobs).flatMap((w) => bestMs(w, nodes) ?? []);
   return { resident: sorted(best.map((b) => b.resident)), withLoads: sorted(best.map((b) => b.withLoad)) };
 }
 
@@ -194,7 +194,7 @@ function targetsMarkdown(bench: BenchFleet, runs: StrategyRun[]): string {
     if (!ft || !score || !solo) return [];
     const [l, s] = [latency(ft), latency(score)];
     const [with_, without] = [agentTtft(ft), agentTtft(solo)];
-    const b = boundOf(bench, seed);
+    const b = boundOf(bench, workload(seed));
     const at = (q: number) => ({ ft: percentile(l, q), score: percentile(s, q), bound: { resident: percentile(b.resident, q), withLoads: percentile(b.withLoads, q) } });
     const [p95, p99] = [at(0.95), at(0.99)];
     const bounds = (x: typeof p95) => `${ratio(x.bound.resident, x.score)} / ${ratio(x.bound.withLoads, x.score)}`;

@@ -47,28 +47,67 @@ describe("the estimate", () => {
 
   test("a cold load on a big fast node beats a long queue on a small one", () => {
     const small = node("small", { queue: { pending: 4, inFlight: 1, lastDispatchAt: 0 } });
-    const big = node("big", { resident: false, slots: 4, speed: { decodeTps: 60, prefillTps: 3000, loadMs: 6000 }, memory: { freeGb: 150, idleGb: [] } });
+    const big = node("big", { resident: false, slots: 4, speed: { decodeTps: 60, prefillTps: 3000, loadMs: 6000 }, memory: { freeGb: 150, idle: [] } });
     expect(order([small, big])).toEqual(["big", "small"]);
   });
 
   test("a model that does not fit, even after evicting the idle models, is excluded", () => {
-    const full = node("full", { resident: false, sizeGb: 20, memory: { freeGb: 4, idleGb: [6] } });
-    const roomy = node("roomy", { resident: false, sizeGb: 20, memory: { freeGb: 40, idleGb: [] } });
+    const full = node("full", { resident: false, sizeGb: 20, memory: { freeGb: 4, idle: [{ sizeGb: 6, reloadMs: 0 }] } });
+    const roomy = node("roomy", { resident: false, sizeGb: 20, memory: { freeGb: 40, idle: [] } });
     const { ranked, excluded } = rankByFinishTime([full, roomy], req);
     expect(ranked.map((e) => e.candidate.nodeId)).toEqual(["roomy"]);
     expect(excluded).toEqual([{ nodeId: "full", reason: "model needs 20 GB; 10 GB free even after evicting idle models" }]);
   });
 
   test("when none fits beside the models busy there, they are ranked anyway: Ollama loads once those finish", () => {
-    const busy = (id: string, freeGb: number) => node(id, { resident: false, sizeGb: 20, memory: { freeGb, idleGb: [] } });
+    const busy = (id: string, freeGb: number) => node(id, { resident: false, sizeGb: 20, memory: { freeGb, idle: [] } });
     const { ranked, excluded } = rankByFinishTime([busy("a", 4), busy("b", 8)], req);
     expect(ranked.map((e) => e.candidate.nodeId)).toEqual(["a", "b"]);
     expect(excluded.map((e) => e.nodeId)).toEqual(["a", "b"]);
   });
 
-  test("evicting idle models to make room costs their unloads, the biggest first", () => {
-    const c = node("a", { resident: false, sizeGb: 20, memory: { freeGb: 5, idleGb: [3, 12, 4] } });
+  test("evicting idle models to make room costs their unloads, least recently used first, as Ollama evicts them", () => {
+    const idle = [3, 12, 4].map((sizeGb) => ({ sizeGb, reloadMs: 0 }));
+    const c = node("a", { resident: false, sizeGb: 20, memory: { freeGb: 5, idle } });
+    // 5 + 3 + 12 = 20: the first two go.
     expect(estimateFinish(c, req)).toMatchObject({ breakdown: { evict_ms: 2 * EVICT_MS } });
+  });
+
+  test("evicting a model asked for lately costs its next request a load: the choice weighs it, the finish does not", () => {
+    const evicts = node("evicts", { resident: false, sizeGb: 20, memory: { freeGb: 5, idle: [{ sizeGb: 20, reloadMs: 8000 }] } });
+    const roomy = node("roomy", { resident: false, sizeGb: 20, memory: { freeGb: 40, idle: [] }, speed: { decodeTps: 15, prefillTps: 400, loadMs: 5000 } });
+    const e = estimateFinish(evicts, req);
+    expect(e).toMatchObject({ ms: 5000 + EVICT_MS + 2000 + 10000, breakdown: { reload_evicted_ms: 8000 } });
+    // roomy finishes later (2.5 s prefill, 13.3 s decode) but costs no other request a reload.
+    expect(order([evicts, roomy])).toEqual(["roomy", "evicts"]);
+  });
+
+  test("the request running there is partly done: the wait is what is left of it", () => {
+    const c = node("a", { queue: { pending: 0, inFlight: 1, lastDispatchAt: 0, runningForMs: 9000 } });
+    // One ahead of 2 s prefill + 10 s decode, 9 s of it gone.
+    expect(estimateFinish(c, req)).toMatchObject({ breakdown: { wait_ms: 3000 } });
+  });
+
+  test("a stream ranks by its first token and half its decode: a slower node that starts now beats a faster one's queue", () => {
+    const fastBusy = node("fast", { queue: { pending: 0, inFlight: 1, lastDispatchAt: 0 }, speed: { decodeTps: 40, prefillTps: 1000, loadMs: 2000 } });
+    const slowIdle = node("slow", { speed: { decodeTps: 16, prefillTps: 350, loadMs: 5000 } });
+    // fast: 6 s wait + 1 s prefill + 5 s decode = 12 s, a stream's cost 9.5 s; slow: 2.9 s prefill + 12.5 s decode =
+    // 15.4 s, a stream's cost 9.1 s (its first token at 2.9 s, not 7 s).
+    expect(order([fastBusy, slowIdle])).toEqual(["fast", "slow"]);
+    expect(order([fastBusy, slowIdle], { ...req, stream: true })).toEqual(["slow", "fast"]);
+  });
+
+  test("with explore, a node whose speed is not learned comes first where it costs at most 1.5× the best", () => {
+    const known = node("known", { speedKnown: true, speed: { decodeTps: 40, prefillTps: 1000, loadMs: 2000 } });
+    const fresh = node("fresh", { speedKnown: false });
+    const coldFresh = node("cold", { speedKnown: false, resident: false, speed: { decodeTps: 60, prefillTps: 2000, loadMs: 100 } });
+    expect(order([known, coldFresh], { ...req, explore: true })[0]).toBe("known"); // exploring costs no load
+    const far = node("far", { speedKnown: false, speed: { decodeTps: 5, prefillTps: 100, loadMs: 5000 } });
+    expect(order([known, fresh, far])).toEqual(["known", "fresh", "far"]);
+    // known: 1 s + 5 s; fresh: 2 s + 10 s = 2×: too dear to explore; a closer one is.
+    expect(order([known, fresh, far], { ...req, explore: true })[0]).toBe("known");
+    const close = node("close", { speedKnown: false, speed: { decodeTps: 30, prefillTps: 800, loadMs: 2000 } });
+    expect(order([known, close], { ...req, explore: true })).toEqual(["close", "known"]);
   });
 
   test("near-ties go to the node dispatched to least recently, so equal nodes share the load", () => {
@@ -89,12 +128,14 @@ describe("the estimate", () => {
     expect(order([node("a-small", { ...cold, evidentMemoryGb: 12.6 }), node("z-big", { ...cold, evidentMemoryGb: 20 })])[0]).toBe("z-big");
   });
 
-  test("a node that has the model keeps it unless a cold load elsewhere is clearly sooner", () => {
-    const hot = node("hot", { queue: { pending: 0, inFlight: 1, lastDispatchAt: 0 } }); // 12 s ahead + 12 s
-    const closeCold = node("cold", { resident: false, speed: { decodeTps: 20, prefillTps: 500, loadMs: 7000 } }); // 19 s: sooner, not by 25%
-    expect(order([hot, closeCold])).toEqual(["hot", "cold"]);
+  test("a node that has the model keeps it until the wait there is longer than the whole request elsewhere, load included", () => {
+    const idle = node("hot"); // 12 s
     const fastCold = node("cold", { resident: false, speed: { decodeTps: 40, prefillTps: 1000, loadMs: 3000 } }); // 9 s
-    expect(order([hot, fastCold])).toEqual(["cold", "hot"]);
+    expect(order([idle, fastCold])).toEqual(["hot", "cold"]); // no queue to save: the model stays where it is
+    const busy = node("hot", { queue: { pending: 1, inFlight: 1, lastDispatchAt: 0 } }); // 24 s ahead + 12 s
+    const cold = node("cold", { resident: false, speed: { decodeTps: 20, prefillTps: 500, loadMs: 12000 } }); // 24 s
+    expect(order([busy, cold])).toEqual(["hot", "cold"]); // sooner by 12 s, but the wait (24 s) is not 1 s past its whole
+    expect(order([busy, fastCold])).toEqual(["cold", "hot"]); // 24 s of wait against 9 s
   });
 
   test("a prefix the node holds cached is not prefilled again (session affinity's input)", () => {

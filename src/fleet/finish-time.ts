@@ -1,25 +1,36 @@
 // When a request would finish on each candidate node, in ms: the wait for a slot, the load of a
-// model not resident (after evicting idle models to make room) or the reload of one loaded with
-// another context, the prefill of the prompt and the decode of the expected reply, all from the
-// speeds herd learned (or predicts) of that node.
-// The smallest wins. Pure: the dispatcher gathers the inputs, so the choice is easy to test.
+// model not resident (after evicting idle models to make room, least recently used first, as
+// Ollama's scheduler does, and paying again for one that will be asked for soon) or the reload of
+// one loaded with another context, the prefill of the prompt and the decode of the expected reply,
+// all from the speeds herd learned (or predicts) of that node. The soonest wins, or for a stream the
+// soonest first token with the decode counted in part (the client reads it as it comes); a node
+// whose speed herd has not learned for the model gets a bounded share of the requests it could
+// serve nearly as well, so herd learns it.
+// Pure: the dispatcher gathers the inputs, so the choice is easy to test.
 
 /** A node that could serve the request, as the estimate reads it. */
 export interface FinishCandidate {
   nodeId: string;
   /** The model is loaded there (or loading: a request of it runs there), so no load comes first. */
   resident: boolean;
+  /** What the model takes in memory loaded there: its weights and the KV cache of the context it would get. */
   sizeGb: number;
-  /** Its node:model queue: waiting, running, and when it last got a request (ms epoch; 0 = never). */
-  queue: { pending: number; inFlight: number; lastDispatchAt: number };
+  /**
+   * Its node:model queue: waiting, running, when it last got a request (ms epoch; 0 = never), and how long the oldest
+   * request running there has run (0: none), which is that much nearer its end.
+   */
+  queue: { pending: number; inFlight: number; lastDispatchAt: number; runningForMs?: number };
   /** Requests the node runs at once per model. */
   slots: number;
   speed: { decodeTps: number; prefillTps: number; loadMs: number };
   /**
-   * Room for the model there, in GB: free now, and the sizes of the loaded models nothing uses (which a load
-   * may evict); null when the node's memory is unknown, or the model is resident (no load needs room).
+   * Room for the model there, in GB: free now, and the loaded models nothing uses (which a load may evict), least
+   * recently used first, each with its size and, for one asked for lately, the load it would then need again; null
+   * when the node's memory is unknown, or the model is resident (no load needs room).
    */
-  memory: { freeGb: number; idleGb: number[] } | null;
+  memory: { freeGb: number; idle: IdleModel[] } | null;
+  /** herd has learned this model's speed on the node lately: nothing to explore there. */
+  speedKnown?: boolean;
   /** Prompt tokens the node likely still holds cached for this request (session affinity); 0 when none. */
   cachedPrefixTokens: number;
   /**
@@ -35,8 +46,19 @@ export interface FinishCandidate {
   evidentMemoryGb: number;
 }
 
+/** A loaded model no request uses, as an eviction sees it. */
+export interface IdleModel {
+  sizeGb: number;
+  /** Asked for lately: evicting it costs its next request this load (ms); 0 when it has not been. */
+  reloadMs: number;
+}
+
 export interface FinishRequest {
   promptTokens: number;
+  /** The client reads the answer as it comes: the first token weighs more than the last. */
+  stream?: boolean;
+  /** This request may go to a node whose speed herd has not learned (the caller keeps that to a bounded share). */
+  explore?: boolean;
   /** The reply's expected length: its cap, else what the model usually produces. */
   outputTokens: number;
   /** What the model usually produces: the length of the requests queued ahead. */
@@ -50,6 +72,8 @@ export type FinishBreakdown = {
   /** The load again, of a model loaded with another context than this request is sent (reloadsRunner); 0 otherwise. */
   reload_ms: number;
   evict_ms: number;
+  /** The loads that evicting models asked for lately will cost their next requests. */
+  reload_evicted_ms?: number;
   prefill_ms: number;
   decode_ms: number;
   /** The prompt tokens taken to be cached there (session affinity), not in ms; absent when none. */
@@ -58,7 +82,10 @@ export type FinishBreakdown = {
 
 export interface Estimated<C> {
   candidate: C;
+  /** The predicted finish, in ms from now. */
   ms: number;
+  /** What the ranking compares: the finish, or for a stream the first token and part of the decode. */
+  costMs: number;
   breakdown: FinishBreakdown;
 }
 
@@ -67,51 +94,68 @@ export const EVICT_MS = 500;
 /** Estimates this close to the best (5%, or 50 ms: below that they are noise) are a tie, broken by who was dispatched to least recently. */
 export const TIE_RATIO = 1.05;
 export const TIE_MS = 50;
-/** A cold load elsewhere beats the node that has the model only when it finishes this much sooner (both): */
-export const SPILL_RATIO = 0.75;
+/**
+ * A cold load elsewhere beats the node that has the model only when the wait there is longer than the whole of the
+ * request elsewhere, load included, by this much: a second copy is loaded when the queue costs more than it, and a
+ * model is not traded back and forth between two idle nodes.
+ */
 export const SPILL_MIN_MS = 1000;
+/** Of a stream's decode, the share its ranking counts: the client reads the tokens as they come. */
+export const STREAM_DECODE_WEIGHT = 0.5;
+/** A node whose speed for the model herd has not learned is explored when it would cost at most this × the best (and TIE_MS). */
+export const EXPLORE_RATIO = 1.5;
 
 /** The estimate for one candidate, or why it cannot serve at all. */
 export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishRequest): Estimated<C> | { excluded: string } {
   const prefillMs = (tokens: number) => (Math.max(0, tokens) / c.speed.prefillTps) * 1000;
   const decodeMs = (tokens: number) => (tokens / c.speed.decodeTps) * 1000;
-  let evictions = 0;
+  let [evictions, reloadEvictedMs] = [0, 0];
   if (!c.resident && c.memory && c.sizeGb > c.memory.freeGb) {
     let room = c.memory.freeGb;
-    for (const gb of [...c.memory.idleGb].sort((a, b) => b - a)) {
+    for (const idle of c.memory.idle) {
       if (room >= c.sizeGb) break;
-      room += gb;
+      room += idle.sizeGb;
       evictions++;
+      reloadEvictedMs += idle.reloadMs;
     }
-    if (room < c.sizeGb) return { excluded: `model needs ${c.sizeGb} GB; ${round(room)} GB free even after evicting idle models` };
+    if (room < c.sizeGb) return { excluded: `model needs ${round(c.sizeGb)} GB; ${round(room)} GB free even after evicting idle models` };
   }
   const reload = c.reloadsRunner;
   const cached = reload ? 0 : c.cachedPrefixTokens;
   // The requests ahead of this one (those queued, and those running beyond the slots but one) are taken to be typical.
   // A reload waits for all of them: the runner restarts only once idle, so the last batch runs whole first.
   const slots = Math.max(1, c.slots);
+  // The oldest request running is partly done.
   const serviceMs = prefillMs(req.promptTokens) + decodeMs(req.typicalOutputTokens);
+  const begun = Math.min(serviceMs, c.queue.runningForMs ?? 0);
   const waitMs = reload
-    ? Math.ceil((c.queue.pending + c.queue.inFlight) / slots) * serviceMs
-    : ((c.queue.inFlight < c.slots ? 0 : c.queue.pending + c.queue.inFlight - c.slots + 1) * serviceMs) / slots;
+    ? Math.max(0, Math.ceil((c.queue.pending + c.queue.inFlight) / slots) * serviceMs - begun)
+    : c.queue.inFlight < c.slots
+      ? 0
+      : Math.max(0, ((c.queue.pending + c.queue.inFlight - c.slots + 1) * serviceMs - begun) / slots);
   const breakdown: FinishBreakdown = {
     wait_ms: round(waitMs),
     load_ms: c.resident ? 0 : round(c.speed.loadMs),
     reload_ms: reload ? round(c.speed.loadMs) : 0,
     evict_ms: evictions * EVICT_MS,
+    ...(reloadEvictedMs > 0 ? { reload_evicted_ms: round(reloadEvictedMs) } : {}),
     prefill_ms: round(prefillMs(req.promptTokens - cached)),
     decode_ms: round(decodeMs(req.outputTokens)),
     ...(cached > 0 ? { cached_tokens: cached } : {}),
   };
   const ms = round(breakdown.wait_ms + breakdown.load_ms + breakdown.reload_ms + breakdown.evict_ms + breakdown.prefill_ms + breakdown.decode_ms);
-  return { candidate: c, ms, breakdown };
+  // The reloads an eviction causes fall on other requests: they weigh in the choice, not in this request's finish.
+  const costMs = ms + reloadEvictedMs - (req.stream ? breakdown.decode_ms * (1 - STREAM_DECODE_WEIGHT) : 0);
+  return { candidate: c, ms, costMs, breakdown };
 }
 
 /**
- * The candidates by expected finish, soonest first, and those that cannot serve. A node that has the model keeps
- * it unless a cold load elsewhere is clearly sooner (hysteresis: two nodes do not trade a model back and forth);
- * near-ties go to the one dispatched to least recently, so equal nodes share the load. A candidate that cannot fit
- * is excluded, unless none fits: then all are ranked as if their busy models had finished.
+ * The candidates by expected finish (their cost), soonest first, and those that cannot serve. A node that has the
+ * model keeps it unless the wait there alone is longer than the whole request on another node, load included
+ * (hysteresis: two idle nodes do not trade a model back and forth); near-ties go to the one dispatched to least
+ * recently, so equal nodes share the load. With `explore`, a node that has the model but whose speed for it is not
+ * learned comes first where it is nearly as good.
+ * A candidate that cannot fit is excluded, unless none fits: then all are ranked as if their busy models had finished.
  */
 export function rankByFinishTime<C extends FinishCandidate>(candidates: readonly C[], req: FinishRequest): { ranked: Estimated<C>[]; excluded: { nodeId: string; reason: string }[] } {
   const ranked: Estimated<C>[] = [];
@@ -125,11 +169,18 @@ export function rankByFinishTime<C extends FinishCandidate>(candidates: readonly
     // None fits beside the models busy there now: Ollama would load once they finish, so wait for that rather than refuse.
     return { ranked: excluded.length ? rankByFinishTime(candidates.map((c) => ({ ...c, memory: null })), req).ranked : [], excluded };
   }
-  ranked.sort((a, b) => a.ms - b.ms || a.candidate.nodeId.localeCompare(b.candidate.nodeId));
+  ranked.sort((a, b) => a.costMs - b.costMs || a.candidate.nodeId.localeCompare(b.candidate.nodeId));
   const hot = ranked.find((e) => e.candidate.resident);
   const best = ranked[0]!;
-  const lead = hot && !best.candidate.resident && !(best.ms < hot.ms * SPILL_RATIO && hot.ms - best.ms > SPILL_MIN_MS) ? hot : best;
-  const tied = ranked.filter((e) => e.candidate.resident === lead.candidate.resident && e.ms <= lead.ms * TIE_RATIO + TIE_MS);
+  // A second copy is worth its load once the queue on the node that has the model costs more than the whole of it.
+  const spills = hot && hot.breakdown.wait_ms > best.ms + SPILL_MIN_MS;
+  const lead = hot && !best.candidate.resident && !spills ? hot : best;
+  // Exploring costs no load: only a node that has the model, nearly as soon.
+  const unexplored = req.explore
+    ? ranked.find((e) => e.candidate.resident && e.candidate.speedKnown === false && e.costMs <= lead.costMs * EXPLORE_RATIO + TIE_MS)
+    : undefined;
+  if (unexplored) return { ranked: [unexplored, ...ranked.filter((e) => e !== unexplored)], excluded };
+  const tied = ranked.filter((e) => e.candidate.resident === lead.candidate.resident && e.costMs <= lead.costMs * TIE_RATIO + TIE_MS);
   // Among those never dispatched to (a model loaded nowhere), the node with more slots: it takes a stream of requests
   // better; then the bigger machine, as far as herd can tell: with nothing learned, the estimates are the same priors,
   // and a bigger Mac is the faster one far more often than not (more memory comes with more bandwidth).

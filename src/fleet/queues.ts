@@ -179,6 +179,13 @@ export class Queues {
     return { pending, inFlight };
   }
 
+  /** The models with requests running on the node now: each is loaded there, or loading. */
+  runningModels(nodeId: string): string[] {
+    const models: string[] = [];
+    for (const q of this.queues.values()) if (q.nodeId === nodeId && q.inFlight > 0) models.push(q.model);
+    return models;
+  }
+
   /** Every queue in the shape of /fleet/status and /fleet/queue. */
   entries(): {
     key: string;

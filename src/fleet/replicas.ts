@@ -9,11 +9,13 @@ import { type FinishCandidate, type FinishRequest, estimateFinish } from "./fini
 export interface ReplicaCandidate extends FinishCandidate {
   /** The GB of the other models loaded there that have requests running or waiting: a load must not evict them. */
   busyGb: number;
+  /** The model's weights, on disk: what a node of unknown memory evidently holds is measured in them. */
+  weightsGb: number;
 }
 
 /**
  * A warm is worth it when the cold load finishes this much sooner than the hot node's queue (both). Looser than
- * the margin for sending a request to a cold node (finish-time.ts:SPILL_RATIO): no request waits on a warm.
+ * the margin for sending a request to a cold node (finish-time.ts:SPILL_MIN_MS): no request waits on a warm.
  */
 export const REPLICA_RATIO = 0.9;
 export const REPLICA_MIN_MS = 500;
@@ -58,7 +60,7 @@ export function chooseReplica(model: string, hot: string, candidates: readonly R
  * may be evicted); unknown, the most the node is evidently able to hold must take the model and the busy ones.
  */
 function hasRoom(c: ReplicaCandidate): boolean {
-  return c.memory !== null || c.sizeGb + c.busyGb <= c.evidentMemoryGb;
+  return c.memory !== null || c.weightsGb + c.busyGb <= c.evidentMemoryGb;
 }
 
 /** The replica warms of the last REPLICA_HOLD_MS, by model and by node. */

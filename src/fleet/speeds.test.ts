@@ -1,5 +1,17 @@
 import { expect, test } from "bun:test";
-import { ALPHA, DECODE_EFFICIENCY, DEFAULT_BANDWIDTH_GBPS, DEFAULT_LOAD_BYTES_PER_S, HALF_LIFE_MS, MAX_DECODE_TPS, MAX_PREFILL_TPS, PREFILL_PER_DECODE, Speeds } from "./speeds.ts";
+import {
+  ALPHA,
+  DECODE_EFFICIENCY,
+  DEFAULT_BANDWIDTH_GBPS,
+  DEFAULT_LOAD_BYTES_PER_S,
+  EXPLORE_EVERY,
+  HALF_LIFE_MS,
+  MAX_DECODE_TPS,
+  MAX_PREFILL_TPS,
+  PREFILL_PER_DECODE,
+  STALE_MS,
+  Speeds,
+} from "./speeds.ts";
 
 const GB = 1e9;
 /** An answer of `tokens` output tokens at `tps`, `prompt` prompt tokens at `prefillTps`. */
@@ -126,6 +138,22 @@ test("a model's usual reply length is learned from its answers on any node, for 
   s.observe("b", "qwen3:8b", answer(50, 300));
   expect(s.typicalReply("qwen3:8b")).toBeCloseTo(100 + ALPHA * 200);
   expect(s.typicalReply("llama3.2:3b")).toBeNull();
+});
+
+test("a decode rate learned lately is fresh; one not confirmed for STALE_MS is to be explored again, as is one never learned", () => {
+  const s = new Speeds();
+  s.observe("a", "qwen3:8b", answer(50), 5 * GB, 1_000_000);
+  expect(s.predict("a", "qwen3:8b", 5 * GB, 1_000_000 + STALE_MS - 1).fresh).toBe(true);
+  expect(s.predict("a", "qwen3:8b", 5 * GB, 1_000_000 + STALE_MS).fresh).toBe(false);
+  expect(s.predict("b", "qwen3:8b", 5 * GB, 1_000_000).fresh).toBe(false);
+});
+
+test("one in EXPLORE_EVERY of a model's requests that could explore may, counted per model", () => {
+  const s = new Speeds();
+  const turns = Array.from({ length: 2 * EXPLORE_EVERY }, () => s.explore("qwen3:8b"));
+  expect(turns.filter(Boolean)).toHaveLength(2);
+  expect(turns[EXPLORE_EVERY - 1]).toBe(true);
+  expect(s.explore("llama3.2:3b")).toBe(false); // its own count
 });
 
 test("no rate is believed past what any Mac does: a claimed nanosecond for 1000 tokens is MAX_DECODE_TPS", () => {

@@ -30,6 +30,8 @@ export interface SpeedPrediction {
   /** The decode rate's source: the figure that weighs most in a finish time. */
   source: SpeedSource;
   sources: { decode: SpeedSource; prefill: SpeedSource; load: SpeedSource };
+  /** The decode rate was learned from this node:model's answers within STALE_MS: nothing to explore there. */
+  fresh: boolean;
 }
 
 /** A node's speed factors, in bytes of model per second: decode (≈ effective memory bandwidth), prefill and load. */
@@ -67,6 +69,15 @@ export const PREFILL_PER_DECODE = 10;
 export const DEFAULT_LOAD_BYTES_PER_S = 2e9;
 /** The size taken for a model whose size is unknown. */
 export const DEFAULT_MODEL_BYTES = 5e9;
+/**
+ * A decode rate not confirmed this long is explored again (fleet/finish-time.ts): the node may be faster now (a model
+ * beside it gone, an upgrade), and a node routing no longer sends the model to never shows it otherwise.
+ */
+export const STALE_MS = 15 * 60_000;
+/** Of a model's requests that have a node not learned (or stale) among their candidates, one in this many may explore it. */
+export const EXPLORE_EVERY = 8;
+/** A bound on the models whose requests are counted for exploring, whatever names clients send. */
+const MAX_EXPLORED_MODELS = 1000;
 
 /** The three rates a row keeps, and the factor each gives: bytes of model per second. */
 const RATES = {
@@ -89,6 +100,8 @@ export class Speeds {
   private tallies: { nodes: Map<string, Tally>; fleet: Tally } | null = null;
   /** The rates of rows read back from the store that no answer since has confirmed: the next sample replaces each. */
   private readonly stored = new WeakMap<SpeedRow, Set<Rate>>();
+  /** Per model, its requests that could have explored a node since the last that did. */
+  private readonly explorable = new Map<string, number>();
 
   /**
    * `bandwidthGbps`: the peak memory bandwidth a node's agent reports or its config declares (null: unknown), the
@@ -140,11 +153,12 @@ export class Speeds {
   }
 
   /** What `model` (of `sizeBytes`; 0: unknown) will do on the node: its own learned rates, else the node's factor × size. */
-  predict(nodeId: string, model: string, sizeBytes: number): SpeedPrediction {
+  predict(nodeId: string, model: string, sizeBytes: number, now = Date.now()): SpeedPrediction {
     const row = this.rows.get(nodeId)?.get(nameOf(model));
+    const fresh = row !== undefined && row.decodeTps !== null && now - row.updatedAt < STALE_MS;
     // Every figure learned: the node's factor (a pass over the fleet's tallies) is not needed. Routing asks this of every candidate.
     if (row && row.decodeTps !== null && row.prefillTps !== null && row.loadMs !== null) {
-      return { decodeTps: row.decodeTps, prefillTps: row.prefillTps, loadMs: row.loadMs, source: "learned", sources: ALL_LEARNED };
+      return { decodeTps: row.decodeTps, prefillTps: row.prefillTps, loadMs: row.loadMs, source: "learned", sources: ALL_LEARNED, fresh };
     }
     const bytes = sizeBytes > 0 ? sizeBytes : row?.sizeBytes || DEFAULT_MODEL_BYTES;
     const factor = this.factor(nodeId);
@@ -160,7 +174,20 @@ export class Speeds {
       loadMs: loadMs ?? (bytes / factor.loadBytesPerS) * 1000,
       source: sources.decode,
       sources,
+      fresh,
     };
+  }
+
+  /**
+   * Whether this request of `model`, which has a node not learned for it among its candidates, may go there: one in
+   * EXPLORE_EVERY of such requests, so herd learns the node at a bounded cost to the model's traffic.
+   */
+  explore(model: string): boolean {
+    const name = nameOf(model);
+    const count = (this.explorable.get(name) ?? 0) + 1;
+    if (!this.explorable.has(name) && this.explorable.size >= MAX_EXPLORED_MODELS) this.explorable.delete(this.explorable.keys().next().value!);
+    this.explorable.set(name, count % EXPLORE_EVERY);
+    return count % EXPLORE_EVERY === 0;
   }
 
   /** How many tokens `model` usually answers with, on any node; null before its first answer. */

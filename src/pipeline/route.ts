@@ -49,7 +49,7 @@ export interface Pipeline {
   traces: Pick<TraceWriter, "record" | "tally">;
   toolRepairs: RepairStats;
   /** What each answer teaches of its node's speed, and what routing predicts from it. */
-  speeds: Pick<Speeds, "observe" | "predict" | "typicalReply">;
+  speeds: Pick<Speeds, "observe" | "predict" | "typicalReply" | "explore">;
   /** What each answer's prompt count teaches of its model's tokenizer, and the num_ctx sized from it. */
   promptCounts: Pick<PromptCounts, "observe" | "expected">;
   /** What a node says of a model: its trained context (context fitting) and whether it thinks. */

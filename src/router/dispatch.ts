@@ -98,7 +98,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
   const sendOptions = (e: Eligible) => optionsOf(e.model, contextAt(e, trained.get(e.model) ?? null));
   const rank = (model: string): Ranked[] => {
     if (config.routing.strategy !== "finish-time") return scoreEligible(nodes, eligible(model), (id) => queues.view(id, model), config.scoring);
-    return byFinishTime(deps, eligible(model), req, config.routing.sessionAffinity ? cachedOn(model) : undefined, sendOptions);
+    return byFinishTime(deps, eligible(model), req, config.routing.sessionAffinity ? cachedOn(model) : undefined, sendOptions, trained.get(model) ?? null);
   };
   return attempt(inOrder(deps, models, rank), {
     queues,

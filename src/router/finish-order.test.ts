@@ -9,8 +9,9 @@ const MODEL = "qwen3:8b";
 const OTHER = "llama3.2:3b";
 /** Every node decodes 100 tokens/s, prefills 1000 and loads in 2 s; `typical`: the model's usual reply. */
 const speeds = (typical: number | null = null) => ({
-  predict: () => ({ decodeTps: 100, prefillTps: 1000, loadMs: 2000, source: "prior" as const, sources: { decode: "prior" as const, prefill: "prior" as const, load: "prior" as const } }),
+  predict: () => ({ decodeTps: 100, prefillTps: 1000, loadMs: 2000, source: "prior" as const, sources: { decode: "prior" as const, prefill: "prior" as const, load: "prior" as const }, fresh: true }),
   typicalReply: () => typical,
+  explore: () => false,
 });
 const chat = (numPredict?: number) => ({ kind: "chat" as const, promptTokens: 500, options: numPredict === undefined ? {} : { num_predict: numPredict } });
 

@@ -4,7 +4,8 @@
 // Each candidate's score becomes that estimate, in ms.
 import type { Config } from "../config/schema.ts";
 import { replyCapOf } from "../core/request.ts";
-import { type FinishBreakdown, type FinishCandidate, type FinishRequest, rankByFinishTime } from "../fleet/finish-time.ts";
+import { type FinishBreakdown, type FinishCandidate, type FinishRequest, type IdleModel, rankByFinishTime } from "../fleet/finish-time.ts";
+import { kvGbPerToken, loadedSizeGb } from "../fleet/loaded-size.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
 import { GB } from "../fleet/node-models.ts";
 import type { PromptCounts } from "../fleet/prompt-counts.ts";
@@ -13,6 +14,7 @@ import { diskBytes, type Registry } from "../fleet/registry.ts";
 import type { ReplicaCandidate } from "../fleet/replicas.ts";
 import { type Eligible, eligibleNodes, type LoadedModel, type NodeView, OS_RESERVE_GB } from "../fleet/scorer.ts";
 import type { Speeds } from "../fleet/speeds.ts";
+import { effectiveContext } from "../fleet/ollama-releases.ts";
 import { type Adjusted, contextAt, optionsFor, reloadsRunner } from "./body-rules.ts";
 import { nodeView } from "./node-view.ts";
 
@@ -24,9 +26,12 @@ export interface FinishSources {
   config: Pick<Config, "features">;
   registry: Registry;
   queues: Queues;
-  speeds: Pick<Speeds, "predict" | "typicalReply">;
+  speeds: Pick<Speeds, "predict" | "typicalReply" | "explore">;
   promptCounts: Pick<PromptCounts, "expected">;
 }
+
+/** A model evicted this recently (its node:model last dispatched to) is taken to be asked for again soon. */
+export const RECENT_USE_MS = 60_000;
 
 /** A candidate ranked by its finish time: its score is the estimate in ms (lower is sooner), its breakdown the parts. */
 export type Timed = Eligible & { score: number; breakdown: FinishBreakdown; estimatedWaitMs: number };
@@ -35,24 +40,29 @@ export type Timed = Eligible & { score: number; breakdown: FinishBreakdown; esti
  * The eligible nodes (fleet/scorer.ts:eligibleNodes) by their estimated finish. `cachedPrefixTokens`: per node, the
  * prompt tokens it likely still holds cached for this request (session affinity's input; none by default).
  * `options`: what the request would be sent with on a candidate, the dispatcher's own rule (by default with the
- * model's trained context unknown).
+ * model's trained context unknown); `trained`: the model's trained context (null: unknown), which caps the context a
+ * load there would get.
  */
 export function byFinishTime(
   sources: FinishSources,
   eligible: readonly Eligible[],
-  req: Parameters<typeof optionsFor>[0],
+  req: Parameters<typeof optionsFor>[0] & { stream?: boolean },
   cachedPrefixTokens: (nodeId: string) => number = () => 0,
   options: (e: Eligible) => Adjusted = untrained(optionsFor(req, sources.promptCounts, sources.config.features.contextProtection)),
+  trained: number | null = null,
 ): Timed[] {
   const model = eligible[0]?.model;
   if (model === undefined) return [];
   // The num_ctx the request would be sent there, by the rule the dispatcher applies, against the runner's.
   const reloads = (e: Eligible) => reloadsRunner(options(e).options, e.loadedContext);
-  const candidates = finishCandidates(sources, eligible, model, cachedPrefixTokens, reloads);
+  const context = (e: Eligible) => options(e).options.num_ctx ?? effectiveContext(e.node.defaultContext, trained);
+  const candidates = finishCandidates(sources, eligible, model, cachedPrefixTokens, reloads, context);
   const typical = req.kind === "embed" ? 0 : typicalReply(sources, model);
   const cap = req.kind === "embed" ? 0 : replyCapOf(req);
   const outputTokens = cap !== null && cap > 0 ? cap : typical;
-  const { ranked } = rankByFinishTime(candidates, { promptTokens: req.promptTokens, outputTokens, typicalOutputTokens: typical });
+  // A node not yet learned for the model may take this request, one in so many of the model's.
+  const explore = candidates.some((c) => c.speedKnown === false) && sources.speeds.explore(model);
+  const { ranked } = rankByFinishTime(candidates, { promptTokens: req.promptTokens, outputTokens, typicalOutputTokens: typical, stream: req.stream === true, explore });
   return ranked.map(({ candidate, ms, breakdown }) => ({ ...candidate.eligible, score: ms, breakdown, estimatedWaitMs: breakdown.wait_ms }));
 }
 
@@ -65,9 +75,10 @@ export function replicaInputs(sources: FinishSources, model: string, promptToken
   // A cloud model has no replica to warm.
   const eligible = eligibleNodes(nodes, { model, promptTokens }).eligible.filter((e) => !e.remote);
   // A typical request fits the runners as loaded: no reload to price.
-  const candidates = finishCandidates(sources, eligible, model, () => 0, () => false).map((c) => ({
+  const candidates = finishCandidates(sources, eligible, model, () => 0, () => false, (e) => e.loadedContext ?? e.node.defaultContext).map((c) => ({
     ...c,
     busyGb: busyModels(c.eligible.node, model, queues).reduce((sum, m) => sum + m.sizeGb, 0),
+    weightsGb: c.eligible.modelSizeGb,
   }));
   const typical = typicalReply(sources, model);
   return { candidates, request: { promptTokens, outputTokens: typical, typicalOutputTokens: typical } };
@@ -80,23 +91,33 @@ function finishCandidates(
   model: string,
   cachedPrefixTokens: (nodeId: string) => number,
   reloads: (e: Eligible) => boolean,
+  context: (e: Eligible) => number,
 ): (FinishCandidate & { eligible: Eligible })[] {
+  const now = Date.now();
+  const views = eligible.map((e) => e.node);
+  let kvPerToken: number | null = null; // the same for every candidate: worked out for the first that loads
   return eligible.map((e) => {
     const q = queues.view(e.nodeId, model);
     const bytes = diskBytes(registry.get(e.nodeId), model) || e.modelSizeGb * GB;
     // A request running there means the model is loaded or loading, before the next report says so; a cloud model
     // is never loaded there at all.
     const resident = e.loaded || e.remote || q.inFlight > 0;
+    const slots = registry.parallel(e.nodeId);
+    const speed = speeds.predict(e.nodeId, model, bytes, now);
+    const oldest = queues.oldestRunningSince(e.nodeId, model);
+    // A load takes the weights and the KV cache of the context the model gets there.
+    kvPerToken ??= resident ? null : kvGbPerToken(model, e.modelSizeGb, views);
     return {
       eligible: e,
       nodeId: e.nodeId,
       resident,
-      sizeGb: e.modelSizeGb,
-      queue: q,
-      slots: registry.parallel(e.nodeId),
-      speed: speeds.predict(e.nodeId, model, bytes),
+      sizeGb: resident ? e.modelSizeGb : loadedSizeGb(e.modelSizeGb, kvPerToken!, context(e), slots),
+      queue: { ...q, runningForMs: oldest === null ? 0 : Math.max(0, now - oldest) },
+      slots,
+      speed,
+      speedKnown: speed.fresh,
       // Only a load needs room: a resident model's is not counted.
-      memory: resident ? null : memoryOf(e.node, model, queues),
+      memory: resident ? null : memoryOf(registry, speeds, e.node, model, queues, now, views),
       cachedPrefixTokens: cachedPrefixTokens(e.nodeId),
       reloadsRunner: reloads(e),
       evidentMemoryGb: evidentMemoryGb(e.node),
@@ -108,14 +129,37 @@ const typicalReply = ({ speeds }: FinishSources, model: string) => speeds.typica
 
 /**
  * Room for `model` on the node: what its agent reports free, else its declared memory less the OS's share and the
- * models loaded; and the loaded models no request uses there now, which a load may evict. Null when unknown.
+ * models loaded; and the loaded models no request uses there now, which a load may evict, least recently used first
+ * (as Ollama picks them), each asked for within RECENT_USE_MS priced at its load there. Null when unknown.
  */
-function memoryOf(node: NodeView, model: string, queues: Queues): FinishCandidate["memory"] {
-  const freeGb = node.memoryAvailableGb ?? (node.memoryTotalGb === null ? null : node.memoryTotalGb - OS_RESERVE_GB - node.loadedGb);
-  if (freeGb === null) return null;
+function memoryOf(registry: Registry, speeds: FinishSources["speeds"], node: NodeView, model: string, queues: Queues, now: number, views: readonly NodeView[]): FinishCandidate["memory"] {
+  const reported = node.memoryAvailableGb ?? (node.memoryTotalGb === null ? null : node.memoryTotalGb - OS_RESERVE_GB - node.loadedGb);
+  if (reported === null) return null;
+  // A model herd is loading there (a request of it runs, the node has not reported it yet) takes its room already.
+  const loadingGb = queues
+    .runningModels(node.id)
+    .filter((m) => modelKey(m) !== modelKey(model) && !node.loadedByKey.has(modelKey(m)))
+    .reduce((sum, m) => sum + expectedLoadGb(node, m, views), 0);
+  const freeGb = reported - loadingGb;
   const busy = busyModels(node, model, queues);
-  const idleGb = node.loaded.filter((m) => modelKey(m.name) !== modelKey(model) && !busy.includes(m)).map((m) => m.sizeGb);
-  return { freeGb, idleGb };
+  const idle = node.loaded
+    .filter((m) => modelKey(m.name) !== modelKey(model) && !busy.includes(m))
+    .map((m) => ({ m, usedAt: queues.view(node.id, normalizeModelName(m.name)).lastDispatchAt }))
+    .sort((a, b) => a.usedAt - b.usedAt)
+    .map(({ m, usedAt }): IdleModel => {
+      const recent = usedAt > 0 && now - usedAt < RECENT_USE_MS;
+      const bytes = diskBytes(registry.get(node.id), m.name) || m.sizeGb * GB;
+      return { sizeGb: m.sizeGb, reloadMs: recent ? speeds.predict(node.id, m.name, bytes, now).loadMs : 0 };
+    });
+  return { freeGb, idle };
+}
+
+/** What `model` will take loaded on the node with the context it picks, capped by the largest the fleet shows it loaded with (its trained context, likely). */
+function expectedLoadGb(node: NodeView, model: string, views: readonly NodeView[]): number {
+  const key = modelKey(model);
+  const diskGb = node.availableByKey.get(key)?.sizeGb ?? 0;
+  const seen = Math.max(0, ...views.map((v) => v.loadedByKey.get(key)?.contextLength ?? 0));
+  return loadedSizeGb(diskGb, kvGbPerToken(model, diskGb, views), seen ? Math.min(seen, node.defaultContext) : node.defaultContext, 1);
 }
 
 /** The node's loaded models other than `model` with requests running or waiting there: a load must not evict them. */

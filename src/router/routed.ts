@@ -46,7 +46,7 @@ export interface RouterDeps {
   config: Config;
   grant: KeyGrant | null;
   /** What the finish-time strategy predicts from. */
-  speeds: Pick<Speeds, "predict" | "typicalReply">;
+  speeds: Pick<Speeds, "predict" | "typicalReply" | "explore">;
   /** How each model's tokenizer counts herd's prompts: num_ctx is sized from it. */
   promptCounts: Pick<PromptCounts, "expected">;
   /** Which node served each session's last turn, and whether it likely still holds the prompt. */
