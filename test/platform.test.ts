@@ -224,7 +224,7 @@ const YESTERDAY = new Date(Date.now() - DAY_S * 1000).toISOString().slice(0, 10)
 const START = Date.parse(`${YESTERDAY}T00:00:00Z`) / 1000;
 const base: Omit<Trace, "request_id" | "timestamp"> = {
   model: "llama3.3:70b", original_model: "llama3.3:70b", node_id: "studio", backend: "ollama", kind: "chat", original_format: "openai", stream: true,
-  status: "completed", score: 73, scores_breakdown: { model_thermal: 50 }, latency_ms: 100, time_to_first_token_ms: 20, queue_wait_ms: 0,
+  status: "completed", score: 73, scores_breakdown: { model_thermal: 50 }, predicted_ms: null, prediction_breakdown: null, latency_ms: 100, time_to_first_token_ms: 20, queue_wait_ms: 0,
   prompt_tokens: 10, completion_tokens: 100, retry_count: 0, fallback_used: false, excluded_nodes: [], client_ip: "10.0.0.50",
   error_message: null, tags: [], resolution: null, adjustments: [],
 };

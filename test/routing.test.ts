@@ -29,6 +29,10 @@ async function fleet(nodes: (SimNodeOptions & { parallel?: number; draining?: bo
   return { router, url: router.url, nodes: started };
 }
 
+/** A breakdown header (`name=value; name=value`) as an object. */
+const headerParts = (res: Response, name: string): Record<string, number> =>
+  Object.fromEntries((res.headers.get(name) ?? "").split("; ").map((p) => [p.split("=")[0], Number(p.split("=")[1])]));
+
 const post = (url: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
 
@@ -598,6 +602,8 @@ describe("traces", () => {
     expect(completed.completion_tokens).toBeGreaterThan(0);
     expect(completed.time_to_first_token_ms).toBeGreaterThan(0);
     expect(completed.scores_breakdown.model_thermal).toBe(50);
+    // The point scorer predicts no finish.
+    expect([completed.predicted_ms, completed.prediction_breakdown]).toEqual([null, null]);
     expect(traces.some((t: any) => t.status === "failed" && /failed mid-stream|closed the stream/.test(t.error_message))).toBe(true);
     expect(traces.some((t: any) => t.status === "failed" && t.error_message.includes("not found on any node"))).toBe(true);
   });
@@ -623,16 +629,46 @@ describe('routing.strategy "finish-time" (the default)', () => {
 
     const res = await ask(url, "qwen3:32b");
     expect(res.headers.get("x-fleet-node")).toBe("b-big");
-    // The verdict is the expected finish in ms, and its parts.
-    const parts: Record<string, number> = Object.fromEntries(res.headers.get("x-fleet-score-breakdown")!.split("; ").map((p) => [p.split("=")[0], Number(p.split("=")[1])]));
+    // The prediction is the expected finish in ms, and its parts.
+    const parts = headerParts(res, "x-fleet-prediction-breakdown");
     expect(Object.keys(parts)).toEqual(["wait_ms", "load_ms", "reload_ms", "evict_ms", "prefill_ms", "decode_ms"]);
     expect(parts.load_ms).toBeGreaterThan(0);
-    expect(Number(res.headers.get("x-fleet-score"))).toBeCloseTo(Object.values(parts).reduce((a, b) => a + b, 0), -1);
+    expect(Number(res.headers.get("x-fleet-predicted-ms"))).toBeCloseTo(Object.values(parts).reduce((a, b) => a + b, 0), -1);
     const traces = await eventually(async () => {
       const t = (await getJson(`${url}/dashboard/api/traces?limit=10`)).traces;
       return t.length === 5 && t;
     }, 3000, "five traces");
-    expect(traces.find((t: any) => t.model === "qwen3:32b").scores_breakdown).toMatchObject({ wait_ms: 0, evict_ms: 0 });
+    expect(traces.find((t: any) => t.model === "qwen3:32b").prediction_breakdown).toMatchObject({ wait_ms: 0, evict_ms: 0 });
+  });
+
+  test("X-Fleet-Score keeps seed 000's meaning (an integer, higher = better fit, its parts the reference's keys); the prediction has a header and trace field of its own", async () => {
+    const { url } = await fleet([{ id: "n", models: ["llama3.2:3b", "qwen3:8b"], loaded: ["llama3.2:3b"] }]);
+    const hot = await ask(url, "llama3.2:3b");
+    const cold = await ask(url, "qwen3:8b");
+    const REFERENCE_KEYS = ["model_thermal", "memory_fit", "queue_depth", "wait_time", "role_affinity"];
+    for (const res of [hot, cold]) {
+      expect(res.headers.get("x-fleet-score")).toMatch(/^\d+$/);
+      const points = headerParts(res, "x-fleet-score-breakdown");
+      expect(Object.keys(points)).toEqual(REFERENCE_KEYS);
+      expect(100 + Object.values(points).reduce((a, b) => a + b, 0)).toBeCloseTo(Number(res.headers.get("x-fleet-score")), 0);
+      expect(res.headers.get("x-fleet-predicted-ms")).toMatch(/^\d+$/);
+    }
+    // Loaded, idle, alone: nothing in its way. A load first fits worse, and the load is where the points went.
+    expect(hot.headers.get("x-fleet-score")).toBe("100");
+    expect(Number(cold.headers.get("x-fleet-score"))).toBeLessThan(100);
+    expect(headerParts(cold, "x-fleet-score-breakdown").model_thermal).toBeLessThan(0);
+    expect(headerParts(cold, "x-fleet-prediction-breakdown").load_ms).toBeGreaterThan(0);
+    const traces = await eventually(async () => {
+      const t = (await getJson(`${url}/dashboard/api/traces?limit=10`)).traces;
+      return t.length === 2 && t;
+    }, 3000, "two traces");
+    for (const res of [hot, cold]) {
+      const row = traces.find((t: any) => t.model === res.headers.get("x-fleet-served-model"));
+      expect(row.score).toBe(Number(res.headers.get("x-fleet-score")));
+      expect(Object.keys(row.scores_breakdown)).toEqual(REFERENCE_KEYS);
+      expect(Math.round(row.predicted_ms)).toBe(Number(res.headers.get("x-fleet-predicted-ms")));
+      expect(row.prediction_breakdown).toEqual(headerParts(res, "x-fleet-prediction-breakdown"));
+    }
   });
 
   test("a hot node's queue spills to a cold load elsewhere once that finishes sooner, loading one second replica", async () => {

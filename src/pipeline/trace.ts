@@ -45,6 +45,8 @@ export function newTrace(req: Traced, meta: RouteMeta): Trace {
     status: "failed",
     score: null,
     scores_breakdown: null,
+    predicted_ms: null,
+    prediction_breakdown: null,
     latency_ms: null,
     time_to_first_token_ms: null,
     queue_wait_ms: null,
@@ -74,6 +76,8 @@ export function traceServed(trace: Trace, served: Answered, started: number): vo
   trace.backend = served.backend;
   trace.score = served.score;
   trace.scores_breakdown = served.breakdown;
+  trace.predicted_ms = served.prediction?.ms ?? null;
+  trace.prediction_breakdown = served.prediction?.breakdown ?? null;
   trace.retry_count = served.retries;
   trace.fallback_used = served.fallback;
   trace.excluded_nodes = served.excluded;

@@ -125,6 +125,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
         servedModel: model,
         score: candidate.score,
         breakdown: candidate.breakdown,
+        prediction: "prediction" in candidate ? candidate.prediction : null,
         retries: excluded.length,
         fallback: model !== requested,
         excluded,
