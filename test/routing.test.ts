@@ -424,9 +424,9 @@ describe("pulling models", () => {
     expect(res.headers.get("x-fleet-node")).toBe("n");
   });
 
-  /** A router with one agent node (it reports its free memory: 10 of 16 GB), holding llama3.2:3b on disk. */
-  async function smallAgentNode() {
-    const { url } = await fleet([], `auth: { nodeToken: "fleet-token" }`);
+  /** A router with one agent node (it reports its free memory: 10 of 16 GB), holding llama3.2:3b on disk; `beside`: agentless nodes. */
+  async function smallAgentNode(beside: SimNodeOptions[] = []) {
+    const { url } = await fleet(beside, `auth: { nodeToken: "fleet-token" }`);
     const small = await startSimOllama({ id: "small", models: ["llama3.2:3b"], loaded: [] });
     sims.push(small);
     const memory = { total_gb: 16, used_gb: 6, available_gb: 10, pressure: "nominal" };
@@ -446,6 +446,22 @@ describe("pulling models", () => {
     expect((await getJson(`${small.url}/api/tags`)).models.map((m: any) => m.name)).toEqual(["llama3.2:3b"]);
     const fits = await post(url, "/api/pull", { model: "qwen3:8b", stream: false });
     expect([fits.status, await fits.json()]).toEqual([200, { status: "success" }]);
+  });
+
+  test("the memory check judges the nodes whose memory herd knows even beside an agentless one: a model too big for the agent node goes to the other", async () => {
+    const { url, small } = await smallAgentNode([{ id: "bare", models: ["llama3.2:3b"], loaded: [] }]);
+    // qwen3:32b needs 23 GB: not the agent node's 10 GB free, so the node herd knows nothing of takes it.
+    const big = await post(url, "/api/pull", { model: "qwen3:32b", stream: false });
+    expect([big.status, big.headers.get("x-fleet-node"), await big.json()]).toEqual([200, "bare", { status: "success" }]);
+    expect((await getJson(`${small.url}/api/tags`)).models.map((m: any) => m.name)).toEqual(["llama3.2:3b"]);
+    const fits = await post(url, "/api/pull", { model: "qwen3:8b", stream: false });
+    expect([fits.status, fits.headers.get("x-fleet-node")]).toEqual([200, "small"]);
+  });
+
+  test("a model the catalog does not know is sized from its name: llama3.1:405b fits no node's free memory", async () => {
+    const { url } = await smallAgentNode();
+    const res = await post(url, "/api/pull", { model: "llama3.1:405b" });
+    expect([res.status, await res.json()]).toEqual([503, { error: 'No node has enough available memory for "llama3.1:405b" (~228.7 GB, estimated from its name): small has 10 GB available, 218.7 GB short' }]);
   });
 
   test("auto-pull applies /api/pull's memory check: a model larger than every node's free memory is a 503 in each surface's format, not pulled", async () => {

@@ -6,7 +6,7 @@ import { embeddingKind } from "../backends/embedding.ts";
 import { serviceImageModel } from "../fleet/image-models.ts";
 import { pullModel } from "../backends/ollama.ts";
 import { fleetTranscriptionModels } from "../backends/transcription.ts";
-import { markPulled, noRoomFor, notPullable, type Pulls, pullTargets } from "../fleet/pulls.ts";
+import { markPulled, notPullable, placePull, type Pulls, pullTargets } from "../fleet/pulls.ts";
 import type { Registry } from "../fleet/registry.ts";
 import { callerOf } from "../auth/guard.ts";
 import { modelOf, readJsonObject } from "./body.ts";
@@ -39,14 +39,15 @@ async function pull(rt: Fleet, request: Request): Promise<Response> {
   if (key && body.node_id !== undefined) return jsonError(403, `key "${key.client.name}" may not choose the node a pull goes to: leave node_id out, or send the admin token`);
 
   const targets = body.node_id ? [rt.registry.get(body.node_id)].filter((n) => n !== undefined) : pullTargets(rt.registry);
-  const node = targets[0];
-  if (body.node_id && (!node || node.status !== "online" || !rt.registry.ollamaUrl(node))) {
+  const chosen = targets[0];
+  if (body.node_id && (!chosen || chosen.status !== "online" || !rt.registry.ollamaUrl(chosen))) {
     const known = rt.registry.all().map((n) => `${n.id} (${n.status})`).join(", ") || "none";
     return jsonError(404, `node "${body.node_id}" not found or offline; known nodes: ${known}`);
   }
-  if (!node) return jsonError(503, "no online node can take a pull right now");
-  const noRoom = noRoomFor(rt.registry, model, targets);
-  if (noRoom) return jsonError(503, noRoom);
+  const place = placePull(rt.registry, model, targets);
+  if (!place) return jsonError(503, "no online node can take a pull right now");
+  if ("refused" in place) return jsonError(503, place.refused);
+  const { node } = place;
   const busy = rt.pulls.begin(model, node.id);
   if (busy) return jsonError(409, `"${model}" is already being pulled onto ${busy}; wait for that pull to finish`, { "X-Fleet-Node": busy });
 
