@@ -89,7 +89,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
     return cached.get(model)!;
   };
   if (config.features.vramFallback && !req.strict) {
-    const standIn = vramSubstitute(requested, eligible(requested), nodes, req.needs, (m) => deps.grant?.mayServe(m) ?? true);
+    const standIn = vramSubstitute(requested, nodes, req.needs, (m) => deps.grant?.mayServe(m) ?? true);
     if (standIn) models.unshift(standIn);
   }
   const trained = await trainedContexts(deps, req, models);
