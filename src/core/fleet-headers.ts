@@ -88,10 +88,17 @@ export function answerHeaders(contentType: string, requested: string, served: Se
 const identities = new Map<string, Headers>();
 const MAX_IDENTITIES = 256;
 
-/** The headers of a request nothing served: the node whose answer the error is, if any; Retry-After when the error knows when. */
+/**
+ * The headers of a request nothing served: the node whose answer the error is, if any, and what ran it there when
+ * known; Retry-After when the error knows when.
+ */
 export function errorHeaders(requested: string, error: RouteError): Record<string, string> {
   const headers = fleetHeaders(requested, null, error.retries);
   if (error.nodeId) headers["X-Fleet-Node"] = error.nodeId;
+  if (error.ran) {
+    headers["X-Fleet-Backend"] = error.ran.backend;
+    headers["X-Fleet-Served-Model"] = headerValue(error.ran.model);
+  }
   if (error.retryAfterS !== undefined) headers["Retry-After"] = String(error.retryAfterS);
   return headers;
 }

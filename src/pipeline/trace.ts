@@ -93,9 +93,10 @@ export function traceEnd(trace: Trace, status: TraceStatus, started: number, err
   return trace;
 }
 
-/** A request nothing served: the error it got, the node whose answer it was, and the nodes that failed before. */
+/** A request nothing served: the error it got, the node whose answer it was (and its backend), and the nodes that failed before. */
 export function traceRefused(trace: Trace, status: TraceStatus, started: number, error: RouteError): Trace {
   if (error.nodeId) trace.node_id = error.nodeId;
+  if (error.ran) trace.backend = error.ran.backend;
   trace.retry_count = error.retries;
   trace.excluded_nodes = error.excluded;
   return traceEnd(trace, status, started, error.message);
