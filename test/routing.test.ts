@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { type SimNode, type SimNodeOptions, startSimOllama } from "../src/sim/index.ts";
-import { eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+import { eventually, fleetSet, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
 
 // Polls are rare here, so a fault injected into a node is met by a request, not by the poller first.
 const SLOW_POLLS = "heartbeat: { intervalMs: 30000, timeoutMs: 60000, offlineMs: 120000 }";
@@ -441,11 +441,14 @@ describe("pulling models", () => {
     const res = await post(url, "/api/pull", { model: "llama3.3:70b" });
     expect(res.status).toBe(503);
     expect(await res.json()).toEqual({ error: 'No node has enough available memory for "llama3.3:70b" (48 GB): small has 10 GB available, 38 GB short' });
+    const none = { node: "none", "served-model": "none", "requested-model": "llama3.3:70b", fallback: "false", backend: "none", retries: "0" };
+    expect(fleetSet(res)).toEqual(none);
     const named = await post(url, "/api/pull", { model: "llama3.3:70b", node_id: "small" });
     expect(named.status).toBe(503);
     expect((await getJson(`${small.url}/api/tags`)).models.map((m: any) => m.name)).toEqual(["llama3.2:3b"]);
     const fits = await post(url, "/api/pull", { model: "qwen3:8b", stream: false });
     expect([fits.status, await fits.json()]).toEqual([200, { status: "success" }]);
+    expect(fleetSet(fits)).toEqual({ node: "small", "served-model": "qwen3:8b", "requested-model": "qwen3:8b", fallback: "false", backend: "ollama", retries: "0" });
   });
 
   test("the memory check judges the nodes whose memory herd knows even beside an agentless one: a model too big for the agent node goes to the other", async () => {
@@ -511,6 +514,7 @@ describe("pulling models", () => {
     const second = await post(url, "/api/pull", { model: "qwen3:8b" });
     expect(second.status).toBe(409);
     expect(((await second.json()) as any).error).toContain("already being pulled onto n");
+    expect(fleetSet(second)).toEqual({ node: "n", "served-model": "none", "requested-model": "qwen3:8b", fallback: "false", backend: "none", retries: "0" });
     const done = await first;
     expect(done.headers.get("x-fleet-node")).toBe("n");
     expect(await done.json()).toEqual({ status: "success" });
