@@ -170,6 +170,11 @@ export function fleetSet(res: Response): Record<string, string | null> {
   return Object.fromEntries(names.map((name) => [name, res.headers.get(`x-fleet-${name}`)]));
 }
 
+/** The set of a request refused before routing (a 400): no node, no retry, and the model it asked for. */
+export function refusedSet(requested: string): Record<string, string> {
+  return { node: "none", "served-model": "none", "requested-model": requested, fallback: "false", backend: "none", retries: "0" };
+}
+
 /** Sends `n` whole chats for `model` at once, each a 200; the node that served each (X-Fleet-Node), in order. */
 export function chatBurst(routerUrl: string, model: string, n: number): Promise<(string | null)[]> {
   return Promise.all(

@@ -4,7 +4,7 @@
 // Tests share the fleet, in order.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
-import { cleanupFile, eventually, getJson } from "./helpers.ts";
+import { cleanupFile, eventually, fleetSet, getJson, refusedSet } from "./helpers.ts";
 import { type MediaFleet, standIn, startMediaFleet } from "./fixtures/media/fleet.ts";
 import { decodePng, encodePng } from "../src/sim/png.ts";
 
@@ -165,9 +165,12 @@ describe("POST /api/generate-image", () => {
       const res = await post("/api/generate-image", body);
       expect(res.status).toBe(400);
       expect(((await res.json()) as any).error).toContain(message);
+      // Refused before routing, with the X-Fleet-* set all the same: no node, the model asked for if named.
+      expect(fleetSet(res)).toEqual(refusedSet((body as { model?: string }).model ?? "none"));
     }
     const notJson = await fetch(`${fleet.url}/api/generate-image`, { method: "POST", body: "{nope" });
     expect(notJson.status).toBe(400);
+    expect(fleetSet(notJson)).toEqual(refusedSet("none"));
   });
 });
 
@@ -207,6 +210,7 @@ describe("POST /v1/images/generations", () => {
       expect(res.status).toBe(status);
       const { error } = (await res.json()) as any;
       expect(error.message).toContain(message);
+      if (status === 400) expect(fleetSet(res)).toEqual(refusedSet((body as { model?: string }).model ?? "none"));
       expect(error.type).toBeString();
     }
   });

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { type SimNode, type SimNodeOptions, startSimOllama } from "../src/sim/index.ts";
-import { eventually, fleetSet, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+import { eventually, fleetSet, getJson, refusedSet, startRouterProcess, tmpDir } from "./helpers.ts";
 
 // Polls are rare here, so a fault injected into a node is met by a request, not by the poller first.
 const SLOW_POLLS = "heartbeat: { intervalMs: 30000, timeoutMs: 60000, offlineMs: 120000 }";
@@ -441,8 +441,7 @@ describe("pulling models", () => {
     const res = await post(url, "/api/pull", { model: "llama3.3:70b" });
     expect(res.status).toBe(503);
     expect(await res.json()).toEqual({ error: 'No node has enough available memory for "llama3.3:70b" (48 GB): small has 10 GB available, 38 GB short' });
-    const none = { node: "none", "served-model": "none", "requested-model": "llama3.3:70b", fallback: "false", backend: "none", retries: "0" };
-    expect(fleetSet(res)).toEqual(none);
+    expect(fleetSet(res)).toEqual(refusedSet("llama3.3:70b"));
     const named = await post(url, "/api/pull", { model: "llama3.3:70b", node_id: "small" });
     expect(named.status).toBe(503);
     expect((await getJson(`${small.url}/api/tags`)).models.map((m: any) => m.name)).toEqual(["llama3.2:3b"]);

@@ -2,7 +2,7 @@
 // CLI (test/fixtures/media/mlx-qwen3-asr.ts): a WAV made here is uploaded as multipart, and the
 // answer is seed 000's JSON with chunks. Tests share the fleet, in order.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { cleanupFile, eventually, getJson } from "./helpers.ts";
+import { cleanupFile, eventually, fleetSet, getJson, refusedSet } from "./helpers.ts";
 import { type MediaFleet, standIn, startMediaFleet } from "./fixtures/media/fleet.ts";
 import { wav } from "./fixtures/media/wav.ts";
 
@@ -88,6 +88,8 @@ describe("POST /api/transcribe", () => {
     const json = await fetch(`${fleet.url}/api/transcribe`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
     expect(json.status).toBe(400);
     expect(((await json.json()) as any).error).toContain('send multipart/form-data with the audio file in the field "audio"');
+    // Refused before routing, with the X-Fleet-* set all the same: no node, the model asked for if named.
+    expect([fleetSet(noAudio), fleetSet(empty), fleetSet(json)]).toEqual([refusedSet("qwen3-asr"), refusedSet("none"), refusedSet("none")]);
   });
 
   test("the fleet's transcription models are not pullable through Ollama", async () => {

@@ -13,7 +13,7 @@ import { generateImage } from "../pipeline/media.ts";
 import type { ServiceReply } from "../pipeline/service.ts";
 import type { Served } from "../core/fleet-headers.ts";
 import { takeHerdFields } from "./herd-fields.ts";
-import { readJsonObject } from "./body.ts";
+import { modelOf, readJsonObject, refusedHeaders } from "./body.ts";
 import { jsonError, openaiError } from "../core/wire-errors.ts";
 
 type Ctx = { request: Request };
@@ -48,14 +48,18 @@ export function imagesSurface(rt: Pipeline) {
 
 type ErrorReply = (status: number, message: string, headers?: Record<string, string>) => Response;
 
-/** The request's fields checked with `schema`, and herd's tags taken out; or the 400 that names what is wrong. */
+/**
+ * The request's fields checked with `schema`, and herd's tags taken out; or the 400 that names what is wrong, with the
+ * X-Fleet-* set of a request refused before routing.
+ */
 async function parse<S extends v.GenericSchema>(request: Request, schema: S, error: ErrorReply): Promise<{ fields: v.InferOutput<S>; tags: string[] } | Response> {
   const body = await readJsonObject(request);
-  if (typeof body === "string") return error(400, body);
+  if (typeof body === "string") return error(400, body, refusedHeaders({ error: body }));
+  const refused = (message: string) => error(400, message, refusedHeaders(modelOf(body, message)));
   const herd = takeHerdFields(body, request.headers);
-  if (typeof herd === "string") return error(400, herd);
+  if (typeof herd === "string") return refused(herd);
   const parsed = v.safeParse(schema, body);
-  if (!parsed.success) return error(400, formatIssues(parsed.issues, schema).join("; "));
+  if (!parsed.success) return refused(formatIssues(parsed.issues, schema).join("; "));
   return { fields: parsed.output, tags: herd.tags };
 }
 
