@@ -538,6 +538,23 @@ describe("request adjustments", () => {
     expect(((await plain.json()) as any).done_reason).toBe("length");
     expect(plain.headers.get("x-budget-used")).toBeNull();
   });
+
+  test("every non-streaming answer of a thinking model carries the budget diagnostics, not only one whose cap herd raised", async () => {
+    const { url } = await fleet([{ id: "n", models: ["qwen3:8b"], loaded: ["qwen3:8b"] }]);
+    const diagnostics = (res: Response) => ["x-thinking-tokens", "x-output-tokens", "x-budget-used", "x-done-reason"].map((h) => res.headers.get(h));
+    const chat = (extra: Record<string, unknown>) => post(url, "/api/chat", { model: "qwen3:8b", messages: [{ role: "user", content: "hi" }], think: true, ...extra });
+    // A cap already generous is sent as it is; with none, Ollama's -1 (no cap) is the budget.
+    const generous = await chat({ stream: false, options: { num_predict: 40000 } });
+    const body = (await generous.json()) as any;
+    expect(diagnostics(generous)).toEqual([expect.stringMatching(/^\d+$/), expect.stringMatching(/^\d+$/), `${body.eval_count}/40000`, "stop"]);
+    expect(Number(generous.headers.get("x-thinking-tokens"))).toBeGreaterThan(0);
+    const uncapped = await chat({ stream: false });
+    expect(diagnostics(uncapped)[2]).toBe(`${((await uncapped.json()) as any).eval_count}/-1`);
+    // Only a whole answer can carry them in its headers.
+    const streamed = await chat({});
+    await streamed.text();
+    expect(diagnostics(streamed)).toEqual([null, null, null, null]);
+  });
 });
 
 describe("the rebalancer", () => {
