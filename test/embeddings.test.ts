@@ -309,6 +309,14 @@ describe("vision embedding models", () => {
     }
   });
 
+  test("/v1/models lists the embedding models the native servers serve, each once, by the backend /api/embed sends it to", async () => {
+    const client = new OpenAI({ baseURL: `${fleet.url}/v1`, apiKey: "unused" });
+    const listed = new Map<string, string>();
+    for await (const m of client.models.list()) listed.set(m.id, m.owned_by);
+    expect([listed.get("clip-vit-b32"), listed.get("dinov2-vit-s14"), listed.get("nomic-embed-text")]).toEqual(["vision", "vision", "native"]);
+    expect([...listed.keys()].filter((id) => id.startsWith("nomic-embed-text"))).toEqual(["nomic-embed-text"]);
+  });
+
   test("/api/pull of a vision embedding model is a 400 saying what to run instead", async () => {
     const res = await post("/api/pull", { name: "clip" });
     expect(res.status).toBe(400);
@@ -322,6 +330,8 @@ describe("vision embedding models", () => {
       return res.status === 503 && res;
     }, 5000, "a 503");
     expect(((await disabled.json()) as any).error).toContain("vision embedding is disabled on this router (features.visionEmbedding)");
+    // Nor does /v1/models offer what /api/embed refuses.
+    expect((await getJson(`${fleet.url}/v1/models`)).data.map((m: any) => m.id)).not.toContain("clip-vit-b32");
     fleet.writeConfig();
     await eventually(async () => (await post("/api/embed", { model: "clip", input: b64(image(8, 8)) })).status === 200, 5000, "vision served again");
 
