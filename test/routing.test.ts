@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { type SimNode, type SimNodeOptions, startSimOllama } from "../src/sim/index.ts";
-import { eventually, fleetSet, getJson, refusedSet, startRouterProcess, tmpDir } from "./helpers.ts";
+import { eventually, fleetSet, getJson, refusedSet, standInOllama, startRouterProcess, tmpDir } from "./helpers.ts";
 
 // Polls are rare here, so a fault injected into a node is met by a request, not by the poller first.
 const SLOW_POLLS = "heartbeat: { intervalMs: 30000, timeoutMs: 60000, offlineMs: 120000 }";
@@ -554,6 +554,35 @@ describe("request adjustments", () => {
     const streamed = await chat({});
     await streamed.text();
     expect(diagnostics(streamed)).toEqual([null, null, null, null]);
+  });
+});
+
+describe("sampling defaults", () => {
+  test("an OpenAI chat that sends no temperature is sent seed 000's default, 0.7; a client's own is kept; an Ollama chat's stays the model's own", async () => {
+    const seen: Record<string, unknown>[] = [];
+    const node = standInOllama({
+      models: ["m:1b"],
+      async answer(req, path) {
+        if (path !== "/api/chat") return null;
+        seen.push(((await req.json()) as { options?: Record<string, unknown> }).options ?? {});
+        return Response.json({ model: "m:1b", created_at: new Date().toISOString(), message: { role: "assistant", content: "hi" }, done: true, done_reason: "stop", prompt_eval_count: 1, eval_count: 1 });
+      },
+    });
+    try {
+      const dir = tmpDir();
+      const file = join(dir, "herd.config.ts");
+      writeFileSync(file, `export default { nodes: [{ id: "n", ollama: "http://127.0.0.1:${node.port}" }], ${SLOW_POLLS} };\n`);
+      const { url } = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+      await eventually(async () => (await getJson(`${url}/fleet/status`)).nodes[0]?.status === "online", 3000, "the node online");
+      const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused" });
+      const messages = [{ role: "user" as const, content: "hi" }];
+      await client.chat.completions.create({ model: "m:1b", messages });
+      await client.chat.completions.create({ model: "m:1b", messages, temperature: 0 });
+      await (await post(url, "/api/chat", { model: "m:1b", messages, stream: false })).json();
+      expect(seen.map((o) => o.temperature)).toEqual([0.7, 0, undefined]);
+    } finally {
+      node.stop(true);
+    }
   });
 });
 

@@ -15,6 +15,9 @@ import { EVENT_STREAM, sse } from "./sse.ts";
 
 type Json = Record<string, unknown>;
 
+/** Seed 000's default for /v1/chat/completions' `temperature`, sent when the client sends none. */
+const DEFAULT_TEMPERATURE = 0.7;
+
 /** The conversation of a Chat Completions request, or a message naming the field that is wrong. */
 export function chatConversation(body: Json): Conversation | string {
   if (!Array.isArray(body.messages)) return "messages: expected a list of messages";
@@ -25,7 +28,7 @@ export function chatConversation(body: Json): Conversation | string {
     messages.push(converted);
   }
   const options: Options | string = numericOptions([
-    ["temperature", "temperature", body.temperature],
+    ["temperature", "temperature", body.temperature ?? DEFAULT_TEMPERATURE],
     ["top_p", "top_p", body.top_p],
     ["seed", "seed", body.seed],
     ["frequency_penalty", "frequency_penalty", body.frequency_penalty],
