@@ -42,6 +42,8 @@ describe("POST /api/transcribe", () => {
     }, 5000, "a transcription");
     expect(res.headers.get("x-fleet-node")).toBe("studio");
     expect(res.headers.get("x-fleet-model")).toBe("qwen3-asr");
+    // Asked for no model, it asked for the one herd picked: that model is what was asked for and served, no fallback.
+    expect([res.headers.get("x-fleet-requested-model"), res.headers.get("x-fleet-served-model"), res.headers.get("x-fleet-fallback")]).toEqual(["qwen3-asr", "qwen3-asr", "false"]);
     expect(res.headers.get("x-fleet-backend")).toBe("transcription");
     expect(Number(res.headers.get("x-transcription-time"))).toBeGreaterThan(0);
     expect(await res.json()).toEqual({
@@ -120,5 +122,6 @@ describe("POST /api/transcribe", () => {
       return res.status === 404 && res;
     }, 5000, "a 404");
     expect(((await gone.json()) as any).error).toContain("no speech-to-text models are available on any node");
+    expect(gone.headers.get("x-fleet-requested-model")).toBe("none");
   });
 });
