@@ -65,11 +65,12 @@ beforeAll(async () => {
 });
 
 describe("the fleet's image models", () => {
-  test("GET /api/image-models lists each with its backend and nodes; an uninstalled CLI is not offered", async () => {
+  test("GET /api/image-models lists each with its backend and nodes, in seed 000's two backends; an uninstalled CLI is not offered", async () => {
     const { models } = await getJson(`${fleet.url}/api/image-models`);
     expect(models.sort((a: any, b: any) => a.name.localeCompare(b.name))).toEqual([
       { name: "flux-broken", type: "image", backend: "mflux", fleet_nodes: ["studio"] },
-      { name: "sd3-medium", type: "image", backend: "diffusionkit", fleet_nodes: ["studio"] },
+      // A DiffusionKit model is the agent's image service's as an mflux one is: "mflux (mflux/DiffusionKit via port 11436)".
+      { name: "sd3-medium", type: "image", backend: "mflux", fleet_nodes: ["studio"] },
       { name: "x/z-image-turbo:latest", type: "image", backend: "ollama", fleet_nodes: ["imager"] },
       { name: "z-image-turbo", type: "image", backend: "mflux", fleet_nodes: ["studio"] },
     ]);

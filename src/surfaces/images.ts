@@ -7,7 +7,7 @@ import { callerOf, clientAddressOf } from "../auth/guard.ts";
 import { routeFacts } from "../auth/route-facts.ts";
 import { formatIssues } from "../config/problems.ts";
 import type { GeneratedImage, ImageRequest } from "../core/media-request.ts";
-import { fleetImageModels, imageJobSchema, imageModelField, imageOptions, promptField } from "../fleet/image-models.ts";
+import { type FleetImageModel, fleetImageModels, imageJobSchema, imageModelField, imageOptions, promptField } from "../fleet/image-models.ts";
 import type { Pipeline } from "../pipeline/route.ts";
 import { generateImage } from "../pipeline/media.ts";
 import type { ServiceReply } from "../pipeline/service.ts";
@@ -43,7 +43,12 @@ export function imagesSurface(rt: Pipeline) {
     .use(routeFacts)
     .post("/api/generate-image", (ctx: Ctx) => generateRaw(rt, ctx.request, ip(ctx)), { parse: "none", facts: { access: "client", body: "json", errors: "ollama" } })
     .post("/v1/images/generations", (ctx: Ctx) => generateOpenai(rt, ctx.request, ip(ctx)), { parse: "none", facts: { access: "client", body: "json", errors: "openai" } })
-    .get("/api/image-models", () => ({ models: fleetImageModels(rt.registry) }), { facts: { access: "client", body: "json", errors: "ollama" } });
+    .get("/api/image-models", () => ({ models: fleetImageModels(rt.registry).map(seedBackend) }), { facts: { access: "client", body: "json", errors: "ollama" } });
+}
+
+/** Seed 000 names two backends, "mflux (mflux/DiffusionKit via port 11436) or ollama": which CLI the image service runs is the node's detail. */
+function seedBackend(m: FleetImageModel): FleetImageModel {
+  return m.backend === "ollama" ? m : { ...m, backend: "mflux" };
 }
 
 type ErrorReply = (status: number, message: string, headers?: Record<string, string>) => Response;
