@@ -100,12 +100,12 @@ describe("POST /api/transcribe", () => {
     expect(((await res.json()) as any).error).toContain("not an Ollama model; install it with:");
   });
 
-  test("a transcription takes a slot on its node:model queue like any request: /fleet/queue counts it", async () => {
-    const before = (await getJson(`${fleet.url}/fleet/queue`)).completed;
+  test("a transcription takes a slot on its node:model queue like any request: /fleet/status counts it; /fleet/queue, Ollama's and MLX's only, does not list it", async () => {
+    const queueOf = async () => (await getJson(`${fleet.url}/fleet/status`)).queues["studio:qwen3-asr"];
+    const before = (await queueOf())?.completed ?? 0;
     expect((await upload({ audio: new Blob([wav(1)]), model: "qwen3-asr" })).status).toBe(200);
-    const queue = await getJson(`${fleet.url}/fleet/queue`);
-    expect(queue.queues["studio:qwen3-asr"]).toMatchObject({ node_id: "studio", model: "qwen3-asr", in_flight: 0, pending: 0 });
-    expect(queue.completed).toBe(before + 1);
+    expect(await queueOf()).toMatchObject({ node_id: "studio", model: "qwen3-asr", in_flight: 0, pending: 0, completed: before + 1 });
+    expect(Object.keys((await getJson(`${fleet.url}/fleet/queue`)).queues)).not.toContain("studio:qwen3-asr");
   });
 
   test("features.transcription: false is a 503; a node that stops offering it leaves a 404", async () => {
