@@ -130,7 +130,12 @@ describe("the platform connection", () => {
     const closed = `http://127.0.0.1:${gone.port}`;
     gone.stop(true);
     expect(await refused({ operator_token: "herd_good", platform_url: closed })).toEqual([502, "platform_unreachable"]);
-    expect(await refused({ operator_token: "herd_good", platform_url: "ftp://x" })).toEqual([400, "invalid_request"]);
+    // Seed 000's four codes only: a request that cannot become a registration (a field of the wrong shape, a body that
+    // is not JSON) is a registration_failed, a refusal not about the token; invalid_token is the token's alone.
+    expect(await refused({ operator_token: "herd_good", platform_url: "ftp://x" })).toEqual([400, "registration_failed"]);
+    expect(await refused({ operator_token: "herd_good", region: 7 })).toEqual([400, "registration_failed"]);
+    const notJson = await fetch(`${url}/api/platform/connect`, { method: "POST", headers: { "content-type": "application/json" }, body: "{nope" });
+    expect([notJson.status, ((await notJson.json()) as { code: string }).code]).toEqual([400, "registration_failed"]);
     expect((await status(url)).state).toBe("not_connected");
   });
 
