@@ -16,7 +16,8 @@ export class NodeFailure extends Error {
 
 /**
  * Why a request was not served: the status the client gets, the nodes tried before, when to retry if that is known,
- * and the node that ran the request when it was its answer (a 502 from its image server).
+ * the node that ran the request when it was its answer (a 502 from its image server), and what ran it there when
+ * that is known (an MLX server past its wall clock).
  */
 export class RouteError extends Error {
   constructor(
@@ -26,12 +27,13 @@ export class RouteError extends Error {
     readonly excluded: string[] = [],
     readonly retryAfterS?: number,
     readonly nodeId: string | null = null,
+    readonly ran: { backend: string; model: string } | null = null,
   ) {
     super(message);
   }
 
   /** The same answer, given by `nodeId` (null: herd's own, not the node's) after `excluded` failed first. */
   from(nodeId: string | null, excluded: string[]): RouteError {
-    return new RouteError(this.status, this.message, excluded.length, excluded, this.retryAfterS, nodeId);
+    return new RouteError(this.status, this.message, excluded.length, excluded, this.retryAfterS, nodeId, nodeId === null ? null : this.ran);
   }
 }

@@ -41,7 +41,7 @@ async function session(url: string, name: string, turns: number) {
     });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { message: { role: string; content: string } };
-    served.push({ node: res.headers.get("x-fleet-node")!, breakdown: res.headers.get("x-fleet-score-breakdown") ?? "" });
+    served.push({ node: res.headers.get("x-fleet-node")!, breakdown: res.headers.get("x-fleet-prediction-breakdown") ?? "" });
     messages.push(body.message, { role: "user", content: words(`tool${t}_`, 60) });
   }
   return served;
@@ -54,12 +54,12 @@ test("a multi-turn session sticks to the node holding its prefix; a new session 
   const turns = await session(url, "one", 5);
   const home = turns[0]!.node;
   expect(turns.map((s) => s.node)).toEqual(Array(5).fill(home));
-  // Each later turn (the conversation so far) was prefilled from the cache, and the trace's breakdown says so.
+  // Each later turn (the conversation so far) was prefilled from the cache, and the prediction's breakdown says so.
   expect(cached(nodes)[home]!).toBeGreaterThan(4 * 400);
   expect(turns.slice(1).every((s) => /cached_tokens=\d+/.test(s.breakdown))).toBe(true);
-  type Row = { scores_breakdown: Record<string, number> | null };
-  const inTrace = async () => ((await getJson(`${url}/dashboard/api/traces?limit=10`)).traces as Row[]).some((t) => (t.scores_breakdown?.cached_tokens ?? 0) > 400);
-  await eventually(inTrace, 5000, "a trace whose breakdown has cached_tokens");
+  type Row = { prediction_breakdown: Record<string, number> | null };
+  const inTrace = async () => ((await getJson(`${url}/dashboard/api/traces?limit=10`)).traces as Row[]).some((t) => (t.prediction_breakdown?.cached_tokens ?? 0) > 400);
+  await eventually(inTrace, 5000, "a trace whose prediction_breakdown has cached_tokens");
   // The cache hits taught no prefill rate: only the first turn did, the sim's real one (ten times its decode rate).
   const status = await getJson(`${url}/fleet/status`);
   const learned = status.nodes.find((n: any) => n.node_id === home).speeds[MODEL];

@@ -20,9 +20,10 @@ const hourOf = (ts: number) => `${new Date(ts * 1000).toISOString().slice(0, 13)
 const [D0, D1, D2] = [dayOf(T - 1), dayOf(T), dayOf(NOW - 60)];
 
 const BREAKDOWN = { model_thermal: 50, memory_fit: 20, queue_depth: 0, wait_time: 0, role_affinity: 15 };
+const PREDICTION = { wait_ms: 0, load_ms: 0, reload_ms: 0, evict_ms: 0, prefill_ms: 12.5, decode_ms: 400 };
 const base: Omit<Trace, "request_id" | "timestamp"> = {
   model: LLAMA, original_model: LLAMA, node_id: "studio", backend: "ollama", kind: "chat", original_format: "openai", stream: true,
-  status: "completed", score: 73, scores_breakdown: BREAKDOWN, latency_ms: null, time_to_first_token_ms: null, queue_wait_ms: 0,
+  status: "completed", score: 73, scores_breakdown: BREAKDOWN, predicted_ms: null, prediction_breakdown: null, latency_ms: null, time_to_first_token_ms: null, queue_wait_ms: 0,
   prompt_tokens: null, completion_tokens: null, retry_count: 0, fallback_used: false, excluded_nodes: [], client_ip: "10.0.0.50",
   error_message: null, tags: [], resolution: null, adjustments: [],
 };
@@ -36,7 +37,7 @@ const TRACES = [
   t("c", T + 1200, { status: "failed", latency_ms: 500, error_message: "node studio failed: connection reset", tags: ["chat"] }),
   t("d", T + 3000.25, {
     model: QWEN, original_model: "qwen3:32b", node_id: "mini", score: 61.5, latency_ms: 300, time_to_first_token_ms: 50, prompt_tokens: 5,
-    completion_tokens: 15, retry_count: 1, fallback_used: true, excluded_nodes: ["studio"], tags: ["batch"],
+    completion_tokens: 15, retry_count: 1, fallback_used: true, excluded_nodes: ["studio"], tags: ["batch"], predicted_ms: 412.5, prediction_breakdown: PREDICTION,
   }),
   t("e", T + 3700, { model: QWEN, original_model: QWEN, node_id: "mini", status: "client_disconnected", latency_ms: 800, time_to_first_token_ms: 60, prompt_tokens: 7, completion_tokens: 3 }),
   t("f", NOW - 60, { node_id: null, backend: null, status: "rejected", score: null, scores_breakdown: null, error_message: "queue full", tags: ["prod"] }),
@@ -84,11 +85,12 @@ describe("GET /dashboard/api/traces", () => {
     const byId = Object.fromEntries((await api("traces")).traces.map((x: any) => [x.request_id, x]));
     expect(byId.d).toEqual({
       request_id: "d", model: QWEN, original_model: "qwen3:32b", node_id: "mini", score: 61.5, scores_breakdown: BREAKDOWN,
+      predicted_ms: 412.5, prediction_breakdown: PREDICTION,
       status: "completed", latency_ms: 300, time_to_first_token_ms: 50, prompt_tokens: 5, completion_tokens: 15, retry_count: 1,
       fallback_used: 1, excluded_nodes: ["studio"], client_ip: "10.0.0.50", original_format: "openai", error_message: null,
       timestamp: T + 3000.25, tags: ["batch"], resolution: null, adjustments: [],
     });
-    expect(byId.f).toMatchObject({ node_id: null, score: null, scores_breakdown: null, status: "rejected", fallback_used: 0, error_message: "queue full", tags: ["prod"] });
+    expect(byId.f).toMatchObject({ node_id: null, score: null, scores_breakdown: null, predicted_ms: null, prediction_breakdown: null, status: "rejected", fallback_used: 0, error_message: "queue full", tags: ["prod"] });
     expect(byId.a.tags).toEqual(["chat", "prod"]);
   });
 });

@@ -343,7 +343,7 @@ describe("the context a prompt runs in", () => {
     // ~6,000 tokens: with the reply's room it outgrows 4096, not 16384.
     const prompt = Array.from({ length: 460 }, (_, i) => `rule ${i}: keep the build green and the change small`).join("\n");
     const ask = () => fetch(`${url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "llama3.2:3b", stream: false, messages: [{ role: "user", content: prompt }] }) });
-    const parts = (res: Response) => Object.fromEntries(res.headers.get("x-fleet-score-breakdown")!.split("; ").map((p) => p.split("=")));
+    const parts = (res: Response) => Object.fromEntries(res.headers.get("x-fleet-prediction-breakdown")!.split("; ").map((p) => p.split("=")));
     const res = await ask();
     expect(res.headers.get("x-fleet-node")).toBe("b-big");
     expect(parts(res).reload_ms).toBe("0");

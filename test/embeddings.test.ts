@@ -37,6 +37,8 @@ const vector = (sign: number, text: string) => [sign * 0.5, text.length, -0.25];
 let fleet: MediaFleet;
 let text: ReturnType<typeof embeddingServer>;
 let vision: ReturnType<typeof ollamaHerdVisionServer>;
+/** The requests every queue (/fleet/status's, the node services' too) has completed. */
+const completed = async () => Object.values((await getJson(`${fleet.url}/fleet/status`)).queues as Record<string, { completed: number }>).reduce((n, q) => n + q.completed, 0);
 
 const post = (path: string, body: unknown) => fetch(`${fleet.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 const backendOf = async (model: string) => (await post("/api/embed", { model, input: "probe" })).headers.get("x-fleet-backend");
@@ -98,12 +100,14 @@ describe("text embedding models", () => {
     ]);
   });
 
-  test("a native embedding takes a slot on its node:model queue like any request: /fleet/queue counts it", async () => {
-    const before = (await getJson(`${fleet.url}/fleet/queue`)).completed;
+  test("a native embedding takes a slot on its node:model queue like any request: /fleet/status counts it; /fleet/queue, Ollama's and MLX's only, does not list it", async () => {
+    const before = await completed();
     expect((await post("/api/embed", { model: "nomic-embed-text", input: "queued" })).status).toBe(200);
-    const queue = await getJson(`${fleet.url}/fleet/queue`);
-    expect(queue.queues["studio:nomic-embed-text"]).toMatchObject({ node_id: "studio", model: "nomic-embed-text", in_flight: 0, pending: 0 });
-    expect(queue.completed).toBe(before + 1);
+    const queues = (await getJson(`${fleet.url}/fleet/status`)).queues;
+    expect(queues["studio:nomic-embed-text"]).toMatchObject({ node_id: "studio", model: "nomic-embed-text", in_flight: 0, pending: 0 });
+    expect(await completed()).toBe(before + 1);
+    // Seed 000: "Native text embedding … and vision embedding … appear in the dashboard's Node Models section but not here".
+    expect(Object.keys((await getJson(`${fleet.url}/fleet/queue`)).queues)).not.toContain("studio:nomic-embed-text");
   });
 
   test("/fleet/status shows each node's embedding servers as its agent reports them", async () => {
@@ -176,7 +180,7 @@ describe("text embedding models", () => {
         expect((await post("/api/embed", { model, input: "x", keep_alive: 0 })).status).toBe(200);
         expect(await loaded()).toBe(false);
       }
-      const before = { asked: text.requests.length, completed: (await getJson(`${fleet.url}/fleet/queue`)).completed };
+      const before = { asked: text.requests.length, completed: await completed() };
       const cases: [string, Record<string, unknown>][] = [
         ["/api/embed", {}], ["/api/embed", { input: "" }], ["/api/embed", { input: [] }], ["/api/embed", { input: null }], ["/api/embed", { prompt: "" }],
         ["/api/embeddings", {}], ["/api/embeddings", { prompt: "" }], ["/api/embeddings", { input: "" }], ["/api/embeddings", { input: [] }],
@@ -189,7 +193,7 @@ describe("text embedding models", () => {
       }
       // A native server has nothing to embed: it is not asked. Each request took a queue slot and is traced as any other.
       expect(text.requests.length).toBe(before.asked);
-      expect((await getJson(`${fleet.url}/fleet/queue`)).completed).toBe(before.completed + cases.length);
+      expect(await completed()).toBe(before.completed + cases.length);
       const traced = await eventually(async () => {
         const rows = ((await getJson(`${fleet.url}/dashboard/api/traces?limit=100`)).traces as any[]).filter((t) => t.tags.includes(`empty-${backend}`));
         return rows.length === cases.length && rows;
@@ -309,6 +313,14 @@ describe("vision embedding models", () => {
     }
   });
 
+  test("/v1/models lists the embedding models the native servers serve, each once, by the backend /api/embed sends it to", async () => {
+    const client = new OpenAI({ baseURL: `${fleet.url}/v1`, apiKey: "unused" });
+    const listed = new Map<string, string>();
+    for await (const m of client.models.list()) listed.set(m.id, m.owned_by);
+    expect([listed.get("clip-vit-b32"), listed.get("dinov2-vit-s14"), listed.get("nomic-embed-text")]).toEqual(["vision", "vision", "native"]);
+    expect([...listed.keys()].filter((id) => id.startsWith("nomic-embed-text"))).toEqual(["nomic-embed-text"]);
+  });
+
   test("/api/pull of a vision embedding model is a 400 saying what to run instead", async () => {
     const res = await post("/api/pull", { name: "clip" });
     expect(res.status).toBe(400);
@@ -322,6 +334,8 @@ describe("vision embedding models", () => {
       return res.status === 503 && res;
     }, 5000, "a 503");
     expect(((await disabled.json()) as any).error).toContain("vision embedding is disabled on this router (features.visionEmbedding)");
+    // Nor does /v1/models offer what /api/embed refuses.
+    expect((await getJson(`${fleet.url}/v1/models`)).data.map((m: any) => m.id)).not.toContain("clip-vit-b32");
     fleet.writeConfig();
     await eventually(async () => (await post("/api/embed", { model: "clip", input: b64(image(8, 8)) })).status === 200, 5000, "vision served again");
 

@@ -16,7 +16,7 @@ const NODE_TOKEN = "fallback-node-token";
 
 /** `extra`: more of the router's config (client keys, say); `reader`: the headers that read the fleet's status. */
 async function macWith(loaded: string[], extra: Record<string, unknown> = {}, reader: Record<string, string> = {}) {
-  const sim = await startSimOllama({ id: "mac", memoryGb: 32, models: ["qwen3:32b", "qwen3:8b", "llama3.2:3b", "gemma3:12b", "gemma3:4b", "nomic-embed-text"], loaded });
+  const sim = await startSimOllama({ id: "mac", memoryGb: 32, models: ["qwen3:32b", "qwen3:8b", "llama3.2:3b", "gemma3:12b", "gemma3:4b", "nomic-embed-text", "llama3.3:70b"], loaded });
   const dir = tmpDir();
   const file = join(dir, "herd.config.ts");
   writeFileSync(file, `export default ${JSON.stringify({ nodes: [{ id: "mac", ollama: sim.url, token: NODE_TOKEN }], heartbeat: FAST, ...extra })};\n`);
@@ -50,6 +50,18 @@ describe("VRAM fallback", () => {
     expect(res.headers.get("x-fleet-served-model")).toBe("qwen3:8b");
     expect(res.headers.get("x-fleet-fallback")).toBe("true");
     expect(((await res.json()) as any).model).toBe("qwen3:8b");
+    await mac.stop();
+  });
+
+  test("a model bigger than every node (llama3.3:70b, ~40 GB, on a 32 GB Mac) is served by a loaded model of the same kind, not a 503", async () => {
+    const mac = await macWith(["qwen3:8b", "llama3.2:3b"]);
+    const res = await mac.chat({ model: "llama3.3:70b" });
+    expect([res.status, res.headers.get("x-fleet-requested-model"), res.headers.get("x-fleet-served-model"), res.headers.get("x-fleet-fallback")]).toEqual([200, "llama3.3:70b", "llama3.2:3b", "true"]);
+    expect(((await res.json()) as any).model).toBe("llama3.2:3b");
+    // Strict, it is the 503 that says why.
+    const strict = await mac.chat({ model: "llama3.3:70b" }, { "X-Fleet-No-Fallback": "true" });
+    expect(strict.status).toBe(503);
+    expect(((await strict.json()) as any).error).toContain("llama3.3:70b on mac (model needs");
     await mac.stop();
   });
 

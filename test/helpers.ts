@@ -164,6 +164,17 @@ export async function getJson<T = any>(url: string): Promise<T> {
   return (await res.json()) as T;
 }
 
+/** Seed 000's canonical X-Fleet-* set of an answer, by header: each is there on every proxied response, refusals included. */
+export function fleetSet(res: Response): Record<string, string | null> {
+  const names = ["node", "served-model", "requested-model", "fallback", "backend", "retries"];
+  return Object.fromEntries(names.map((name) => [name, res.headers.get(`x-fleet-${name}`)]));
+}
+
+/** The set of a request refused before routing (a 400): no node, no retry, and the model it asked for. */
+export function refusedSet(requested: string): Record<string, string> {
+  return { node: "none", "served-model": "none", "requested-model": requested, fallback: "false", backend: "none", retries: "0" };
+}
+
 /** Sends `n` whole chats for `model` at once, each a 200; the node that served each (X-Fleet-Node), in order. */
 export function chatBurst(routerUrl: string, model: string, n: number): Promise<(string | null)[]> {
   return Promise.all(

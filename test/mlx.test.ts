@@ -301,6 +301,8 @@ describe("admission control, the wall clock and the MLX queue", () => {
       const whole = post("/v1/messages", { model: `mlx:${SLOW}`, max_tokens: 300, messages: [{ role: "user", content: "Tell me about wedged requests" }] });
       const res = await whole;
       expect(res.status).toBe(413);
+      // The request reached its server: the headers name what ran it (seed 000: the X-Fleet-* set on every proxied response).
+      expect([res.headers.get("x-fleet-backend"), res.headers.get("x-fleet-served-model"), res.headers.get("x-fleet-node")]).toEqual(["mlx", `mlx:${SLOW}`, expect.not.stringMatching(/^none$/)]);
       const error = ((await res.json()) as any).error;
       expect(error.type).toBe("prompt_too_large");
       expect(error.message).toContain("mlx.wallClockTimeoutMs");

@@ -86,7 +86,7 @@ describe("an Ollama Herd agent's heartbeat", () => {
   test("its image models are the fleet's, each with its backend; its MLX server's model is not taken for an Ollama one", async () => {
     const { models } = await getJson(`${router.url}/api/image-models`);
     expect(models.sort((a: any, b: any) => a.name.localeCompare(b.name))).toEqual([
-      { name: "sd3-medium", type: "image", backend: "diffusionkit", fleet_nodes: ["mini"] },
+      { name: "sd3-medium", type: "image", backend: "mflux", fleet_nodes: ["mini"] },
       { name: "z-image-turbo", type: "image", backend: "mflux", fleet_nodes: ["mini"] },
     ]);
     const tags = (await getJson(`${router.url}/api/tags`)).models.map((m: any) => m.name);

@@ -85,7 +85,7 @@ describe("models that are not local weights", () => {
   test("a cloud model is served through the node that lists it (its Ollama forwards it), never loaded there", async () => {
     const res = await post("/api/chat", { model: "gpt-oss:120b-cloud", stream: false, messages: [{ role: "user", content: "hi" }] });
     expect([res.status, res.headers.get("x-fleet-node")]).toEqual([200, "current"]);
-    const breakdown = Object.fromEntries(res.headers.get("x-fleet-score-breakdown")!.split("; ").map((p) => p.split("=")));
+    const breakdown = Object.fromEntries(res.headers.get("x-fleet-prediction-breakdown")!.split("; ").map((p) => p.split("=")));
     expect(breakdown.load_ms).toBe("0");
     expect(current.state().counters.loads ?? 0).toBe(0);
   });

@@ -130,7 +130,12 @@ describe("the platform connection", () => {
     const closed = `http://127.0.0.1:${gone.port}`;
     gone.stop(true);
     expect(await refused({ operator_token: "herd_good", platform_url: closed })).toEqual([502, "platform_unreachable"]);
-    expect(await refused({ operator_token: "herd_good", platform_url: "ftp://x" })).toEqual([400, "invalid_request"]);
+    // Seed 000's four codes only: a request that cannot become a registration (a field of the wrong shape, a body that
+    // is not JSON) is a registration_failed, a refusal not about the token; invalid_token is the token's alone.
+    expect(await refused({ operator_token: "herd_good", platform_url: "ftp://x" })).toEqual([400, "registration_failed"]);
+    expect(await refused({ operator_token: "herd_good", region: 7 })).toEqual([400, "registration_failed"]);
+    const notJson = await fetch(`${url}/api/platform/connect`, { method: "POST", headers: { "content-type": "application/json" }, body: "{nope" });
+    expect([notJson.status, ((await notJson.json()) as { code: string }).code]).toEqual([400, "registration_failed"]);
     expect((await status(url)).state).toBe("not_connected");
   });
 
@@ -224,7 +229,7 @@ const YESTERDAY = new Date(Date.now() - DAY_S * 1000).toISOString().slice(0, 10)
 const START = Date.parse(`${YESTERDAY}T00:00:00Z`) / 1000;
 const base: Omit<Trace, "request_id" | "timestamp"> = {
   model: "llama3.3:70b", original_model: "llama3.3:70b", node_id: "studio", backend: "ollama", kind: "chat", original_format: "openai", stream: true,
-  status: "completed", score: 73, scores_breakdown: { model_thermal: 50 }, latency_ms: 100, time_to_first_token_ms: 20, queue_wait_ms: 0,
+  status: "completed", score: 73, scores_breakdown: { model_thermal: 50 }, predicted_ms: null, prediction_breakdown: null, latency_ms: 100, time_to_first_token_ms: 20, queue_wait_ms: 0,
   prompt_tokens: 10, completion_tokens: 100, retry_count: 0, fallback_used: false, excluded_nodes: [], client_ip: "10.0.0.50",
   error_message: null, tags: [], resolution: null, adjustments: [],
 };

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { type SimNode, type SimNodeOptions, startSimOllama } from "../src/sim/index.ts";
-import { eventually, getJson, startRouterProcess, tmpDir } from "./helpers.ts";
+import { eventually, fleetSet, getJson, refusedSet, standInOllama, startRouterProcess, tmpDir } from "./helpers.ts";
 
 // Polls are rare here, so a fault injected into a node is met by a request, not by the poller first.
 const SLOW_POLLS = "heartbeat: { intervalMs: 30000, timeoutMs: 60000, offlineMs: 120000 }";
@@ -28,6 +28,10 @@ async function fleet(nodes: (SimNodeOptions & { parallel?: number; draining?: bo
   await eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.every((n: any) => n.status === "online"), 3000, "all nodes online");
   return { router, url: router.url, nodes: started };
 }
+
+/** A breakdown header (`name=value; name=value`) as an object. */
+const headerParts = (res: Response, name: string): Record<string, number> =>
+  Object.fromEntries((res.headers.get(name) ?? "").split("; ").map((p) => [p.split("=")[0], Number(p.split("=")[1])]));
 
 const post = (url: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
@@ -420,9 +424,9 @@ describe("pulling models", () => {
     expect(res.headers.get("x-fleet-node")).toBe("n");
   });
 
-  /** A router with one agent node (it reports its free memory: 10 of 16 GB), holding llama3.2:3b on disk. */
-  async function smallAgentNode() {
-    const { url } = await fleet([], `auth: { nodeToken: "fleet-token" }`);
+  /** A router with one agent node (it reports its free memory: 10 of 16 GB), holding llama3.2:3b on disk; `beside`: agentless nodes. */
+  async function smallAgentNode(beside: SimNodeOptions[] = []) {
+    const { url } = await fleet(beside, `auth: { nodeToken: "fleet-token" }`);
     const small = await startSimOllama({ id: "small", models: ["llama3.2:3b"], loaded: [] });
     sims.push(small);
     const memory = { total_gb: 16, used_gb: 6, available_gb: 10, pressure: "nominal" };
@@ -437,11 +441,29 @@ describe("pulling models", () => {
     const res = await post(url, "/api/pull", { model: "llama3.3:70b" });
     expect(res.status).toBe(503);
     expect(await res.json()).toEqual({ error: 'No node has enough available memory for "llama3.3:70b" (48 GB): small has 10 GB available, 38 GB short' });
+    expect(fleetSet(res)).toEqual(refusedSet("llama3.3:70b"));
     const named = await post(url, "/api/pull", { model: "llama3.3:70b", node_id: "small" });
     expect(named.status).toBe(503);
     expect((await getJson(`${small.url}/api/tags`)).models.map((m: any) => m.name)).toEqual(["llama3.2:3b"]);
     const fits = await post(url, "/api/pull", { model: "qwen3:8b", stream: false });
     expect([fits.status, await fits.json()]).toEqual([200, { status: "success" }]);
+    expect(fleetSet(fits)).toEqual({ node: "small", "served-model": "qwen3:8b", "requested-model": "qwen3:8b", fallback: "false", backend: "ollama", retries: "0" });
+  });
+
+  test("the memory check judges the nodes whose memory herd knows even beside an agentless one: a model too big for the agent node goes to the other", async () => {
+    const { url, small } = await smallAgentNode([{ id: "bare", models: ["llama3.2:3b"], loaded: [] }]);
+    // qwen3:32b needs 23 GB: not the agent node's 10 GB free, so the node herd knows nothing of takes it.
+    const big = await post(url, "/api/pull", { model: "qwen3:32b", stream: false });
+    expect([big.status, big.headers.get("x-fleet-node"), await big.json()]).toEqual([200, "bare", { status: "success" }]);
+    expect((await getJson(`${small.url}/api/tags`)).models.map((m: any) => m.name)).toEqual(["llama3.2:3b"]);
+    const fits = await post(url, "/api/pull", { model: "qwen3:8b", stream: false });
+    expect([fits.status, fits.headers.get("x-fleet-node")]).toEqual([200, "small"]);
+  });
+
+  test("a model the catalog does not know is sized from its name: llama3.1:405b fits no node's free memory", async () => {
+    const { url } = await smallAgentNode();
+    const res = await post(url, "/api/pull", { model: "llama3.1:405b" });
+    expect([res.status, await res.json()]).toEqual([503, { error: 'No node has enough available memory for "llama3.1:405b" (~228.7 GB, estimated from its name): small has 10 GB available, 218.7 GB short' }]);
   });
 
   test("auto-pull applies /api/pull's memory check: a model larger than every node's free memory is a 503 in each surface's format, not pulled", async () => {
@@ -491,6 +513,7 @@ describe("pulling models", () => {
     const second = await post(url, "/api/pull", { model: "qwen3:8b" });
     expect(second.status).toBe(409);
     expect(((await second.json()) as any).error).toContain("already being pulled onto n");
+    expect(fleetSet(second)).toEqual({ node: "n", "served-model": "none", "requested-model": "qwen3:8b", fallback: "false", backend: "none", retries: "0" });
     const done = await first;
     expect(done.headers.get("x-fleet-node")).toBe("n");
     expect(await done.json()).toEqual({ status: "success" });
@@ -514,6 +537,52 @@ describe("request adjustments", () => {
     const plain = await post(url, "/api/generate", { model: "llama3.2:3b", prompt: "hi", stream: false, options: { num_predict: 2 } });
     expect(((await plain.json()) as any).done_reason).toBe("length");
     expect(plain.headers.get("x-budget-used")).toBeNull();
+  });
+
+  test("every non-streaming answer of a thinking model carries the budget diagnostics, not only one whose cap herd raised", async () => {
+    const { url } = await fleet([{ id: "n", models: ["qwen3:8b"], loaded: ["qwen3:8b"] }]);
+    const diagnostics = (res: Response) => ["x-thinking-tokens", "x-output-tokens", "x-budget-used", "x-done-reason"].map((h) => res.headers.get(h));
+    const chat = (extra: Record<string, unknown>) => post(url, "/api/chat", { model: "qwen3:8b", messages: [{ role: "user", content: "hi" }], think: true, ...extra });
+    // A cap already generous is sent as it is; with none, Ollama's -1 (no cap) is the budget.
+    const generous = await chat({ stream: false, options: { num_predict: 40000 } });
+    const body = (await generous.json()) as any;
+    expect(diagnostics(generous)).toEqual([expect.stringMatching(/^\d+$/), expect.stringMatching(/^\d+$/), `${body.eval_count}/40000`, "stop"]);
+    expect(Number(generous.headers.get("x-thinking-tokens"))).toBeGreaterThan(0);
+    const uncapped = await chat({ stream: false });
+    expect(diagnostics(uncapped)[2]).toBe(`${((await uncapped.json()) as any).eval_count}/-1`);
+    // Only a whole answer can carry them in its headers.
+    const streamed = await chat({});
+    await streamed.text();
+    expect(diagnostics(streamed)).toEqual([null, null, null, null]);
+  });
+});
+
+describe("sampling defaults", () => {
+  test("an OpenAI chat that sends no temperature is sent seed 000's default, 0.7; a client's own is kept; an Ollama chat's stays the model's own", async () => {
+    const seen: Record<string, unknown>[] = [];
+    const node = standInOllama({
+      models: ["m:1b"],
+      async answer(req, path) {
+        if (path !== "/api/chat") return null;
+        seen.push(((await req.json()) as { options?: Record<string, unknown> }).options ?? {});
+        return Response.json({ model: "m:1b", created_at: new Date().toISOString(), message: { role: "assistant", content: "hi" }, done: true, done_reason: "stop", prompt_eval_count: 1, eval_count: 1 });
+      },
+    });
+    try {
+      const dir = tmpDir();
+      const file = join(dir, "herd.config.ts");
+      writeFileSync(file, `export default { nodes: [{ id: "n", ollama: "http://127.0.0.1:${node.port}" }], ${SLOW_POLLS} };\n`);
+      const { url } = await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+      await eventually(async () => (await getJson(`${url}/fleet/status`)).nodes[0]?.status === "online", 3000, "the node online");
+      const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused" });
+      const messages = [{ role: "user" as const, content: "hi" }];
+      await client.chat.completions.create({ model: "m:1b", messages });
+      await client.chat.completions.create({ model: "m:1b", messages, temperature: 0 });
+      await (await post(url, "/api/chat", { model: "m:1b", messages, stream: false })).json();
+      expect(seen.map((o) => o.temperature)).toEqual([0.7, 0, undefined]);
+    } finally {
+      node.stop(true);
+    }
   });
 });
 
@@ -598,6 +667,8 @@ describe("traces", () => {
     expect(completed.completion_tokens).toBeGreaterThan(0);
     expect(completed.time_to_first_token_ms).toBeGreaterThan(0);
     expect(completed.scores_breakdown.model_thermal).toBe(50);
+    // The point scorer predicts no finish.
+    expect([completed.predicted_ms, completed.prediction_breakdown]).toEqual([null, null]);
     expect(traces.some((t: any) => t.status === "failed" && /failed mid-stream|closed the stream/.test(t.error_message))).toBe(true);
     expect(traces.some((t: any) => t.status === "failed" && t.error_message.includes("not found on any node"))).toBe(true);
   });
@@ -623,16 +694,46 @@ describe('routing.strategy "finish-time" (the default)', () => {
 
     const res = await ask(url, "qwen3:32b");
     expect(res.headers.get("x-fleet-node")).toBe("b-big");
-    // The verdict is the expected finish in ms, and its parts.
-    const parts: Record<string, number> = Object.fromEntries(res.headers.get("x-fleet-score-breakdown")!.split("; ").map((p) => [p.split("=")[0], Number(p.split("=")[1])]));
+    // The prediction is the expected finish in ms, and its parts.
+    const parts = headerParts(res, "x-fleet-prediction-breakdown");
     expect(Object.keys(parts)).toEqual(["wait_ms", "load_ms", "reload_ms", "evict_ms", "prefill_ms", "decode_ms"]);
     expect(parts.load_ms).toBeGreaterThan(0);
-    expect(Number(res.headers.get("x-fleet-score"))).toBeCloseTo(Object.values(parts).reduce((a, b) => a + b, 0), -1);
+    expect(Number(res.headers.get("x-fleet-predicted-ms"))).toBeCloseTo(Object.values(parts).reduce((a, b) => a + b, 0), -1);
     const traces = await eventually(async () => {
       const t = (await getJson(`${url}/dashboard/api/traces?limit=10`)).traces;
       return t.length === 5 && t;
     }, 3000, "five traces");
-    expect(traces.find((t: any) => t.model === "qwen3:32b").scores_breakdown).toMatchObject({ wait_ms: 0, evict_ms: 0 });
+    expect(traces.find((t: any) => t.model === "qwen3:32b").prediction_breakdown).toMatchObject({ wait_ms: 0, evict_ms: 0 });
+  });
+
+  test("X-Fleet-Score keeps seed 000's meaning (an integer, higher = better fit, its parts the reference's keys); the prediction has a header and trace field of its own", async () => {
+    const { url } = await fleet([{ id: "n", models: ["llama3.2:3b", "qwen3:8b"], loaded: ["llama3.2:3b"] }]);
+    const hot = await ask(url, "llama3.2:3b");
+    const cold = await ask(url, "qwen3:8b");
+    const REFERENCE_KEYS = ["model_thermal", "memory_fit", "queue_depth", "wait_time", "role_affinity"];
+    for (const res of [hot, cold]) {
+      expect(res.headers.get("x-fleet-score")).toMatch(/^\d+$/);
+      const points = headerParts(res, "x-fleet-score-breakdown");
+      expect(Object.keys(points)).toEqual(REFERENCE_KEYS);
+      expect(100 + Object.values(points).reduce((a, b) => a + b, 0)).toBeCloseTo(Number(res.headers.get("x-fleet-score")), 0);
+      expect(res.headers.get("x-fleet-predicted-ms")).toMatch(/^\d+$/);
+    }
+    // Loaded, idle, alone: nothing in its way. A load first fits worse, and the load is where the points went.
+    expect(hot.headers.get("x-fleet-score")).toBe("100");
+    expect(Number(cold.headers.get("x-fleet-score"))).toBeLessThan(100);
+    expect(headerParts(cold, "x-fleet-score-breakdown").model_thermal).toBeLessThan(0);
+    expect(headerParts(cold, "x-fleet-prediction-breakdown").load_ms).toBeGreaterThan(0);
+    const traces = await eventually(async () => {
+      const t = (await getJson(`${url}/dashboard/api/traces?limit=10`)).traces;
+      return t.length === 2 && t;
+    }, 3000, "two traces");
+    for (const res of [hot, cold]) {
+      const row = traces.find((t: any) => t.model === res.headers.get("x-fleet-served-model"));
+      expect(row.score).toBe(Number(res.headers.get("x-fleet-score")));
+      expect(Object.keys(row.scores_breakdown)).toEqual(REFERENCE_KEYS);
+      expect(Math.round(row.predicted_ms)).toBe(Number(res.headers.get("x-fleet-predicted-ms")));
+      expect(row.prediction_breakdown).toEqual(headerParts(res, "x-fleet-prediction-breakdown"));
+    }
   });
 
   test("a hot node's queue spills to a cold load elsewhere once that finishes sooner, loading one second replica", async () => {

@@ -22,9 +22,10 @@ const startRouter = () => startRouterProcess(["serve", "--config", join(dir, "he
 const nodeStatus = async (id: string) => (await getJson(`${router.url}/fleet/status`)).nodes.find((n: any) => n.node_id === id);
 const bothOnline = () =>
   eventually(async () => (await getJson(`${router.url}/fleet/status`)).nodes.filter((n: any) => n.status === "online").length === 2, 4000, "a and b online");
-const chat = (model: string) =>
+const chat = (model: string, headers: Record<string, string> = {}) =>
   fetch(`${router.url}/api/chat`, {
     method: "POST",
+    headers,
     body: JSON.stringify({ model, messages: [{ role: "user", content: "count to forty" }], stream: false, options: { num_predict: 40 } }),
   });
 
@@ -92,7 +93,8 @@ describe("an agentless node's declared hardware", () => {
 
   test("is its memory for routing: a model bigger than it leaves room for is not sent there", async () => {
     // qwen3:32b takes about 20 GB; b declares 16 (10 after the OS reserve). Undeclared, it would be tried there.
-    const res = await chat("qwen3:32b");
+    // Strict: else a loaded model of its kind would stand in (VRAM fallback, test/fallback.test.ts).
+    const res = await chat("qwen3:32b", { "X-Fleet-No-Fallback": "true" });
     expect(res.status).toBe(503);
     expect(((await res.json()) as any).error).toContain("no node can serve it right now");
     expect(b.state().loaded).not.toContain("qwen3:32b");

@@ -103,7 +103,7 @@ async function dataDirWithTagHistory(): Promise<string> {
   const now = Date.now() / 1000;
   const base: Omit<Trace, "request_id" | "timestamp" | "tags"> = {
     model: MODEL, original_model: MODEL, node_id: "n1", backend: "ollama", kind: "chat", original_format: "ollama", stream: false,
-    status: "completed", score: null, scores_breakdown: null, latency_ms: 100, time_to_first_token_ms: 10, queue_wait_ms: 0,
+    status: "completed", score: null, scores_breakdown: null, predicted_ms: null, prediction_breakdown: null, latency_ms: 100, time_to_first_token_ms: 10, queue_wait_ms: 0,
     prompt_tokens: 5, completion_tokens: 7, retry_count: 0, fallback_used: false, excluded_nodes: [], client_ip: null,
     error_message: null, resolution: null, adjustments: [],
   };

@@ -2,7 +2,7 @@
 // CLI (test/fixtures/media/mlx-qwen3-asr.ts): a WAV made here is uploaded as multipart, and the
 // answer is seed 000's JSON with chunks. Tests share the fleet, in order.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { cleanupFile, eventually, getJson } from "./helpers.ts";
+import { cleanupFile, eventually, fleetSet, getJson, refusedSet } from "./helpers.ts";
 import { type MediaFleet, standIn, startMediaFleet } from "./fixtures/media/fleet.ts";
 import { wav } from "./fixtures/media/wav.ts";
 
@@ -42,6 +42,8 @@ describe("POST /api/transcribe", () => {
     }, 5000, "a transcription");
     expect(res.headers.get("x-fleet-node")).toBe("studio");
     expect(res.headers.get("x-fleet-model")).toBe("qwen3-asr");
+    // Asked for no model, it asked for the one herd picked: that model is what was asked for and served, no fallback.
+    expect([res.headers.get("x-fleet-requested-model"), res.headers.get("x-fleet-served-model"), res.headers.get("x-fleet-fallback")]).toEqual(["qwen3-asr", "qwen3-asr", "false"]);
     expect(res.headers.get("x-fleet-backend")).toBe("transcription");
     expect(Number(res.headers.get("x-transcription-time"))).toBeGreaterThan(0);
     expect(await res.json()).toEqual({
@@ -88,6 +90,8 @@ describe("POST /api/transcribe", () => {
     const json = await fetch(`${fleet.url}/api/transcribe`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
     expect(json.status).toBe(400);
     expect(((await json.json()) as any).error).toContain('send multipart/form-data with the audio file in the field "audio"');
+    // Refused before routing, with the X-Fleet-* set all the same: no node, the model asked for if named.
+    expect([fleetSet(noAudio), fleetSet(empty), fleetSet(json)]).toEqual([refusedSet("qwen3-asr"), refusedSet("none"), refusedSet("none")]);
   });
 
   test("the fleet's transcription models are not pullable through Ollama", async () => {
@@ -96,12 +100,12 @@ describe("POST /api/transcribe", () => {
     expect(((await res.json()) as any).error).toContain("not an Ollama model; install it with:");
   });
 
-  test("a transcription takes a slot on its node:model queue like any request: /fleet/queue counts it", async () => {
-    const before = (await getJson(`${fleet.url}/fleet/queue`)).completed;
+  test("a transcription takes a slot on its node:model queue like any request: /fleet/status counts it; /fleet/queue, Ollama's and MLX's only, does not list it", async () => {
+    const queueOf = async () => (await getJson(`${fleet.url}/fleet/status`)).queues["studio:qwen3-asr"];
+    const before = (await queueOf())?.completed ?? 0;
     expect((await upload({ audio: new Blob([wav(1)]), model: "qwen3-asr" })).status).toBe(200);
-    const queue = await getJson(`${fleet.url}/fleet/queue`);
-    expect(queue.queues["studio:qwen3-asr"]).toMatchObject({ node_id: "studio", model: "qwen3-asr", in_flight: 0, pending: 0 });
-    expect(queue.completed).toBe(before + 1);
+    expect(await queueOf()).toMatchObject({ node_id: "studio", model: "qwen3-asr", in_flight: 0, pending: 0, completed: before + 1 });
+    expect(Object.keys((await getJson(`${fleet.url}/fleet/queue`)).queues)).not.toContain("studio:qwen3-asr");
   });
 
   test("features.transcription: false is a 503; a node that stops offering it leaves a 404", async () => {
@@ -118,5 +122,6 @@ describe("POST /api/transcribe", () => {
       return res.status === 404 && res;
     }, 5000, "a 404");
     expect(((await gone.json()) as any).error).toContain("no speech-to-text models are available on any node");
+    expect(gone.headers.get("x-fleet-requested-model")).toBe("none");
   });
 });

@@ -8,6 +8,7 @@
 import { type Config, nodeAnswerCap } from "../config/schema.ts";
 import type { NativeEmbedRequest } from "../core/media-request.ts";
 import { NodeFailure, RouteError } from "../errors.ts";
+import { type EmbeddingKind, embeddingServerOn } from "../fleet/catalog.ts";
 import { sameModel } from "../fleet/model-name.ts";
 import { VISION_MODELS, visionModelName } from "../fleet/vision-models.ts";
 import type { Queues } from "../fleet/queues.ts";
@@ -17,17 +18,8 @@ import { callNode, errorOf, type ServiceJob, serviceNodes } from "./node-service
 /** Seed 000's advice with its 504: the first request may download the model. */
 const RETRY_AFTER_S = 30;
 
-export type EmbeddingKind = "native" | "vision";
-
-/** The native server of `kind` a node reports running: its port and models. */
-function serverOn(node: NodeRecord, kind: EmbeddingKind) {
-  const r = node.report;
-  const [server, port] = kind === "native" ? [r.text_embedding, r.text_embedding_port] : [r.vision_embedding, r.vision_embedding_port];
-  return server && port ? { port, models: server.models_available } : null;
-}
-
 const named = (kind: EmbeddingKind, model: string) => (kind === "vision" ? visionModelName(model) : model);
-const servedBy = (node: NodeRecord, kind: EmbeddingKind, model: string) => serverOn(node, kind)?.models.find((m) => sameModel(m.name, named(kind, model)));
+const servedBy = (node: NodeRecord, kind: EmbeddingKind, model: string) => embeddingServerOn(node, kind)?.models.find((m) => sameModel(m.name, named(kind, model)));
 
 /** Which native backend `model` belongs to; null: Ollama's. */
 export function embeddingKind(registry: Registry, model: string): EmbeddingKind | null {
@@ -62,7 +54,7 @@ export function nativeEmbeddingJob(registry: Registry, queues: Queues, config: C
   const call = async (n: NodeRecord, signal: AbortSignal) => {
     // No text (Ollama's routes take that: a model loaded, no vectors): nothing for the server to do.
     if (inputs.length === 0) return { value: { model, embeddings: [] }, backend: kind };
-    const url = registry.serviceUrl(n, serverOn(n, kind)!.port);
+    const url = registry.serviceUrl(n, embeddingServerOn(n, kind)!.port);
     if (!url) throw new NodeFailure(`no address for ${n.id}'s ${what} server`);
     const started = performance.now();
     const { res, bytes } = await callNode(`${url}${path}`, { method: "POST", body: JSON.stringify(body) }, { headers: { "content-type": "application/json" }, timeoutMs: config.timeouts.embeddingMs, maxAnswer: nodeAnswerCap(config), timeoutStatus: 504, signal }).catch((e: unknown) => {

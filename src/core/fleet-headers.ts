@@ -10,13 +10,22 @@ export interface Served {
   backend: string;
   fallback: boolean;
   /**
-   * The routing's verdict: the scorer's points, or under routing.strategy "finish-time" the expected finish in ms;
-   * null when the candidates were ordered by load alone (MLX servers, node services).
+   * The routing's verdict, higher = better fit (seed 000's X-Fleet-Score): the scorer's points, or under
+   * routing.strategy "finish-time" the points its ranking gives (router/finish-order.ts:fitOf); null when the
+   * candidates were ordered by load alone (MLX servers, node services).
    */
   score: number | null;
-  /** The verdict's parts (points, or ms), for the trace and X-Fleet-Score-Breakdown. */
+  /** The verdict's parts in points, for the trace and X-Fleet-Score-Breakdown. */
   breakdown?: Readonly<Record<string, number>> | null;
+  /** The finish-time estimate the ranking read: its ms and their parts (X-Fleet-Predicted-Ms, X-Fleet-Prediction-Breakdown). */
+  prediction?: Prediction | null;
   contextOverflow: { estimated: number; contextLength: number } | null;
+}
+
+/** When the request was expected to finish on the node that served it, in ms, and the parts of that. */
+export interface Prediction {
+  ms: number;
+  breakdown: Readonly<Record<string, number>>;
 }
 
 export function fleetHeaders(requested: string, served: Served | null, retries: number): Record<string, string> {
@@ -40,14 +49,21 @@ function identityHeaders(requested: string, served: Served | null): Record<strin
 function addVerdict(set: (name: string, value: string) => void, served: Served | null, retries: number): void {
   set("X-Fleet-Retries", String(retries));
   if (served?.score != null) set("X-Fleet-Score", String(Math.round(served.score)));
-  if (served?.breakdown) {
-    let parts = "";
-    for (const part in served.breakdown) parts += `${parts ? "; " : ""}${part}=${served.breakdown[part]}`;
-    set("X-Fleet-Score-Breakdown", parts);
+  if (served?.breakdown) set("X-Fleet-Score-Breakdown", parts(served.breakdown));
+  if (served?.prediction) {
+    set("X-Fleet-Predicted-Ms", String(Math.round(served.prediction.ms)));
+    set("X-Fleet-Prediction-Breakdown", parts(served.prediction.breakdown));
   }
   if (served?.contextOverflow) {
     set("X-Fleet-Context-Overflow", `estimated_tokens=${served.contextOverflow.estimated}; context_length=${served.contextOverflow.contextLength}`);
   }
+}
+
+/** A breakdown as a header: `name=value; name=value`. */
+function parts(breakdown: Readonly<Record<string, number>>): string {
+  let text = "";
+  for (const part in breakdown) text += `${text ? "; " : ""}${part}=${breakdown[part]}`;
+  return text;
 }
 
 /**
@@ -72,10 +88,17 @@ export function answerHeaders(contentType: string, requested: string, served: Se
 const identities = new Map<string, Headers>();
 const MAX_IDENTITIES = 256;
 
-/** The headers of a request nothing served: the node whose answer the error is, if any; Retry-After when the error knows when. */
+/**
+ * The headers of a request nothing served: the node whose answer the error is, if any, and what ran it there when
+ * known; Retry-After when the error knows when.
+ */
 export function errorHeaders(requested: string, error: RouteError): Record<string, string> {
   const headers = fleetHeaders(requested, null, error.retries);
   if (error.nodeId) headers["X-Fleet-Node"] = error.nodeId;
+  if (error.ran) {
+    headers["X-Fleet-Backend"] = error.ran.backend;
+    headers["X-Fleet-Served-Model"] = headerValue(error.ran.model);
+  }
   if (error.retryAfterS !== undefined) headers["Retry-After"] = String(error.retryAfterS);
   return headers;
 }

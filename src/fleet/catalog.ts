@@ -1,9 +1,10 @@
 // What the fleet holds right now, across its reachable nodes: the one place
 // /api/tags, /api/ps, /api/show and /v1/models read it from. MLX servers'
-// models are named "mlx:<repo id>", as their queues are.
+// models are named "mlx:<repo id>", as their queues are; the native embedding
+// servers' models are listed apart (their routing is backends/embedding.ts').
 import type { MlxServerStatus } from "./heartbeat.ts";
 import { type NodeRecord, onDisk, provenOnDisk, type Registry } from "./registry.ts";
-import { normalizeModelName } from "./model-name.ts";
+import { modelKey, normalizeModelName } from "./model-name.ts";
 import { GB, type TagEntry } from "./node-models.ts";
 
 export const MLX_PREFIX = "mlx:";
@@ -73,4 +74,27 @@ export function mlxModelOf(registry: Registry, name: string): string | null {
   // Asked for every request: the reports alone answer it, without building each server's URL.
   const runs = registry.all().some((node) => node.report.mlx_servers?.some((s) => s.model === name));
   return runs && !provenOnDisk(registry, name) ? name : null;
+}
+
+/** A node's native embedding servers: its text server ("native", fastembed) and its vision server. */
+export type EmbeddingKind = "native" | "vision";
+
+/** The native server of `kind` a node reports running: its port and models. */
+export function embeddingServerOn(node: NodeRecord, kind: EmbeddingKind) {
+  const r = node.report;
+  const [server, port] = kind === "native" ? [r.text_embedding, r.text_embedding_port] : [r.vision_embedding, r.vision_embedding_port];
+  return server && port ? { port, models: server.models_available } : null;
+}
+
+/**
+ * The models the online nodes' native servers serve, each once, with the backend /api/embed sends them to (vision
+ * models only while features.visionEmbedding lets it): the fleet's embedding models beside Ollama's, for /v1/models.
+ */
+export function nativeEmbeddingModels(registry: Registry, visionOn: boolean): { name: string; backend: EmbeddingKind }[] {
+  const kinds: EmbeddingKind[] = visionOn ? ["native", "vision"] : ["native"];
+  const found = new Map<string, { name: string; backend: EmbeddingKind }>();
+  for (const node of registry.all().filter((n) => n.status === "online")) {
+    for (const backend of kinds) for (const m of embeddingServerOn(node, backend)?.models ?? []) if (!found.has(modelKey(m.name))) found.set(modelKey(m.name), { name: m.name, backend });
+  }
+  return [...found.values()];
 }

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { markPulled, noRoomFor, notPullable, Pulls, pullTargets } from "./pulls.ts";
+import { markPulled, notPullable, placePull, Pulls, pullTargets } from "./pulls.ts";
 import { onDisk } from "./registry.ts";
 import { type NodeSpec, testFleet } from "./test-fixtures.ts";
 
@@ -40,15 +40,27 @@ test("a pull goes to the online, undrained node with the most free memory, equal
   expect(pullTargets(testFleet(nodes.slice(0, 3)).registry)).toEqual([]);
 });
 
-test("a pull no node has the memory for is refused with the arithmetic; an unknown size or free memory is never refused", () => {
+test("a pull goes to the first node that may have room, judged by what herd knows of each; none is a refusal with the arithmetic", () => {
   const memory = (availableGb: number) => ({ totalGb: 64, availableGb });
+  const place = (registry: Parameters<typeof placePull>[0], model: string) => {
+    const p = placePull(registry, model, pullTargets(registry));
+    return p && ("node" in p ? p.node.id : p.refused);
+  };
   const { registry } = testFleet([{ id: "a", memory: memory(30) }, { id: "b", memory: memory(12.5) }, { id: "has", memory: memory(1), onDisk: { "big:1b": 40 }, draining: true }]);
-  expect(noRoomFor(registry, "llama3.3:70b", pullTargets(registry))).toBe('No node has enough available memory for "llama3.3:70b" (48 GB): a has 30 GB available, 18 GB short; b has 12.5 GB available, 35.5 GB short');
-  expect(noRoomFor(registry, "big:1b", pullTargets(registry))).toStartWith('No node has enough available memory for "big:1b" (40 GB)');
-  expect(noRoomFor(registry, "llama3.2:3b", pullTargets(registry))).toBeNull();
-  expect(noRoomFor(registry, "never-heard-of:1b", pullTargets(registry))).toBeNull();
+  expect(place(registry, "llama3.3:70b")).toBe('No node has enough available memory for "llama3.3:70b" (48 GB): a has 30 GB available, 18 GB short; b has 12.5 GB available, 35.5 GB short');
+  // The size a node lists on disk comes first, then the catalog's, then the weights the name tells.
+  expect(place(registry, "big:1b")).toStartWith('No node has enough available memory for "big:1b" (40 GB)');
+  expect(place(registry, "llama3.1:405b")).toStartWith('No node has enough available memory for "llama3.1:405b" (~228.7 GB, estimated from its name): a has 30 GB available');
+  expect(place(registry, "llama3.2:3b")).toBe("a");
+  expect(place(registry, "never-heard-of")).toBe("a");
+  // A node of unknown memory may have room: the known ones are still judged, and too small, passed over.
   const agentless = testFleet([{ id: "a", memory: memory(1) }, { id: "agentless" }]).registry;
-  expect(noRoomFor(agentless, "llama3.3:70b", pullTargets(agentless))).toBeNull();
+  expect(place(agentless, "llama3.3:70b")).toBe("agentless");
+  expect(place(agentless, "qwen2.5:0.5b")).toBe("a");
+  // Declared memory, less the OS's share, is known memory too.
+  const declared = testFleet([{ id: "small", hardware: { memoryGb: 16 } }]).registry;
+  expect(place(declared, "qwen3:32b")).toBe('No node has enough available memory for "qwen3:32b" (23 GB): small has 10 GB (16 GB less a 6 GB OS reserve), 13 GB short');
+  expect(placePull(declared, "qwen3:8b", [])).toBeNull();
 });
 
 test("after a pull the model is on the node's disk at once, listed once, under its full name", () => {

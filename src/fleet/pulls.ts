@@ -1,10 +1,11 @@
 // Pulling models onto nodes: which node gets it, one pull of a model at a time
 // fleet-wide, and a clear refusal for models Ollama cannot pull at all.
 import type { OllamaSection } from "./heartbeat.ts";
-import { catalogModel } from "./model-catalog.ts";
+import { expectedSizeGb } from "./model-size.ts";
 import { normalizeModelName } from "./model-name.ts";
 import { toGb } from "./node-models.ts";
 import { diskBytes, type NodeRecord, onDisk, type Registry } from "./registry.ts";
+import { OS_RESERVE_GB } from "./scorer.ts";
 
 /** Models that are not Ollama's, and how to install them on a node instead. */
 const NOT_OLLAMA: { test: RegExp; what: string; install: string }[] = [
@@ -44,19 +45,34 @@ export function pullTargets(registry: Registry): NodeRecord[] {
   return eligible.sort((a, b) => (b.report.memory?.available_gb ?? -1) - (a.report.memory?.available_gb ?? -1) || a.id.localeCompare(b.id));
 }
 
+/** Where a pull goes: a node that may have room for the model, or why none has. */
+export type PullPlace = { node: NodeRecord } | { refused: string };
+
 /**
- * Why none of `nodes` has the memory to run `model` once pulled, with the arithmetic; null when one may have it. The size
- * is what a node that has it lists on disk, else the catalog's; a model of unknown size, or a node that reports no free
- * memory, is never refused.
+ * The first of `nodes` (pullTargets' order) that may have room for `model` once pulled, judged by what herd knows of
+ * each node's memory: what its agent reports free, else its declared memory less the OS's share; a node herd knows
+ * neither of may. The model's size is what a node that has it lists on disk, else the catalog's, else its weights as
+ * its name tells them (fleet/model-size.ts); one of no known size goes to the first node. Null when `nodes` is empty.
  */
-export function noRoomFor(registry: Registry, model: string, nodes: NodeRecord[]): string | null {
+export function placePull(registry: Registry, model: string, nodes: NodeRecord[]): PullPlace | null {
+  if (!nodes.length) return null;
   const onDiskGb = toGb(Math.max(0, ...registry.all().map((n) => diskBytes(n, model))));
-  const sizeGb = onDiskGb || catalogModel(model)?.ram_gb;
-  if (!sizeGb || !nodes.length) return null;
-  const free = nodes.map((n) => ({ id: n.id, gb: n.report.memory?.available_gb }));
-  if (free.some((f) => f.gb === undefined || f.gb >= sizeGb)) return null;
-  const arithmetic = free.map((f) => `${f.id} has ${f.gb} GB available, ${Math.round((sizeGb - f.gb!) * 10) / 10} GB short`).join("; ");
-  return `No node has enough available memory for "${model}" (${sizeGb} GB): ${arithmetic}`;
+  const size = onDiskGb ? { gb: onDiskGb, estimated: false } : expectedSizeGb(model);
+  if (!size) return { node: nodes[0]! };
+  const judged = nodes.map((node) => ({ node, room: roomOf(registry, node) }));
+  const roomy = judged.find(({ room }) => room === null || room.gb >= size.gb);
+  if (roomy) return { node: roomy.node };
+  const arithmetic = judged.map(({ node, room }) => `${node.id} has ${room!.says}, ${Math.round((size.gb - room!.gb) * 10) / 10} GB short`).join("; ");
+  const needs = size.estimated ? `~${size.gb} GB, estimated from its name` : `${size.gb} GB`;
+  return { refused: `No node has enough available memory for "${model}" (${needs}): ${arithmetic}` };
+}
+
+/** The most memory `node` may give a model, in GB, and how herd knows it; null when herd does not. */
+function roomOf(registry: Registry, node: NodeRecord): { gb: number; says: string } | null {
+  const free = node.report.memory?.available_gb;
+  if (free !== undefined) return { gb: free, says: `${free} GB available` };
+  const total = registry.hardware(node).memoryTotalGb;
+  return total === null ? null : { gb: total - OS_RESERVE_GB, says: `${total - OS_RESERVE_GB} GB (${total} GB less a ${OS_RESERVE_GB} GB OS reserve)` };
 }
 
 /** After a pull (or a copy or create) through herd the model is on the node's disk: say so now rather than at the next heartbeat. */

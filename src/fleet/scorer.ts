@@ -126,7 +126,7 @@ export function eligibleNodes(nodes: readonly NodeView[], req: ScoreRequest): El
       continue;
     }
     const sizeGb = loaded?.sizeGb || onDisk?.sizeGb || 0;
-    if (!loaded && node.memoryTotalGb !== null && sizeGb > node.memoryTotalGb - OS_RESERVE_GB) {
+    if (!loaded && biggerThan(node, sizeGb)) {
       out(`model needs ${sizeGb} GB; node has ${node.memoryTotalGb} GB less a ${OS_RESERVE_GB} GB OS reserve`);
       continue;
     }
@@ -135,6 +135,11 @@ export function eligibleNodes(nodes: readonly NodeView[], req: ScoreRequest): El
     eligible.push({ nodeId: node.id, node, model: req.model, loaded: Boolean(loaded), remote: onDisk?.remote ?? false, modelSizeGb: sizeGb, loadedContext: contextLength, contextOverflow });
   }
   return { eligible, eliminated };
+}
+
+/** A model of `sizeGb` cannot run on `node` at all: it is bigger than the node's memory less the OS's share. */
+export function biggerThan(node: NodeView, sizeGb: number): boolean {
+  return node.memoryTotalGb !== null && sizeGb > node.memoryTotalGb - OS_RESERVE_GB;
 }
 
 /** The eligible nodes by their points, best first (routing.strategy "score", and the order the classic balancers start from). */

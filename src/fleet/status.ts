@@ -195,9 +195,13 @@ function mlxFields(q: Omit<QueueEntry, "key">) {
   };
 }
 
-/** GET /fleet/queue: light enough to poll often, for client-side backoff. */
+/**
+ * GET /fleet/queue: light enough to poll often, for client-side backoff. Seed 000's "Ollama and MLX queue entries only":
+ * the queues herd holds to a node's slots; a node service's jobs (images, transcriptions, native embeddings: queues it
+ * does not cap, router/attempt.ts:UNCAPPED) are in /fleet/status and /metrics.
+ */
 export function fleetQueue(registry: Registry, queues: Queues, repairs: RepairStats) {
-  const entries = queues.entries();
+  const entries = queues.entries().filter((q) => Number.isFinite(q.concurrency));
   const pending = entries.reduce((n, q) => n + q.pending, 0);
   const inFlight = entries.reduce((n, q) => n + q.in_flight, 0);
   return {

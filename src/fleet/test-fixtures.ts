@@ -73,6 +73,8 @@ export interface NodeSpec {
   offline?: boolean;
   /** Its agent reports, but cannot reach its Ollama. */
   ollamaDown?: boolean;
+  /** Declared in the config (nodes[].hardware). */
+  hardware?: { memoryGb: number };
 }
 
 /** The clock reading a test fleet's online nodes last reported at (ms epoch). */
@@ -84,7 +86,7 @@ const FLEET_NOW = 1_000_000_000;
  * Each node's Ollama is at http://<id>.test:11434.
  */
 export function testFleet(nodes: NodeSpec[], raw: Record<string, unknown> = {}): { registry: Registry; config: Config } {
-  const declared = nodes.map((n) => ({ id: n.id, draining: n.draining ?? false, ...(n.parallel ? { parallel: n.parallel } : {}) }));
+  const declared = nodes.map((n) => ({ id: n.id, draining: n.draining ?? false, ...(n.parallel ? { parallel: n.parallel } : {}), ...(n.hardware ? { hardware: n.hardware } : {}) }));
   const config = testConfig({ ...raw, nodes: declared });
   let now = 0;
   const registry = new Registry(config, null, () => now);

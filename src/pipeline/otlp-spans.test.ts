@@ -15,6 +15,8 @@ const row = (over: Partial<Trace>): Trace => ({
   status: "completed",
   score: 1,
   scores_breakdown: null,
+  predicted_ms: null,
+  prediction_breakdown: null,
   latency_ms: 100,
   time_to_first_token_ms: 30,
   queue_wait_ms: 5,

@@ -23,8 +23,9 @@ export interface ServiceReply<T> {
 /** Runs the job `plan` makes (a RouteError when nothing can run it) on the first node that answers. */
 export async function runService<T>(rt: Pipeline, req: MediaRequest, meta: RouteMeta, plan: () => ServiceJob<T>, reply: ServiceReply<T>): Promise<Response> {
   const started = performance.now();
-  // The model asked for, as the headers and the trace name it: "any" for a transcription that named none.
-  const requested = req.model ?? "any";
+  // The model asked for, as the headers and the trace name it: for a transcription that named none, the one planned
+  // for it (none while there is none).
+  let requested = req.model ?? "none";
   const trace = newTrace({ kind: req.kind, surface: req.surface, model: requested }, meta);
   const refuse = (error: RouteError, status: TraceStatus) => {
     const row = traceRefused(trace, status, started, error);
@@ -40,6 +41,7 @@ export async function runService<T>(rt: Pipeline, req: MediaRequest, meta: Route
     if (!(e instanceof RouteError)) throw e;
     return refuse(e, "failed");
   }
+  if (req.model === null) requested = trace.model = trace.original_model = job.model;
   // Admitted once planned: a transcription that names no model is checked against the one picked for it.
   const refused = admit(rt.clients, config, meta, job.model, job.model, []);
   if (refused) return refuse(refused, "rejected");

@@ -45,6 +45,8 @@ export function newTrace(req: Traced, meta: RouteMeta): Trace {
     status: "failed",
     score: null,
     scores_breakdown: null,
+    predicted_ms: null,
+    prediction_breakdown: null,
     latency_ms: null,
     time_to_first_token_ms: null,
     queue_wait_ms: null,
@@ -74,6 +76,8 @@ export function traceServed(trace: Trace, served: Answered, started: number): vo
   trace.backend = served.backend;
   trace.score = served.score;
   trace.scores_breakdown = served.breakdown;
+  trace.predicted_ms = served.prediction?.ms ?? null;
+  trace.prediction_breakdown = served.prediction?.breakdown ?? null;
   trace.retry_count = served.retries;
   trace.fallback_used = served.fallback;
   trace.excluded_nodes = served.excluded;
@@ -89,9 +93,10 @@ export function traceEnd(trace: Trace, status: TraceStatus, started: number, err
   return trace;
 }
 
-/** A request nothing served: the error it got, the node whose answer it was, and the nodes that failed before. */
+/** A request nothing served: the error it got, the node whose answer it was (and its backend), and the nodes that failed before. */
 export function traceRefused(trace: Trace, status: TraceStatus, started: number, error: RouteError): Trace {
   if (error.nodeId) trace.node_id = error.nodeId;
+  if (error.ran) trace.backend = error.ran.backend;
   trace.retry_count = error.retries;
   trace.excluded_nodes = error.excluded;
   return traceEnd(trace, status, started, error.message);

@@ -13,14 +13,17 @@ test("a thinking model's small cap is raised ×4 (at least 1024), a large one at
   expect(budget(2000).thinkingBudget).toEqual({ requested: 2000, sent: 8000 });
   expect(budget(16000).thinkingBudget).toEqual({ requested: 16000, sent: 32768 });
   const claudeCode = budget(128_000);
-  expect(claudeCode.thinkingBudget).toBeNull();
+  expect(claudeCode.thinkingBudget).toEqual({ requested: 128_000, sent: 128_000 });
   expect(claudeCode.options.num_predict).toBe(128_000);
+  expect(claudeCode.notes).toEqual([]);
+  // No cap: Ollama's -1, none.
+  expect(adjustOptions({ options: {} }, "qwen3:8b", { at: loadedAt(undefined), promptTokens: null }, "strip").thinkingBudget).toEqual({ requested: null, sent: -1 });
 });
 
-test("every reasoning family gets the budget, EXAONE Deep (which thinks in its answer text) too; a model told not to think, or that does not, does not", () => {
+test("every reasoning family gets the budget, EXAONE Deep (which thinks in its answer text) too; a model told not to think keeps its cap, one that does not think has no budget", () => {
   expect(budget(100, "exaone-deep:7.8b").thinkingBudget).toEqual({ requested: 100, sent: 1024 });
   expect(budget(100, "hf.co/unsloth/Qwen3-8B-GGUF:Q4_K_M").thinkingBudget).toEqual({ requested: 100, sent: 1024 });
-  expect(budget(100, "qwen3:8b", false).thinkingBudget).toBeNull();
+  expect(budget(100, "qwen3:8b", false).thinkingBudget).toEqual({ requested: 100, sent: 100 });
   expect(budget(100, "llama3.2:3b").thinkingBudget).toBeNull();
 });
 

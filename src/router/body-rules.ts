@@ -6,7 +6,8 @@
 // - context size: with no num_ctx from the client, herd sends what the prompt
 //   fits, or nothing where the node's own choice fits it (context-size.ts);
 // - thinking budgets: a thinking model spends tokens on its reasoning before it
-//   answers, so a client's num_predict is raised so the answer still fits.
+//   answers, so a client's num_predict is raised so the answer still fits; its
+//   non-streaming answers say how the budget went (budgetHeaders).
 import type { Config } from "../config/schema.ts";
 import type { Chunk } from "../core/events.ts";
 import type { Conversation, Options } from "../core/conversation.ts";
@@ -25,8 +26,11 @@ const THINKING_MAX_PREDICT = 32768;
 export interface Adjusted {
   /** The options to send this node (the client's are left as they came). */
   options: Options;
-  /** Set when num_predict was raised: what the client asked for, and what was sent. */
-  thinkingBudget: { requested: number; sent: number } | null;
+  /**
+   * For a thinking model, the reasoning budget: the client's num_predict (null: none), and the one sent (raised, or as
+   * asked; Ollama's -1, no cap, when none). Null for other models.
+   */
+  thinkingBudget: { requested: number | null; sent: number } | null;
   /** What was changed, for the trace. */
   notes: string[];
   /** The prompt is larger than the context it will run in on this node (Ollama cuts it): the X-Fleet-Context-Overflow. */
@@ -93,18 +97,18 @@ export function adjustOptions(req: Pick<Conversation, "options" | "think">, mode
       notes.push(`num_ctx ${numCtx} stripped: the loaded context (${loadedContext}) already fits it`);
     } else warning = `${model}: num_ctx ${numCtx} fits the loaded context (${loadedContext}) but makes Ollama reload the model`;
   }
-  let thinkingBudget: Adjusted["thinkingBudget"] = null;
+  const thinking = reasons(model);
   // A cap that is already generous (agents ask for 32k–128k) is left alone: ×4 would only let a runaway run on.
-  const sent = requested !== null ? Math.max(requested, Math.min(requested * THINKING_OVERHEAD, THINKING_MAX_PREDICT), THINKING_MIN_PREDICT) : 0;
-  if (requested !== null && requested > 0 && sent > requested && req.think !== false && reasons(model)) {
-    options.num_predict = sent;
-    thinkingBudget = { requested, sent };
-    notes.push(`num_predict raised ${requested} → ${sent} for a thinking model`);
+  const raised = requested !== null ? Math.max(requested, Math.min(requested * THINKING_OVERHEAD, THINKING_MAX_PREDICT), THINKING_MIN_PREDICT) : 0;
+  if (requested !== null && requested > 0 && raised > requested && req.think !== false && thinking) {
+    options.num_predict = raised;
+    notes.push(`num_predict raised ${requested} → ${raised} for a thinking model`);
   }
+  const thinkingBudget = thinking ? { requested, sent: options.num_predict ?? -1 } : null;
   // After the thinking budget: the reply's room includes the reasoning.
   let overflow: ContextOverflow | null = null;
   if (promptTokens !== null && options.num_ctx === undefined) {
-    const size = contextSize(promptTokens, thinkingBudget?.sent ?? requested, at);
+    const size = contextSize(promptTokens, replyCapOf({ options }), at);
     if (size.numCtx !== undefined) options.num_ctx = size.numCtx;
     if (size.note) notes.push(size.note);
     overflow = size.overflow;
@@ -114,7 +118,7 @@ export function adjustOptions(req: Pick<Conversation, "options" | "think">, mode
   return { options, thinkingBudget, notes, overflow, warning };
 }
 
-/** The seed's reasoning-budget diagnostics for a finished non-streaming answer. */
+/** The seed's reasoning-budget diagnostics for a thinking model's finished non-streaming answer: X-Budget-Used is the reply's tokens / the num_predict sent. */
 export function budgetHeaders(budget: NonNullable<Adjusted["thinkingBudget"]>, answer: Chunk): Record<string, string> {
   let thinkingChars = 0;
   let total = 0;

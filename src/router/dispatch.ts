@@ -12,7 +12,7 @@ import { RouteError } from "../errors.ts";
 import { log } from "../log.ts";
 import { mlxModelOf } from "../fleet/catalog.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
-import { markPulled, noRoomFor, notPullable, pullTargets } from "../fleet/pulls.ts";
+import { markPulled, notPullable, placePull, pullTargets } from "../fleet/pulls.ts";
 import { ollamaDown, START_OLLAMA } from "../fleet/ollama-down.ts";
 import { markRunnerContext, type Registry } from "../fleet/registry.ts";
 import { type Eligibility, type Eligible, eligibleNodes, type NodeView, type Scored, scoreEligible } from "../fleet/scorer.ts";
@@ -50,12 +50,11 @@ export async function dispatch(deps: RouterDeps, req: InferenceRequest, signal: 
 async function autoPull(deps: RouterDeps, model: string, signal: AbortSignal): Promise<string | null> {
   const refusal = notPullable(model);
   if (refusal) return refusal;
-  const targets = pullTargets(deps.registry);
-  const node = targets[0];
-  if (!node) return "no online node can take a pull";
+  const place = placePull(deps.registry, model, pullTargets(deps.registry));
+  if (!place) return "no online node can take a pull";
   // The same refusal as POST /api/pull's: a model no node could run is not worth the disk or the wait.
-  const noRoom = noRoomFor(deps.registry, model, targets);
-  if (noRoom) throw new RouteError(503, noRoom);
+  if ("refused" in place) throw new RouteError(503, place.refused);
+  const { node } = place;
   const busy = deps.pulls.begin(model, node.id);
   if (busy) return `already being pulled onto ${busy}; retry when it is done`;
   try {
@@ -90,7 +89,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
     return cached.get(model)!;
   };
   if (config.features.vramFallback && !req.strict) {
-    const standIn = vramSubstitute(requested, eligible(requested), nodes, req.needs, (m) => deps.grant?.mayServe(m) ?? true);
+    const standIn = vramSubstitute(requested, nodes, req.needs, (m) => deps.grant?.mayServe(m) ?? true);
     if (standIn) models.unshift(standIn);
   }
   const trained = await trainedContexts(deps, req, models);
@@ -125,6 +124,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
         servedModel: model,
         score: candidate.score,
         breakdown: candidate.breakdown,
+        prediction: "prediction" in candidate ? candidate.prediction : null,
         retries: excluded.length,
         fallback: model !== requested,
         excluded,

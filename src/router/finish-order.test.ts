@@ -24,23 +24,48 @@ function rank(nodes: NodeView[], req: Parameters<typeof byFinishTime>[2] = chat(
 const cold = (id: string, over: Partial<NodeView> = {}) => nodeView(id, { available: [{ name: MODEL, sizeGb: 20 }], ...over });
 
 test("the reply's cap sets the decode, else the model's usual reply, else the default", () => {
-  const decode = (req: ReturnType<typeof chat>, typical: number | null) => rank([cold("a")], req, typical)[0]!.breakdown.decode_ms;
+  const decode = (req: ReturnType<typeof chat>, typical: number | null) => rank([cold("a")], req, typical)[0]!.prediction.breakdown.decode_ms;
   expect(decode(chat(50), 300)).toBe(500);
   expect(decode(chat(), 300)).toBe(3000);
   expect(decode(chat(-1), null)).toBe(DEFAULT_REPLY_TOKENS * 10);
 });
 
-test("each candidate's score is its estimate in ms, the breakdown its parts", () => {
+test("each candidate's prediction is its estimate in ms and its parts; its score the points of it, 100 less the % each delay takes", () => {
   const [only] = rank([cold("a")], chat(100));
-  expect(only).toMatchObject({ nodeId: "a", score: 2000 + 500 + 1000, breakdown: { wait_ms: 0, load_ms: 2000, evict_ms: 0, prefill_ms: 500, decode_ms: 1000 } });
+  expect(only).toMatchObject({ nodeId: "a", prediction: { ms: 2000 + 500 + 1000, breakdown: { wait_ms: 0, load_ms: 2000, evict_ms: 0, prefill_ms: 500, decode_ms: 1000 } } });
+  // The load is 2000 of its 3500 ms: 57.1% of the estimate.
+  expect(only).toMatchObject({ score: 43, breakdown: { model_thermal: -57.1, memory_fit: 0, queue_depth: 0, wait_time: 0, role_affinity: 0 } });
+  // Loaded, idle and the only node: nothing in its way, full marks.
+  const hot = nodeView("b", { available: [{ name: MODEL, sizeGb: 20 }], loaded: [{ name: MODEL, sizeGb: 20 }] });
+  expect(rank([hot], chat(100))[0]).toMatchObject({ score: 100, breakdown: { model_thermal: 0, role_affinity: 0 } });
+});
+
+test("a node that must wait scores below one that need not, the wait split between the requests queued and running there", async () => {
+  const queues = new Queues();
+  // Two slots, both busy, one more queued: the wait is behind one queued and two running requests.
+  const running = [await queues.acquire("busy", MODEL, 2, 1000), await queues.acquire("busy", MODEL, 2, 1000)];
+  const gone = new AbortController();
+  const queued = Promise.resolve(queues.acquire("busy", MODEL, 2, 1000, gone.signal)).catch(() => null);
+  const loaded = (id: string) => cold(id, { loaded: [{ name: MODEL, sizeGb: 20 }] });
+  const [idle, busy] = rank([loaded("idle"), loaded("busy")], chat(100), null, queues);
+  gone.abort();
+  await queued;
+  for (const slot of running) slot.release("completed");
+  expect([idle!.nodeId, busy!.nodeId]).toEqual(["idle", "busy"]);
+  expect(idle!.score).toBeGreaterThan(busy!.score);
+  const { wait_ms } = busy!.prediction.breakdown;
+  expect(wait_ms).toBeGreaterThan(0);
+  const b = busy!.breakdown;
+  expect(b.queue_depth * 2).toBeCloseTo(b.wait_time, 0);
+  expect(100 + b.model_thermal + b.memory_fit + b.queue_depth + b.wait_time + b.role_affinity).toBeCloseTo(busy!.score, 0);
 });
 
 test("memory: an agent's free memory, else the declared memory less the OS's share and the loaded models; idle models may be evicted, busy ones not", async () => {
   const loaded = [{ name: OTHER, sizeGb: 10 }];
   // Declared 40 GB (agentless): 40 - 6 - 10 = 24 GB free, room for 20 GB.
-  expect(rank([cold("a", { memoryTotalGb: 40, memoryAvailableGb: null, loaded })])[0]!.breakdown.evict_ms).toBe(0);
+  expect(rank([cold("a", { memoryTotalGb: 40, memoryAvailableGb: null, loaded })])[0]!.prediction.breakdown.evict_ms).toBe(0);
   // Declared 32 GB: 16 GB free, so the idle model goes first.
-  expect(rank([cold("a", { memoryTotalGb: 32, memoryAvailableGb: null, loaded })])[0]!.breakdown.evict_ms).toBe(500);
+  expect(rank([cold("a", { memoryTotalGb: 32, memoryAvailableGb: null, loaded })])[0]!.prediction.breakdown.evict_ms).toBe(500);
   // The agent says 12 GB free; the loaded model is busy: no room now, so the node that has room wins.
   const queues = new Queues();
   await queues.acquire("busy", OTHER, 1, 1000);
@@ -51,7 +76,7 @@ test("memory: an agent's free memory, else the declared memory less the OS's sha
 test("a node:model with a request running counts as resident (loaded or loading) before the next report says so", async () => {
   const queues = new Queues();
   await queues.acquire("a", MODEL, 2, 1000);
-  expect(rank([cold("a")], chat(), null, queues)[0]!.breakdown.load_ms).toBe(0);
+  expect(rank([cold("a")], chat(), null, queues)[0]!.prediction.breakdown.load_ms).toBe(0);
 });
 
 describe("session affinity", () => {
@@ -64,7 +89,7 @@ describe("session affinity", () => {
     const queues = new Queues();
     await queues.acquire("last", MODEL, 2, 1000); // one of its two slots busy: no wait
     const [first] = rank([hot("other"), hot("last")], turn, 100, queues, onLast);
-    expect(first).toMatchObject({ nodeId: "last", breakdown: { wait_ms: 0, prefill_ms: 1000, cached_tokens: 5000 } });
+    expect(first).toMatchObject({ nodeId: "last", prediction: { breakdown: { wait_ms: 0, prefill_ms: 1000, cached_tokens: 5000 } } });
     // Without affinity the idle node wins.
     expect(rank([hot("other"), hot("last")], turn, 100, queues)[0]!.nodeId).toBe("other");
   });
@@ -74,7 +99,7 @@ describe("session affinity", () => {
     for (let i = 0; i < 4; i++) void queues.acquire("last", MODEL, 2, 60_000);
     const ranked = rank([hot("other"), hot("last")], turn, 100, queues, onLast);
     expect(ranked.map((c) => c.nodeId)).toEqual(["other", "last"]);
-    expect(ranked[0]!.breakdown.cached_tokens).toBeUndefined();
+    expect(ranked[0]!.prediction.breakdown.cached_tokens).toBeUndefined();
   });
 });
 
@@ -87,13 +112,13 @@ describe("a reload for context", () => {
     const onSmall = (id: string) => (id === "a-small" ? 5000 : 0); // the session's last turn was there
     const ranked = rank([loadedAt("a-small", 4096), loadedAt("b-big", 16384)], long, 100, new Queues(), onSmall);
     expect(ranked.map((c) => c.nodeId)).toEqual(["b-big", "a-small"]);
-    expect(ranked[1]!.breakdown).toMatchObject({ load_ms: 0, reload_ms: 2000, prefill_ms: 6000 });
-    expect(ranked[1]!.breakdown.cached_tokens).toBeUndefined();
-    expect(ranked[0]!.breakdown.reload_ms).toBe(0);
+    expect(ranked[1]!.prediction.breakdown).toMatchObject({ load_ms: 0, reload_ms: 2000, prefill_ms: 6000 });
+    expect(ranked[1]!.prediction.breakdown.cached_tokens).toBeUndefined();
+    expect(ranked[0]!.prediction.breakdown.reload_ms).toBe(0);
   });
 
   test("by the dispatcher's rule: a prompt that fits, or a client's num_ctx the runner already fits, is no reload; a prompt that outgrows it, or a bigger num_ctx, is", () => {
-    const reloadMs = (req: Parameters<typeof byFinishTime>[2]) => rank([loadedAt("a", 4096)], req)[0]!.breakdown.reload_ms;
+    const reloadMs = (req: Parameters<typeof byFinishTime>[2]) => rank([loadedAt("a", 4096)], req)[0]!.prediction.breakdown.reload_ms;
     expect(reloadMs(chat(100))).toBe(0);
     expect(reloadMs({ kind: "chat", promptTokens: 500, options: { num_ctx: 2048 } })).toBe(0); // stripped: the runner fits it
     expect(reloadMs(long)).toBe(2000);
@@ -103,8 +128,8 @@ describe("a reload for context", () => {
   test("a prompt herd's estimate says outgrows the runner, but the model's own count says fits, is no reload", () => {
     const estimated = { kind: "chat" as const, promptTokens: 3637, options: {} };
     const counts = new PromptCounts();
-    expect(rank([loadedAt("a", 4096)], estimated, null, new Queues(), undefined, counts)[0]!.breakdown.reload_ms).toBe(2000);
+    expect(rank([loadedAt("a", 4096)], estimated, null, new Queues(), undefined, counts)[0]!.prediction.breakdown.reload_ms).toBe(2000);
     counts.observe(MODEL, 3637, 2406, 4096);
-    expect(rank([loadedAt("a", 4096)], estimated, null, new Queues(), undefined, counts)[0]!.breakdown.reload_ms).toBe(0);
+    expect(rank([loadedAt("a", 4096)], estimated, null, new Queues(), undefined, counts)[0]!.prediction.breakdown.reload_ms).toBe(0);
   });
 });

@@ -1,10 +1,11 @@
 // routing.strategy "finish-time": the scorer's eligible nodes (online, not draining, holding the model,
 // big enough for it) ranked by when the request would finish on each (fleet/finish-time.ts), from the
 // queues, the nodes' memory, the context each has the model loaded with and the speeds herd learned.
-// Each candidate's score becomes that estimate, in ms.
+// Each candidate keeps that estimate as its prediction, and is given points from it as seed 000's X-Fleet-Score
+// means them (higher = better fit, fitOf).
 import type { Config } from "../config/schema.ts";
 import { replyCapOf } from "../core/request.ts";
-import { type FinishBreakdown, type FinishCandidate, type FinishRequest, type IdleModel, rankByFinishTime } from "../fleet/finish-time.ts";
+import { type Estimated, type FinishBreakdown, type FinishCandidate, type FinishRequest, type IdleModel, rankByFinishTime } from "../fleet/finish-time.ts";
 import { kvGbPerToken, loadedSizeGb } from "../fleet/loaded-size.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
 import { GB } from "../fleet/node-models.ts";
@@ -12,7 +13,7 @@ import type { PromptCounts } from "../fleet/prompt-counts.ts";
 import type { Queues } from "../fleet/queues.ts";
 import { diskBytes, type Registry } from "../fleet/registry.ts";
 import type { ReplicaCandidate } from "../fleet/replicas.ts";
-import { type Eligible, eligibleNodes, type LoadedModel, type NodeView, OS_RESERVE_GB } from "../fleet/scorer.ts";
+import { type Breakdown, type Eligible, eligibleNodes, type LoadedModel, type NodeView, OS_RESERVE_GB } from "../fleet/scorer.ts";
 import type { Speeds } from "../fleet/speeds.ts";
 import { effectiveContext } from "../fleet/ollama-releases.ts";
 import { type Adjusted, contextAt, optionsFor, reloadsRunner } from "./body-rules.ts";
@@ -33,8 +34,14 @@ export interface FinishSources {
 /** A model evicted this recently (its node:model last dispatched to) is taken to be asked for again soon. */
 export const RECENT_USE_MS = 60_000;
 
-/** A candidate ranked by its finish time: its score is the estimate in ms (lower is sooner), its breakdown the parts. */
-export type Timed = Eligible & { score: number; breakdown: FinishBreakdown; estimatedWaitMs: number };
+/** Seed 000's parts of a routing score: the point scorer's, less the two it adds (availability, context_fit). */
+export type FitBreakdown = Pick<Breakdown, "model_thermal" | "memory_fit" | "queue_depth" | "wait_time" | "role_affinity">;
+
+/**
+ * A candidate ranked by its finish time: its prediction the estimate in ms (lower is sooner) and its parts; its score
+ * and breakdown the points fitOf gives it (higher = better fit).
+ */
+export type Timed = Eligible & { score: number; breakdown: FitBreakdown; estimatedWaitMs: number; prediction: { ms: number; breakdown: FinishBreakdown } };
 
 /**
  * The eligible nodes (fleet/scorer.ts:eligibleNodes) by their estimated finish. `cachedPrefixTokens`: per node, the
@@ -63,7 +70,36 @@ export function byFinishTime(
   // A node not yet learned for the model may take this request, one in so many of the model's.
   const explore = candidates.some((c) => c.speedKnown === false) && sources.speeds.explore(model);
   const { ranked } = rankByFinishTime(candidates, { promptTokens: req.promptTokens, outputTokens, typicalOutputTokens: typical, stream: req.stream === true, explore });
-  return ranked.map(({ candidate, ms, breakdown }) => ({ ...candidate.eligible, score: ms, breakdown, estimatedWaitMs: breakdown.wait_ms }));
+  const fit = fitOf(ranked);
+  return ranked.map((e) => ({ ...e.candidate.eligible, ...fit(e), estimatedWaitMs: e.breakdown.wait_ms, prediction: { ms: e.ms, breakdown: e.breakdown } }));
+}
+
+/**
+ * Points for each ranked estimate, as seed 000 means a routing score ("higher = better fit"): 100 × the least
+ * prompt-and-reply time any candidate would take ÷ this one's whole estimate, so 100 is the fastest node with nothing
+ * in the way. Its parts (≤ 0, together the score less 100) are the share of the estimate, in %, each kind of delay
+ * takes: the load or reload (model_thermal), the evictions (memory_fit), the wait behind the requests queued
+ * (queue_depth) and running (wait_time) there, split by their numbers, and a slower node's or an uncached prompt's
+ * extra prompt-and-reply time (role_affinity).
+ */
+function fitOf(ranked: readonly Estimated<FinishCandidate>[]): (e: Estimated<FinishCandidate>) => { score: number; breakdown: FitBreakdown } {
+  const work = (b: FinishBreakdown) => b.prefill_ms + b.decode_ms;
+  const ideal = Math.min(...ranked.map((e) => work(e.breakdown)));
+  return ({ ms, breakdown: b, candidate: { queue } }) => {
+    const share = (partMs: number) => (ms > 0 && partMs > 0 ? -Math.round((partMs / ms) * 1000) / 10 : 0);
+    const ahead = queue.pending + queue.inFlight;
+    const queued = ahead > 0 ? queue.pending / ahead : 0;
+    return {
+      score: ms > 0 ? Math.round((100 * ideal) / ms) : 100,
+      breakdown: {
+        model_thermal: share(b.load_ms + b.reload_ms),
+        memory_fit: share(b.evict_ms),
+        queue_depth: share(b.wait_ms * queued),
+        wait_time: share(b.wait_ms * (1 - queued)),
+        role_affinity: share(work(b) - ideal),
+      },
+    };
+  };
 }
 
 const untrained = (options: ReturnType<typeof optionsFor>) => (e: Eligible) => options(e.model, contextAt(e, null));

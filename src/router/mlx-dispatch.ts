@@ -50,7 +50,7 @@ export async function dispatchMlx(deps: RouterDeps, req: InferenceRequest, model
         onUsage: (usage) => queues.recordUsage(nodeId, servedAs, usage),
       }).catch((e) => {
         // Never retried: the client decides whether to resubmit with a shorter context (seed 000).
-        throw e instanceof WallClockTimeout ? new RouteError(413, e.message) : e;
+        throw e instanceof WallClockTimeout ? new RouteError(413, e.message, 0, [], undefined, nodeId, { backend: "mlx", model: servedAs }) : e;
       });
       return {
         call,

@@ -2,6 +2,7 @@
 // canonical names, on-disk size, digests, `details`, context length and
 // deterministic embeddings.
 import { createHash } from "node:crypto";
+import { parametersOf, quantizationOf, weightBytes } from "../fleet/model-size.ts";
 
 export type Capability = "completion" | "tools" | "thinking" | "insert" | "vision" | "embedding";
 
@@ -53,12 +54,6 @@ export const CATALOG: readonly SimModelSpec[] = [
   { name: "all-minilm:latest", family: "bert", parameters: 23e6, quantization: "F16", contextLength: 512, embeddingLength: 384, capabilities: embedder },
 ];
 
-// Average bits per weight for each GGUF file type (K-quants keep some tensors
-// at higher precision, MXFP4 models keep attention in BF16).
-const BITS_PER_WEIGHT: Record<string, number> = {
-  Q4_0: 4.55, Q4_K_M: 4.85, Q5_K_M: 5.69, Q6_K: 6.56, Q8_0: 8.5, F16: 16, BF16: 16, MXFP4: 4.7,
-};
-
 /** Ollama's rule: the tag is optional and defaults to "latest". */
 export function normalizeName(name: string): string {
   const lower = name.trim().toLowerCase();
@@ -79,14 +74,13 @@ export function catalogSpec(name: string): SimModelSpec | undefined {
   return known && { ...known, name: canonical };
 }
 
-/** The catalog's spec, or a plausible one guessed from the name ("phi4:14b" → 14B parameters). */
+/** The catalog's spec, or a plausible one guessed from the name ("phi4:14b" → 14B parameters, fleet/model-size.ts's rule). */
 export function specFor(name: string): SimModelSpec {
   const known = catalogSpec(name);
   if (known) return known;
   const canonical = normalizeName(name);
   const [base = canonical, tag = ""] = splitTag(canonical);
-  const size = /(\d+(?:\.\d+)?)([bm])/.exec(tag);
-  const parameters = size ? Number(size[1]) * (size[2] === "b" ? 1e9 : 1e6) : 7e9;
+  const parameters = parametersOf(canonical) ?? 7e9;
   const embedding = base.includes("embed");
   const cloud = /[-:]cloud$/.test(tag);
   return {
@@ -94,7 +88,7 @@ export function specFor(name: string): SimModelSpec {
     name: canonical,
     family: base.replace(/^.*\//, "").replace(/[^a-z].*$/, "") || "llama",
     parameters,
-    quantization: embedding ? "F16" : "Q4_K_M",
+    quantization: embedding ? "F16" : quantizationOf(canonical),
     contextLength: embedding ? 2048 : 8192,
     embeddingLength: embedding ? 768 : 4096,
     capabilities: embedding ? embedder : chat,
@@ -108,7 +102,7 @@ function splitTag(canonical: string): string[] {
 /** Size of the GGUF blob in bytes (a cloud model's stub: its manifest alone). */
 export function sizeBytes(spec: SimModelSpec): number {
   if (spec.remoteHost) return CLOUD_STUB_BYTES;
-  return Math.round((spec.parameters * (BITS_PER_WEIGHT[spec.quantization] ?? 4.85)) / 8);
+  return weightBytes(spec.parameters, spec.quantization);
 }
 
 /**

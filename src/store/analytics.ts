@@ -12,9 +12,10 @@ import type { Trace } from "./traces.ts";
 /** A trace as the dashboard lists it: JSON columns decoded, fallback_used kept as 0/1. */
 export type TraceView = Omit<Trace, "backend" | "kind" | "stream" | "queue_wait_ms" | "fallback_used"> & { fallback_used: number };
 
-type TraceRow = Omit<TraceView, "scores_breakdown" | "excluded_nodes" | "tags" | "adjustments"> & {
+type TraceRow = Omit<TraceView, "scores_breakdown" | "prediction_breakdown" | "excluded_nodes" | "tags" | "adjustments"> & {
   adjustments: string | null;
   scores_breakdown: string | null;
+  prediction_breakdown: string | null;
   excluded_nodes: string | null;
   tags: string | null;
 };
@@ -60,7 +61,7 @@ const TOTALS = `${AVG_LATENCY} AS avg_latency_ms, ${PROMPT_TOKENS} AS total_prom
 export function recentTraces(db: Database, limit: number): TraceView[] {
   const rows = db
     .query<TraceRow, [number]>(
-      `SELECT request_id, model, original_model, node_id, score, scores_breakdown, status, latency_ms, time_to_first_token_ms,
+      `SELECT request_id, model, original_model, node_id, score, scores_breakdown, predicted_ms, prediction_breakdown, status, latency_ms, time_to_first_token_ms,
         prompt_tokens, completion_tokens, retry_count, fallback_used, excluded_nodes, client_ip, original_format, error_message,
         timestamp, tags, resolution, adjustments
       FROM traces ORDER BY timestamp DESC LIMIT ?`,
@@ -69,6 +70,7 @@ export function recentTraces(db: Database, limit: number): TraceView[] {
   return rows.map((r) => ({
     ...r,
     scores_breakdown: r.scores_breakdown === null ? null : JSON.parse(r.scores_breakdown),
+    prediction_breakdown: r.prediction_breakdown === null ? null : JSON.parse(r.prediction_breakdown),
     excluded_nodes: JSON.parse(r.excluded_nodes ?? "[]"),
     tags: JSON.parse(r.tags ?? "[]"),
     adjustments: JSON.parse(r.adjustments ?? "[]"),

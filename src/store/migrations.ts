@@ -205,4 +205,13 @@ export const migrations: { version: number; name: string; sql: string }[] = [
       );
     `,
   },
+  {
+    version: 12,
+    name: "the finish-time prediction",
+    // Under routing.strategy "finish-time" the expected finish in ms and its parts; score keeps seed 000's meaning.
+    sql: `
+      ALTER TABLE traces ADD COLUMN predicted_ms REAL;
+      ALTER TABLE traces ADD COLUMN prediction_breakdown TEXT;
+    `,
+  },
 ];

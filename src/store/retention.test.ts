@@ -16,7 +16,7 @@ function storeWith(traces: Trace[]): Database {
 
 const trace = (i: number, timestamp: number, fields: Partial<Trace> = {}): Trace => ({
   request_id: `r${i}`, timestamp, model: "qwen3:8b", original_model: "qwen3:8b", node_id: "mini", backend: "ollama", kind: "chat",
-  original_format: "ollama", stream: false, status: "completed", score: null, scores_breakdown: null, latency_ms: 100,
+  original_format: "ollama", stream: false, status: "completed", score: null, scores_breakdown: null, predicted_ms: null, prediction_breakdown: null, latency_ms: 100,
   time_to_first_token_ms: 10, queue_wait_ms: 0, prompt_tokens: 5, completion_tokens: 7, retry_count: 0, fallback_used: false,
   excluded_nodes: [], client_ip: null, error_message: null, tags: ["app"], resolution: null, adjustments: [], ...fields,
 });

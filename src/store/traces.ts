@@ -29,8 +29,12 @@ export interface Trace {
   original_format: string;
   stream: boolean;
   status: TraceStatus;
+  /** Seed 000's routing score (higher = better fit) and its parts, in points. */
   score: number | null;
   scores_breakdown: Record<string, number> | null;
+  /** The finish-time estimate the ranking read, in ms, and its parts; null under the other strategies. */
+  predicted_ms: number | null;
+  prediction_breakdown: Record<string, number> | null;
   latency_ms: number | null;
   time_to_first_token_ms: number | null;
   queue_wait_ms: number | null;
@@ -184,8 +188,9 @@ export class TraceWriter {
 export function traceInserter(db: Database): (batch: Trace[], maxTagsPerDay: number) => void {
   const insertTrace = db.prepare(`INSERT OR IGNORE INTO traces (request_id, timestamp, model, original_model, node_id, backend, kind,
     original_format, stream, status, score, scores_breakdown, latency_ms, time_to_first_token_ms, queue_wait_ms, prompt_tokens,
-    completion_tokens, retry_count, fallback_used, excluded_nodes, client_ip, error_message, tags, resolution, adjustments)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    completion_tokens, retry_count, fallback_used, excluded_nodes, client_ip, error_message, tags, resolution, adjustments,
+    predicted_ms, prediction_breakdown)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const insertTag = db.prepare("INSERT INTO trace_tags (request_id, tag, timestamp) VALUES (?, ?, ?)");
   const dayTags = new DayTags(db);
   return db.transaction((batch: Trace[], maxTagsPerDay: number) => {
@@ -196,7 +201,7 @@ export function traceInserter(db: Database): (batch: Trace[], maxTagsPerDay: num
         t.status, t.score, t.scores_breakdown && JSON.stringify(t.scores_breakdown), t.latency_ms, t.time_to_first_token_ms,
         t.queue_wait_ms, t.prompt_tokens, t.completion_tokens, t.retry_count, t.fallback_used ? 1 : 0,
         JSON.stringify(t.excluded_nodes), t.client_ip, t.error_message, JSON.stringify(tags), t.resolution,
-        JSON.stringify(t.adjustments),
+        JSON.stringify(t.adjustments), t.predicted_ms, t.prediction_breakdown && JSON.stringify(t.prediction_breakdown),
       );
       // A request id is recorded once; its tags with it.
       if (changes) for (const tag of tags) insertTag.run(t.request_id, tag, t.timestamp);

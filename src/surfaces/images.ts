@@ -7,13 +7,13 @@ import { callerOf, clientAddressOf } from "../auth/guard.ts";
 import { routeFacts } from "../auth/route-facts.ts";
 import { formatIssues } from "../config/problems.ts";
 import type { GeneratedImage, ImageRequest } from "../core/media-request.ts";
-import { fleetImageModels, imageJobSchema, imageModelField, imageOptions, promptField } from "../fleet/image-models.ts";
+import { type FleetImageModel, fleetImageModels, imageJobSchema, imageModelField, imageOptions, promptField } from "../fleet/image-models.ts";
 import type { Pipeline } from "../pipeline/route.ts";
 import { generateImage } from "../pipeline/media.ts";
 import type { ServiceReply } from "../pipeline/service.ts";
 import type { Served } from "../core/fleet-headers.ts";
 import { takeHerdFields } from "./herd-fields.ts";
-import { readJsonObject } from "./body.ts";
+import { modelOf, readJsonObject, refusedHeaders } from "./body.ts";
 import { jsonError, openaiError } from "../core/wire-errors.ts";
 
 type Ctx = { request: Request };
@@ -43,19 +43,28 @@ export function imagesSurface(rt: Pipeline) {
     .use(routeFacts)
     .post("/api/generate-image", (ctx: Ctx) => generateRaw(rt, ctx.request, ip(ctx)), { parse: "none", facts: { access: "client", body: "json", errors: "ollama" } })
     .post("/v1/images/generations", (ctx: Ctx) => generateOpenai(rt, ctx.request, ip(ctx)), { parse: "none", facts: { access: "client", body: "json", errors: "openai" } })
-    .get("/api/image-models", () => ({ models: fleetImageModels(rt.registry) }), { facts: { access: "client", body: "json", errors: "ollama" } });
+    .get("/api/image-models", () => ({ models: fleetImageModels(rt.registry).map(seedBackend) }), { facts: { access: "client", body: "json", errors: "ollama" } });
+}
+
+/** Seed 000 names two backends, "mflux (mflux/DiffusionKit via port 11436) or ollama": which CLI the image service runs is the node's detail. */
+function seedBackend(m: FleetImageModel): FleetImageModel {
+  return m.backend === "ollama" ? m : { ...m, backend: "mflux" };
 }
 
 type ErrorReply = (status: number, message: string, headers?: Record<string, string>) => Response;
 
-/** The request's fields checked with `schema`, and herd's tags taken out; or the 400 that names what is wrong. */
+/**
+ * The request's fields checked with `schema`, and herd's tags taken out; or the 400 that names what is wrong, with the
+ * X-Fleet-* set of a request refused before routing.
+ */
 async function parse<S extends v.GenericSchema>(request: Request, schema: S, error: ErrorReply): Promise<{ fields: v.InferOutput<S>; tags: string[] } | Response> {
   const body = await readJsonObject(request);
-  if (typeof body === "string") return error(400, body);
+  if (typeof body === "string") return error(400, body, refusedHeaders({ error: body }));
+  const refused = (message: string) => error(400, message, refusedHeaders(modelOf(body, message)));
   const herd = takeHerdFields(body, request.headers);
-  if (typeof herd === "string") return error(400, herd);
+  if (typeof herd === "string") return refused(herd);
   const parsed = v.safeParse(schema, body);
-  if (!parsed.success) return error(400, formatIssues(parsed.issues, schema).join("; "));
+  if (!parsed.success) return refused(formatIssues(parsed.issues, schema).join("; "));
   return { fields: parsed.output, tags: herd.tags };
 }
 

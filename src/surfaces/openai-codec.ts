@@ -15,6 +15,9 @@ import { EVENT_STREAM, sse } from "./sse.ts";
 
 type Json = Record<string, unknown>;
 
+/** Seed 000's default for /v1/chat/completions' `temperature`, sent when the client sends none. */
+const DEFAULT_TEMPERATURE = 0.7;
+
 /** The conversation of a Chat Completions request, or a message naming the field that is wrong. */
 export function chatConversation(body: Json): Conversation | string {
   if (!Array.isArray(body.messages)) return "messages: expected a list of messages";
@@ -24,7 +27,7 @@ export function chatConversation(body: Json): Conversation | string {
     if (typeof converted === "string") return converted;
     messages.push(converted);
   }
-  const options = samplingOptions(body);
+  const options = samplingOptions({ ...body, temperature: body.temperature ?? DEFAULT_TEMPERATURE });
   if (typeof options === "string") return options;
   const out: Conversation = { messages, tools: [], options, extra: {} };
   if (body.tools !== undefined && body.tool_choice !== "none") {

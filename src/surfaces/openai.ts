@@ -9,8 +9,8 @@ import { fleetImageModels } from "../fleet/image-models.ts";
 import type { Chunk } from "../core/events.ts";
 import type { Conversation } from "../core/conversation.ts";
 import { needsOf } from "../core/request.ts";
-import { modelsOnDisk } from "../fleet/catalog.ts";
-import { sameModel } from "../fleet/model-name.ts";
+import { modelsOnDisk, nativeEmbeddingModels } from "../fleet/catalog.ts";
+import { modelKey, sameModel } from "../fleet/model-name.ts";
 import { takeHerdFields } from "./herd-fields.ts";
 import { nativeEmbed } from "../pipeline/native-embed.ts";
 import { sessionOf } from "../core/session.ts";
@@ -137,9 +137,14 @@ function embeddingEncoder(base64: boolean): Encoder {
 
 function models(rt: OpenAiSources) {
   const created = Math.floor(rt.startedAt / 1000);
-  // Image models the node agents generate with (mflux, DiffusionKit) are models of the fleet too (seed 000).
+  // Image models the node agents generate with (mflux, DiffusionKit), and the embedding models of the nodes' native
+  // servers, are models of the fleet too (seed 000: "LLM, image, and embedding models"); a model a native server
+  // serves is listed once, as that server's, since /api/embed sends it there.
   const generators = fleetImageModels(rt.registry).filter((m) => m.backend !== "ollama");
-  return [...modelsOnDisk(rt.registry), ...generators.map((m) => ({ name: m.name, backend: m.backend }))]
+  const natives = nativeEmbeddingModels(rt.registry, rt.live.config.features.visionEmbedding);
+  const native = new Set(natives.map((m) => modelKey(m.name)));
+  const rest = [...modelsOnDisk(rt.registry), ...generators].filter((m) => !native.has(modelKey(m.name)));
+  return [...natives, ...rest]
     .sort((a, b) => a.name.localeCompare(b.name))
     .map((m) => ({ id: m.name, object: "model", created, owned_by: m.backend }));
 }

@@ -62,18 +62,18 @@ function refuse(code: ConnectErrorCode, message: string): Response {
   return Response.json({ error: message, code }, { status: CONNECT_ERRORS[code] });
 }
 
-/** The connect request, or its 400 naming the field. Only operator_token is required. */
+/**
+ * The connect request, or its 400 naming what is wrong. Only operator_token is required. Seed 000 has four codes: a
+ * token missing or not herd_'s is invalid_token; a body or another field that cannot make a registration is
+ * registration_failed, its code for a refusal that is not about the token.
+ */
 function connectAsk(body: Record<string, unknown> | string, defaultUrl: string): ConnectAsk | Response {
-  if (typeof body === "string") return refuse("invalid_token", `${body}, with operator_token`);
+  if (typeof body === "string") return refuse("registration_failed", `${body}, with operator_token`);
   const { operator_token, platform_url = defaultUrl, node_name, region } = body;
   if (typeof operator_token !== "string") return refuse("invalid_token", TOKEN_SHAPE);
+  const badField = (field: string, expected: string) => refuse("registration_failed", `${field}: ${expected}`);
   if (typeof platform_url !== "string" || !/^https?:\/\//.test(platform_url) || !URL.canParse(platform_url)) return badField("platform_url", "expected an http(s) URL");
   if (node_name !== undefined && (typeof node_name !== "string" || !node_name.trim())) return badField("node_name", "expected a non-empty string");
   if (region !== undefined && typeof region !== "string") return badField("region", "expected a string");
   return { operator_token, platform_url, node_name: node_name?.trim(), region };
-}
-
-/** A field of the wrong shape, not the token's: no seed code fits, so herd's own. */
-function badField(field: string, expected: string): Response {
-  return Response.json({ error: `${field}: ${expected}`, code: "invalid_request" }, { status: 400 });
 }

@@ -6,12 +6,13 @@ import { embeddingKind } from "../backends/embedding.ts";
 import { serviceImageModel } from "../fleet/image-models.ts";
 import { pullModel } from "../backends/ollama.ts";
 import { fleetTranscriptionModels } from "../backends/transcription.ts";
-import { noRoomFor, notPullable, type Pulls, pullTargets } from "../fleet/pulls.ts";
+import { notPullable, placePull, type Pulls, pullTargets } from "../fleet/pulls.ts";
 import type { Registry } from "../fleet/registry.ts";
 import { callerOf } from "../auth/guard.ts";
-import { modelOf, readJsonObject } from "./body.ts";
+import { modelOf, readJsonObject, refusedHeaders } from "./body.ts";
 import { jsonError } from "../core/wire-errors.ts";
 import { relayProgress } from "./progress.ts";
+import { fleetHeaders } from "../core/fleet-headers.ts";
 
 /** The fleet a pull goes to, and the pulls under way. */
 interface Fleet {
@@ -26,33 +27,37 @@ export function pullSurface(rt: Fleet) {
 
 async function pull(rt: Fleet, request: Request): Promise<Response> {
   const body = await readJsonObject(request);
-  if (typeof body === "string") return jsonError(400, body);
+  if (typeof body === "string") return jsonError(400, body, refusedHeaders({ error: body }));
   const named = modelOf(body, "name is required (or model)", ["model", "name"]);
-  if ("error" in named) return jsonError(400, named.error);
+  // Every answer carries the X-Fleet-* set (seed 000); a refusal names the node only when a pull there is why.
+  const refused = (status: number, message: string, nodeId?: string) => jsonError(status, message, { ...refusedHeaders(named), ...(nodeId ? { "X-Fleet-Node": nodeId } : {}) });
+  if ("error" in named) return refused(400, named.error);
   const { model } = named;
-  if (body.stream !== undefined && typeof body.stream !== "boolean") return jsonError(400, "stream: expected true or false");
-  if (body.node_id !== undefined && typeof body.node_id !== "string") return jsonError(400, "node_id: expected a string");
+  if (body.stream !== undefined && typeof body.stream !== "boolean") return refused(400, "stream: expected true or false");
+  if (body.node_id !== undefined && typeof body.node_id !== "string") return refused(400, "node_id: expected a string");
   const refusal = notPullable(model) ?? notOllamas(rt, model);
-  if (refusal) return jsonError(400, refusal);
+  if (refusal) return refused(400, refusal);
   // A key given "pull" may pull what it may run, where herd chooses; which node's disk takes it is the admin's call.
   const key = callerOf(request);
-  if (key && !key.mayServe(model)) return jsonError(403, `key "${key.client.name}" may not pull "${model}": it is not among the key's models (auth.clients[].models)`);
-  if (key && body.node_id !== undefined) return jsonError(403, `key "${key.client.name}" may not choose the node a pull goes to: leave node_id out, or send the admin token`);
+  if (key && !key.mayServe(model)) return refused(403, `key "${key.client.name}" may not pull "${model}": it is not among the key's models (auth.clients[].models)`);
+  if (key && body.node_id !== undefined) return refused(403, `key "${key.client.name}" may not choose the node a pull goes to: leave node_id out, or send the admin token`);
 
   const targets = body.node_id ? [rt.registry.get(body.node_id)].filter((n) => n !== undefined) : pullTargets(rt.registry);
-  const node = targets[0];
-  if (body.node_id && (!node || node.status !== "online" || !rt.registry.ollamaUrl(node))) {
+  const chosen = targets[0];
+  if (body.node_id && (!chosen || chosen.status !== "online" || !rt.registry.ollamaUrl(chosen))) {
     const known = rt.registry.all().map((n) => `${n.id} (${n.status})`).join(", ") || "none";
-    return jsonError(404, `node "${body.node_id}" not found or offline; known nodes: ${known}`);
+    return refused(404, `node "${body.node_id}" not found or offline; known nodes: ${known}`);
   }
-  if (!node) return jsonError(503, "no online node can take a pull right now");
-  const noRoom = noRoomFor(rt.registry, model, targets);
-  if (noRoom) return jsonError(503, noRoom);
+  const place = placePull(rt.registry, model, targets);
+  if (!place) return refused(503, "no online node can take a pull right now");
+  if ("refused" in place) return refused(503, place.refused);
+  const { node } = place;
   const busy = rt.pulls.begin(model, node.id);
-  if (busy) return jsonError(409, `"${model}" is already being pulled onto ${busy}; wait for that pull to finish`, { "X-Fleet-Node": busy });
+  if (busy) return refused(409, `"${model}" is already being pulled onto ${busy}; wait for that pull to finish`, busy);
 
   const stream = body.stream !== false;
-  const headers = { "X-Fleet-Node": node.id };
+  // The node's Ollama took the pull: its answer, and its failure, are that node's.
+  const headers = fleetHeaders(model, { nodeId: node.id, servedModel: model, backend: "ollama", fallback: false, score: null, contextOverflow: null }, 0);
   let upstream: Response;
   try {
     upstream = await pullModel(rt.registry.ollamaUrl(node)!, model, stream, request.signal);

@@ -11,6 +11,7 @@ import { transcribe } from "../pipeline/media.ts";
 import { takeHerdFields } from "./herd-fields.ts";
 import { bodyNamesProblem } from "../core/client-names.ts";
 import { jsonError } from "../core/wire-errors.ts";
+import { fleetHeaders } from "../core/fleet-headers.ts";
 
 type Ctx = { request: Request };
 
@@ -24,24 +25,28 @@ export function transcriptionSurface(rt: Pipeline) {
 }
 
 async function transcribeRequest(rt: Pipeline, request: Request, clientIp: string | null): Promise<Response> {
+  // Refused before routing, with the X-Fleet-* set all the same: the model it asked for once the form is read.
+  let requested = "none";
+  const refused = (message: string) => jsonError(400, message, fleetHeaders(requested, null, 0));
   if (!request.headers.get("content-type")?.startsWith("multipart/form-data")) {
-    return jsonError(400, 'send multipart/form-data with the audio file in the field "audio" (curl -F "audio=@recording.wav")');
+    return refused('send multipart/form-data with the audio file in the field "audio" (curl -F "audio=@recording.wav")');
   }
   const form = await readingBody(request, () => request.formData().catch(() => null));
-  if (!form) return jsonError(400, "invalid multipart/form-data body");
-  const audio = form.get("audio");
-  if (!(audio instanceof File)) return jsonError(400, 'audio: required (the audio file, as a file field: -F "audio=@recording.wav")');
-  if (!audio.size) return jsonError(400, "audio: the file is empty");
+  if (!form) return refused("invalid multipart/form-data body");
   const text: Record<"model" | "language", string | null> = { model: null, language: null };
   for (const name of ["model", "language"] as const) {
     const value = form.get(name);
-    if (value !== null && typeof value !== "string") return jsonError(400, `${name}: expected text, got a file`);
+    if (value !== null && typeof value !== "string") return refused(`${name}: expected text, got a file`);
     text[name] = value?.trim() || null;
   }
   const tooLong = bodyNamesProblem(text);
-  if (tooLong) return jsonError(400, tooLong);
+  if (tooLong) return refused(tooLong);
+  requested = text.model ?? requested;
+  const audio = form.get("audio");
+  if (!(audio instanceof File)) return refused('audio: required (the audio file, as a file field: -F "audio=@recording.wav")');
+  if (!audio.size) return refused("audio: the file is empty");
   const herd = takeHerdFields({}, request.headers);
-  if (typeof herd === "string") return jsonError(400, herd);
+  if (typeof herd === "string") return refused(herd);
   const meta = { tags: herd.tags, clientIp, caller: callerOf(request) };
   const req: TranscriptionRequest = {
     surface: "ollama",
