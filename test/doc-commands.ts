@@ -5,9 +5,10 @@
 // - a `$ ` line of an unlabelled block (a session shown with its output);
 // - an inline code span that starts with a program herd's docs run (herd, ./herd,
 //   npm, curl, claude, codex) with an argument, or after VAR=value assignments.
+// A test runs one with runLine or startLine: the line as printed, given to sh.
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT } from "./helpers.ts";
+import { herd, ROOT, spawnHerd } from "./helpers.ts";
 
 export interface DocCommand {
   doc: string;
@@ -48,12 +49,12 @@ function shellCommands(body: string): string[] {
   const commands: string[] = [];
   let open = "";
   for (const line of body.split("\n")) {
-    open = open ? `${open}\n${line}` : line;
+    if (line.startsWith("#")) continue;
+    open = open ? `${open}\n${line.trimEnd()}` : line.replace(/\s+#\s.*$/, "");
     // A single quote left open (a JSON body over several lines) goes on.
     if ((open.match(/'/g)?.length ?? 0) % 2) continue;
-    const command = open.replace(/\s+#\s.*$/, "").trim();
+    if (open.trim()) commands.push(open.trim());
     open = "";
-    if (command && !command.startsWith("#")) commands.push(command);
   }
   return commands;
 }
@@ -70,3 +71,11 @@ export function atRouter(command: string, url: string): string {
   if (!command.includes(DOC_ROUTER)) throw new Error(`"${command}" does not name the router at ${DOC_ROUTER}`);
   return command.replaceAll(DOC_ROUTER, `localhost:${new URL(url).port}`);
 }
+
+type LineOptions = { cwd?: string; env?: Record<string, string>; timeoutMs?: number };
+
+/** Runs a printed line with sh, to its end (bounded as herd() is). */
+export const runLine = (line: string, opts: LineOptions = {}) => herd(["-c", line], { bin: "/bin/sh", ...opts });
+
+/** Starts a printed line that runs until stopped (a router, a stream), with sh; stopped with all it started. */
+export const startLine = (line: string, opts: Omit<LineOptions, "timeoutMs"> = {}) => spawnHerd(["-c", line], { bin: "/bin/sh", group: true, ...opts });

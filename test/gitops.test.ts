@@ -171,7 +171,7 @@ describe("herd plan against a running router", () => {
     expect(await router.stop()).toBe(0);
   });
 
-  test("without --router, plan asks the router on this machine at FILE's own server.port", async () => {
+  test("`herd plan` alone (as security.md prints it), where herd.config.ts is: it asks the router on this machine at the file's own server.port", async () => {
     const dir = tmpDir();
     const [port] = await freePorts(1);
     const file = join(dir, "herd.config.ts");
@@ -179,7 +179,7 @@ describe("herd plan against a running router", () => {
     const env = { HERD_ADMIN_TOKEN: ADMIN };
     const router = await startRouterProcess(["serve", "--config", file, "--host", "127.0.0.1", "--data-dir", join(dir, "data")], { env });
     expect(router.url).toBe(`http://127.0.0.1:${port}`);
-    const same = await herd(["plan", file], { env });
+    const same = await herd(["plan"], { cwd: dir, env });
     expect([same.code, same.stderr]).toEqual([0, ""]);
     expect(same.stdout).toContain(`against http://127.0.0.1:${port} `);
     expect(same.stdout).toContain("no changes");
