@@ -12,7 +12,8 @@
 //   load      1,000 concurrent streaming clients for 60 s through herd: errors, added latency, memory, CPU
 //   telemetry time to ready, idle memory and CPU per request without and with OTLP export (telemetry.otlp),
 //             and of HERD_BENCH_BEFORE's binary when given (off must cost what it did before)
-// Loopback only; every process it starts, it stops. Prints a Markdown section for docs/benchmarks.md.
+// Loopback only; every process it starts, it stops. Prints a Markdown section for
+// docs/benchmarks-history.md, whose figures then replace those in docs/benchmarks.md.
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { startSimOllama } from "../src/sim/index.ts";

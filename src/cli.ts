@@ -107,7 +107,8 @@ Validates FILE (default: --config, HERD_CONFIG, ./herd.config.*) and prints what
 on the running router: nodes added, removed or changed, client keys (names only), pins, the model map,
 scoring and every other setting. Exits 0 when nothing would change, 2 when something would, 1 when FILE
 is invalid or the router cannot be asked. The router's secrets are not read here, only their references.
-  --router URL      the router (env HERD_ROUTER; default http://127.0.0.1:11435)
+  --router URL      the router (env HERD_ROUTER; default this machine at FILE's server.port:
+                    http://127.0.0.1:11435 unless FILE sets another)
   --token-file FILE the router's admin token, read from FILE (env HERD_ADMIN_TOKEN holds the value itself;
                     none needed on the router's own machine when it has no auth.adminToken)`,
   schema: "Usage: herd schema\n\nPrints the JSON Schema of herd's config to stdout.",
@@ -237,8 +238,8 @@ async function main(argv: string[]): Promise<number> {
     case "plan": {
       const file = positionals[1] ?? configFlag ?? findConfig(undefined);
       if (!file) throw new UsageError("plan needs a FILE (or --config, HERD_CONFIG, a ./herd.config.* here)");
-      const routerUrl = values.router ?? env.HERD_ROUTER ?? "http://127.0.0.1:11435";
-      if (!/^https?:\/\/[^\s/]+/.test(routerUrl) || !URL.canParse(routerUrl)) throw new UsageError(`--router: expected a URL like http://10.0.0.1:11435, got "${routerUrl}"`);
+      const routerUrl = values.router ?? env.HERD_ROUTER;
+      if (routerUrl !== undefined && (!/^https?:\/\/[^\s/]+/.test(routerUrl) || !URL.canParse(routerUrl))) throw new UsageError(`--router: expected a URL like http://10.0.0.1:11435, got "${routerUrl}"`);
       return plan({ file, routerUrl, adminToken: secretOverride(values["token-file"], "HERD_ADMIN_TOKEN", env.HERD_ADMIN_TOKEN) });
     }
     case "node":

@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type SimNode, startSimOllama } from "../src/sim/index.ts";
 import { ARCHITECT, type Fleet, PRIMARY, startFleet, WORKERS_KEY } from "./agents-fleet.ts";
+import { printed, runLine } from "./doc-commands.ts";
 import { cleanupFile, eventually } from "./helpers.ts";
 
 setDefaultTimeout(20_000);
@@ -271,6 +272,15 @@ describe("POST /sessions/{id}/message", () => {
     expect(r.status).toBe(200);
     expect(r.body.replySource).toBe("transcript");
     expect(r.body.reply).toContain("said: words from the pane");
+  });
+
+  test("docs/agents.md's turn-done hook, its curl line run as printed in the worker's environment, answers the open turn from the pane", async () => {
+    const { HERD_TOKEN, HERD_URL, HERD_SESSION_ID } = (await fleet.standIn(w)).env as Record<string, string>;
+    const open = send(w, { content: "silent" });
+    await eventually(async () => (await status(w)).turn?.phase === "working", 5000, "the turn in the pane");
+    const hook = await runLine(printed("docs/agents.md", /"turnDone":true/), { env: { HERD_TOKEN, HERD_URL, HERD_SESSION_ID } });
+    expect([hook.code, JSON.parse(hook.stdout)]).toEqual([0, { sessionId: w, delivered: true, outcome: "resolved_send" }]);
+    expect((await open).body).toMatchObject({ sessionId: w, replySource: "transcript" });
   });
 
   test("timeout → 202 working; meanwhile another send → 202 busy; the late reply → inbox → drain (a second drain is empty)", async () => {

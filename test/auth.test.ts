@@ -20,7 +20,7 @@ const FAST = { intervalMs: 200, timeoutMs: 700, offlineMs: 1400 };
 const ADMIN = "adm-7c1e0f9a2b4d6e8f";
 const NODE_TOKEN = "node-3b5d7f9a1c2e4f60";
 const MINI_TOKEN = "mini-0a9b8c7d6e5f4a3b";
-const KEY = { app: "sk-app-5e4d3c2b1a0f9e8d", limited: "sk-lim-1f2e3d4c5b6a7980", single: "sk-one-a1b2c3d4e5f60718", fromEnv: "sk-env-99887766554433aa" };
+const KEY = { app: "sk-app-5e4d3c2b1a0f9e8d", limited: "sk-lim-1f2e3d4c5b6a7980", single: "sk-one-a1b2c3d4e5f60718", fromEnv: "sk-env-99887766554433aa", scraper: "sk-prom-77aa66bb55cc44dd" };
 const SECRETS = [ADMIN, NODE_TOKEN, MINI_TOKEN, ...Object.values(KEY)];
 const WRONG = "wrong-c0ffee-c0ffee-c0ffee";
 
@@ -59,6 +59,7 @@ beforeAll(async () => {
       { name: "limited", key: "${KEY.limited}", rateLimit: { requestsPerMinute: 4 }, models: ["llama3.2:*"] },
       { name: "single", key: "${KEY.single}", maxInFlight: 1 },
       { name: "ops", key: { env: "HERD_TEST_OPS_KEY" } },
+      { name: "prometheus", key: "${KEY.scraper}", permissions: ["metrics"] },
     ],
   },
 };\n`,
@@ -339,6 +340,26 @@ describe("the admin token guards every change to the fleet", () => {
   });
 });
 
+describe("GET /metrics: the operator's too, not only the agent fleet's", () => {
+  const scrape = (headers: Record<string, string> = {}) => fetch(`${url}/metrics`, { headers });
+
+  test("the admin token and a key with the metrics permission read it; a key without is a 403 that says how, none a 401", async () => {
+    for (const token of [ADMIN, KEY.scraper]) {
+      const res = await scrape(bearer(token));
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toStartWith("text/plain; version=0.0.4");
+      expect(await res.text()).toContain("# TYPE herd_requests_total counter");
+    }
+    const plain = await scrape(bearer(KEY.app));
+    expect([plain.status, await plain.json()]).toEqual([403, { error: "forbidden", detail: 'key "app" may not read /metrics: give it permissions: ["metrics"] in auth.clients, or send the admin token' }]);
+    const none = await scrape();
+    expect(none.status).toBe(401);
+    expect(none.headers.get("www-authenticate")).toBe('Bearer realm="herd"');
+    expect(((await none.json()) as any).detail).toContain('the admin token (auth.adminToken), a client key with permissions: ["metrics"]');
+    expect((await scrape(bearer(WRONG))).status).toBe(401);
+  });
+});
+
 describe("secrets stay secret", () => {
   test("no secret, and no credential a client presented, in the log, traces, status, settings or error bodies", async () => {
     const bodies: string[] = [];
@@ -361,6 +382,7 @@ describe("secrets stay secret", () => {
         { name: "limited", key: "••••", rateLimit: { requestsPerMinute: 4 }, models: ["llama3.2:*"] },
         { name: "single", key: "••••", maxInFlight: 1 },
         { name: "ops", key: "••••" },
+        { name: "prometheus", key: "••••", permissions: ["metrics"] },
       ],
     });
     const everything = [...bodies, router.output()].join("\n");

@@ -2,10 +2,11 @@
 // next to a herd.config.ts, it serves, reloads, and brings its own types.
 import { beforeAll, describe, expect, test } from "bun:test";
 import { countTokens } from "gpt-tokenizer/encoding/cl100k_base";
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { HOST_TARGET, TARGETS, compile } from "../compile/build.ts";
 import pkg from "../package.json" with { type: "json" };
+import { printed, runLine, startLine } from "./doc-commands.ts";
 import { eventually, getJson, herd, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
 
 const dir = tmpDir();
@@ -164,5 +165,30 @@ describe(`the ${HOST_TARGET} binary, alone in an empty folder`, () => {
     } finally {
       await collector.stop(true);
     }
+  });
+});
+
+describe("the README's lines for the binary, each run as printed where a download landed", () => {
+  test("chmod +x, init, check-config, then ./herd (router and this Mac's agent, init's this-mac) and ./herd --host 0.0.0.0", async () => {
+    const landed = tmpDir();
+    // A download: the file alone, no execute permission.
+    copyFileSync(bin, join(landed, "herd"));
+    chmodSync(join(landed, "herd"), 0o644);
+    // The environment, not the line: a fresh HOME for ~/.herd, and any free port for the router.
+    const env = { HOME: tmpDir(), HERD_PORT: "0" };
+    const sh = (line: string) => runLine(line, { cwd: landed, env });
+    const start = (line: string) => startLine(line, { cwd: landed, env });
+    expect(await sh(printed("README.md", /^chmod \+x \.\/herd$/))).toMatchObject({ code: 0 });
+    expect(statSync(join(landed, "herd")).mode & 0o111).toBe(0o111);
+    expect(await sh(printed("README.md", /^\.\/herd init$/))).toMatchObject({ code: 0 });
+    const checked = await sh(printed("README.md", /^\.\/herd check-config /));
+    expect([checked.code, checked.stdout]).toEqual([0, expect.stringContaining("1 node(s): this-mac")]);
+    const alone = start(printed("README.md", /^\.\/herd$/));
+    await alone.waitFor(/serving on http:\/\/127\.0\.0\.1:\d+ \(listening on 127\.0\.0\.1:/);
+    await alone.waitFor(/node this-mac: agent \S+ joined/);
+    await alone.stop();
+    const shared = start(printed("README.md", /^\.\/herd --host 0\.0\.0\.0$/));
+    await shared.waitFor(/serving on http:\/\/127\.0\.0\.1:\d+ \(listening on 0\.0\.0\.0:/);
+    await shared.stop();
   });
 });

@@ -6,11 +6,14 @@
 // no inherited ANTHROPIC_* or CLAUDE* variable, a proxy trap for anything not on
 // loopback), telemetry, updates, error reports and nonessential traffic off, and
 // a deadline; a recorder in front of the router keeps every request it sends.
+// The README's line is typed, as printed, into a shell in a terminal, and the
+// Claude Code it opens answers a prompt from the herd.
 import { beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT } from "./helpers.ts";
-import { BIN, type ClientResult, type Exchange, clientScene, jsonLines, startClientFleet } from "./clients.ts";
+import { eventually, ROOT } from "./helpers.ts";
+import { BIN, type ClientResult, type Exchange, clientScene, jsonLines, sseData, startClientFleet } from "./clients.ts";
+import { atRouter, printed } from "./doc-commands.ts";
 
 const RUN_MS = 45_000;
 const TEST_MS = 60_000;
@@ -21,6 +24,9 @@ beforeAll(async () => {
   const models = ["qwen3:8b", "llama3.2:3b"];
   ({ url } = await startClientFleet([{ id: "mac", models, loaded: models }]));
 });
+
+/** No telemetry, updates, error reports or other traffic to Anthropic's services. */
+const QUIET = { DISABLE_TELEMETRY: "1", DISABLE_AUTOUPDATER: "1", DISABLE_ERROR_REPORTING: "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1" };
 
 interface Run extends ClientResult {
   /** What this run sent to /v1/messages, in order. */
@@ -33,14 +39,7 @@ interface Run extends ClientResult {
 async function claude(argsFor: string[] | ((work: string) => string[])): Promise<Run> {
   const scene = await clientScene(url);
   const args = typeof argsFor === "function" ? argsFor(scene.work) : argsFor;
-  const env = {
-    ANTHROPIC_BASE_URL: scene.url,
-    ANTHROPIC_API_KEY: "sk-test",
-    DISABLE_TELEMETRY: "1",
-    DISABLE_AUTOUPDATER: "1",
-    DISABLE_ERROR_REPORTING: "1",
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-  };
+  const env = { ANTHROPIC_BASE_URL: scene.url, ANTHROPIC_API_KEY: "sk-test", ...QUIET };
   const run = await scene.run([join(BIN, "claude"), ...args], { env, timeoutMs: RUN_MS });
   return { ...run, requests: run.exchanges.filter((e) => e.path.startsWith("/v1/messages")), work: scene.work };
 }
@@ -143,6 +142,37 @@ describe("Claude Code", () => {
       check(existsSync(marker) && readFileSync(marker, "utf8") === "herd-mcp-ok", `the MCP tool did not run (a "not among the tools offered" answer means herd left it out)`, run);
       const result = resultOf(run);
       check(result.is_error === false && result.num_turns === 3, "the run did not end after ToolSearch, the MCP call and a final answer", run);
+    },
+    TEST_MS,
+  );
+});
+
+describe("the README's Claude Code line", () => {
+  test(
+    "typed into a shell as printed: Claude Code opens logged in to the herd, and a prompt is answered from it",
+    async () => {
+      const line = printed("README.md", /\bclaude$/);
+      expect(printed("docs/anthropic.md", /\bclaude$/)).toBe(line);
+      const scene = await clientScene(url);
+      // A machine where Claude Code ran before: onboarding done, this folder trusted (its first-run screens are its own).
+      mkdirSync(scene.home, { recursive: true });
+      writeFileSync(join(scene.home, ".claude.json"), JSON.stringify({ hasCompletedOnboarding: true, projects: { [scene.work]: { hasTrustDialogAccepted: true } } }));
+      const terminal = await scene.terminal(QUIET);
+      await terminal.type(atRouter(line, scene.url));
+      await terminal.press("Enter");
+      await terminal.waitFor(/─{20,}\n❯/);
+      // Typed, and seen in its input box, before it is sent: keys that come while Claude Code starts may be lost.
+      const prompt = "Tell me about queues";
+      await terminal.type(prompt);
+      await terminal.waitFor(new RegExp(`❯\\s${prompt}`), 10_000); // its prompt mark and a no-break space
+      await terminal.press("Enter");
+      // The turn itself, not the title Claude Code asks for beside it: the request with its tools.
+      const turn = async () => (await scene.exchanges()).find((e) => e.path.startsWith("/v1/messages") && e.body?.tools?.length && JSON.stringify(e.body.messages).includes(prompt));
+      const asked = await eventually(turn, 30_000, "the turn at herd").catch(async (e) => expect.unreachable(`${e.message}; the terminal shows:\n${await terminal.screen()}`));
+      expect(asked.status, await terminal.screen()).toBe(200);
+      expect(await terminal.screen()).not.toContain("Not logged in");
+      const text = sseData(asked.answer).flatMap((e) => (e.delta?.type === "text_delta" ? [e.delta.text] : [])).join("");
+      await terminal.waitFor(new RegExp(RegExp.escape(text.slice(0, 40))));
     },
     TEST_MS,
   );

@@ -4,12 +4,16 @@
 // as the local Ollama. Each run has a fresh home holding ~/.codex/config.toml,
 // the scrubbed environment of clients.ts and a deadline; a recorder between
 // Codex and herd keeps what each side said, and nothing outside loopback may be
-// reached (the proxy trap must see nothing).
+// reached (the proxy trap must see nothing). The README's --oss line is typed,
+// as printed, into a shell in a terminal, and the Codex it opens answers a
+// prompt from the herd; docs/responses.md's `codex exec` line runs as printed.
 import { beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BIN, type ClientResult, type Exchange, clientScene, jsonLines, sseData, startClientFleet } from "./clients.ts";
 import { NEWEST_OLLAMA } from "../src/fleet/ollama-releases.ts";
+import { atRouter, printed } from "./doc-commands.ts";
+import { eventually } from "./helpers.ts";
 
 const CODEX = join(BIN, "codex");
 const SHELL_STEP = `sim: call exec_command {"cmd":"echo herd-ok > out.txt && cat out.txt"}`;
@@ -87,8 +91,12 @@ function checkShellLoop(r: ClientResult & { work: string }, model: string) {
 }
 
 describe("codex exec with herd as its Responses provider", () => {
-  test("a text turn: exit 0, and stdout is the message herd answered", async () => {
-    const r = await codex(herdProvider, ["Name three herd animals"]);
+  test("a text turn, docs/responses.md's line run as printed: exit 0, and stdout is the message herd answered", async () => {
+    const line = printed("docs/responses.md", /^codex exec --skip-git-repo-check /);
+    const scene = await clientScene(url);
+    mkdirSync(join(scene.home, ".codex"), { recursive: true });
+    writeFileSync(join(scene.home, ".codex/config.toml"), herdProvider(scene.url));
+    const r = await scene.run(["sh", "-c", line], { env: { PATH: `${BIN}:${process.env.PATH}` } });
     expect(r.code, r.why("exit code")).toBe(0);
     const [turn, ...more] = turns(r);
     expect(turn !== undefined && more.length === 0, r.why("POST /v1/responses: one turn")).toBe(true);
@@ -132,5 +140,28 @@ describe("codex exec --oss with herd as the local Ollama", () => {
     expect(turn?.headers["x-fleet-served-model"], r.why("turn: header x-fleet-served-model")).toBe("qwen3:8b");
     expect(r.stdout.trim(), r.why("stdout: the final message")).toBe(messageText(completed(turn!))!);
     expect(r.outside, r.why("reached outside loopback")).toEqual([]);
+  }, 90_000);
+});
+
+describe("the README's Codex line", () => {
+  test("typed into a shell as printed, with no config: Codex opens on the herd's gpt-oss:20b, and a prompt is answered from it", async () => {
+    const line = printed("README.md", /\bcodex --oss\b/);
+    expect(printed("docs/responses.md", /\bcodex --oss\b/)).toBe(line);
+    const scene = await clientScene(url);
+    const terminal = await scene.terminal();
+    await terminal.type(atRouter(line, scene.url));
+    await terminal.press("Enter");
+    // Its composer (not a list to pick a provider from), on the model --oss defaults to.
+    await terminal.waitFor(/^› (?!\d+\. ).*\n(?:.*\n)?\s+gpt-oss:20b /m);
+    const prompt = "Name three herd animals";
+    await terminal.type(prompt);
+    await terminal.waitFor(new RegExp(`^› ${prompt}`, "m"), 10_000);
+    await terminal.press("Enter");
+    const turn = async () => (await scene.exchanges()).find((e) => e.path === "/v1/responses" && JSON.stringify(e.body.input).includes(prompt));
+    const asked = await eventually(turn, 30_000, "the turn at herd").catch(async (e) => expect.unreachable(`${e.message}; the terminal shows:\n${await terminal.screen()}`));
+    expect(asked.status, await terminal.screen()).toBe(200);
+    expect(asked.headers["x-fleet-served-model"]).toBe("gpt-oss:20b");
+    const answer = messageText(completed({ events: sseData(asked.answer) }))!;
+    await terminal.waitFor(new RegExp(RegExp.escape(answer.slice(0, 40))));
   }, 90_000);
 });

@@ -5,10 +5,12 @@
 // - a trap that the client's proxy variables point at: a client reaching for
 //   anything but loopback is refused there, and the test sees what it asked for;
 // - a run of the client's own binary in a fresh home with a scrubbed
-//   environment, bounded in time, its whole process group killed at the end.
+//   environment, bounded in time, its whole process group killed at the end;
+// - or a shell in a terminal of its own (a tmux pane) with that environment,
+//   where a test types a command line as a user would, and reads the screen.
 // Everything started here is stopped after the test (or the file) that started it.
 import { expect } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { type SimNode, type SimNodeOptions, startSimOllama } from "../src/sim/index.ts";
@@ -190,6 +192,10 @@ export interface ClientScene {
   /** Where the client is to send herd's requests: the recorder in front of the router. */
   url: string;
   run(argv: string[], opts?: { env?: Record<string, string>; stdin?: string; timeoutMs?: number }): Promise<ClientResult>;
+  /** A shell in a terminal of its own, in `work`, with the clients' environment (plus `env`) and on its PATH. */
+  terminal(env?: Record<string, string>): Promise<Terminal>;
+  /** What was asked of herd so far, answers complete. */
+  exchanges(): Promise<Exchange[]>;
 }
 
 /** A fresh home and working dir, a recorder in front of `routerUrl` and a proxy trap, for one client run (or more). */
@@ -215,7 +221,74 @@ export async function clientScene(routerUrl: string): Promise<ClientScene> {
       const context = shown.join("\n");
       return { ...run, exchanges: [...exchanges], outside: [...trap.seen], why: (what) => `${what}\n${context}` };
     },
+    // The pinned clients on the PATH, as a user who installed them has theirs.
+    terminal: (env = {}) => startTerminal(work, clientEnv(home, trap, { PATH: `${BIN}:${process.env.PATH ?? "/usr/bin:/bin"}`, TERM: "xterm-256color", ...env })),
+    exchanges: () => recorder.exchanges(),
   };
+}
+
+export interface Terminal {
+  /** Types `text` as it is (press Enter to send it). */
+  type(text: string): Promise<void>;
+  /** Presses keys, by tmux's names (Enter, Down, Escape). */
+  press(...keys: string[]): Promise<void>;
+  screen(): Promise<string>;
+  /** The screen once it matches `pattern`; fails at `timeoutMs`, showing the screen. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
+}
+
+const MARK = "HERD_TEST_TERMINAL";
+
+/**
+ * `sh` in a tmux pane (a private tmux server, 200x50) with exactly `env`, in `cwd`. After the test the server is
+ * killed, and so is every process the shell started, found by the mark each inherits (a TUI that outlives the
+ * hang-up would otherwise run on).
+ */
+async function startTerminal(cwd: string, env: Record<string, string>): Promise<Terminal> {
+  const socket = `herd-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  const tmux = async (...args: string[]) => {
+    const proc = Bun.spawn(["tmux", "-L", socket, ...args], { stdout: "pipe", stderr: "pipe", env: { PATH: env.PATH!, TMUX_TMPDIR: env.TMPDIR! } });
+    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    if (code !== 0) throw new Error(`tmux ${args.join(" ")}: ${err.trim()}`);
+    return out;
+  };
+  const assignments = Object.entries({ ...env, [MARK]: socket }).map(([k, v]) => `${k}=${v}`);
+  await tmux("-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", "50", "-c", cwd, "env", "-i", ...assignments, "sh");
+  const stop = () => {
+    Bun.spawnSync(["tmux", "-L", socket, "kill-server"], { env: { PATH: env.PATH!, TMUX_TMPDIR: env.TMPDIR! } });
+    killMarked(socket);
+  };
+  onCleanup({ run: stop, kill: stop });
+  const screen = () => tmux("capture-pane", "-p");
+  return {
+    async type(text) {
+      await tmux("send-keys", "-l", text);
+    },
+    async press(...keys) {
+      for (const key of keys) await tmux("send-keys", key);
+    },
+    screen,
+    async waitFor(pattern, timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      let last = "";
+      while (Date.now() < deadline) {
+        last = await screen();
+        if (pattern.test(last)) return last;
+        await Bun.sleep(200);
+      }
+      throw new Error(`the terminal did not show ${pattern} within ${timeoutMs} ms; it shows:\n${last}`);
+    },
+  };
+}
+
+/** SIGKILLs every process whose environment holds MARK=`value` (Linux: /proc). */
+function killMarked(value: string): void {
+  const mark = `${MARK}=${value}\0`;
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (readFileSync(`/proc/${pid}/environ`, "latin1").includes(mark)) process.kill(Number(pid), "SIGKILL");
+    } catch {} // gone already, or not ours to read
+  }
 }
 
 /** The JSON of each `data:` line of an SSE answer (Responses events, Chat Completions chunks); `[DONE]` left out. */

@@ -1,6 +1,8 @@
 // The docs' claims that a test can check: every config key path they write is the schema's,
 // every `METHOD /path` a route the router serves, every X-Fleet-*/X-Herd-* header one src/ uses
-// (test/doc-claims.ts says how each is recognised).
+// (test/doc-claims.ts says how each is recognised); docs/benchmarks.md's shape (the latest
+// figures of each bench section first, every run in docs/benchmarks-history.md); and the Node
+// the README names, which every package in the lock accepts.
 import { beforeAll, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -37,4 +39,26 @@ test("a wrong key, route or header is caught; what is not written as one is left
     "route `GET /fleet/statuses` is not one the router serves",
     "header X-Fleet-Nodes is never used in src/",
   ]);
+});
+
+test("docs/benchmarks.md opens with the latest figures of each bench section, each with its date and command; the runs are in the history, newest first", () => {
+  const doc = readFileSync(join(ROOT, "docs/benchmarks.md"), "utf8");
+  // Each section's first paragraph: its date, then the command that measured it.
+  const sections = [...doc.matchAll(/^## (.+)\n\n((?:.+\n)+)/gm)].map(([, title, first]) => ({ title, dated: /^\d{4}-\d{2}-\d{2}\b[^]*`[^`]*npm run bench[^`]*`/.test(first!) }));
+  expect(sections).toEqual(["The binary", "Router overhead", "Upstream HTTP client", "Routing", "Load", "OTLP export (telemetry.otlp)"].map((title) => ({ title, dated: true })));
+  expect(doc).toContain("<!-- routing: random fleets (issue 29)");
+  const runs = [...readFileSync(join(ROOT, "docs/benchmarks-history.md"), "utf8").matchAll(/^## (\d{4}-\d{2}-\d{2})/gm)].map((m) => m[1]!);
+  expect(runs.length).toBeGreaterThan(10);
+  expect(runs).toEqual(runs.toSorted().reverse());
+});
+
+test("the README names the Node that npm install needs (package.json's engines.node), and every package the lock installs accepts it: npm install is quiet there", () => {
+  const json = (file: string) => JSON.parse(readFileSync(join(ROOT, file), "utf8"));
+  const range: string | undefined = json("package.json").engines?.node;
+  expect(range).toMatch(/^>=\d+$/);
+  const major = range!.slice(2);
+  expect(readFileSync(join(ROOT, "README.md"), "utf8")).toContain(`Node.js ${major} or newer`);
+  const packages: Record<string, { engines?: { node?: string }; optional?: boolean }> = json("package-lock.json").packages;
+  const refusing = Object.entries(packages).flatMap(([path, p]) => (!p.optional && p.engines?.node && !Bun.semver.satisfies(`${major}.0.0`, p.engines.node) ? [`${path || "herd"}: ${p.engines.node}`] : []));
+  expect(refusing).toEqual([]);
 });

@@ -4,7 +4,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startSimOllama } from "../src/sim/index.ts";
 import { VERSION } from "../src/version.ts";
-import { eventually, getJson, herd, onCleanup, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
+import { eventually, freePorts, getJson, herd, onCleanup, spawnHerd, startRouterProcess, tmpDir } from "./helpers.ts";
 
 // HerdConfig is only a type (herd.d.ts): erased, as Bun erases it, not an import to follow.
 const MAIN = `import { HerdConfig } from "./herd";\nimport { nodes } from "./fleet/nodes.ts";\nexport default { nodes } satisfies HerdConfig;\n`;
@@ -168,6 +168,21 @@ describe("herd plan against a running router", () => {
     const invalid = await herd(["plan", proposed, "--router", router.url], { env });
     expect(invalid.code).toBe(1);
     expect(invalid.stderr).toContain(`nodes[0].olama: unknown key; did you mean "ollama"?`);
+    expect(await router.stop()).toBe(0);
+  });
+
+  test("`herd plan` alone (as security.md prints it), where herd.config.ts is: it asks the router on this machine at the file's own server.port", async () => {
+    const dir = tmpDir();
+    const [port] = await freePorts(1);
+    const file = join(dir, "herd.config.ts");
+    writeFileSync(file, config(a, `server: { port: ${port} }`));
+    const env = { HERD_ADMIN_TOKEN: ADMIN };
+    const router = await startRouterProcess(["serve", "--config", file, "--host", "127.0.0.1", "--data-dir", join(dir, "data")], { env });
+    expect(router.url).toBe(`http://127.0.0.1:${port}`);
+    const same = await herd(["plan"], { cwd: dir, env });
+    expect([same.code, same.stderr]).toEqual([0, ""]);
+    expect(same.stdout).toContain(`against http://127.0.0.1:${port} `);
+    expect(same.stdout).toContain("no changes");
     expect(await router.stop()).toBe(0);
   });
 

@@ -94,15 +94,25 @@ export interface Running {
   stop(signal?: NodeJS.Signals): Promise<number>;
 }
 
-/** Starts a long-running `herd ARGS`; it is killed after the test file at the latest. */
-export function spawnHerd(args: string[], opts: { cwd?: string; env?: Record<string, string>; bin?: string } = {}): Running {
+/**
+ * Starts a long-running `herd ARGS`; it is killed after the test file at the latest. `group`: in a process group of
+ * its own, signalled whole (a shell line's programs with the shell).
+ */
+export function spawnHerd(args: string[], opts: { cwd?: string; env?: Record<string, string>; bin?: string; group?: boolean } = {}): Running {
   const proc = Bun.spawn(opts.bin ? [opts.bin, ...args] : [BUN, CLI, ...args], {
     cwd: opts.cwd ?? ROOT,
     env: { ...baseEnv(), ...opts.env },
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
+    detached: opts.group ?? false,
   });
+  const kill = (signal: NodeJS.Signals) => {
+    try {
+      if (opts.group) process.kill(-proc.pid, signal);
+      else proc.kill(signal);
+    } catch {} // gone already
+  };
   let text = "";
   const pump = async (stream: ReadableStream<Uint8Array>) => {
     const decoder = new TextDecoder();
@@ -124,14 +134,16 @@ export function spawnHerd(args: string[], opts: { cwd?: string; env?: Record<str
       throw new Error(`timed out waiting for ${pattern}; output so far:\n${text}`);
     },
     async stop(signal = "SIGTERM") {
-      if (proc.exitCode === null) proc.kill(signal);
-      const timer = setTimeout(() => proc.kill("SIGKILL"), 5000);
+      if (proc.exitCode === null) kill(signal);
+      const timer = setTimeout(() => kill("SIGKILL"), 5000);
       const code = await proc.exited;
       clearTimeout(timer);
+      // What the group's leader left running goes with it.
+      if (opts.group) kill("SIGKILL");
       return code;
     },
   };
-  onCleanup({ run: () => running.stop("SIGKILL"), kill: () => proc.kill("SIGKILL") });
+  onCleanup({ run: () => running.stop("SIGKILL"), kill: () => kill("SIGKILL") });
   return running;
 }
 

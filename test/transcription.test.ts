@@ -2,7 +2,10 @@
 // CLI (test/fixtures/media/mlx-qwen3-asr.ts): a WAV made here is uploaded as multipart, and the
 // answer is seed 000's JSON with chunks. Tests share the fleet, in order.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { cleanupFile, eventually, fleetSet, getJson, refusedSet } from "./helpers.ts";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { atRouter, printed, runLine } from "./doc-commands.ts";
+import { cleanupFile, eventually, fleetSet, getJson, refusedSet, tmpDir } from "./helpers.ts";
 import { type MediaFleet, standIn, startMediaFleet } from "./fixtures/media/fleet.ts";
 import { wav } from "./fixtures/media/wav.ts";
 
@@ -55,6 +58,13 @@ describe("POST /api/transcribe", () => {
         { text: "Second 3 of 16000 Hz audio.", start: 2, end: 2.5, chunk_index: 2, language: "English" },
       ],
     });
+  });
+
+  test("docs/media.md's curl line, run as printed beside a recording.wav: the transcript", async () => {
+    const dir = tmpDir();
+    writeFileSync(join(dir, "recording.wav"), wav(1));
+    const r = await runLine(atRouter(printed("docs/media.md", /\/api\/transcribe/), fleet.url), { cwd: dir });
+    expect([r.code, JSON.parse(r.stdout).text]).toEqual([0, "Second 1 of 16000 Hz audio."]);
   });
 
   test("model and language are passed to the CLI", async () => {

@@ -2,8 +2,8 @@
 // node's Ollama): a keep-alive pool of Bun sockets per origin. Bun's fetch runs
 // on an HTTP thread of its own and hands each request and each chunk of the
 // answer across to the event loop; on a busy 2-core machine that hand-off cost
-// more CPU than the proxying itself (docs/benchmarks.md: about 55 µs of 170 per
-// request at one client). These sockets live on the event loop: no hand-off.
+// more CPU than the proxying itself (docs/benchmarks-history.md, session 3: about
+// 55 µs of 170 per request at one client). These sockets live on the event loop: no hand-off.
 // Plain http:// only; herd calls anything else with fetch.
 import type { Socket } from "bun";
 import type { BodyReader } from "../core/capped-body.ts";

@@ -1,5 +1,5 @@
-// `herd plan [FILE] --router URL`: what applying FILE would change on the running router, before it is
-// applied. Exit 0: nothing; 2: something would; 1: the file is invalid (ConfigError) or the router cannot say.
+// `herd plan [FILE] [--router URL]`: what applying FILE would change on the running router, before it is
+// applied; by default the router on this machine, at FILE's own server.port. Exit 0: nothing; 2: something would; 1: the file is invalid (ConfigError) or the router cannot say.
 import { resolve } from "node:path";
 import { loadConfig } from "../config/load.ts";
 import { type Change, configChanges, effectiveView } from "../config/plan.ts";
@@ -7,7 +7,8 @@ import { UserError } from "../errors.ts";
 
 export interface PlanOptions {
   file: string;
-  routerUrl: string;
+  /** --router or HERD_ROUTER; none: this machine, at FILE's server.port. */
+  routerUrl?: string;
   /** The admin token (HERD_ADMIN_TOKEN, --token-file); none for a router without one, from its own machine. */
   adminToken?: string;
 }
@@ -24,8 +25,9 @@ const FETCH_TIMEOUT_MS = 10_000;
 export async function plan(opts: PlanOptions): Promise<number> {
   // The router's secrets need not be readable here (CI, a laptop): their references are checked, not read.
   const { config, source } = await loadConfig(resolve(opts.file), { secrets: "unchecked" });
-  const running = await fetchRunning(opts);
-  console.log(`plan: ${source.path} (hash ${source.hash}) against ${opts.routerUrl} (hash ${running.hash}, herd ${running.router_version})`);
+  const routerUrl = opts.routerUrl ?? `http://127.0.0.1:${config.server.port}`;
+  const running = await fetchRunning(routerUrl, opts.adminToken);
+  console.log(`plan: ${source.path} (hash ${source.hash}) against ${routerUrl} (hash ${running.hash}, herd ${running.router_version})`);
   if (running.last_error) console.log(`  note: the router's last reload was refused: ${running.last_error.message}`);
   const changes = configChanges(running.config, effectiveView(config));
   if (!changes.length) {
@@ -41,7 +43,7 @@ function line({ kind, what, detail }: Change): string {
   return `${kind} ${what}${detail ? (kind === "~" && what.includes(": ") ? ` (${detail})` : `: ${detail}`) : ""}`;
 }
 
-async function fetchRunning({ routerUrl, adminToken }: PlanOptions): Promise<RunningConfig> {
+async function fetchRunning(routerUrl: string, adminToken: string | undefined): Promise<RunningConfig> {
   const url = new URL("/fleet/config", routerUrl);
   let res: Response;
   try {

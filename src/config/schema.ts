@@ -105,8 +105,9 @@ const clientKey = v.strictObject({
   rateLimit: v.optional(v.strictObject({ requestsPerMinute: v.pipe(count, v.minValue(1, "expected at least 1")) })),
   maxInFlight: v.optional(v.pipe(count, v.minValue(1, "expected at least 1"))),
   models: v.optional(v.pipe(v.array(name), v.minLength(1, "expected at least one model or glob; leave models out to allow every model"))),
-  // What the key may do beyond running models: "pull" lets its requests auto-pull a model no node has (features.autoPull).
-  permissions: v.optional(v.array(v.picklist(["pull"], 'expected "pull"'))),
+  // What the key may do beyond running models: "pull" lets its requests auto-pull a model no node has (features.autoPull),
+  // "metrics" lets it read GET /metrics (a Prometheus scraper).
+  permissions: v.optional(v.array(v.picklist(["pull", "metrics"], 'expected "pull" or "metrics"'))),
 });
 
 /** A screen pattern (a JavaScript regular expression), bounded: it is tried on the pane's last lines while a worker starts. */

@@ -114,8 +114,11 @@ export interface ClientKeyConfig {
   maxInFlight?: number;
   /** Models this key may be served: names or globs ("qwen3:*"). Default: every model. */
   models?: string[];
-  /** What the key may do beyond running models. "pull": its requests may auto-pull a model no node has (features.autoPull). Default: none. */
-  permissions?: "pull"[];
+  /**
+   * What the key may do beyond running models. "pull": its requests may auto-pull a model no node has (features.autoPull);
+   * "metrics": it may read GET /metrics. Default: none.
+   */
+  permissions?: ("pull" | "metrics")[];
 }
 
 export interface NodeConfig {

@@ -8,7 +8,8 @@ import type { Principal } from "../agents/authz.ts";
 import { askFields, check, inputOf, peekFields, replyFields, sendFields, spawnFields } from "../agents/inputs.ts";
 import { renderMetrics } from "../agents/metrics.ts";
 import { type RouteFacts, routeFacts } from "../auth/route-facts.ts";
-import { bearerToken } from "../config/credentials/tokens.ts";
+import { clientOf, isAdmin } from "../config/credentials/keys.ts";
+import { bearerToken, Presented, presentedKey } from "../config/credentials/tokens.ts";
 import type { MetricsSources } from "../agents/metrics.ts";
 import { readJsonObject } from "./body.ts";
 
@@ -36,7 +37,7 @@ export function agentsSurface(rt: MetricsSources) {
     });
   return new Elysia({ name: "agents" })
     .use(routeFacts)
-    .get("/metrics", ({ request }) => as(request, (c) => fleet.metricsRefusal(c) ?? new Response(renderMetrics(rt), { headers: { "content-type": PROMETHEUS_TEXT } })), { facts: OWN })
+    .get("/metrics", ({ request }) => scrape(rt, request), { facts: OWN })
     .get("/sessions", ({ request }) => as(request, (c) => fleet.workspaces(c)), { facts: OWN })
     .get("/agents", ({ request }) => as(request, (c) => fleet.agents(c)), { facts: OWN })
     .get("/members", ({ request }) => as(request, (c) => fleet.members(c)), { facts: OWN })
@@ -62,23 +63,35 @@ export function agentsSurface(rt: MetricsSources) {
 
 type Reply = Answer | Response | Promise<Answer | Response>;
 
-/** Runs `run` for the request's caller; 401 when the request carries no valid credential. */
-export async function authenticated(rt: Pick<MetricsSources, "agents">, request: Request, run: (caller: Principal) => Reply): Promise<Response> {
+const FLEET_CREDENTIALS = "a lead's (agents.credentials in herd.config.ts) or a worker's HERD_TOKEN";
+
+/**
+ * Seed 004's METRICS (any agent-fleet credential), and the operator's: the admin token, or a client key
+ * given permissions: ["metrics"] (a Prometheus scraper, a health probe).
+ */
+function scrape(rt: MetricsSources, request: Request): Response | Promise<Response> {
+  const metrics = () => new Response(renderMetrics(rt), { headers: { "content-type": PROMETHEUS_TEXT } });
+  const config = rt.live.current.config;
+  const key = presentedKey(request);
+  const presented = key === null ? null : new Presented(key);
+  const client = clientOf(config, presented);
+  if (isAdmin(config, presented) || client?.permissions?.includes("metrics")) return metrics();
+  if (client) return toResponse(refuse(403, "forbidden", `key "${client.name}" may not read /metrics: give it permissions: ["metrics"] in auth.clients, or send the admin token`));
+  const who = `the admin token (auth.adminToken), a client key with permissions: ["metrics"], ${FLEET_CREDENTIALS}`;
+  return authenticated(rt, request, (c) => rt.agents.metricsRefusal(c) ?? metrics(), who);
+}
+
+/** Runs `run` for the request's caller; 401 when the request carries no valid credential (`who`: what it could send). */
+export async function authenticated(rt: Pick<MetricsSources, "agents">, request: Request, run: (caller: Principal) => Reply, who = FLEET_CREDENTIALS): Promise<Response> {
   const token = bearerToken(request);
   const caller = rt.agents.authenticate(token);
-  if (!caller) return toResponse(unauthorized(token !== null), { "www-authenticate": 'Bearer realm="herd"' });
+  if (!caller) return toResponse(unauthorized(token !== null, who), { "www-authenticate": 'Bearer realm="herd"' });
   const result = await run(caller);
   return result instanceof Answer ? toResponse(result) : result;
 }
 
-function unauthorized(presented: boolean): Answer {
-  return refuse(
-    401,
-    "unauthorized",
-    presented
-      ? "the credential is not valid: unknown, or revoked when its worker stopped or exited"
-      : "send Authorization: Bearer <credential>: a lead's (agents.credentials in herd.config.ts) or a worker's HERD_TOKEN",
-  );
+function unauthorized(presented: boolean, who: string): Answer {
+  return refuse(401, "unauthorized", presented ? "the credential is not valid: unknown, or revoked when its worker stopped or exited" : `send Authorization: Bearer <credential>: ${who}`);
 }
 
 function toResponse(a: Answer, headers: Record<string, string> = {}): Response {
