@@ -451,6 +451,9 @@ export function problem(o: Outcome, baseUrl: string): string | null {
     return null;
   }
   if (o.status < 400 || sent.method === "HEAD" || sent.method === "OPTIONS") return null;
+  // A request head past Bun's 16 KiB (its --max-http-header-size) is refused by the HTTP server itself, before any of
+  // herd's code runs: a 431 with no body is HTTP's own answer to it.
+  if (o.status === 431 && headSize(sent) > MAX_HEAD_BYTES) return null;
   let json: unknown;
   try {
     json = JSON.parse(o.body);
@@ -460,6 +463,10 @@ export function problem(o: Outcome, baseUrl: string): string | null {
   const path = new URL(sent.url).pathname;
   return inFormat(formatOf(path), json) ? null : `${what}: HTTP ${o.status} not in the ${formatOf(path)} error format: ${o.body.slice(0, 200)}`;
 }
+
+// Less what the client adds to the head unseen here (Host, User-Agent, Accept, …).
+const MAX_HEAD_BYTES = 16 * 1024 - 512;
+const headSize = (sent: Outcome["sent"]) => sent.url.length + Object.entries(sent.init.headers).reduce((n, [k, v]) => n + k.length + v.length + 4, 0);
 
 /** The routes whose work the rate limit covers besides inference (issue 15, item 14). */
 export const LIMITED_READS = new Set(["POST /v1/messages/count_tokens", "POST /api/show"]);

@@ -52,7 +52,7 @@ describe("the estimate", () => {
   });
 
   test("a model that does not fit, even after evicting the idle models, is excluded", () => {
-    const full = node("full", { resident: false, sizeGb: 20, memory: { freeGb: 4, idle: [{ sizeGb: 6, reloadMs: 0 }] } });
+    const full = node("full", { resident: false, sizeGb: 20, memory: { freeGb: 4, idle: [{ name: "m6", sizeGb: 6, reloadMs: 0 }] } });
     const roomy = node("roomy", { resident: false, sizeGb: 20, memory: { freeGb: 40, idle: [] } });
     const { ranked, excluded } = rankByFinishTime([full, roomy], req);
     expect(ranked.map((e) => e.candidate.nodeId)).toEqual(["roomy"]);
@@ -67,14 +67,14 @@ describe("the estimate", () => {
   });
 
   test("evicting idle models to make room costs their unloads, least recently used first, as Ollama evicts them", () => {
-    const idle = [3, 12, 4].map((sizeGb) => ({ sizeGb, reloadMs: 0 }));
+    const idle = [3, 12, 4].map((sizeGb) => ({ name: `m${sizeGb}`, sizeGb, reloadMs: 0 }));
     const c = node("a", { resident: false, sizeGb: 20, memory: { freeGb: 5, idle } });
     // 5 + 3 + 12 = 20: the first two go.
-    expect(estimateFinish(c, req)).toMatchObject({ breakdown: { evict_ms: 2 * EVICT_MS } });
+    expect(estimateFinish(c, req)).toMatchObject({ breakdown: { evict_ms: 2 * EVICT_MS }, evicts: ["m3", "m12"] });
   });
 
   test("evicting a model asked for lately costs its next request a load: the choice weighs it, the finish does not", () => {
-    const evicts = node("evicts", { resident: false, sizeGb: 20, memory: { freeGb: 5, idle: [{ sizeGb: 20, reloadMs: 8000 }] } });
+    const evicts = node("evicts", { resident: false, sizeGb: 20, memory: { freeGb: 5, idle: [{ name: "m20", sizeGb: 20, reloadMs: 8000 }] } });
     const roomy = node("roomy", { resident: false, sizeGb: 20, memory: { freeGb: 40, idle: [] }, speed: { decodeTps: 15, prefillTps: 400, loadMs: 5000 } });
     const e = estimateFinish(evicts, req);
     expect(e).toMatchObject({ ms: 5000 + EVICT_MS + 2000 + 10000, breakdown: { reload_evicted_ms: 8000 } });

@@ -48,6 +48,7 @@ export interface FinishCandidate {
 
 /** A loaded model no request uses, as an eviction sees it. */
 export interface IdleModel {
+  name: string;
   sizeGb: number;
   /** Asked for lately: evicting it costs its next request this load (ms); 0 when it has not been. */
   reloadMs: number;
@@ -87,6 +88,8 @@ export interface Estimated<C> {
   /** What the ranking compares: the finish, or for a stream the first token and part of the decode. */
   costMs: number;
   breakdown: FinishBreakdown;
+  /** The idle models Ollama would evict there to load this one. */
+  evicts: string[];
 }
 
 /** Ollama's unload of an idle model before a load: short, but not free. */
@@ -109,13 +112,14 @@ export const EXPLORE_RATIO = 1.5;
 export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishRequest): Estimated<C> | { excluded: string } {
   const prefillMs = (tokens: number) => (Math.max(0, tokens) / c.speed.prefillTps) * 1000;
   const decodeMs = (tokens: number) => (tokens / c.speed.decodeTps) * 1000;
-  let [evictions, reloadEvictedMs] = [0, 0];
+  const evicts: string[] = [];
+  let reloadEvictedMs = 0;
   if (!c.resident && c.memory && c.sizeGb > c.memory.freeGb) {
     let room = c.memory.freeGb;
     for (const idle of c.memory.idle) {
       if (room >= c.sizeGb) break;
       room += idle.sizeGb;
-      evictions++;
+      evicts.push(idle.name);
       reloadEvictedMs += idle.reloadMs;
     }
     if (room < c.sizeGb) return { excluded: `model needs ${round(c.sizeGb)} GB; ${round(room)} GB free even after evicting idle models` };
@@ -137,7 +141,7 @@ export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishReque
     wait_ms: round(waitMs),
     load_ms: c.resident ? 0 : round(c.speed.loadMs),
     reload_ms: reload ? round(c.speed.loadMs) : 0,
-    evict_ms: evictions * EVICT_MS,
+    evict_ms: evicts.length * EVICT_MS,
     ...(reloadEvictedMs > 0 ? { reload_evicted_ms: round(reloadEvictedMs) } : {}),
     prefill_ms: round(prefillMs(req.promptTokens - cached)),
     decode_ms: round(decodeMs(req.outputTokens)),
@@ -146,7 +150,7 @@ export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishReque
   const ms = round(breakdown.wait_ms + breakdown.load_ms + breakdown.reload_ms + breakdown.evict_ms + breakdown.prefill_ms + breakdown.decode_ms);
   // The reloads an eviction causes fall on other requests: they weigh in the choice, not in this request's finish.
   const costMs = ms + reloadEvictedMs - (req.stream ? breakdown.decode_ms * (1 - STREAM_DECODE_WEIGHT) : 0);
-  return { candidate: c, ms, costMs, breakdown };
+  return { candidate: c, ms, costMs, breakdown, evicts };
 }
 
 /**

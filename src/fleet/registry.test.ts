@@ -4,7 +4,7 @@ import * as v from "valibot";
 import { migrate } from "../store/db.ts";
 import { type Heartbeat, heartbeatSchema } from "./heartbeat.ts";
 import { markPulled } from "./pulls.ts";
-import { MAX_NODE_EVENTS, onDisk, PULL_SETTLE_MS, Registry } from "./registry.ts";
+import { MAX_NODE_EVENTS, markEvicted, onDisk, PULL_SETTLE_MS, Registry } from "./registry.ts";
 import { quietly, testConfig } from "./test-fixtures.ts";
 
 const config = testConfig({ nodes: [{ id: "mini" }, { id: "studio", ollama: "http://10.0.0.2:11434" }] });
@@ -148,4 +148,19 @@ test("the models a node unloaded are kept as warm up to a bound, whatever it rep
     for (let beat = 0; beat < 5; beat++) registry.heartbeat(loading(Array.from({ length: 1000 }, (_, i) => `m${beat}-${i}:1b`)), null, true);
   });
   expect(registry.get("den")!.unloadedAt.size).toBe(1000);
+});
+
+test("a model herd expects a load to evict is gone from the node's loaded list at once, until the next report says otherwise", () => {
+  const registry = new Registry(config);
+  const loaded = (names: string[]) => names.map((name) => ({ name, size_gb: 5, context_length: 4096 }));
+  const report = { ...down, reachable: true, error: null, models_loaded: loaded(["qwen3:8b", "llama3.2:3b"]), models_available: [{ name: "qwen3:8b" }, { name: "llama3.2:3b" }] };
+  quietly(() => registry.polled("studio", report));
+  const studio = registry.get("studio")!;
+  const before = studio.ollama!.models_loaded;
+  markEvicted(studio, ["Qwen3:8b"]);
+  expect(studio.ollama!.models_loaded.map((m) => m.name)).toEqual(["llama3.2:3b"]);
+  expect(before).toHaveLength(2); // a new list: the routing views cached per list see the change
+  expect(studio.unloadedAt.has("Qwen3:8b")).toBe(true);
+  quietly(() => registry.polled("studio", { ...report, models_loaded: loaded(["qwen3:8b", "llama3.2:3b"]) })); // the node still has it after all: its word wins
+  expect(studio.ollama!.models_loaded.map((m) => m.name)).toEqual(["qwen3:8b", "llama3.2:3b"]);
 });

@@ -463,6 +463,19 @@ export function markRunnerContext(node: NodeRecord, model: string, numCtx: numbe
   ollama.models_loaded = ollama.models_loaded.map((m) => (sameModel(m.name, model) ? { ...m, context_length: numCtx } : m));
 }
 
+/**
+ * herd sends the node a request that loads a model, which it expects to make Ollama evict these idle ones (least
+ * recently used first, to make room): they are gone from the node's loaded list now, not at the next report (up to a
+ * heartbeat later), so the estimate prices their next request's load rather than sending it there as if resident.
+ */
+export function markEvicted(node: NodeRecord, models: readonly string[], now = Date.now()): void {
+  const ollama = node.ollama;
+  if (!models.length || !ollama?.models_loaded.some((m) => models.some((e) => sameModel(m.name, e)))) return;
+  for (const m of models) node.unloadedAt.set(m, now);
+  // A new list, never an edit: the routing views of a node's models are cached per list.
+  ollama.models_loaded = ollama.models_loaded.filter((m) => !models.some((e) => sameModel(m.name, e)));
+}
+
 /** The node has the model on disk. */
 export function onDisk(node: NodeRecord, model: string): boolean {
   return (node.ollama?.models_available ?? []).some((m) => sameModel(m.name, model));

@@ -14,7 +14,7 @@ import { mlxModelOf } from "../fleet/catalog.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
 import { markPulled, notPullable, placePull, pullTargets } from "../fleet/pulls.ts";
 import { ollamaDown, START_OLLAMA } from "../fleet/ollama-down.ts";
-import { markRunnerContext, type Registry } from "../fleet/registry.ts";
+import { markEvicted, markRunnerContext, type Registry } from "../fleet/registry.ts";
 import { type Eligibility, type Eligible, eligibleNodes, type NodeView, type Scored, scoreEligible } from "../fleet/scorer.ts";
 import { attempt, type Tried } from "./attempt.ts";
 import { resolveAlias } from "./aliases.ts";
@@ -111,6 +111,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
       if (warning) log.warn(warning);
       const node = registry.get(candidate.nodeId)!;
       if (typeof options.num_ctx === "number") markRunnerContext(node, model, options.num_ctx);
+      if ("evicts" in candidate) markEvicted(node, candidate.evicts);
       const call = await callOllama(registry.ollamaUrl(node)!, req.path, JSON.stringify(ollamaBody(req, model, options)), {
         firstByteMs: Math.max(1, Math.ceil(leftMs)), // up: a first attempt names the whole budget, not a millisecond less
         lines: lineLimits(config),

@@ -41,7 +41,7 @@ export type FitBreakdown = Pick<Breakdown, "model_thermal" | "memory_fit" | "que
  * A candidate ranked by its finish time: its prediction the estimate in ms (lower is sooner) and its parts; its score
  * and breakdown the points fitOf gives it (higher = better fit).
  */
-export type Timed = Eligible & { score: number; breakdown: FitBreakdown; estimatedWaitMs: number; prediction: { ms: number; breakdown: FinishBreakdown } };
+export type Timed = Eligible & { score: number; breakdown: FitBreakdown; estimatedWaitMs: number; prediction: { ms: number; breakdown: FinishBreakdown }; evicts: string[] };
 
 /**
  * The eligible nodes (fleet/scorer.ts:eligibleNodes) by their estimated finish. `cachedPrefixTokens`: per node, the
@@ -71,7 +71,7 @@ export function byFinishTime(
   const explore = candidates.some((c) => c.speedKnown === false) && sources.speeds.explore(model);
   const { ranked } = rankByFinishTime(candidates, { promptTokens: req.promptTokens, outputTokens, typicalOutputTokens: typical, stream: req.stream === true, explore });
   const fit = fitOf(ranked);
-  return ranked.map((e) => ({ ...e.candidate.eligible, ...fit(e), estimatedWaitMs: e.breakdown.wait_ms, prediction: { ms: e.ms, breakdown: e.breakdown } }));
+  return ranked.map((e) => ({ ...e.candidate.eligible, ...fit(e), estimatedWaitMs: e.breakdown.wait_ms, prediction: { ms: e.ms, breakdown: e.breakdown }, evicts: e.evicts }));
 }
 
 /**
@@ -185,7 +185,7 @@ function memoryOf(registry: Registry, speeds: FinishSources["speeds"], node: Nod
     .map(({ m, usedAt }): IdleModel => {
       const recent = usedAt > 0 && now - usedAt < RECENT_USE_MS;
       const bytes = diskBytes(registry.get(node.id), m.name) || m.sizeGb * GB;
-      return { sizeGb: m.sizeGb, reloadMs: recent ? speeds.predict(node.id, m.name, bytes, now).loadMs : 0 };
+      return { name: m.name, sizeGb: m.sizeGb, reloadMs: recent ? speeds.predict(node.id, m.name, bytes, now).loadMs : 0 };
     });
   return { freeGb, idle };
 }
