@@ -249,8 +249,9 @@ describe("connections held open", () => {
     const before = descriptors();
     const waiting = Array.from({ length: MANY }, () => client(chat(KEY)));
     opened.push(...waiting);
-    const refused = (await Promise.all(waiting.map((c) => within(c.answered, 3000)))).filter((t): t is string => t !== null);
-    expect(refused.length).toBe(MANY - CAP);
+    // The admitted ones never answer (the node holds them): the wait is the bound for the refusals, generous for a loaded machine.
+    const refused = (await Promise.all(waiting.map((c) => within(c.answered, 6000)))).filter((t): t is string => t !== null);
+    expect(refused.length, `answers: ${[...new Set(refused.map((t) => t.split("\r\n")[0]))].join(", ")}`).toBe(MANY - CAP);
     for (const text of refused) {
       expect(text).toStartWith("HTTP/1.1 429");
       expect(bodyOf(text).error).toContain(`too many connections from 127.0.0.1: ${CAP} are already waiting for an answer (server.clientMaxConnections)`);

@@ -74,9 +74,10 @@ export function randomRoutingMarkdown(runs: RandomRun[]): string {
 Per seed a fleet and a workload drawn from it (compile/bench/random-fleet.ts): 3–6 simulated Macs of random chips and memory
 (M1 8 GB … M3 Ultra 192 GB, bandwidth and disk by chip), each without a node agent two times in five, each model the workload
 asks for on a Mac's disk three times in four where it fits, up to three of them loaded at start; the fixed fleets' streams with
-their models drawn from those the fleet holds, their rates drawn (at times one stream 2.5× the rest) and scaled to a load of
-0.6–1.4 (the requests' time, each alone on its fastest node with its model resident, over the fleet's time: the fixed fleets'
-is 1.1–1.5, the models of a Mac running side by side). finish-time and score side by side, each on a fresh fleet and router, ${DURATION_MS / 1000} s open loop.
+their models drawn from those the fleet holds and their rates drawn (at times one stream 2.5× the rest), then each model's
+streams slowed where its requests (each alone on its fastest node, the model resident) would keep the Macs that have it busier
+than a share drawn per fleet (0.35–0.8), and all of them where the fleet would be busier than 1.4 (the fixed fleets' load is
+1.1–1.5, the models of a Mac running side by side). finish-time and score side by side, each on a fresh fleet and router, ${DURATION_MS / 1000} s open loop.
 Seeds ${runs.map((r) => r.seed).join(", ")}${runs.some((r) => TUNING_SEEDS.includes(r.seed)) ? "" : ` (none of them looked at while tuning; the routing was tuned on seeds ${TUNING_SEEDS.join(", ")})`}.
 Figures per seed are finish-time / score; latency and first token in seconds; shares per Mac in the fleet's order.
 
