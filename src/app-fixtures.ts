@@ -20,6 +20,7 @@ import { Registry } from "./fleet/registry.ts";
 import { RepairStats } from "./fleet/repair-stats.ts";
 import { SessionAffinity } from "./fleet/affinity.ts";
 import { PromptCounts } from "./fleet/prompt-counts.ts";
+import { ExploreTurns } from "./fleet/explore-turns.ts";
 import { Speeds } from "./fleet/speeds.ts";
 import { ClientGate } from "./router/client-gate.ts";
 import { Toggles } from "./router/toggles.ts";
@@ -50,6 +51,7 @@ export async function idleSources(raw: Record<string, unknown> = {}): Promise<Ap
     toolRepairs: new RepairStats(),
     afterAnswer: new AfterAnswer(),
     speeds: new Speeds((id) => registry.bandwidthGbps(id)),
+    exploreTurns: new ExploreTurns(),
     promptCounts: new PromptCounts(),
     affinity: new SessionAffinity(),
     modelFacts: new ModelFacts(registry, () => nodeAnswerCap(live.config)),

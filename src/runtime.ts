@@ -36,6 +36,7 @@ import { Toggles } from "./router/toggles.ts";
 import { diskBytes, Registry } from "./fleet/registry.ts";
 import { SessionAffinity } from "./fleet/affinity.ts";
 import { PromptCounts } from "./fleet/prompt-counts.ts";
+import { ExploreTurns } from "./fleet/explore-turns.ts";
 import { Speeds } from "./fleet/speeds.ts";
 import { RouteError, UserError } from "./errors.ts";
 import { log } from "./log.ts";
@@ -69,6 +70,8 @@ export interface Runtime {
   afterAnswer: AfterAnswer;
   /** How fast each node:model runs, learned from the answers and loads (kept in the store). */
   speeds: Speeds;
+  /** Whose turn it is to try a node routing has not learned for a model. */
+  exploreTurns: ExploreTurns;
   promptCounts: PromptCounts;
   /** Which node served each session's last turn (routing.sessionAffinity). */
   affinity: SessionAffinity;
@@ -132,6 +135,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     toolRepairs: new RepairStats(),
     afterAnswer: new AfterAnswer(),
     speeds,
+    exploreTurns: new ExploreTurns(),
     promptCounts: new PromptCounts(),
     affinity: new SessionAffinity(),
     modelFacts: new ModelFacts(registry, () => nodeAnswerCap(live.config)),

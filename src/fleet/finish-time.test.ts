@@ -83,7 +83,7 @@ describe("the estimate", () => {
   });
 
   test("the request running there is partly done: the wait is what is left of it", () => {
-    const c = node("a", { queue: { pending: 0, inFlight: 1, lastDispatchAt: 0, runningForMs: 9000 } });
+    const c = node("a", { queue: { pending: 0, inFlight: 1, lastDispatchAt: 0 }, runningForMs: 9000 });
     // One ahead of 2 s prefill + 10 s decode, 9 s of it gone.
     expect(estimateFinish(c, req)).toMatchObject({ breakdown: { wait_ms: 3000 } });
   });

@@ -15,11 +15,10 @@ export interface FinishCandidate {
   resident: boolean;
   /** What the model takes in memory loaded there: its weights and the KV cache of the context it would get. */
   sizeGb: number;
-  /**
-   * Its node:model queue: waiting, running, when it last got a request (ms epoch; 0 = never), and how long the oldest
-   * request running there has run (0: none), which is that much nearer its end.
-   */
-  queue: { pending: number; inFlight: number; lastDispatchAt: number; runningForMs?: number };
+  /** Its node:model queue: waiting, running, and when it last got a request (ms epoch; 0 = never). */
+  queue: { pending: number; inFlight: number; lastDispatchAt: number };
+  /** How long the oldest request running there has run (0 or absent: none), which is that much nearer its end. */
+  runningForMs?: number;
   /** Requests the node runs at once per model. */
   slots: number;
   speed: { decodeTps: number; prefillTps: number; loadMs: number };
@@ -131,7 +130,7 @@ export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishReque
   const slots = Math.max(1, c.slots);
   // The oldest request running is partly done.
   const serviceMs = prefillMs(req.promptTokens) + decodeMs(req.typicalOutputTokens);
-  const begun = Math.min(serviceMs, c.queue.runningForMs ?? 0);
+  const begun = Math.min(serviceMs, c.runningForMs ?? 0);
   const waitMs = reload
     ? Math.max(0, Math.ceil((c.queue.pending + c.queue.inFlight) / slots) * serviceMs - begun)
     : c.queue.inFlight < c.slots

@@ -4,7 +4,6 @@ import {
   DECODE_EFFICIENCY,
   DEFAULT_BANDWIDTH_GBPS,
   DEFAULT_LOAD_BYTES_PER_S,
-  EXPLORE_EVERY,
   HALF_LIFE_MS,
   MAX_DECODE_TPS,
   MAX_PREFILL_TPS,
@@ -146,14 +145,6 @@ test("a decode rate learned lately is fresh; one not confirmed for STALE_MS is t
   expect(s.predict("a", "qwen3:8b", 5 * GB, 1_000_000 + STALE_MS - 1).fresh).toBe(true);
   expect(s.predict("a", "qwen3:8b", 5 * GB, 1_000_000 + STALE_MS).fresh).toBe(false);
   expect(s.predict("b", "qwen3:8b", 5 * GB, 1_000_000).fresh).toBe(false);
-});
-
-test("one in EXPLORE_EVERY of a model's requests that could explore may, counted per model", () => {
-  const s = new Speeds();
-  const turns = Array.from({ length: 2 * EXPLORE_EVERY }, () => s.explore("qwen3:8b"));
-  expect(turns.filter(Boolean)).toHaveLength(2);
-  expect(turns[EXPLORE_EVERY - 1]).toBe(true);
-  expect(s.explore("llama3.2:3b")).toBe(false); // its own count
 });
 
 test("no rate is believed past what any Mac does: a claimed nanosecond for 1000 tokens is MAX_DECODE_TPS", () => {

@@ -74,10 +74,6 @@ export const DEFAULT_MODEL_BYTES = 5e9;
  * beside it gone, an upgrade), and a node routing no longer sends the model to never shows it otherwise.
  */
 export const STALE_MS = 15 * 60_000;
-/** Of a model's requests that have a node not learned (or stale) among their candidates, one in this many may explore it. */
-export const EXPLORE_EVERY = 8;
-/** A bound on the models whose requests are counted for exploring, whatever names clients send. */
-const MAX_EXPLORED_MODELS = 1000;
 
 /** The three rates a row keeps, and the factor each gives: bytes of model per second. */
 const RATES = {
@@ -100,8 +96,6 @@ export class Speeds {
   private tallies: { nodes: Map<string, Tally>; fleet: Tally } | null = null;
   /** The rates of rows read back from the store that no answer since has confirmed: the next sample replaces each. */
   private readonly stored = new WeakMap<SpeedRow, Set<Rate>>();
-  /** Per model, its requests that could have explored a node since the last that did. */
-  private readonly explorable = new Map<string, number>();
 
   /**
    * `bandwidthGbps`: the peak memory bandwidth a node's agent reports or its config declares (null: unknown), the
@@ -176,18 +170,6 @@ export class Speeds {
       sources,
       fresh,
     };
-  }
-
-  /**
-   * Whether this request of `model`, which has a node not learned for it among its candidates, may go there: one in
-   * EXPLORE_EVERY of such requests, so herd learns the node at a bounded cost to the model's traffic.
-   */
-  explore(model: string): boolean {
-    const name = nameOf(model);
-    const count = (this.explorable.get(name) ?? 0) + 1;
-    if (!this.explorable.has(name) && this.explorable.size >= MAX_EXPLORED_MODELS) this.explorable.delete(this.explorable.keys().next().value!);
-    this.explorable.set(name, count % EXPLORE_EVERY);
-    return count % EXPLORE_EVERY === 0;
   }
 
   /** How many tokens `model` usually answers with, on any node; null before its first answer. */

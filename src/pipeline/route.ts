@@ -16,6 +16,7 @@ import type { SessionAffinity } from "../fleet/affinity.ts";
 import type { Queues } from "../fleet/queues.ts";
 import { diskBytes, type Registry } from "../fleet/registry.ts";
 import type { PromptCounts } from "../fleet/prompt-counts.ts";
+import type { ExploreTurns } from "../fleet/explore-turns.ts";
 import type { Speeds } from "../fleet/speeds.ts";
 import { budgetHeaders } from "../router/body-rules.ts";
 import type { ClientGate } from "../router/client-gate.ts";
@@ -49,7 +50,8 @@ export interface Pipeline {
   traces: Pick<TraceWriter, "record" | "tally">;
   toolRepairs: RepairStats;
   /** What each answer teaches of its node's speed, and what routing predicts from it. */
-  speeds: Pick<Speeds, "observe" | "predict" | "typicalReply" | "explore">;
+  speeds: Pick<Speeds, "observe" | "predict" | "typicalReply">;
+  exploreTurns: Pick<ExploreTurns, "due">;
   /** What each answer's prompt count teaches of its model's tokenizer, and the num_ctx sized from it. */
   promptCounts: Pick<PromptCounts, "observe" | "expected">;
   /** What a node says of a model: its trained context (context fitting) and whether it thinks. */
@@ -90,7 +92,7 @@ export async function route(rt: Pipeline, req: InferenceRequest, encoder: Encode
   const limit = deadline(rt.live.config, req.kind, rt.shutdown.signal, req.signal);
   let routed: Routed;
   try {
-    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, speeds: rt.speeds, promptCounts: rt.promptCounts, affinity: rt.affinity, modelFacts: rt.modelFacts, config: rt.toggles.apply(rt.live.config), grant: meta.caller }, req, limit.signal);
+    routed = await dispatch({ registry: rt.registry, queues: rt.queues, ordering: rt.ordering, pulls: rt.pulls, speeds: rt.speeds, exploreTurns: rt.exploreTurns, promptCounts: rt.promptCounts, affinity: rt.affinity, modelFacts: rt.modelFacts, config: rt.toggles.apply(rt.live.config), grant: meta.caller }, req, limit.signal);
   } catch (e) {
     limit.release();
     leave(rt.clients, meta);

@@ -11,14 +11,13 @@ const OTHER = "llama3.2:3b";
 const speeds = (typical: number | null = null) => ({
   predict: () => ({ decodeTps: 100, prefillTps: 1000, loadMs: 2000, source: "prior" as const, sources: { decode: "prior" as const, prefill: "prior" as const, load: "prior" as const }, fresh: true }),
   typicalReply: () => typical,
-  explore: () => false,
 });
 const chat = (numPredict?: number) => ({ kind: "chat" as const, promptTokens: 500, options: numPredict === undefined ? {} : { num_predict: numPredict } });
 
 function rank(nodes: NodeView[], req: Parameters<typeof byFinishTime>[2] = chat(), typical: number | null = null, queues = new Queues(), cached?: (nodeId: string) => number, promptCounts = new PromptCounts()) {
   const { registry, config } = testFleet(nodes.map((n) => ({ id: n.id, parallel: 2 })));
   const { eligible } = eligibleNodes(nodes, { model: MODEL, promptTokens: req.promptTokens });
-  return quietly(() => byFinishTime({ config, registry, queues, speeds: speeds(typical), promptCounts }, eligible, req, cached));
+  return quietly(() => byFinishTime({ config, registry, queues, speeds: speeds(typical), exploreTurns: { due: () => false }, promptCounts }, eligible, req, cached));
 }
 
 const cold = (id: string, over: Partial<NodeView> = {}) => nodeView(id, { available: [{ name: MODEL, sizeGb: 20 }], ...over });

@@ -15,6 +15,7 @@ import { diskBytes, type Registry } from "../fleet/registry.ts";
 import type { ReplicaCandidate } from "../fleet/replicas.ts";
 import { type Breakdown, type Eligible, eligibleNodes, type LoadedModel, type NodeView, OS_RESERVE_GB } from "../fleet/scorer.ts";
 import type { Speeds } from "../fleet/speeds.ts";
+import type { ExploreTurns } from "../fleet/explore-turns.ts";
 import { effectiveContext } from "../fleet/ollama-releases.ts";
 import { type Adjusted, contextAt, optionsFor, reloadsRunner } from "./body-rules.ts";
 import { nodeView } from "./node-view.ts";
@@ -27,7 +28,8 @@ export interface FinishSources {
   config: Pick<Config, "features">;
   registry: Registry;
   queues: Queues;
-  speeds: Pick<Speeds, "predict" | "typicalReply" | "explore">;
+  speeds: Pick<Speeds, "predict" | "typicalReply">;
+  exploreTurns: Pick<ExploreTurns, "due">;
   promptCounts: Pick<PromptCounts, "expected">;
 }
 
@@ -68,7 +70,7 @@ export function byFinishTime(
   const cap = req.kind === "embed" ? 0 : replyCapOf(req);
   const outputTokens = cap !== null && cap > 0 ? cap : typical;
   // A node not yet learned for the model may take this request, one in so many of the model's.
-  const explore = candidates.some((c) => c.speedKnown === false) && sources.speeds.explore(model);
+  const explore = candidates.some((c) => c.speedKnown === false) && sources.exploreTurns.due(model);
   const { ranked } = rankByFinishTime(candidates, { promptTokens: req.promptTokens, outputTokens, typicalOutputTokens: typical, stream: req.stream === true, explore });
   const fit = fitOf(ranked);
   return ranked.map((e) => ({ ...e.candidate.eligible, ...fit(e), estimatedWaitMs: e.breakdown.wait_ms, prediction: { ms: e.ms, breakdown: e.breakdown }, evicts: e.evicts }));
@@ -141,14 +143,16 @@ function finishCandidates(
     const slots = registry.parallel(e.nodeId);
     const speed = speeds.predict(e.nodeId, model, bytes, now);
     const oldest = queues.oldestRunningSince(e.nodeId, model);
-    // A load takes the weights and the KV cache of the context the model gets there.
+    // A load takes the weights and the KV cache of the context the model gets there. The cache per token is read off
+    // the candidates' views: a node that has the model loaded is always one of them.
     kvPerToken ??= resident ? null : kvGbPerToken(model, e.modelSizeGb, views);
     return {
       eligible: e,
       nodeId: e.nodeId,
       resident,
       sizeGb: resident ? e.modelSizeGb : loadedSizeGb(e.modelSizeGb, kvPerToken!, context(e), slots),
-      queue: { ...q, runningForMs: oldest === null ? 0 : Math.max(0, now - oldest) },
+      queue: q,
+      runningForMs: oldest === null ? 0 : Math.max(0, now - oldest),
       slots,
       speed,
       speedKnown: speed.fresh,
@@ -190,12 +194,15 @@ function memoryOf(registry: Registry, speeds: FinishSources["speeds"], node: Nod
   return { freeGb, idle };
 }
 
-/** What `model` will take loaded on the node with the context it picks, capped by the largest the fleet shows it loaded with (its trained context, likely). */
+/**
+ * What `model` will take loaded on the node: the context the node picks, cut as a candidate's is (effectiveContext) to
+ * the largest the fleet shows it loaded with, its trained context likely (herd does not know what its request asked).
+ */
 function expectedLoadGb(node: NodeView, model: string, views: readonly NodeView[]): number {
   const key = modelKey(model);
   const diskGb = node.availableByKey.get(key)?.sizeGb ?? 0;
   const seen = Math.max(0, ...views.map((v) => v.loadedByKey.get(key)?.contextLength ?? 0));
-  return loadedSizeGb(diskGb, kvGbPerToken(model, diskGb, views), seen ? Math.min(seen, node.defaultContext) : node.defaultContext, 1);
+  return loadedSizeGb(diskGb, kvGbPerToken(model, diskGb, views), effectiveContext(node.defaultContext, seen || null), 1);
 }
 
 /** The node's loaded models other than `model` with requests running or waiting there: a load must not evict them. */

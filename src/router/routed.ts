@@ -9,6 +9,7 @@ import type { PromptCounts } from "../fleet/prompt-counts.ts";
 import type { Pulls } from "../fleet/pulls.ts";
 import type { Queues } from "../fleet/queues.ts";
 import type { Registry } from "../fleet/registry.ts";
+import type { ExploreTurns } from "../fleet/explore-turns.ts";
 import type { Speeds } from "../fleet/speeds.ts";
 import type { Served } from "../core/fleet-headers.ts";
 import type { Slot } from "../fleet/queues.ts";
@@ -46,7 +47,9 @@ export interface RouterDeps {
   config: Config;
   grant: KeyGrant | null;
   /** What the finish-time strategy predicts from. */
-  speeds: Pick<Speeds, "predict" | "typicalReply" | "explore">;
+  speeds: Pick<Speeds, "predict" | "typicalReply">;
+  /** Whose turn it is to try a node not learned for the model. */
+  exploreTurns: Pick<ExploreTurns, "due">;
   /** How each model's tokenizer counts herd's prompts: num_ctx is sized from it. */
   promptCounts: Pick<PromptCounts, "expected">;
   /** Which node served each session's last turn, and whether it likely still holds the prompt. */
