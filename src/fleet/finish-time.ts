@@ -1,6 +1,7 @@
 // When a request would finish on each candidate node, in ms: the wait for a slot, the load of a
-// model not resident (after evicting idle models to make room, least recently used first, as
-// Ollama's scheduler does, and paying again for one that will be asked for soon) or the reload of
+// model not resident (after evicting models to make room in the order Ollama's scheduler picks them,
+// the idle ones first, then waiting for a busy one's requests to end, and paying again for one that
+// will be asked for soon) or the reload of
 // one loaded with another context, the prefill of the prompt and the decode of the expected reply,
 // all from the speeds herd learned (or predicts) of that node. The soonest wins, or for a stream the
 // soonest first token with the decode counted in part (the client reads it as it comes); a node
@@ -23,11 +24,12 @@ export interface FinishCandidate {
   slots: number;
   speed: { decodeTps: number; prefillTps: number; loadMs: number };
   /**
-   * Room for the model there, in GB: free now, and the loaded models nothing uses (which a load may evict), least
-   * recently used first, each with its size and, for one asked for lately, the load it would then need again; null
-   * when the node's memory is unknown, or the model is resident (no load needs room).
+   * Room for the model there, in GB: free now, and the loaded models a load may evict, in the order the node evicts
+   * them (the idle ones, then the busy ones), each with its size, how long its running requests still take and, for
+   * one asked for lately, the load it would then need again; null when the node's memory is unknown, or the model is
+   * resident (no load needs room).
    */
-  memory: { freeGb: number; idle: IdleModel[] } | null;
+  memory: { freeGb: number; evictable: EvictableModel[] } | null;
   /** herd has learned this model's speed on the node lately: nothing to explore there. */
   speedKnown?: boolean;
   /** Prompt tokens the node likely still holds cached for this request (session affinity); 0 when none. */
@@ -45,12 +47,14 @@ export interface FinishCandidate {
   evidentMemoryGb: number;
 }
 
-/** A loaded model no request uses, as an eviction sees it. */
-export interface IdleModel {
+/** A loaded model, as an eviction sees it. */
+export interface EvictableModel {
   name: string;
   sizeGb: number;
   /** Asked for lately: evicting it costs its next request this load (ms); 0 when it has not been. */
   reloadMs: number;
+  /** Its requests running there end in about this long (ms): Ollama unloads it then; 0 when none runs. */
+  busyMs: number;
 }
 
 export interface FinishRequest {
@@ -72,6 +76,8 @@ export type FinishBreakdown = {
   /** The load again, of a model loaded with another context than this request is sent (reloadsRunner); 0 otherwise. */
   reload_ms: number;
   evict_ms: number;
+  /** The wait for a busy model the load evicts to finish its running requests; absent when none. */
+  memory_wait_ms?: number;
   /** The loads that evicting models asked for lately will cost their next requests. */
   reload_evicted_ms?: number;
   prefill_ms: number;
@@ -113,15 +119,17 @@ export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishReque
   const decodeMs = (tokens: number) => (tokens / c.speed.decodeTps) * 1000;
   const evicts: string[] = [];
   let reloadEvictedMs = 0;
+  let memoryWaitMs = 0;
   if (!c.resident && c.memory && c.sizeGb > c.memory.freeGb) {
     let room = c.memory.freeGb;
-    for (const idle of c.memory.idle) {
+    for (const m of c.memory.evictable) {
       if (room >= c.sizeGb) break;
-      room += idle.sizeGb;
-      evicts.push(idle.name);
-      reloadEvictedMs += idle.reloadMs;
+      room += m.sizeGb;
+      evicts.push(m.name);
+      reloadEvictedMs += m.reloadMs;
+      memoryWaitMs = Math.max(memoryWaitMs, m.busyMs);
     }
-    if (room < c.sizeGb) return { excluded: `model needs ${round(c.sizeGb)} GB; ${round(room)} GB free even after evicting idle models` };
+    if (room < c.sizeGb) return { excluded: `model needs ${round(c.sizeGb)} GB; ${round(room)} GB free even after evicting the models loaded there` };
   }
   const reload = c.reloadsRunner;
   const cached = reload ? 0 : c.cachedPrefixTokens;
@@ -141,12 +149,15 @@ export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishReque
     load_ms: c.resident ? 0 : round(c.speed.loadMs),
     reload_ms: reload ? round(c.speed.loadMs) : 0,
     evict_ms: evicts.length * EVICT_MS,
+    ...(memoryWaitMs > 0 ? { memory_wait_ms: round(memoryWaitMs) } : {}),
     ...(reloadEvictedMs > 0 ? { reload_evicted_ms: round(reloadEvictedMs) } : {}),
     prefill_ms: round(prefillMs(req.promptTokens - cached)),
     decode_ms: round(decodeMs(req.outputTokens)),
     ...(cached > 0 ? { cached_tokens: cached } : {}),
   };
-  const ms = round(breakdown.wait_ms + breakdown.load_ms + breakdown.reload_ms + breakdown.evict_ms + breakdown.prefill_ms + breakdown.decode_ms);
+  // The load waits for a busy model's requests to end, and the slot wait runs beside it.
+  const ahead = Math.max(breakdown.wait_ms, breakdown.memory_wait_ms ?? 0);
+  const ms = round(ahead + breakdown.load_ms + breakdown.reload_ms + breakdown.evict_ms + breakdown.prefill_ms + breakdown.decode_ms);
   // The reloads an eviction causes fall on other requests: they weigh in the choice, not in this request's finish.
   const costMs = ms + reloadEvictedMs - (req.stream ? breakdown.decode_ms * (1 - STREAM_DECODE_WEIGHT) : 0);
   return { candidate: c, ms, costMs, breakdown, evicts };
@@ -158,7 +169,8 @@ export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishReque
  * (hysteresis: two idle nodes do not trade a model back and forth); near-ties go to the one dispatched to least
  * recently, so equal nodes share the load. With `explore`, a node that has the model but whose speed for it is not
  * learned comes first where it is nearly as good.
- * A candidate that cannot fit is excluded, unless none fits: then all are ranked as if their busy models had finished.
+ * A candidate that cannot fit even after evicting all it holds is excluded, unless none fits: then all are ranked as if
+ * their memory were unknown (what a node reports free may be out of date; it refuses the load if it is not).
  */
 export function rankByFinishTime<C extends FinishCandidate>(candidates: readonly C[], req: FinishRequest): { ranked: Estimated<C>[]; excluded: { nodeId: string; reason: string }[] } {
   const ranked: Estimated<C>[] = [];
@@ -169,7 +181,7 @@ export function rankByFinishTime<C extends FinishCandidate>(candidates: readonly
     else ranked.push(e);
   }
   if (!ranked.length) {
-    // None fits beside the models busy there now: Ollama would load once they finish, so wait for that rather than refuse.
+    // None fits by what herd knows of their memory: try them rather than refuse, the node knows better.
     return { ranked: excluded.length ? rankByFinishTime(candidates.map((c) => ({ ...c, memory: null })), req).ranked : [], excluded };
   }
   ranked.sort((a, b) => a.costMs - b.costMs || a.candidate.nodeId.localeCompare(b.candidate.nodeId));

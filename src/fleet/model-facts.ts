@@ -1,7 +1,8 @@
 // What a model is, as Ollama's /api/show says: what it can do (completion,
 // tools, thinking, vision, …) and the context it was trained for (model_info's
 // <arch>.context_length: a larger num_ctx buys nothing, the prompt is cut to
-// it). Asked of one node that has the model, once per model, and remembered. A lookup is bounded by LOOKUP_MS, so no request waits longer on
+// it), and the file its weights are in (the modelfile's FROM blob: Ollama evicts idle models in the order of that
+// path, fleet/finish-time.ts). Asked of one node that has the model, once per model, and remembered. A lookup is bounded by LOOKUP_MS, so no request waits longer on
 // it; one that failed (no node had the model, or none answered) is forgotten
 // after RETRY_MS, so the model is asked about again.
 import { type AnswerCap, responseJson } from "../core/capped-body.ts";
@@ -18,10 +19,17 @@ export interface ModelFact {
   capabilities: string[];
   /** The trained context length; null when /api/show does not say. */
   contextLength: number | null;
+  /** The weights' blob file (`sha256-<hex>`, the modelfile's FROM); null when /api/show does not say. */
+  blob: string | null;
 }
+
+/** The FROM line of a modelfile that names a blob, as Ollama's /api/show writes it: `FROM <models>/blobs/sha256-<hex>`. */
+const FROM_BLOB = /^FROM \S*\/blobs\/(sha256-[0-9a-f]{64})$/m;
 
 export class ModelFacts {
   private readonly known = new Map<string, Promise<ModelFact | null>>();
+  /** The lookups that have answered, for a caller that cannot wait (the ranking). */
+  private readonly answered = new Map<string, ModelFact | null>();
 
   /** `cap`: how large an answer of /api/show may be (server.maxNodeAnswerMb), read live. */
   constructor(
@@ -34,13 +42,25 @@ export class ModelFacts {
     const key = modelKey(model);
     const known = this.known.get(key);
     if (known) return known;
-    if (this.known.size >= MAX_MODELS) this.known.delete(this.known.keys().next().value!);
+    if (this.known.size >= MAX_MODELS) {
+      const oldest = this.known.keys().next().value!;
+      this.known.delete(oldest);
+      this.answered.delete(oldest);
+    }
     const asked = this.ask(model);
     this.known.set(key, asked);
     void asked.then((fact) => {
-      if (!fact) setTimeout(() => this.known.get(key) === asked && this.known.delete(key), RETRY_MS).unref();
+      if (this.known.get(key) === asked) this.answered.set(key, fact);
+      if (!fact) setTimeout(() => this.known.get(key) === asked && this.known.delete(key) && this.answered.delete(key), RETRY_MS).unref();
     });
     return asked;
+  }
+
+  /** The model's weights' blob file if a lookup has said it, without waiting (one is begun when none has been). */
+  blobOf(model: string): string | null {
+    const key = modelKey(model);
+    if (!this.known.has(key)) void this.of(model);
+    return this.answered.get(key)?.blob ?? null;
   }
 
   /**
@@ -69,12 +89,13 @@ export class ModelFacts {
         body: JSON.stringify({ model }),
         signal: AbortSignal.timeout(LOOKUP_MS),
       });
-      const body = (await responseJson(res, this.cap())) as { capabilities?: unknown; model_info?: Record<string, unknown> };
+      const body = (await responseJson(res, this.cap())) as { capabilities?: unknown; model_info?: Record<string, unknown>; modelfile?: unknown };
       if (!res.ok || !Array.isArray(body.capabilities)) return null;
       const trained = Object.entries(body.model_info ?? {}).find(([key]) => key.endsWith(".context_length"))?.[1];
       return {
         capabilities: body.capabilities.filter((c): c is string => typeof c === "string"),
         contextLength: typeof trained === "number" && trained > 0 ? trained : null,
+        blob: typeof body.modelfile === "string" ? (FROM_BLOB.exec(body.modelfile)?.[1] ?? null) : null,
       };
     } catch {
       return null;

@@ -12,12 +12,14 @@ const speeds = (typical: number | null = null) => ({
   predict: () => ({ decodeTps: 100, prefillTps: 1000, loadMs: 2000, source: "prior" as const, sources: { decode: "prior" as const, prefill: "prior" as const, load: "prior" as const }, fresh: true }),
   typicalReply: () => typical,
 });
+/** Each model's weights' blob, as /api/show's modelfile names it (none learned by default). */
+const blobs = new Map<string, string>();
 const chat = (numPredict?: number) => ({ kind: "chat" as const, promptTokens: 500, options: numPredict === undefined ? {} : { num_predict: numPredict } });
 
 function rank(nodes: NodeView[], req: Parameters<typeof byFinishTime>[2] = chat(), typical: number | null = null, queues = new Queues(), cached?: (nodeId: string) => number, promptCounts = new PromptCounts()) {
   const { registry, config } = testFleet(nodes.map((n) => ({ id: n.id, parallel: 2 })));
   const { eligible } = eligibleNodes(nodes, { model: MODEL, promptTokens: req.promptTokens });
-  return quietly(() => byFinishTime({ config, registry, queues, speeds: speeds(typical), exploreTurns: { due: () => false }, promptCounts }, eligible, req, cached));
+  return quietly(() => byFinishTime({ config, registry, queues, speeds: speeds(typical), exploreTurns: { due: () => false }, modelFacts: { blobOf: (m: string) => blobs.get(m) ?? null }, promptCounts }, eligible, req, cached));
 }
 
 const cold = (id: string, over: Partial<NodeView> = {}) => nodeView(id, { available: [{ name: MODEL, sizeGb: 20 }], ...over });
@@ -59,17 +61,39 @@ test("a node that must wait scores below one that need not, the wait split betwe
   expect(100 + b.model_thermal + b.memory_fit + b.queue_depth + b.wait_time + b.role_affinity).toBeCloseTo(busy!.score, 0);
 });
 
-test("memory: an agent's free memory, else the declared memory less the OS's share and the loaded models; idle models may be evicted, busy ones not", async () => {
+test("memory: an agent's free memory, else the declared memory less the OS's share and the loaded models; idle models may be evicted, busy ones once their requests end", async () => {
   const loaded = [{ name: OTHER, sizeGb: 10 }];
   // Declared 40 GB (agentless): 40 - 6 - 10 = 24 GB free, room for 20 GB.
   expect(rank([cold("a", { memoryTotalGb: 40, memoryAvailableGb: null, loaded })])[0]!.prediction.breakdown.evict_ms).toBe(0);
   // Declared 32 GB: 16 GB free, so the idle model goes first.
   expect(rank([cold("a", { memoryTotalGb: 32, memoryAvailableGb: null, loaded })])[0]!.prediction.breakdown.evict_ms).toBe(500);
-  // The agent says 12 GB free; the loaded model is busy: no room now, so the node that has room wins.
+  // The agent says 14 GB free; the loaded model is busy: the load waits for its request to end (its 256-token reply at
+  // 100 tokens/s), and its next request will need a load: the node that has room wins.
   const queues = new Queues();
   await queues.acquire("busy", OTHER, 1, 1000);
-  const ranked = rank([cold("busy", { memoryTotalGb: 32, memoryAvailableGb: 12, loaded }), cold("roomy", { memoryTotalGb: 64, memoryAvailableGb: 40 })], chat(), null, queues);
-  expect(ranked.map((c) => c.nodeId)).toEqual(["roomy"]);
+  const ranked = rank([cold("busy", { memoryTotalGb: 32, memoryAvailableGb: 14, loaded }), cold("roomy", { memoryTotalGb: 64, memoryAvailableGb: 40 })], chat(), null, queues);
+  expect(ranked.map((c) => c.nodeId)).toEqual(["roomy", "busy"]);
+  expect(ranked[1]!.prediction.breakdown).toMatchObject({ evict_ms: 500, reload_evicted_ms: 2000 });
+  expect(ranked[1]!.prediction.breakdown.memory_wait_ms).toBeGreaterThan(2000);
+  expect(ranked[1]!.evicts).toEqual([OTHER]);
+});
+
+test("the idle models go in the order Ollama unloads them, by their weights' blob, not the least recently used first", async () => {
+  const loaded = [{ name: "a:1b", sizeGb: 10 }, { name: "b:1b", sizeGb: 10 }, { name: "c:1b", sizeGb: 10 }];
+  const queues = new Queues();
+  // b was used last, so least recently used would take a then c; its blob comes first.
+  for (const m of ["a:1b", "c:1b", "b:1b"]) {
+    (await queues.acquire("n", m, 1, 1000)).release("completed");
+    await Bun.sleep(5); // a clock tick apart
+  }
+  const evicts = () => rank([cold("n", { memoryTotalGb: 64, memoryAvailableGb: 5, loaded })], chat(), null, queues)[0]!.evicts;
+  expect(evicts()).toEqual(["a:1b", "c:1b"]); // no blob learned yet: least recently used
+  blobs.set("a:1b", "sha256-cc").set("b:1b", "sha256-aa").set("c:1b", "sha256-bb");
+  try {
+    expect(evicts()).toEqual(["b:1b", "c:1b"]);
+  } finally {
+    blobs.clear();
+  }
 });
 
 test("a node:model with a request running counts as resident (loaded or loading) before the next report says so", async () => {

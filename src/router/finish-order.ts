@@ -5,7 +5,7 @@
 // means them (higher = better fit, fitOf).
 import type { Config } from "../config/schema.ts";
 import { replyCapOf } from "../core/request.ts";
-import { type Estimated, type FinishBreakdown, type FinishCandidate, type FinishRequest, type IdleModel, rankByFinishTime } from "../fleet/finish-time.ts";
+import { type Estimated, type FinishBreakdown, type FinishCandidate, type FinishRequest, type EvictableModel, rankByFinishTime } from "../fleet/finish-time.ts";
 import { kvGbPerToken, loadedSizeGb } from "../fleet/loaded-size.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
 import { GB } from "../fleet/node-models.ts";
@@ -14,6 +14,7 @@ import type { Queues } from "../fleet/queues.ts";
 import { diskBytes, type Registry } from "../fleet/registry.ts";
 import type { ReplicaCandidate } from "../fleet/replicas.ts";
 import { type Breakdown, type Eligible, eligibleNodes, type LoadedModel, type NodeView, OS_RESERVE_GB } from "../fleet/scorer.ts";
+import type { ModelFacts } from "../fleet/model-facts.ts";
 import type { Speeds } from "../fleet/speeds.ts";
 import type { ExploreTurns } from "../fleet/explore-turns.ts";
 import { effectiveContext } from "../fleet/ollama-releases.ts";
@@ -31,6 +32,8 @@ export interface FinishSources {
   speeds: Pick<Speeds, "predict" | "typicalReply">;
   exploreTurns: Pick<ExploreTurns, "due">;
   promptCounts: Pick<PromptCounts, "expected">;
+  /** Each model's weights' blob: the order Ollama evicts in. */
+  modelFacts: Pick<ModelFacts, "blobOf">;
 }
 
 /** A model evicted this recently (its node:model last dispatched to) is taken to be asked for again soon. */
@@ -113,7 +116,8 @@ export function replicaInputs(sources: FinishSources, model: string, promptToken
   // A cloud model has no replica to warm.
   const eligible = eligibleNodes(nodes, { model, promptTokens }).eligible.filter((e) => !e.remote);
   // A typical request fits the runners as loaded: no reload to price.
-  const candidates = finishCandidates(sources, eligible, model, () => 0, () => false, (e) => e.loadedContext ?? e.node.defaultContext).map((c) => ({
+  // A warm evicts no busy model: no request waits on it.
+  const candidates = finishCandidates(sources, eligible, model, () => 0, () => false, (e) => e.loadedContext ?? e.node.defaultContext, false).map((c) => ({
     ...c,
     busyGb: busyModels(c.eligible.node, model, queues).reduce((sum, m) => sum + m.sizeGb, 0),
     weightsGb: c.eligible.modelSizeGb,
@@ -124,13 +128,15 @@ export function replicaInputs(sources: FinishSources, model: string, promptToken
 
 /** The eligible nodes as the estimate reads them, each with its eligibility kept. */
 function finishCandidates(
-  { registry, queues, speeds }: FinishSources,
+  sources: FinishSources,
   eligible: readonly Eligible[],
   model: string,
   cachedPrefixTokens: (nodeId: string) => number,
   reloads: (e: Eligible) => boolean,
   context: (e: Eligible) => number,
+  evictBusy = true,
 ): (FinishCandidate & { eligible: Eligible })[] {
+  const { registry, queues, speeds } = sources;
   const now = Date.now();
   const views = eligible.map((e) => e.node);
   let kvPerToken: number | null = null; // the same for every candidate: worked out for the first that loads
@@ -157,7 +163,7 @@ function finishCandidates(
       speed,
       speedKnown: speed.fresh,
       // Only a load needs room: a resident model's is not counted.
-      memory: resident ? null : memoryOf(registry, speeds, e.node, model, queues, now, views),
+      memory: resident ? null : memoryOf(sources, e.node, model, now, views, evictBusy),
       cachedPrefixTokens: cachedPrefixTokens(e.nodeId),
       reloadsRunner: reloads(e),
       evidentMemoryGb: evidentMemoryGb(e.node),
@@ -169,10 +175,14 @@ const typicalReply = ({ speeds }: FinishSources, model: string) => speeds.typica
 
 /**
  * Room for `model` on the node: what its agent reports free, else its declared memory less the OS's share and the
- * models loaded; and the loaded models no request uses there now, which a load may evict, least recently used first
- * (as Ollama picks them), each asked for within RECENT_USE_MS priced at its load there. Null when unknown.
+ * models loaded; and the loaded models a load may evict, in the order Ollama's scheduler does (server/sched.go v0.32.15
+ * findRunnerToUnload: the runners by keep_alive, then by the path of their weights' blob, the first idle one, else the
+ * first busy one once its requests end; herd takes every keep_alive to be the same, and puts a model whose blob it has
+ * not learned yet last, least recently used first). Each asked for within RECENT_USE_MS is priced at its load there.
+ * `evictBusy` false: only the idle ones. Null when unknown.
  */
-function memoryOf(registry: Registry, speeds: FinishSources["speeds"], node: NodeView, model: string, queues: Queues, now: number, views: readonly NodeView[]): FinishCandidate["memory"] {
+function memoryOf(sources: FinishSources, node: NodeView, model: string, now: number, views: readonly NodeView[], evictBusy: boolean): FinishCandidate["memory"] {
+  const { registry, speeds, queues, modelFacts } = sources;
   const reported = node.memoryAvailableGb ?? (node.memoryTotalGb === null ? null : node.memoryTotalGb - OS_RESERVE_GB - node.loadedGb);
   if (reported === null) return null;
   // A model herd is loading there (a request of it runs, the node has not reported it yet) takes its room already.
@@ -180,19 +190,31 @@ function memoryOf(registry: Registry, speeds: FinishSources["speeds"], node: Nod
     .runningModels(node.id)
     .filter((m) => modelKey(m) !== modelKey(model) && !node.loadedByKey.has(modelKey(m)))
     .reduce((sum, m) => sum + expectedLoadGb(node, m, views), 0);
-  const freeGb = reported - loadingGb;
   const busy = busyModels(node, model, queues);
-  const idle = node.loaded
-    .filter((m) => modelKey(m.name) !== modelKey(model) && !busy.includes(m))
-    .map((m) => ({ m, usedAt: queues.view(node.id, normalizeModelName(m.name)).lastDispatchAt }))
-    .sort((a, b) => a.usedAt - b.usedAt)
-    .map(({ m, usedAt }): IdleModel => {
-      const recent = usedAt > 0 && now - usedAt < RECENT_USE_MS;
+  const evictable = node.loaded
+    .filter((m) => modelKey(m.name) !== modelKey(model) && (evictBusy || !busy.includes(m)))
+    .map((m) => {
+      const name = normalizeModelName(m.name);
+      const usedAt = queues.view(node.id, name).lastDispatchAt;
       const bytes = diskBytes(registry.get(node.id), m.name) || m.sizeGb * GB;
-      return { name: m.name, sizeGb: m.sizeGb, reloadMs: recent ? speeds.predict(node.id, m.name, bytes, now).loadMs : 0 };
-    });
-  return { freeGb, idle };
+      const speed = speeds.predict(node.id, m.name, bytes, now);
+      const since = busy.includes(m) ? queues.oldestRunningSince(node.id, name) : null;
+      const replyMs = ((speeds.typicalReply(m.name) ?? DEFAULT_REPLY_TOKENS) / speed.decodeTps) * 1000;
+      const victim: EvictableModel = {
+        name: m.name,
+        sizeGb: m.sizeGb,
+        reloadMs: busy.includes(m) || (usedAt > 0 && now - usedAt < RECENT_USE_MS) ? speed.loadMs : 0,
+        busyMs: since === null ? 0 : Math.max(0, replyMs - (now - since)),
+      };
+      return { victim, busy: busy.includes(m), blob: modelFacts.blobOf(m.name), usedAt };
+    })
+    .sort((a, b) => Number(a.busy) - Number(b.busy) || byBlob(a.blob, b.blob) || a.usedAt - b.usedAt)
+    .map((v) => v.victim);
+  return { freeGb: reported - loadingGb, evictable };
 }
+
+/** Blobs in path order, those not learned last. */
+const byBlob = (a: string | null, b: string | null) => (a === b ? 0 : a === null ? 1 : b === null ? -1 : a < b ? -1 : 1);
 
 /**
  * What `model` will take loaded on the node: the context the node picks, cut as a candidate's is (effectiveContext) to
