@@ -95,6 +95,14 @@ describe("the estimate", () => {
     expect(estimateFinish(c, req)).toMatchObject({ breakdown: { wait_ms: 3000 } });
   });
 
+  test("while the model loads there, a request behind the one that loads it waits for the rest of the load too", () => {
+    // Its load takes 5 s, 2 s of it gone: 3 s left, then the request ahead (2 s prefill + 10 s decode) whole.
+    const c = node("a", { queue: { pending: 0, inFlight: 1, lastDispatchAt: 0 }, runningForMs: 2000, loading: true });
+    expect(estimateFinish(c, req)).toMatchObject({ breakdown: { wait_ms: 3000 + 12000 } });
+    // With a slot free, only the load.
+    expect(estimateFinish({ ...c, slots: 2 }, req)).toMatchObject({ breakdown: { wait_ms: 3000 } });
+  });
+
   test("a stream ranks by its first token and half its decode: a slower node that starts now beats a faster one's queue", () => {
     const fastBusy = node("fast", { queue: { pending: 0, inFlight: 1, lastDispatchAt: 0 }, speed: { decodeTps: 40, prefillTps: 1000, loadMs: 2000 } });
     const slowIdle = node("slow", { speed: { decodeTps: 16, prefillTps: 350, loadMs: 5000 } });

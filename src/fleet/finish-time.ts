@@ -20,6 +20,8 @@ export interface FinishCandidate {
   queue: { pending: number; inFlight: number; lastDispatchAt: number };
   /** How long the oldest request running there has run (0 or absent: none), which is that much nearer its end. */
   runningForMs?: number;
+  /** Resident only because a request of it runs there, not yet reported loaded: that request began with its load. */
+  loading?: boolean;
   /** Requests the node runs at once per model. */
   slots: number;
   speed: { decodeTps: number; prefillTps: number; loadMs: number };
@@ -136,14 +138,18 @@ export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishReque
   // The requests ahead of this one (those queued, and those running beyond the slots but one) are taken to be typical.
   // A reload waits for all of them: the runner restarts only once idle, so the last batch runs whole first.
   const slots = Math.max(1, c.slots);
-  // The oldest request running is partly done.
+  // The oldest request running is partly done; while the model loads, every request there waits for what is left of it.
   const serviceMs = prefillMs(req.promptTokens) + decodeMs(req.typicalOutputTokens);
-  const begun = Math.min(serviceMs, c.runningForMs ?? 0);
-  const waitMs = reload
-    ? Math.max(0, Math.ceil((c.queue.pending + c.queue.inFlight) / slots) * serviceMs - begun)
-    : c.queue.inFlight < c.slots
-      ? 0
-      : Math.max(0, ((c.queue.pending + c.queue.inFlight - c.slots + 1) * serviceMs - begun) / slots);
+  const runningFor = c.runningForMs ?? 0;
+  const loadLeftMs = c.loading ? Math.max(0, c.speed.loadMs - runningFor) : 0;
+  const begun = Math.min(serviceMs, Math.max(0, runningFor - (c.loading ? c.speed.loadMs : 0)));
+  const waitMs =
+    loadLeftMs +
+    (reload
+      ? Math.max(0, Math.ceil((c.queue.pending + c.queue.inFlight) / slots) * serviceMs - begun)
+      : c.queue.inFlight < c.slots
+        ? 0
+        : Math.max(0, ((c.queue.pending + c.queue.inFlight - c.slots + 1) * serviceMs - begun) / slots));
   const breakdown: FinishBreakdown = {
     wait_ms: round(waitMs),
     load_ms: c.resident ? 0 : round(c.speed.loadMs),

@@ -159,6 +159,7 @@ function finishCandidates(
       sizeGb: resident ? e.modelSizeGb : loadedSizeGb(e.modelSizeGb, kvPerToken!, context(e), slots),
       queue: q,
       runningForMs: oldest === null ? 0 : Math.max(0, now - oldest),
+      loading: !e.loaded && !e.remote && q.inFlight > 0,
       slots,
       speed,
       speedKnown: speed.fresh,
