@@ -1,0 +1,153 @@
+// Three rules of routing.strategy "finish-time" (the default; fleet/finish-time.ts, router/finish-order.ts), through
+// a real router process over simulated Ollama nodes, read from the node that served each request (X-Fleet-Node) and
+// the estimate it was chosen by (X-Fleet-Prediction-Breakdown):
+// - explore: a node that has the model loaded but whose speed for it herd has not learned gets one in EXPLORE_EVERY
+//   of the model's requests, if it would cost at most EXPLORE_RATIO × the best; once learned, it is judged on it;
+// - eviction pricing: a load that would evict a model asked for within RECENT_USE_MS pays that model's reload in
+//   the choice, so it goes where the model it evicts was not asked for;
+// - streams: a stream is ranked by its first token and part of its decode (STREAM_DECODE_WEIGHT), so a node that
+//   starts sooner but decodes slower gets a stream, and not a whole answer.
+import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { EVICT_MS } from "../src/fleet/finish-time.ts";
+import { EXPLORE_EVERY } from "../src/fleet/speeds.ts";
+import { type SimNodeOptions, startSimOllama } from "../src/sim/index.ts";
+import { eventually, getJson, onCleanup, startRouterProcess, tmpDir } from "./helpers.ts";
+
+const FAST = "heartbeat: { intervalMs: 200, timeoutMs: 700, offlineMs: 1400 }";
+const MODEL = "llama3.2:1b";
+
+/** A simulated node, and what the router's config adds to its entry there. */
+type Node = SimNodeOptions & { config?: Record<string, unknown> };
+
+/** The nodes and a router over them, once it sees them online with their models loaded; all stopped after the test. */
+async function fleet(nodes: Node[]) {
+  const sims = await Promise.all(nodes.map(({ config: _, ...opts }) => startSimOllama(opts)));
+  onCleanup({ run: () => Promise.all(sims.map((s) => s.stop())) });
+  const dir = tmpDir();
+  const entries = nodes.map((n, i) => JSON.stringify({ id: n.id, ollama: sims[i]!.url, ...n.config }));
+  writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [${entries.join(", ")}], ${FAST} };\n`);
+  const { url } = await startRouterProcess(["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
+  const seen = (id: string, loaded: string[]) => eventually(async () => (await loadedOn(url, id)).join() === loaded.join(), 5000, `${id} online with ${loaded.join(", ") || "nothing"} loaded`);
+  await Promise.all(nodes.map((n) => seen(n.id, n.loaded ?? [])));
+  return { url, sims, seen };
+}
+
+/** The models the router sees loaded on a node that is online. */
+async function loadedOn(url: string, id: string): Promise<string[]> {
+  const node = (await getJson(`${url}/fleet/status`)).nodes.find((n: any) => n.node_id === id);
+  if (node?.status !== "online") throw new Error(`${id} is ${node?.status ?? "unknown"}`);
+  return (node.ollama?.models_loaded ?? []).map((m: any) => m.name);
+}
+
+/** One generation capped at 64 tokens (what herd expects of it), read to its end: the node that served it, and its predicted finish's parts. */
+async function ask(url: string, model: string, stream = false) {
+  const res = await fetch(`${url}/api/generate`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model, prompt: "hi", stream, options: { num_predict: 64 } }),
+  });
+  expect(res.status).toBe(200);
+  await res.arrayBuffer();
+  const parts = (res.headers.get("x-fleet-prediction-breakdown") ?? "").split("; ").map((p) => p.split("="));
+  return { node: res.headers.get("x-fleet-node"), breakdown: Object.fromEntries(parts.map(([k, v]) => [k, Number(v)])) as Record<string, number> };
+}
+
+describe("exploring a node whose speed for the model herd has not learned", () => {
+  /**
+   * `fast` and nodes of `slower` bandwidths (GB/s; fast's is 400), all with the model loaded. Each sim decodes at the
+   * speed its declared bandwidth implies, so herd's prediction of a node before its answers (by bandwidth, against
+   * fast's learned speed) is right, and the answer explored confirms it. Four slots: a request just finished never waits.
+   */
+  const explored = async (slower: Record<string, number>, n: number) => {
+    const node = (id: string, bandwidthGbps: number) => ({
+      id,
+      models: [MODEL],
+      loaded: [MODEL],
+      numParallel: 4,
+      tokensPerSecond: bandwidthGbps / 4,
+      config: { parallel: 4, hardware: { bandwidthGbps } },
+    });
+    const { url } = await fleet([node("fast", 400), ...Object.entries(slower).map(([id, gbps]) => node(id, gbps))]);
+    const served: Record<string, number> = {};
+    for (let i = 0; i < n; i++) {
+      const { node } = await ask(url, MODEL);
+      served[node!] = (served[node!] ?? 0) + 1;
+    }
+    return served;
+  };
+
+  test("one in EXPLORE_EVERY of the model's requests goes to a node nearly as good, which is then judged on what it showed", async () => {
+    // Each near node costs 1.43× fast's: never the soonest, but within EXPLORE_RATIO. Three of them, so exploring
+    // could take more than its share of 16 requests (two turns of EXPLORE_EVERY, 8) were it not bounded.
+    const n = 16;
+    const served = await explored({ near1: 280, near2: 280, near3: 280 }, n);
+    const near = ["near1", "near2", "near3"].map((id) => served[id] ?? 0);
+    const total = near.reduce((a, b) => a + b, 0);
+    expect(total).toBeGreaterThanOrEqual(1);
+    expect(total).toBeLessThanOrEqual(n / EXPLORE_EVERY);
+    // Once learned, a near node is not the soonest: no second request.
+    expect(Math.max(...near)).toBe(1);
+    expect(served.fast).toBe(n - total);
+  }, 20_000);
+
+  test("a node not learned but far slower (4× the cost) is not explored", async () => {
+    // One turn of EXPLORE_EVERY (8): the last request may explore, and finds nothing worth it.
+    expect(await explored({ far: 100 }, 8)).toEqual({ fast: 8 });
+  }, 20_000);
+});
+
+test("a load that must evict a model asked for lately pays its reload: it goes where the model it evicts was not asked for", async () => {
+  const [used, unused, wanted] = ["llama3.2:3b", MODEL, "llama3.1:8b"];
+  // Declared memory (herd leaves 6 GB to the OS) where the 5.2 GB wanted fits only by evicting: a's 2.2 GB `used`, or
+  // b's 1.5 GB `unused`. Were the evictions priced alike, the tie would go to a, the bigger machine. The sims hold what herd leaves.
+  const node = (id: string, memoryGb: number, loaded: string) => ({
+    id,
+    models: [loaded, wanted],
+    loaded: [loaded],
+    memoryGb: memoryGb - 6,
+    contextLength: 4096,
+    config: { parallel: 1, contextLength: 4096, hardware: { memoryGb } },
+  });
+  const { url, sims, seen } = await fleet([node("a", 12.6, used), node("b", 11.8, unused)]);
+  expect((await ask(url, used)).node).toBe("a");
+
+  const load = await ask(url, wanted);
+  expect(load.node).toBe("b");
+  // The eviction is in b's estimate; no reload comes of it.
+  expect(load.breakdown.evict_ms).toBe(EVICT_MS);
+  expect(load.breakdown.reload_evicted_ms).toBeUndefined();
+  expect([sims[0]!.state().loaded, sims[1]!.state().loaded]).toEqual([[used], [wanted]]);
+
+  // b's next load must evict `wanted`, asked for just now: its reload is priced.
+  await seen("b", [wanted]);
+  const again = await ask(url, unused);
+  expect(again.node).toBe("b");
+  expect(again.breakdown.evict_ms).toBe(EVICT_MS);
+  expect(again.breakdown.reload_evicted_ms).toBeGreaterThan(0);
+}, 20_000);
+
+test("a stream goes to the node whose first token comes sooner; a whole answer to the one that finishes sooner", async () => {
+  // early loads in 0.2 s and decodes 25 tokens/s; late loads in 2 s and decodes 400/s. Neither has the model loaded.
+  // Whole (a 64-token cap): late ~2.2 s, early ~2.8 s. A stream counts half the decode: late ~2.1 s, early ~1.5 s.
+  const { url, sims, seen } = await fleet([
+    { id: "early", models: [MODEL], tokensPerSecond: 25, loadTimeMs: 200, config: { parallel: 1 } },
+    { id: "late", models: [MODEL], tokensPerSecond: 400, loadTimeMs: 2000, config: { parallel: 1 } },
+  ]);
+  const unload = async () => {
+    for (const s of sims) s.patch({ loaded: [] });
+    await Promise.all(["early", "late"].map((id) => seen(id, [])));
+  };
+  // A cold answer on each teaches herd its load and decode: the second goes to the node not tried, predicted alike.
+  const learned: (string | null)[] = [];
+  for (let i = 0; i < 2; i++) {
+    learned.push((await ask(url, MODEL)).node);
+    await unload();
+  }
+  expect(learned.sort()).toEqual(["early", "late"]);
+
+  expect((await ask(url, MODEL, true)).node).toBe("early");
+  await unload();
+  expect((await ask(url, MODEL)).node).toBe("late");
+}, 20_000);
