@@ -11,7 +11,7 @@ import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { EVICT_MS } from "../src/fleet/finish-time.ts";
-import { EXPLORE_EVERY } from "../src/fleet/speeds.ts";
+import { EXPLORE_EVERY } from "../src/fleet/explore-turns.ts";
 import { type SimNodeOptions, startSimOllama } from "../src/sim/index.ts";
 import { eventually, getJson, onCleanup, startRouterProcess, tmpDir } from "./helpers.ts";
 
