@@ -418,21 +418,43 @@ describe("ollama sim through the openai client", () => {
 });
 
 describe("ollama residency", () => {
-  test("loading an on-disk model takes loadTimeMs; the least recently used idle model is evicted", async () => {
+  const generate = (node: SimNode, model: string, extra: Record<string, unknown> = {}) =>
+    post(node, "/api/generate", { model, prompt: "hi", stream: false, options: { num_predict: 2 }, ...extra }).then(jsonOf);
+  const resident = async (node: SimNode) => (await client(node).ps()).models.map((m) => m.name).sort();
+  const blobPath = async (node: SimNode, model: string) => /^FROM (\S+)$/m.exec((await client(node).show({ model })).modelfile)![1]!;
+  // A streaming generation whose first line has arrived: its model is busy until end() has read the rest.
+  async function streaming(node: SimNode, model: string, tokens: number) {
+    const reader = (await post(node, "/api/generate", { model, prompt: "hi", options: { num_predict: tokens } })).body!.getReader();
+    await reader.read();
+    return {
+      end: async () => {
+        while (!(await reader.read()).done);
+      },
+    };
+  }
+
+  test("loading takes loadTimeMs; the idle model evicted has the shortest keep_alive, then the first blob path /api/show names, used last or not", async () => {
     const node = await ollamaNode({
       models: ["llama3.2:3b", "qwen3:8b", "qwen2.5-coder:7b"],
       loaded: ["llama3.2:3b", "qwen3:8b"],
       memoryGb: 12, // fits two of them, not three
       loadTimeMs: 150,
     });
-    const ollama = client(node);
-    const warm = await ollama.generate({ model: "llama3.2:3b", prompt: "hi", options: { num_predict: 2 } });
-    expect(warm.load_duration).toBeLessThan(100e6);
-    // qwen3:8b is now the least recently used
-    const cold = await ollama.generate({ model: "qwen2.5-coder:7b", prompt: "hi", options: { num_predict: 2 } });
-    expect(cold.load_duration).toBeGreaterThanOrEqual(100e6);
-    expect((await ollama.ps()).models.map((m) => m.name).sort()).toEqual(["llama3.2:3b", "qwen2.5-coder:7b"]);
-    expect(node.state().counters).toMatchObject({ loads: 1, evictions: 1 });
+    // Least recently used first would evict llama3.2:3b here; qwen3:8b's blob path sorts first, so it goes.
+    expect((await blobPath(node, "qwen3:8b")) < (await blobPath(node, "llama3.2:3b"))).toBe(true);
+    expect((await generate(node, "llama3.2:3b")).load_duration).toBeLessThan(100e6);
+    await generate(node, "qwen3:8b");
+    expect((await generate(node, "qwen2.5-coder:7b")).load_duration).toBeGreaterThanOrEqual(100e6);
+    expect(await resident(node)).toEqual(["llama3.2:3b", "qwen2.5-coder:7b"]);
+
+    // llama3.2:3b, asked to stay an hour, outlasts qwen2.5-coder:7b's default five minutes, though its path sorts first
+    // and qwen2.5-coder:7b was used last.
+    expect((await blobPath(node, "llama3.2:3b")) < (await blobPath(node, "qwen2.5-coder:7b"))).toBe(true);
+    await generate(node, "llama3.2:3b", { keep_alive: "1h" });
+    await generate(node, "qwen2.5-coder:7b");
+    await generate(node, "qwen3:8b");
+    expect(await resident(node)).toEqual(["llama3.2:3b", "qwen3:8b"]);
+    expect(node.state().counters).toMatchObject({ loads: 2, evictions: 2 });
 
     const tooBig = await post(node, "/api/generate", { model: "llama3.2:3b", prompt: "x" });
     expect(tooBig.status).toBe(200);
@@ -441,6 +463,81 @@ describe("ollama residency", () => {
     const huge = await post(node, "/api/generate", { model: "llama3.3:70b", prompt: "x" });
     expect(huge.status).toBe(500);
     expect((await jsonOf(huge)).error).toMatch(/^model requires more system memory \(.+ GiB\) than is available \(12\.0 GiB\)$/);
+  });
+
+  test("a load needing the memory a busy model holds waits; the busy model goes the moment its request ends, and the load proceeds", async () => {
+    const node = await ollamaNode({ models: ["qwen3:8b", "qwen2.5-coder:7b"], loaded: ["qwen3:8b"], memoryGb: 8, loadTimeMs: 100, tokensPerSecond: 50 });
+    // Back and forth, so that a later look at the busy model (rather than one as its request ends) is caught at least once.
+    for (const [busy, wanted] of [["qwen3:8b", "qwen2.5-coder:7b"], ["qwen2.5-coder:7b", "qwen3:8b"], ["qwen3:8b", "qwen2.5-coder:7b"]] as const) {
+      const running = await streaming(node, busy, 10); // 200 ms at least
+      let loaded = false;
+      const load = generate(node, wanted).then((r) => ((loaded = true), r));
+      await Bun.sleep(50);
+      expect(loaded).toBe(false);
+      expect(await resident(node)).toEqual([busy]);
+      await running.end();
+      expect(await resident(node)).not.toContain(busy); // gone already: the load has started
+      expect((await load).load_duration).toBeGreaterThanOrEqual(80e6);
+      expect(await resident(node)).toEqual([wanted]);
+    }
+    expect(node.state().counters).toMatchObject({ loads: 3, evictions: 3 });
+  });
+
+  test("while a load waits, a loaded model answers at once; a later load waits behind the first, though it would fit", async () => {
+    const node = await ollamaNode({
+      models: ["qwen3:8b", "gemma3:12b", "llama3.2:1b"],
+      loaded: ["qwen3:8b"],
+      memoryGb: 12, // qwen3:8b and llama3.2:1b fit together, qwen3:8b and gemma3:12b do not
+      numParallel: 2,
+      loadTimeMs: 50,
+      tokensPerSecond: 50,
+    });
+    const running = await streaming(node, "qwen3:8b", 20);
+    const events: string[] = [];
+    const big = generate(node, "gemma3:12b").then(() => events.push("big"));
+    await Bun.sleep(100);
+    const small = generate(node, "llama3.2:1b").then(() => events.push("small"));
+    await Bun.sleep(100);
+    expect((await generate(node, "qwen3:8b")).done).toBe(true);
+    events.push("served"); // before either load, which wait for qwen3:8b to go
+    expect(await resident(node)).toEqual(["qwen3:8b"]);
+    expect(node.state().counters.loads ?? 0).toBe(0);
+    await running.end();
+    events.push("ended");
+    await Promise.all([big, small]);
+    expect(events.slice(0, 2)).toEqual(["served", "ended"]);
+    expect(await resident(node)).toEqual(["gemma3:12b", "llama3.2:1b"]);
+    expect(node.state().counters).toMatchObject({ loads: 2, evictions: 1 });
+  });
+
+  test("a request that sends keep_alive to the busy model chosen to go keeps it; the load waits until that keep_alive runs out", async () => {
+    const node = await ollamaNode({ models: ["qwen3:8b", "qwen2.5-coder:7b"], loaded: ["qwen3:8b"], memoryGb: 8, numParallel: 2, loadTimeMs: 50, tokensPerSecond: 50 });
+    const running = await streaming(node, "qwen3:8b", 10);
+    let loaded = false;
+    const load = generate(node, "qwen2.5-coder:7b").then((r) => ((loaded = true), r));
+    await Bun.sleep(100);
+    await generate(node, "qwen3:8b", { keep_alive: "1s" });
+    await running.end();
+    const { models } = await jsonOf(await fetch(`${node.url}/api/ps`));
+    const expires = Date.parse(models.find((m: any) => m.name === "qwen3:8b").expires_at);
+    await Bun.sleep(300);
+    expect(loaded).toBe(false);
+    expect(await resident(node)).toEqual(["qwen3:8b"]);
+    expect((await load).done).toBe(true);
+    expect(Date.now()).toBeGreaterThanOrEqual(expires);
+    expect(await resident(node)).toEqual(["qwen2.5-coder:7b"]);
+  });
+
+  test("a request without keep_alive leaves the runner's own: a model loaded to stay for ever stays", async () => {
+    const node = await ollamaNode({ loaded: [] });
+    const expiresIn = async () => Date.parse((await jsonOf(await fetch(`${node.url}/api/ps`))).models[0].expires_at) - Date.now();
+    const year = 365 * 86_400_000;
+    await generate(node, "qwen3:8b", { prompt: "", keep_alive: -1 });
+    expect(await expiresIn()).toBeGreaterThan(100 * year);
+    await generate(node, "qwen3:8b");
+    expect(await expiresIn()).toBeGreaterThan(100 * year);
+    await generate(node, "qwen3:8b", { keep_alive: "1h" });
+    expect(await expiresIn()).toBeLessThanOrEqual(3_600_000);
   });
 
   test("keep_alive 0 unloads after the request; an empty request loads or unloads", async () => {

@@ -35,7 +35,7 @@ export interface SimState {
   usedGb?: number;
   /** Models on disk. */
   models?: string[];
-  /** Resident models, least recently used first. */
+  /** Resident models, listed least recently used first: not the order they are evicted in (that is keep_alive, then /api/show's blob path). */
   loaded?: string[];
   inFlightByModel?: Record<string, number>;
   // mlx nodes

@@ -135,6 +135,14 @@ export function digest(name: string, salt = "manifest"): string {
   return createHash("sha256").update(`${salt}:${normalizeName(name)}`).digest("hex");
 }
 
+/**
+ * Where the model's weights are on disk: /api/show's FROM line, and the runner's modelPath, which orders evictions
+ * (server/sched.go v0.32.15 ByDurationAndName).
+ */
+export function blobPath(spec: SimModelSpec): string {
+  return `/Users/sim/.ollama/models/blobs/sha256-${digest(spec.name, "model")}`;
+}
+
 /** Ollama's format.HumanNumber: 3.21e9 → "3.2B", 137e6 → "137M". */
 function parameterSize(parameters: number): string {
   for (const [unit, scale] of [["B", 1e9], ["M", 1e6], ["K", 1e3]] as const) {

@@ -6,7 +6,6 @@ import { OllamaError, goLine, json, readBody, str, text } from "./ollama-http.ts
 import { encodePng } from "./png.ts";
 import { namedModel, releasing, startRun, type OllamaNode, type Run } from "./ollama-run.ts";
 import { parseMessages, parseTools, type JsonSchema, type Reply } from "./replies.ts";
-import { DEFAULT_KEEP_ALIVE_MS } from "./residency.ts";
 import { silentTokens, type Frame, type RequestContext } from "./server.ts";
 
 /** What every chunk (and the whole completion) starts with. */
@@ -34,7 +33,7 @@ export async function chatCompletions(node: OllamaNode, req: Request, ctx: Reque
   const stream = body.stream === true;
   const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
   const frames = stream ? chunks(run, head, includeUsage) : completion(run, head);
-  return ctx.stream(releasing(node, run, DEFAULT_KEEP_ALIVE_MS, frames), { "Content-Type": stream ? "text/event-stream" : "application/json" });
+  return ctx.stream(releasing(node, run, frames), { "Content-Type": stream ? "text/event-stream" : "application/json" });
 }
 
 /** How long the sim takes to draw an image, and the most pixels a side it draws (a bound, not Ollama's). */

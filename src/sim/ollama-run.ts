@@ -6,7 +6,7 @@ import { OllamaError } from "./ollama-http.ts";
 import type { CacheSlot } from "./prompt-cache.ts";
 import { reply, replyTokenIds, type ChatMessage, type Reply, type ToolSpec } from "./replies.ts";
 import { askedContext, fitPrompt } from "./ollama-context.ts";
-import { DEFAULT_KEEP_ALIVE_MS, type Residency, type Resident } from "./residency.ts";
+import type { Residency, Resident } from "./residency.ts";
 import type { Frame, RequestContext } from "./server.ts";
 
 /** The state every route handler of one node works on. */
@@ -30,6 +30,8 @@ export interface RunRequest {
   tools: ToolSpec[];
   /** "json" or a JSON schema the answer must follow. */
   format: unknown;
+  /** The request's keep_alive; undefined when it sends none. */
+  keepAliveMs?: number;
 }
 
 export interface Run {
@@ -66,13 +68,13 @@ export async function startRun(node: OllamaNode, req: RunRequest, ctx: RequestCo
   const answer = runReply(req);
   if (node.memoryBandwidthGbps) ctx.setTokensPerSecond(decodeTokensPerSecond(spec, node.memoryBandwidthGbps));
   const timing = { began: performance.now(), loaded: 0, slotted: 0, prompted: 0 };
-  const r = await node.residency.acquire(spec, askedContext(body), ctx, () => (timing.loaded = performance.now()));
+  const r = await node.residency.acquire(spec, askedContext(body), req.keepAliveMs, ctx, () => (timing.loaded = performance.now()));
   timing.slotted = performance.now();
   let prompt: number[];
   try {
     prompt = fitPrompt(messages, r.numCtx, body);
   } catch (e) {
-    node.residency.release(r, DEFAULT_KEEP_ALIVE_MS);
+    node.residency.release(r);
     throw e;
   }
   const { slot, cached } = r.slots.claim(prompt);
@@ -83,7 +85,7 @@ export async function startRun(node: OllamaNode, req: RunRequest, ctx: RequestCo
     await ctx.sleep(promptEvalMs(prompt.length - cached, ctx));
   } catch (e) {
     r.slots.release(slot, prompt.slice(0, cached));
-    node.residency.release(r, DEFAULT_KEEP_ALIVE_MS);
+    node.residency.release(r);
     throw e;
   }
   timing.prompted = performance.now();
@@ -99,12 +101,12 @@ export function runReply(req: RunRequest): Reply {
 }
 
 /** Frames that hand the model back to the scheduler once the last is sent (or the stream dies). */
-export async function* releasing(node: OllamaNode, run: Run, keepAliveMs: number, frames: AsyncGenerator<Frame>): AsyncGenerator<Frame> {
+export async function* releasing(node: OllamaNode, run: Run, frames: AsyncGenerator<Frame>): AsyncGenerator<Frame> {
   try {
     yield* frames;
   } finally {
     run.resident.slots.release(run.slot, [...run.prompt, ...replyTokenIds(run.reply)]);
-    node.residency.release(run.resident, keepAliveMs);
+    node.residency.release(run.resident);
   }
 }
 
