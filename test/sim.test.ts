@@ -465,6 +465,19 @@ describe("ollama residency", () => {
     expect((await jsonOf(huge)).error).toMatch(/^model requires more system memory \(.+ GiB\) than is available \(12\.0 GiB\)$/);
   });
 
+  test("a fourth model unloads one though memory has room: OLLAMA_MAX_LOADED_MODELS is 3 on a Mac by default", async () => {
+    const models = ["llama3.2:1b", "llama3.2:3b", "qwen3:8b", "gemma3:4b"];
+    const node = await ollamaNode({ models, loaded: models.slice(0, 3), memoryGb: 192 });
+    await generate(node, "gemma3:4b");
+    expect((await resident(node)).length).toBe(3);
+    expect(await resident(node)).toContain("gemma3:4b");
+    expect(node.state().counters).toMatchObject({ loads: 1, evictions: 1 });
+    // Raised, four stay.
+    const roomy = await ollamaNode({ models, loaded: models.slice(0, 3), memoryGb: 192, maxLoadedModels: 4 });
+    await generate(roomy, "gemma3:4b");
+    expect((await resident(roomy)).length).toBe(4);
+  });
+
   test("a load needing the memory a busy model holds waits; the busy model goes the moment its request ends, and the load proceeds", async () => {
     const node = await ollamaNode({ models: ["qwen3:8b", "qwen2.5-coder:7b"], loaded: ["qwen3:8b"], memoryGb: 8, loadTimeMs: 100, tokensPerSecond: 50 });
     // Back and forth, so that a later look at the busy model (rather than one as its request ends) is caught at least once.

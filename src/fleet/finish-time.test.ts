@@ -47,20 +47,20 @@ describe("the estimate", () => {
 
   test("a cold load on a big fast node beats a long queue on a small one", () => {
     const small = node("small", { queue: { pending: 4, inFlight: 1, lastDispatchAt: 0 } });
-    const big = node("big", { resident: false, slots: 4, speed: { decodeTps: 60, prefillTps: 3000, loadMs: 6000 }, memory: { freeGb: 150, evictable: [] } });
+    const big = node("big", { resident: false, slots: 4, speed: { decodeTps: 60, prefillTps: 3000, loadMs: 6000 }, memory: { freeGb: 150, modelsFree: 3, evictable: [] } });
     expect(order([small, big])).toEqual(["big", "small"]);
   });
 
   test("a model that does not fit, even after evicting the models loaded there, is excluded", () => {
-    const full = node("full", { resident: false, sizeGb: 20, memory: { freeGb: 4, evictable: [{ name: "m6", sizeGb: 6, reloadMs: 0, busyMs: 0 }] } });
-    const roomy = node("roomy", { resident: false, sizeGb: 20, memory: { freeGb: 40, evictable: [] } });
+    const full = node("full", { resident: false, sizeGb: 20, memory: { freeGb: 4, modelsFree: 3, evictable: [{ name: "m6", sizeGb: 6, reloadMs: 0, busyMs: 0 }] } });
+    const roomy = node("roomy", { resident: false, sizeGb: 20, memory: { freeGb: 40, modelsFree: 3, evictable: [] } });
     const { ranked, excluded } = rankByFinishTime([full, roomy], req);
     expect(ranked.map((e) => e.candidate.nodeId)).toEqual(["roomy"]);
     expect(excluded).toEqual([{ nodeId: "full", reason: "model needs 20 GB; 10 GB free even after evicting the models loaded there" }]);
   });
 
   test("when none fits by what herd knows of their memory, they are ranked anyway: the node knows better", () => {
-    const busy = (id: string, freeGb: number) => node(id, { resident: false, sizeGb: 20, memory: { freeGb, evictable: [] } });
+    const busy = (id: string, freeGb: number) => node(id, { resident: false, sizeGb: 20, memory: { freeGb, modelsFree: 3, evictable: [] } });
     const { ranked, excluded } = rankByFinishTime([busy("a", 4), busy("b", 8)], req);
     expect(ranked.map((e) => e.candidate.nodeId)).toEqual(["a", "b"]);
     expect(excluded.map((e) => e.nodeId)).toEqual(["a", "b"]);
@@ -68,14 +68,14 @@ describe("the estimate", () => {
 
   test("evicting models to make room costs their unloads, in the order the node evicts them", () => {
     const evictable = [3, 12, 4].map((sizeGb) => ({ name: `m${sizeGb}`, sizeGb, reloadMs: 0, busyMs: 0 }));
-    const c = node("a", { resident: false, sizeGb: 20, memory: { freeGb: 5, evictable } });
+    const c = node("a", { resident: false, sizeGb: 20, memory: { freeGb: 5, modelsFree: 3, evictable } });
     // 5 + 3 + 12 = 20: the first two go.
     expect(estimateFinish(c, req)).toMatchObject({ breakdown: { evict_ms: 2 * EVICT_MS }, evicts: ["m3", "m12"] });
   });
 
   test("evicting a model asked for lately costs its next request a load: the choice weighs it, the finish does not", () => {
-    const evicts = node("evicts", { resident: false, sizeGb: 20, memory: { freeGb: 5, evictable: [{ name: "m20", sizeGb: 20, reloadMs: 8000, busyMs: 0 }] } });
-    const roomy = node("roomy", { resident: false, sizeGb: 20, memory: { freeGb: 40, evictable: [] }, speed: { decodeTps: 15, prefillTps: 400, loadMs: 5000 } });
+    const evicts = node("evicts", { resident: false, sizeGb: 20, memory: { freeGb: 5, modelsFree: 3, evictable: [{ name: "m20", sizeGb: 20, reloadMs: 8000, busyMs: 0 }] } });
+    const roomy = node("roomy", { resident: false, sizeGb: 20, memory: { freeGb: 40, modelsFree: 3, evictable: [] }, speed: { decodeTps: 15, prefillTps: 400, loadMs: 5000 } });
     const e = estimateFinish(evicts, req);
     expect(e).toMatchObject({ ms: 5000 + EVICT_MS + 2000 + 10000, breakdown: { reload_evicted_ms: 8000 } });
     // roomy finishes later (2.5 s prefill, 13.3 s decode) but costs no other request a reload.
@@ -84,9 +84,17 @@ describe("the estimate", () => {
 
   test("a load that must evict a busy model waits for its running requests to end, and costs its next one a load", () => {
     const busy = { name: "m20", sizeGb: 20, reloadMs: 8000, busyMs: 6000 };
-    const c = node("a", { resident: false, sizeGb: 20, memory: { freeGb: 5, evictable: [{ name: "m3", sizeGb: 3, reloadMs: 0, busyMs: 0 }, busy] } });
+    const c = node("a", { resident: false, sizeGb: 20, memory: { freeGb: 5, modelsFree: 3, evictable: [{ name: "m3", sizeGb: 3, reloadMs: 0, busyMs: 0 }, busy] } });
     // The idle one goes first (Ollama's order), then the busy one once its requests end: 6 s, then the load.
     expect(estimateFinish(c, req)).toMatchObject({ ms: 6000 + 5000 + 2 * EVICT_MS + 2000 + 10000, evicts: ["m3", "m20"], breakdown: { memory_wait_ms: 6000, reload_evicted_ms: 8000 } });
+  });
+
+  test("a node that holds as many models as Ollama loads at once unloads one first, room or not, or none can load there", () => {
+    const evictable = [{ name: "m3", sizeGb: 3, reloadMs: 4000, busyMs: 0 }];
+    const full = node("full", { resident: false, memory: { freeGb: null, modelsFree: 0, evictable } });
+    expect(estimateFinish(full, req)).toMatchObject({ evicts: ["m3"], breakdown: { evict_ms: EVICT_MS, reload_evicted_ms: 4000 } });
+    expect(estimateFinish({ ...full, memory: { ...full.memory!, modelsFree: 1 } }, req)).toMatchObject({ evicts: [] });
+    expect(estimateFinish({ ...full, memory: { ...full.memory!, evictable: [] } }, req)).toEqual({ excluded: "the node holds as many models as Ollama loads at once, none of them free to unload" });
   });
 
   test("the request running there is partly done: the wait is what is left of it", () => {

@@ -26,12 +26,13 @@ export interface FinishCandidate {
   slots: number;
   speed: { decodeTps: number; prefillTps: number; loadMs: number };
   /**
-   * Room for the model there, in GB: free now, and the loaded models a load may evict, in the order the node evicts
-   * them (the idle ones, then the busy ones), each with its size, how long its running requests still take and, for
-   * one asked for lately, the load it would then need again; null when the node's memory is unknown, or the model is
-   * resident (no load needs room).
+   * Room for the model there: the GB free now (null: the node's memory is unknown), how many more models it loads
+   * before Ollama unloads one (OLLAMA_MAX_LOADED_MODELS), and the loaded models a load may evict, in the order the
+   * node evicts them (the idle ones, then the busy ones), each with its size, how long its running requests still take
+   * and, for one asked for lately, the load it would then need again; null when the model is resident (no load needs
+   * room) or herd knows nothing of the node's models.
    */
-  memory: { freeGb: number; evictable: EvictableModel[] } | null;
+  memory: { freeGb: number | null; modelsFree: number; evictable: EvictableModel[] } | null;
   /** herd has learned this model's speed on the node lately: nothing to explore there. */
   speedKnown?: boolean;
   /** Prompt tokens the node likely still holds cached for this request (session affinity); 0 when none. */
@@ -122,16 +123,19 @@ export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishReque
   const evicts: string[] = [];
   let reloadEvictedMs = 0;
   let memoryWaitMs = 0;
-  if (!c.resident && c.memory && c.sizeGb > c.memory.freeGb) {
-    let room = c.memory.freeGb;
+  if (!c.resident && c.memory) {
+    // Ollama unloads one model per model past its count, then more until the new one fits.
+    const unloads = Math.max(0, 1 - c.memory.modelsFree);
+    let room = c.memory.freeGb ?? Infinity;
     for (const m of c.memory.evictable) {
-      if (room >= c.sizeGb) break;
+      if (room >= c.sizeGb && evicts.length >= unloads) break;
       room += m.sizeGb;
       evicts.push(m.name);
       reloadEvictedMs += m.reloadMs;
       memoryWaitMs = Math.max(memoryWaitMs, m.busyMs);
     }
     if (room < c.sizeGb) return { excluded: `model needs ${round(c.sizeGb)} GB; ${round(room)} GB free even after evicting the models loaded there` };
+    if (evicts.length < unloads) return { excluded: "the node holds as many models as Ollama loads at once, none of them free to unload" };
   }
   const reload = c.reloadsRunner;
   const cached = reload ? 0 : c.cachedPrefixTokens;

@@ -31,6 +31,13 @@ export function defaultParallel(version: string | null | undefined): number {
 }
 
 /**
+ * OLLAMA_MAX_LOADED_MODELS when the node leaves it unset: 3 per GPU since 0.2.0 (server/sched.go defaultModelsPerGPU,
+ * commit 9929751cc; v0.32.15 processPending), and a Mac has one. A fourth model unloads one (findRunnerToUnload), room
+ * or not. herd cannot see a node's environment: it takes the default.
+ */
+export const MAX_LOADED_MODELS = 3;
+
+/**
  * What Ollama counts as a Mac's GPU memory: Metal's recommendedMaxWorkingSetSize (discover/gpu_info_darwin.m), which
  * macOS sets to two thirds of the memory up to 32 GiB and three quarters above (Apple's default iogpu wired limit; a
  * raised `iogpu.wired_limit_mb` is not seen here: declare the node's contextLength then).

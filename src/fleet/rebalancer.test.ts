@@ -87,7 +87,7 @@ test("not a node whose memory is too small for the model", async () => {
 describe("the replica pass", () => {
   /** The estimate's view: busy has MODEL on its one slot with `waiting` behind; spare has room and a 1 s load. */
   const candidates = (waiting: number): ReplicaCandidate[] => {
-    const base = { sizeGb: 5, slots: 1, speed: { decodeTps: 50, prefillTps: 500, loadMs: 1000 }, memory: { freeGb: 40, evictable: [] }, cachedPrefixTokens: 0, reloadsRunner: false, evidentMemoryGb: 64, busyGb: 0, weightsGb: 5 };
+    const base = { sizeGb: 5, slots: 1, speed: { decodeTps: 50, prefillTps: 500, loadMs: 1000 }, memory: { freeGb: 40, modelsFree: 3, evictable: [] }, cachedPrefixTokens: 0, reloadsRunner: false, evidentMemoryGb: 64, busyGb: 0, weightsGb: 5 };
     return [
       { ...base, nodeId: "busy", resident: true, queue: { pending: waiting, inFlight: 1, lastDispatchAt: 1 } },
       { ...base, nodeId: "spare", resident: false, queue: { pending: 0, inFlight: 0, lastDispatchAt: 0 } },

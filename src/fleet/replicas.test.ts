@@ -14,7 +14,7 @@ function node(id: string, over: Partial<ReplicaCandidate> = {}): ReplicaCandidat
     queue: { pending: 0, inFlight: 0, lastDispatchAt: 0 },
     slots: 1,
     speed: { decodeTps: 50, prefillTps: 500, loadMs: 1500 },
-    memory: { freeGb: 40, evictable: [] },
+    memory: { freeGb: 40, modelsFree: 3, evictable: [] },
     cachedPrefixTokens: 0,
     reloadsRunner: false,
     evidentMemoryGb: 64,
@@ -51,9 +51,9 @@ describe("a second replica", () => {
 
   test("never where the load would evict a model with work: only idle models make room", () => {
     // 2 GB free, the rest taken by a busy model (not evictable: a warm leaves busy models alone): the estimate excludes it.
-    expect(choose([hot(3), node("busy", { memory: { freeGb: 2, evictable: [] }, busyGb: 30 })])).toBeNull();
+    expect(choose([hot(3), node("busy", { memory: { freeGb: 2, modelsFree: 3, evictable: [] }, busyGb: 30 })])).toBeNull();
     // Evicting an idle 10 GB model makes room.
-    expect(choose([hot(3), node("idle", { memory: { freeGb: 2, evictable: [{ name: "m10", sizeGb: 10, reloadMs: 0, busyMs: 0 }] } })])).toMatchObject({ to: "idle" });
+    expect(choose([hot(3), node("idle", { memory: { freeGb: 2, modelsFree: 3, evictable: [{ name: "m10", sizeGb: 10, reloadMs: 0, busyMs: 0 }] } })])).toMatchObject({ to: "idle" });
   });
 
   test("on a node of unknown memory, only beside its busy models within the most it evidently holds", () => {

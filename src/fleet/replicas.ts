@@ -60,7 +60,7 @@ export function chooseReplica(model: string, hot: string, candidates: readonly R
  * may be evicted); unknown, the most the node is evidently able to hold must take the model and the busy ones.
  */
 function hasRoom(c: ReplicaCandidate): boolean {
-  return c.memory !== null || c.weightsGb + c.busyGb <= c.evidentMemoryGb;
+  return (c.memory !== null && c.memory.freeGb !== null) || c.weightsGb + c.busyGb <= c.evidentMemoryGb;
 }
 
 /** The replica warms of the last REPLICA_HOLD_MS, by model and by node. */

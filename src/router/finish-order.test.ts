@@ -96,6 +96,14 @@ test("the idle models go in the order Ollama unloads them, by their weights' blo
   }
 });
 
+test("a node of unknown memory that holds three models unloads one for a fourth (OLLAMA_MAX_LOADED_MODELS)", () => {
+  const three = [{ name: "a:1b", sizeGb: 1 }, { name: "b:1b", sizeGb: 1 }, { name: "c:1b", sizeGb: 1 }];
+  const [only] = rank([cold("n", { memoryTotalGb: null, memoryAvailableGb: null, loaded: three })]);
+  expect(only!.prediction.breakdown.evict_ms).toBe(500);
+  expect(only!.evicts).toHaveLength(1);
+  expect(rank([cold("n", { memoryTotalGb: null, memoryAvailableGb: null, loaded: three.slice(1) })])[0]!.evicts).toEqual([]);
+});
+
 test("a node:model with a request running counts as resident (loaded or loading) before the next report says so", async () => {
   const queues = new Queues();
   await queues.acquire("a", MODEL, 2, 1000);

@@ -17,7 +17,7 @@ import { type Breakdown, type Eligible, eligibleNodes, type LoadedModel, type No
 import type { ModelFacts } from "../fleet/model-facts.ts";
 import type { Speeds } from "../fleet/speeds.ts";
 import type { ExploreTurns } from "../fleet/explore-turns.ts";
-import { effectiveContext } from "../fleet/ollama-releases.ts";
+import { effectiveContext, MAX_LOADED_MODELS } from "../fleet/ollama-releases.ts";
 import { type Adjusted, contextAt, optionsFor, reloadsRunner } from "./body-rules.ts";
 import { nodeView } from "./node-view.ts";
 
@@ -185,12 +185,9 @@ const typicalReply = ({ speeds }: FinishSources, model: string) => speeds.typica
 function memoryOf(sources: FinishSources, node: NodeView, model: string, now: number, views: readonly NodeView[], evictBusy: boolean): FinishCandidate["memory"] {
   const { registry, speeds, queues, modelFacts } = sources;
   const reported = node.memoryAvailableGb ?? (node.memoryTotalGb === null ? null : node.memoryTotalGb - OS_RESERVE_GB - node.loadedGb);
-  if (reported === null) return null;
-  // A model herd is loading there (a request of it runs, the node has not reported it yet) takes its room already.
-  const loadingGb = queues
-    .runningModels(node.id)
-    .filter((m) => modelKey(m) !== modelKey(model) && !node.loadedByKey.has(modelKey(m)))
-    .reduce((sum, m) => sum + expectedLoadGb(node, m, views), 0);
+  // A model herd is loading there (a request of it runs, the node has not reported it yet) takes its room and its place already.
+  const loading = queues.runningModels(node.id).filter((m) => modelKey(m) !== modelKey(model) && !node.loadedByKey.has(modelKey(m)));
+  const loadingGb = reported === null ? 0 : loading.reduce((sum, m) => sum + expectedLoadGb(node, m, views), 0);
   const busy = busyModels(node, model, queues);
   const evictable = node.loaded
     .filter((m) => modelKey(m.name) !== modelKey(model) && (evictBusy || !busy.includes(m)))
@@ -211,7 +208,7 @@ function memoryOf(sources: FinishSources, node: NodeView, model: string, now: nu
     })
     .sort((a, b) => Number(a.busy) - Number(b.busy) || byBlob(a.blob, b.blob) || a.usedAt - b.usedAt)
     .map((v) => v.victim);
-  return { freeGb: reported - loadingGb, evictable };
+  return { freeGb: reported === null ? null : reported - loadingGb, modelsFree: MAX_LOADED_MODELS - node.loaded.length - loading.length, evictable };
 }
 
 /** Blobs in path order, those not learned last. */

@@ -1,7 +1,7 @@
 // A simulated Ollama server: the native /api routes and the OpenAI-compatible
 // /v1 routes, byte-compatible with Ollama's Go encoder, over a disk of models
 // and their residency in memory. This module only wires them into serveSim.
-import { defaultContext, defaultParallel, NEWEST_OLLAMA } from "../fleet/ollama-releases.ts";
+import { defaultContext, defaultParallel, MAX_LOADED_MODELS, NEWEST_OLLAMA } from "../fleet/ollama-releases.ts";
 import { Disk } from "./disk.ts";
 import type { Faults } from "./faults.ts";
 import type { SimModelSpec } from "./models.ts";
@@ -37,6 +37,8 @@ export interface SimNodeOptions {
   diskGbps?: number;
   /** OLLAMA_NUM_PARALLEL: requests each loaded model runs at once; the rest wait in line. Default: the release's (1 since 0.9.7). */
   numParallel?: number;
+  /** OLLAMA_MAX_LOADED_MODELS: models loaded at once; another unloads one first. Default: MAX_LOADED_MODELS (3). */
+  maxLoadedModels?: number;
   /** OLLAMA_CONTEXT_LENGTH. Default: unset, so the release picks the context (by memory since 0.15.5). */
   contextLength?: number;
   /** The release the node behaves as, and GET /api/version reports. Default: the newest herd follows (NEWEST_OLLAMA). */
@@ -78,6 +80,7 @@ export function startOllamaServer(opts: SimNodeOptions): SimServer {
     loadTimeMs: opts.loadTimeMs ?? 20,
     diskGbps: opts.diskGbps,
     numParallel: opts.numParallel ?? defaultParallel(version),
+    maxLoadedModels: opts.maxLoadedModels ?? MAX_LOADED_MODELS,
     defaultContext: opts.contextLength ?? defaultContext(version, memoryGb).numCtx,
     contextFromEnv: opts.contextLength !== undefined,
   });

@@ -51,6 +51,8 @@ export interface ResidencyOptions {
   diskGbps?: number;
   /** OLLAMA_NUM_PARALLEL: requests one loaded model runs at once; more wait their turn. */
   numParallel: number;
+  /** OLLAMA_MAX_LOADED_MODELS: runners at once; a load past it unloads one first (server/sched.go v0.32.15 processPending). */
+  maxLoadedModels: number;
   /** The context a request that asks none gets: OLLAMA_CONTEXT_LENGTH, else the release's default for the machine. */
   defaultContext: number;
   /** OLLAMA_CONTEXT_LENGTH is set: the default is the operator's, not automatic (never lowered to fit, always compared). */
@@ -181,7 +183,8 @@ export class Residency {
       this.expireIdle();
       const loaded = this.models.get(spec.name);
       if (loaded && !this.needsReload(loaded, wanted)) return this.claim(loaded, keepAliveMs);
-      if (!loaded && this.usedBytes() + bytes <= this.memoryBytes) {
+      // Ollama sets its default count after its first load (processPending's maxRunners): the sim counts from the first.
+      if (!loaded && this.usedBytes() + bytes <= this.memoryBytes && this.models.size < this.opts.maxLoadedModels) {
         ctx.count("loads");
         const r = this.claim({ ...this.newResident(spec, numCtx, wanted.auto, keepAliveMs, Bun.sleep(loadMs(spec, this.opts))), loading: true }, keepAliveMs);
         this.models.set(spec.name, r);
