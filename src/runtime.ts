@@ -181,6 +181,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     writeSlots(store, rt.registry.learnedSlots.takeChanged());
   });
   const idleShrink = startIdleShrink(() => live.config.server.idleShrinkMs);
+  const factsOfLoaded = setInterval(() => rt.modelFacts.askLoaded(), FACTS_OF_LOADED_MS);
   await rt.agents.start(boundPort);
   rt.telemetry.start();
   rt.ready = true;
@@ -195,6 +196,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
       poller.stop();
       preloader.stop();
       idleShrink.stop();
+      clearInterval(factsOfLoaded);
       rebalancer.stop();
       await rt.benchmarks.cancel(); // before the store closes under it
       await rt.telemetry.stop(); // a roll-up being read or sent, too
@@ -208,6 +210,9 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     },
   };
 }
+
+/** How often herd asks after the models the nodes have loaded that it has not asked about (fleet/model-facts.ts askLoaded). */
+export const FACTS_OF_LOADED_MS = 1000;
 
 /**
  * When yesterday's usage roll-up is sent, in ms after 00:00 UTC: 00:05 plus a jitter, or HERD_TELEMETRY_SEND_AT_MS

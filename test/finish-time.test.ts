@@ -4,7 +4,8 @@
 // - explore: a node that has the model loaded but whose speed for it herd has not learned gets one in EXPLORE_EVERY
 //   of the model's requests, if it would cost at most EXPLORE_RATIO × the best; once learned, it is judged on it;
 // - eviction pricing: a load that would evict a model asked for within RECENT_USE_MS pays that model's reload in
-//   the choice, so it goes where the model it evicts was not asked for;
+//   the choice, so it goes where the model it evicts was not asked for; and herd expects the victim Ollama picks
+//   (by its weights' blob path, /api/show's FROM, not the least recently used), a fourth model's included;
 // - streams: a stream is ranked by its first token and part of its decode (STREAM_DECODE_WEIGHT), so a node that
 //   starts sooner but decodes slower gets a stream, and not a whole answer.
 import { describe, expect, test } from "bun:test";
@@ -13,6 +14,8 @@ import { join } from "node:path";
 import { EVICT_MS } from "../src/fleet/finish-time.ts";
 import { EXPLORE_EVERY } from "../src/fleet/explore-turns.ts";
 import { type SimNodeOptions, startSimOllama } from "../src/sim/index.ts";
+import { blobPath, CATALOG } from "../src/sim/models.ts";
+import { FACTS_OF_LOADED_MS } from "../src/runtime.ts";
 import { eventually, getJson, onCleanup, startRouterProcess, tmpDir } from "./helpers.ts";
 
 const FAST = "heartbeat: { intervalMs: 200, timeoutMs: 700, offlineMs: 1400 }";
@@ -22,12 +25,12 @@ const MODEL = "llama3.2:1b";
 type Node = SimNodeOptions & { config?: Record<string, unknown> };
 
 /** The nodes and a router over them, once it sees them online with their models loaded; all stopped after the test. */
-async function fleet(nodes: Node[]) {
+async function fleet(nodes: Node[], heartbeat = FAST) {
   const sims = await Promise.all(nodes.map(({ config: _, ...opts }) => startSimOllama(opts)));
   onCleanup({ run: () => Promise.all(sims.map((s) => s.stop())) });
   const dir = tmpDir();
   const entries = nodes.map((n, i) => JSON.stringify({ id: n.id, ollama: sims[i]!.url, ...n.config }));
-  writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [${entries.join(", ")}], ${FAST} };\n`);
+  writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [${entries.join(", ")}], ${heartbeat} };\n`);
   const { url } = await startRouterProcess(["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
   const seen = (id: string, loaded: string[]) => eventually(async () => (await loadedOn(url, id)).join() === loaded.join(), 5000, `${id} online with ${loaded.join(", ") || "nothing"} loaded`);
   await Promise.all(nodes.map((n) => seen(n.id, n.loaded ?? [])));
@@ -126,6 +129,22 @@ test("a load that must evict a model asked for lately pays its reload: it goes w
   expect(again.node).toBe("b");
   expect(again.breakdown.evict_ms).toBe(EVICT_MS);
   expect(again.breakdown.reload_evicted_ms).toBeGreaterThan(0);
+}, 20_000);
+
+test("a fourth model evicts the one Ollama picks, the first by its weights' blob path, though used last: herd expects that one gone", async () => {
+  const idle = ["llama3.2:1b", "llama3.2:3b", "qwen3:8b"];
+  const path = (name: string) => blobPath(CATALOG.find((m) => m.name === name)!);
+  const [first, ...rest] = [...idle].sort((a, b) => (path(a) < path(b) ? -1 : 1));
+  const wanted = "llama3.1:8b";
+  // Heartbeats far apart: what herd shows of the node after the load is its own expectation, not the node's next report.
+  const { url, sims } = await fleet([{ id: "n", models: [...idle, wanted], loaded: idle, memoryGb: 186, config: { hardware: { memoryGb: 192 } } }], "heartbeat: { intervalMs: 60000, timeoutMs: 120000, offlineMs: 240000 }");
+  // Used in an order that puts the first by blob last: the least recently used would be another.
+  for (const m of [...rest, first!]) await ask(url, m);
+  await Bun.sleep(2 * FACTS_OF_LOADED_MS + 500); // herd asks /api/show after the models loaded there, the blobs among it
+  const load = await ask(url, wanted);
+  expect(load.breakdown.evict_ms).toBe(EVICT_MS);
+  expect([...(sims[0]!.state().loaded ?? [])].sort()).toEqual([...rest, wanted].sort());
+  expect((await loadedOn(url, "n")).sort()).toEqual([...rest].sort());
 }, 20_000);
 
 test("a stream goes to the node whose first token comes sooner; a whole answer to the one that finishes sooner", async () => {

@@ -56,6 +56,11 @@ export class ModelFacts {
     return asked;
   }
 
+  /** Asks after every model loaded on a node that herd has not asked about: an eviction's order needs their blobs before it is priced. */
+  askLoaded(): void {
+    for (const node of this.registry.all()) for (const m of node.ollama?.models_loaded ?? []) if (!this.known.has(modelKey(m.name))) void this.of(m.name);
+  }
+
   /** The model's weights' blob file if a lookup has said it, without waiting (one is begun when none has been). */
   blobOf(model: string): string | null {
     const key = modelKey(model);
