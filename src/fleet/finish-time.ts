@@ -30,9 +30,11 @@ export interface FinishCandidate {
    * before Ollama unloads one (OLLAMA_MAX_LOADED_MODELS), and the loaded models a load may evict, in the order the
    * node evicts them (the idle ones, then the busy ones), each with its size, how long its running requests still take
    * and, for one asked for lately, the load it would then need again; null when the model is resident (no load needs
-   * room) or herd knows nothing of the node's models.
+   * room) or herd knows nothing of the node's models. `evictsAll`: the list holds every model loaded there, so a
+   * shortfall after them all is herd's own accounting (free memory reported before a load or unload, a context
+   * guessed), not the node's: Ollama steps an automatic context down to fit, and the node is not left out.
    */
-  memory: { freeGb: number | null; modelsFree: number; evictable: EvictableModel[] } | null;
+  memory: { freeGb: number | null; modelsFree: number; evictable: EvictableModel[]; evictsAll?: boolean } | null;
   /** herd has learned this model's speed on the node lately: nothing to explore there. */
   speedKnown?: boolean;
   /** Prompt tokens the node likely still holds cached for this request (session affinity); 0 when none. */
@@ -134,7 +136,7 @@ export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishReque
       reloadEvictedMs += m.reloadMs;
       memoryWaitMs = Math.max(memoryWaitMs, m.busyMs);
     }
-    if (room < c.sizeGb) return { excluded: `model needs ${round(c.sizeGb)} GB; ${round(room)} GB free even after evicting the models loaded there` };
+    if (room < c.sizeGb && !c.memory.evictsAll) return { excluded: `model needs ${round(c.sizeGb)} GB; ${round(room)} GB free even after evicting the models loaded there` };
     if (evicts.length < unloads) return { excluded: "the node holds as many models as Ollama loads at once, none of them free to unload" };
   }
   const reload = c.reloadsRunner;

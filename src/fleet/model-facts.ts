@@ -61,11 +61,11 @@ export class ModelFacts {
     for (const node of this.registry.all()) for (const m of node.ollama?.models_loaded ?? []) if (!this.known.has(modelKey(m.name))) void this.of(m.name);
   }
 
-  /** The model's weights' blob file if a lookup has said it, without waiting (one is begun when none has been). */
-  blobOf(model: string): string | null {
+  /** What a lookup has said of the model, without waiting (one is begun when none has been); null until one has. */
+  answeredOf(model: string): ModelFact | null {
     const key = modelKey(model);
     if (!this.known.has(key)) void this.of(model);
-    return this.answered.get(key)?.blob ?? null;
+    return this.answered.get(key) ?? null;
   }
 
   /**

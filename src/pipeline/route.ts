@@ -55,7 +55,7 @@ export interface Pipeline {
   /** What each answer's prompt count teaches of its model's tokenizer, and the num_ctx sized from it. */
   promptCounts: Pick<PromptCounts, "observe" | "expected">;
   /** What a node says of a model: its trained context (context fitting) and whether it thinks. */
-  modelFacts: Pick<ModelFacts, "canThink" | "contextLength" | "blobOf">;
+  modelFacts: Pick<ModelFacts, "canThink" | "contextLength" | "answeredOf">;
   /** Where each session's last turn ran: routing's guess of which node still holds its prompt cached. */
   affinity: Pick<SessionAffinity, "holder" | "served">;
   /** A summary of a conversation's oldest turns, written on the fleet (pipeline/summarise.ts), for context fitting. */

@@ -14,12 +14,14 @@ const speeds = (typical: number | null = null) => ({
 });
 /** Each model's weights' blob, as /api/show's modelfile names it (none learned by default). */
 const blobs = new Map<string, string>();
+/** Each model's trained context, as /api/show said it (none by default). */
+const trainedContexts = new Map<string, number>();
 const chat = (numPredict?: number) => ({ kind: "chat" as const, promptTokens: 500, options: numPredict === undefined ? {} : { num_predict: numPredict } });
 
 function rank(nodes: NodeView[], req: Parameters<typeof byFinishTime>[2] = chat(), typical: number | null = null, queues = new Queues(), cached?: (nodeId: string) => number, promptCounts = new PromptCounts()) {
   const { registry, config } = testFleet(nodes.map((n) => ({ id: n.id, parallel: 2 })));
   const { eligible } = eligibleNodes(nodes, { model: MODEL, promptTokens: req.promptTokens });
-  return quietly(() => byFinishTime({ config, registry, queues, speeds: speeds(typical), exploreTurns: { due: () => false }, modelFacts: { blobOf: (m: string) => blobs.get(m) ?? null }, promptCounts }, eligible, req, cached));
+  return quietly(() => byFinishTime({ config, registry, queues, speeds: speeds(typical), exploreTurns: { due: () => false }, modelFacts: { answeredOf: (m: string) => ({ capabilities: [], contextLength: trainedContexts.get(m) ?? null, blob: blobs.get(m) ?? null }) }, promptCounts }, eligible, req, cached));
 }
 
 const cold = (id: string, over: Partial<NodeView> = {}) => nodeView(id, { available: [{ name: MODEL, sizeGb: 20 }], ...over });
@@ -94,6 +96,32 @@ test("the idle models go in the order Ollama unloads them, by their weights' blo
   } finally {
     blobs.clear();
   }
+});
+
+test("a load is sized at the trained context an earlier /api/show said, not the node's bigger default, though the request did not wait for it", () => {
+  const big = (over: Partial<NodeView> = {}) => cold("a", { memoryTotalGb: 64, memoryAvailableGb: 30, defaultContext: 262144, ...over });
+  // 20 GB of weights: at 262144 tokens the cache alone is past the 30 GB free, so the load evicts what is loaded.
+  const loaded = [{ name: OTHER, sizeGb: 10 }];
+  expect(rank([big({ loaded })])[0]!.evicts).toEqual([OTHER]);
+  trainedContexts.set(MODEL, 8192);
+  try {
+    expect(rank([big({ loaded })])[0]!.evicts).toEqual([]);
+  } finally {
+    trainedContexts.clear();
+  }
+});
+
+test("a node whose every loaded model would have to go, and still short by herd's count, is not left out: it evicts them all", () => {
+  const [only] = rank([cold("a", { memoryTotalGb: 64, memoryAvailableGb: 2, loaded: [{ name: OTHER, sizeGb: 3 }] })]);
+  expect(only!.evicts).toEqual([OTHER]);
+});
+
+test("evicting a busy model costs a reload for each request waiting for it there", async () => {
+  const queues = new Queues();
+  await queues.acquire("a", OTHER, 1, 1000);
+  for (let i = 0; i < 3; i++) (queues.acquire("a", OTHER, 1, 50) as Promise<unknown>).catch(() => {}); // three waiting
+  const [only] = rank([cold("a", { memoryTotalGb: 32, memoryAvailableGb: 14, loaded: [{ name: OTHER, sizeGb: 10 }] })], chat(), null, queues);
+  expect(only!.prediction.breakdown.reload_evicted_ms).toBe(3 * 2000);
 });
 
 test("a node of unknown memory that holds three models unloads one for a fourth (OLLAMA_MAX_LOADED_MODELS)", () => {

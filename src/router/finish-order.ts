@@ -32,8 +32,8 @@ export interface FinishSources {
   speeds: Pick<Speeds, "predict" | "typicalReply">;
   exploreTurns: Pick<ExploreTurns, "due">;
   promptCounts: Pick<PromptCounts, "expected">;
-  /** Each model's weights' blob: the order Ollama evicts in. */
-  modelFacts: Pick<ModelFacts, "blobOf">;
+  /** What /api/show said of each model, without waiting: its trained context (a load's context) and its weights' blob (the order Ollama evicts in). */
+  modelFacts: Pick<ModelFacts, "answeredOf">;
 }
 
 /** A model evicted this recently (its node:model last dispatched to) is taken to be asked for again soon. */
@@ -67,7 +67,9 @@ export function byFinishTime(
   if (model === undefined) return [];
   // The num_ctx the request would be sent there, by the rule the dispatcher applies, against the runner's.
   const reloads = (e: Eligible) => reloadsRunner(options(e).options, e.loadedContext);
-  const context = (e: Eligible) => options(e).options.num_ctx ?? effectiveContext(e.node.defaultContext, trained);
+  // The trained context the dispatcher looked up, else what an earlier lookup said: a small request does not wait for one.
+  const trainedContext = trained ?? sources.modelFacts.answeredOf(model)?.contextLength ?? null;
+  const context = (e: Eligible) => options(e).options.num_ctx ?? effectiveContext(e.node.defaultContext, trainedContext);
   const candidates = finishCandidates(sources, eligible, model, cachedPrefixTokens, reloads, context);
   const typical = req.kind === "embed" ? 0 : typicalReply(sources, model);
   const cap = req.kind === "embed" ? 0 : replyCapOf(req);
@@ -179,7 +181,8 @@ const typicalReply = ({ speeds }: FinishSources, model: string) => speeds.typica
  * models loaded; and the loaded models a load may evict, in the order Ollama's scheduler does (server/sched.go v0.32.15
  * findRunnerToUnload: the runners by keep_alive, then by the path of their weights' blob, the first idle one, else the
  * first busy one once its requests end; herd takes every keep_alive to be the same, and puts a model whose blob it has
- * not learned yet last, least recently used first). Each asked for within RECENT_USE_MS is priced at its load there.
+ * not learned yet last, least recently used first). Each asked for within RECENT_USE_MS is priced at its load there,
+ * a busy one at its load for each request waiting for it there.
  * `evictBusy` false: only the idle ones. Null when unknown.
  */
 function memoryOf(sources: FinishSources, node: NodeView, model: string, now: number, views: readonly NodeView[], evictBusy: boolean): FinishCandidate["memory"] {
@@ -187,13 +190,14 @@ function memoryOf(sources: FinishSources, node: NodeView, model: string, now: nu
   const reported = node.memoryAvailableGb ?? (node.memoryTotalGb === null ? null : node.memoryTotalGb - OS_RESERVE_GB - node.loadedGb);
   // A model herd is loading there (a request of it runs, the node has not reported it yet) takes its room and its place already.
   const loading = queues.runningModels(node.id).filter((m) => modelKey(m) !== modelKey(model) && !node.loadedByKey.has(modelKey(m)));
-  const loadingGb = reported === null ? 0 : loading.reduce((sum, m) => sum + expectedLoadGb(node, m, views), 0);
+  const loadingGb = reported === null ? 0 : loading.reduce((sum, m) => sum + expectedLoadGb(node, m, views, modelFacts.answeredOf(m)?.contextLength ?? null), 0);
   const busy = busyModels(node, model, queues);
   const evictable = node.loaded
     .filter((m) => modelKey(m.name) !== modelKey(model) && (evictBusy || !busy.includes(m)))
     .map((m) => {
       const name = normalizeModelName(m.name);
-      const usedAt = queues.view(node.id, name).lastDispatchAt;
+      const queue = queues.view(node.id, name);
+      const usedAt = queue.lastDispatchAt;
       const bytes = diskBytes(registry.get(node.id), m.name) || m.sizeGb * GB;
       const speed = speeds.predict(node.id, m.name, bytes, now);
       const since = busy.includes(m) ? queues.oldestRunningSince(node.id, name) : null;
@@ -201,14 +205,15 @@ function memoryOf(sources: FinishSources, node: NodeView, model: string, now: nu
       const victim: EvictableModel = {
         name: m.name,
         sizeGb: m.sizeGb,
-        reloadMs: busy.includes(m) || (usedAt > 0 && now - usedAt < RECENT_USE_MS) ? speed.loadMs : 0,
+        // A busy model's requests waiting there each wait for its reload; an idle one asked for lately, its next.
+        reloadMs: busy.includes(m) ? speed.loadMs * Math.max(1, queue.pending) : usedAt > 0 && now - usedAt < RECENT_USE_MS ? speed.loadMs : 0,
         busyMs: since === null ? 0 : Math.max(0, replyMs - (now - since)),
       };
-      return { victim, busy: busy.includes(m), blob: modelFacts.blobOf(m.name), usedAt };
+      return { victim, busy: busy.includes(m), blob: modelFacts.answeredOf(m.name)?.blob ?? null, usedAt };
     })
     .sort((a, b) => Number(a.busy) - Number(b.busy) || byBlob(a.blob, b.blob) || a.usedAt - b.usedAt)
     .map((v) => v.victim);
-  return { freeGb: reported === null ? null : reported - loadingGb, modelsFree: MAX_LOADED_MODELS - node.loaded.length - loading.length, evictable };
+  return { freeGb: reported === null ? null : reported - loadingGb, modelsFree: MAX_LOADED_MODELS - node.loaded.length - loading.length, evictable, evictsAll: evictBusy };
 }
 
 /** Blobs in path order, those not learned last. */
@@ -216,13 +221,14 @@ const byBlob = (a: string | null, b: string | null) => (a === b ? 0 : a === null
 
 /**
  * What `model` will take loaded on the node: the context the node picks, cut as a candidate's is (effectiveContext) to
- * the largest the fleet shows it loaded with, its trained context likely (herd does not know what its request asked).
+ * its trained context (`trained`: what /api/show said, else the largest the fleet shows it loaded with; herd does not
+ * know what its request asked).
  */
-function expectedLoadGb(node: NodeView, model: string, views: readonly NodeView[]): number {
+function expectedLoadGb(node: NodeView, model: string, views: readonly NodeView[], trained: number | null): number {
   const key = modelKey(model);
   const diskGb = node.availableByKey.get(key)?.sizeGb ?? 0;
   const seen = Math.max(0, ...views.map((v) => v.loadedByKey.get(key)?.contextLength ?? 0));
-  return loadedSizeGb(diskGb, kvGbPerToken(model, diskGb, views), effectiveContext(node.defaultContext, seen || null), 1);
+  return loadedSizeGb(diskGb, kvGbPerToken(model, diskGb, views), effectiveContext(node.defaultContext, trained ?? (seen || null)), 1);
 }
 
 /** The node's loaded models other than `model` with requests running or waiting there: a load must not evict them. */

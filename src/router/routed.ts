@@ -55,5 +55,5 @@ export interface RouterDeps {
   /** Which node served each session's last turn, and whether it likely still holds the prompt. */
   affinity: Pick<SessionAffinity, "holder">;
   /** Each model's trained context: herd's num_ctx never passes it, and a prompt past it is an overflow. */
-  modelFacts: Pick<ModelFacts, "contextLength" | "blobOf">;
+  modelFacts: Pick<ModelFacts, "contextLength" | "answeredOf">;
 }
