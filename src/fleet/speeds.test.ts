@@ -87,15 +87,14 @@ test("the share of its bandwidth a node decodes at, learned where the bandwidth 
   expect(s.predict("max", "m", 10 * GB)).toMatchObject({ decodeTps: expect.closeTo(20), source: "prior" });
 });
 
-test("a node nothing is known of decodes as the slowest other node, prefills by the fleet's ratio and loads at its mean, else the defaults", () => {
+test("a node nothing is known of takes the rest of the fleet's factors, else the default", () => {
   const s = new Speeds();
   expect(s.predict("new", "m", 10 * GB).decodeTps).toBeCloseTo((DEFAULT_BANDWIDTH_GBPS * DECODE_EFFICIENCY) / 10);
   s.observe("a", "m", { ...answer(30, 100, 1000, 600), loadNs: 2e9 }, 10 * GB);
   s.observe("b", "m", { ...answer(10, 100, 1000, 200), loadNs: 4e9 }, 10 * GB);
   const p = s.predict("new", "m", 10 * GB);
-  // b decodes at 10 tokens/s; the fleet prefills 20× faster than it decodes.
-  expect(p.decodeTps).toBeCloseTo(10);
-  expect(p.prefillTps).toBeCloseTo(200);
+  expect(p.decodeTps).toBeCloseTo(20);
+  expect(p.prefillTps).toBeCloseTo(400);
   // Loads of 5 and 2.5 GB/s: 3.75 GB/s on average.
   expect(p.loadMs).toBeCloseTo((10 / 3.75) * 1000);
   expect(p.source).toBe("prior");

@@ -188,7 +188,7 @@ export class Speeds {
     };
     const learnedDecode = own("decode");
     const bandwidth = this.bandwidthGbps(nodeId);
-    const decodeBytesPerS = learnedDecode ?? (bandwidth ? bandwidth * 1e9 * this.efficiency(tallies.nodes) : (slowestDecode(tallies.nodes, nodeId) ?? DEFAULT_BANDWIDTH_GBPS * 1e9 * DECODE_EFFICIENCY));
+    const decodeBytesPerS = learnedDecode ?? (bandwidth ? bandwidth * 1e9 * this.efficiency(tallies.nodes) : (fleet("decode") ?? DEFAULT_BANDWIDTH_GBPS * 1e9 * DECODE_EFFICIENCY));
     // Prefill follows the node's decode speed by the ratio the fleet shows between the two.
     const fleetRatio = ratio(fleet("prefill"), fleet("decode"));
     const learnedPrefill = own("prefill");
@@ -301,15 +301,4 @@ function plausible(r: SpeedRow, now: number): SpeedRow | null {
 
 function ratio(a: number | null, b: number | null): number | null {
   return a !== null && b ? a / b : null;
-}
-
-/**
- * The decode factor of the slowest other node the fleet has learned: the prior of a node whose hardware herd does not
- * know. A Mac fleet spans 68 to 800 GB/s, so the fleet's mean would promise a small Mac several times what it does and
- * send it a burst; taken as slow, it earns its traffic by what it shows (a resident model is explored there).
- */
-function slowestDecode(nodes: Map<string, Tally>, nodeId: string): number | null {
-  let slowest: number | null = null;
-  for (const [id, t] of nodes) if (id !== nodeId && t.decode.n) slowest = Math.min(slowest ?? Infinity, t.decode.sum / t.decode.n);
-  return slowest;
 }
