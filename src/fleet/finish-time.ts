@@ -32,7 +32,8 @@ export interface FinishCandidate {
    * and, for one asked for lately, the load it would then need again; null when the model is resident (no load needs
    * room) or herd knows nothing of the node's models. `evictsAll`: the list holds every model loaded there, so a
    * shortfall after them all is herd's own accounting (free memory reported before a load or unload, a context
-   * guessed), not the node's: Ollama steps an automatic context down to fit, and the node is not left out.
+   * guessed, a model herd took for evicted still running), not the node's: Ollama steps an automatic context down to
+   * fit and unloads a busy model once its requests end, and the node is not left out.
    */
   memory: { freeGb: number | null; modelsFree: number; evictable: EvictableModel[]; evictsAll?: boolean } | null;
   /** herd has learned this model's speed on the node lately: nothing to explore there. */
@@ -137,7 +138,7 @@ export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishReque
       memoryWaitMs = Math.max(memoryWaitMs, m.busyMs);
     }
     if (room < c.sizeGb && !c.memory.evictsAll) return { excluded: `model needs ${round(c.sizeGb)} GB; ${round(room)} GB free even after evicting the models loaded there` };
-    if (evicts.length < unloads) return { excluded: "the node holds as many models as Ollama loads at once, none of them free to unload" };
+    if (evicts.length < unloads && !c.memory.evictsAll) return { excluded: "the node holds as many models as Ollama loads at once, none of them free to unload" };
   }
   const reload = c.reloadsRunner;
   const cached = reload ? 0 : c.cachedPrefixTokens;

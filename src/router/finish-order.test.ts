@@ -111,9 +111,14 @@ test("a load is sized at the trained context an earlier /api/show said, not the 
   }
 });
 
-test("a node whose every loaded model would have to go, and still short by herd's count, is not left out: it evicts them all", () => {
+test("a node whose every loaded model would have to go, and still short by herd's count, is not left out: it evicts them all", async () => {
   const [only] = rank([cold("a", { memoryTotalGb: 64, memoryAvailableGb: 2, loaded: [{ name: OTHER, sizeGb: 3 }] })]);
   expect(only!.evicts).toEqual([OTHER]);
+  // Nor when three models run there that herd took for evicted: its count of models is short, not the node's.
+  const queues = new Queues();
+  for (const m of ["x:1b", "y:1b", "z:1b"]) await queues.acquire("a", m, 1, 1000);
+  const ranked = rank([cold("a", { memoryTotalGb: 64, memoryAvailableGb: 40 }), cold("b", { memoryTotalGb: 64, memoryAvailableGb: 40 })], chat(), null, queues);
+  expect(ranked.map((c) => c.nodeId).sort()).toEqual(["a", "b"]);
 });
 
 test("evicting a busy model costs a reload for each request waiting for it there", async () => {
