@@ -111,6 +111,8 @@ describe("an Ollama client's request", () => {
         if (path === "/api/version") return Response.json({ version: "0.13.5" });
         if (path === "/api/ps") return Response.json({ models: [] });
         if (path === "/api/tags") return Response.json({ models: [{ name: "llama3.2:3b", size: 2_000_000_000 }] });
+        // herd asks once what the model is (its trained context, its blob): not the request relayed.
+        if (path === "/api/show") return Response.json({ capabilities: ["completion"], model_info: {} });
         received.push(await req.json());
         return new Response(`${JSON.stringify({ model: "llama3.2:3b", message: { role: "assistant", content: "ok" }, done: true, done_reason: "stop" })}\n`);
       },

@@ -104,6 +104,8 @@ class FramingNode {
     s.data.buffer = s.data.buffer.subarray(end + 4 + length);
     const [method, path] = head.split(" ");
     if (method === "GET") return send(s, json(probe(path!)));
+    // herd asks after the models a node has loaded (their trained context, their blob): this node has nothing to say.
+    if (path === "/api/show") return send(s, json({ capabilities: ["completion"], model_info: {} }));
     if (!s.data.servedGenerate) this.generateConnections++;
     s.data.servedGenerate = true;
     const request = JSON.parse(body) as { prompt: string; stream?: boolean; images?: string[] };
