@@ -32,6 +32,15 @@ import { compareOnRandomFleets, randomRoutingMarkdown } from "./bench/routing-ra
 import { measureTelemetry, telemetryMarkdown } from "./bench/telemetry.ts";
 import { HOST_TARGET } from "./build.ts";
 
+// Bun's fetch runs at most 256 requests at once and queues the rest (BUN_CONFIG_MAX_HTTP_REQUESTS, read when the process
+// starts). The replays' clients and the node agents' heartbeats share this process: a busy fleet past 256 open requests
+// held the heartbeats back until the routers took every agent's node for offline. So the bench runs itself again with room.
+const MAX_HTTP_REQUESTS = "8192";
+if (process.env.BUN_CONFIG_MAX_HTTP_REQUESTS !== MAX_HTTP_REQUESTS) {
+  const again = Bun.spawn([process.execPath, ...process.argv.slice(1)], { env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: MAX_HTTP_REQUESTS }, stdio: ["inherit", "inherit", "inherit"] });
+  process.exit(await again.exited);
+}
+
 const SECTIONS = ["binary", "overhead", "client", "routing", "load", "telemetry"];
 const asked = process.argv.slice(2);
 const unknown = asked.filter((s) => !SECTIONS.includes(s));
