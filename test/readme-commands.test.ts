@@ -77,6 +77,7 @@ const CANNOT: Record<string, string> = {
   "npm run bench -- telemetry": BENCH,
   "npm run bench -- routing": BENCH,
   "HERD_BENCH_FLEETS=random npm run bench -- routing": BENCH,
+  "HERD_BENCH_FLEETS=fixed npm run bench -- routing": BENCH,
   "npm run bench -- load": BENCH,
   "npm run bench -- overhead": BENCH,
   "npm run bench -- overhead client": BENCH,
