@@ -14,6 +14,8 @@ const LOOKUP_MS = 2000;
 const RETRY_MS = 30_000;
 /** A bound on what is remembered, whatever names clients send. */
 const MAX_MODELS = 1000;
+/** The lookups one askLoaded begins at most: a node that lists a thousand loaded models is asked about them a few at a time. */
+const ASK_LOADED_AT_ONCE = 8;
 
 export interface ModelFact {
   capabilities: string[];
@@ -58,7 +60,15 @@ export class ModelFacts {
 
   /** Asks after every model loaded on a node that herd has not asked about: an eviction's order needs their blobs before it is priced. */
   askLoaded(): void {
-    for (const node of this.registry.all()) for (const m of node.ollama?.models_loaded ?? []) if (!this.known.has(modelKey(m.name))) void this.of(m.name);
+    let begun = 0;
+    for (const node of this.registry.all()) {
+      for (const m of node.ollama?.models_loaded ?? []) {
+        if (begun >= ASK_LOADED_AT_ONCE) return;
+        if (this.known.has(modelKey(m.name))) continue;
+        void this.of(m.name);
+        begun++;
+      }
+    }
   }
 
   /** What a lookup has said of the model, without waiting (one is begun when none has been); null until one has. */
