@@ -30,7 +30,7 @@ export interface FinishCandidate {
    * before Ollama unloads one (OLLAMA_MAX_LOADED_MODELS), and the loaded models a load may evict, in the order the
    * node evicts them (the idle ones, then the busy ones), each with its size, how long its running requests still take
    * and, for one asked for lately, the load it would then need again; null when the model is resident (no load needs
-   * room) or herd knows nothing of the node's models. `evictsAll`: the list holds every model loaded there, so a
+   * room). `evictsAll`: the list holds every model loaded there, so a
    * shortfall after them all is herd's own accounting (free memory reported before a load or unload, a context
    * guessed, a model herd took for evicted still running), not the node's: Ollama steps an automatic context down to
    * fit and unloads a busy model once its requests end, and the node is not left out.

@@ -183,7 +183,7 @@ const typicalReply = ({ speeds }: FinishSources, model: string) => speeds.typica
  * first busy one once its requests end; herd takes every keep_alive to be the same, and puts a model whose blob it has
  * not learned yet last, least recently used first). Each asked for within RECENT_USE_MS is priced at its load there,
  * a busy one at its load for each request waiting for it there.
- * `evictBusy` false: only the idle ones. Null when unknown.
+ * `evictBusy` false: only the idle ones (a replica warm). The free GB is null when the node's memory is unknown.
  */
 function memoryOf(sources: FinishSources, node: NodeView, model: string, now: number, views: readonly NodeView[], evictBusy: boolean): FinishCandidate["memory"] {
   const { registry, speeds, queues, modelFacts } = sources;
@@ -195,21 +195,22 @@ function memoryOf(sources: FinishSources, node: NodeView, model: string, now: nu
   const evictable = node.loaded
     .filter((m) => modelKey(m.name) !== modelKey(model) && (evictBusy || !busy.includes(m)))
     .map((m) => {
+      const isBusy = busy.includes(m);
       const name = normalizeModelName(m.name);
       const queue = queues.view(node.id, name);
       const usedAt = queue.lastDispatchAt;
       const bytes = diskBytes(registry.get(node.id), m.name) || m.sizeGb * GB;
       const speed = speeds.predict(node.id, m.name, bytes, now);
-      const since = busy.includes(m) ? queues.oldestRunningSince(node.id, name) : null;
+      const since = isBusy ? queues.oldestRunningSince(node.id, name) : null;
       const replyMs = ((speeds.typicalReply(m.name) ?? DEFAULT_REPLY_TOKENS) / speed.decodeTps) * 1000;
       const victim: EvictableModel = {
         name: m.name,
         sizeGb: m.sizeGb,
         // A busy model's requests waiting there each wait for its reload; an idle one asked for lately, its next.
-        reloadMs: busy.includes(m) ? speed.loadMs * Math.max(1, queue.pending) : usedAt > 0 && now - usedAt < RECENT_USE_MS ? speed.loadMs : 0,
+        reloadMs: isBusy ? speed.loadMs * Math.max(1, queue.pending) : usedAt > 0 && now - usedAt < RECENT_USE_MS ? speed.loadMs : 0,
         busyMs: since === null ? 0 : Math.max(0, replyMs - (now - since)),
       };
-      return { victim, busy: busy.includes(m), blob: modelFacts.answeredOf(m.name)?.blob ?? null, usedAt };
+      return { victim, busy: isBusy, blob: modelFacts.answeredOf(m.name)?.blob ?? null, usedAt };
     })
     .sort((a, b) => Number(a.busy) - Number(b.busy) || byBlob(a.blob, b.blob) || a.usedAt - b.usedAt)
     .map((v) => v.victim);
