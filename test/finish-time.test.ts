@@ -5,7 +5,8 @@
 //   of the model's requests, if it would cost at most EXPLORE_RATIO × the best; once learned, it is judged on it;
 // - eviction pricing: a load that would evict a model asked for within RECENT_USE_MS pays that model's reload in
 //   the choice, so it goes where the model it evicts was not asked for; and herd expects the victim Ollama picks
-//   (by its weights' blob path, /api/show's FROM, not the least recently used), a fourth model's included;
+//   (by its weights' blob path, /api/show's FROM, not the least recently used), a fourth model's included; a node of
+//   unknown memory, once it has unloaded a model for room, is taken to hold the most it held;
 // - streams: a stream is ranked by its first token and part of its decode (STREAM_DECODE_WEIGHT), so a node that
 //   starts sooner but decodes slower gets a stream, and not a whole answer.
 import { describe, expect, test } from "bun:test";
@@ -145,6 +146,21 @@ test("a fourth model evicts the one Ollama picks, the first by its weights' blob
   expect(load.breakdown.evict_ms).toBe(EVICT_MS);
   expect([...(sims[0]!.state().loaded ?? [])].sort()).toEqual([...rest, wanted].sort());
   expect((await loadedOn(url, "n")).sort()).toEqual([...rest].sort());
+}, 20_000);
+
+test("a node of unknown memory, once seen unloading a model for room, is priced with the evictions a load makes there", async () => {
+  const [small, big, wanted] = ["llama3.2:3b", "llama3.1:8b", "qwen3:8b"];
+  // Agentless, its memory declared nowhere: 12 GB holds two of the three, not all of them.
+  const { url, sims } = await fleet([{ id: "n", models: [small, big, wanted], loaded: [small, big], memoryGb: 12, contextLength: 4096, config: { contextLength: 4096 } }]);
+  // Two loaded of the three Ollama holds: herd knows only the count, and expects no eviction.
+  const first = await ask(url, wanted);
+  expect(first.breakdown.evict_ms).toBe(0);
+  const kept = sims[0]!.state().loaded ?? [];
+  expect(kept).toHaveLength(2); // the node did unload one, for room
+  await eventually(async () => (await loadedOn(url, "n")).sort().join() === [...kept].sort().join(), 5000, "the unload in a report");
+  // Now herd takes the most it held as its memory: loading the one it unloaded evicts another.
+  const gone = [small, big].find((m) => !kept.includes(m))!;
+  expect((await ask(url, gone)).breakdown.evict_ms).toBe(EVICT_MS);
 }, 20_000);
 
 test("a stream goes to the node whose first token comes sooner; a whole answer to the one that finishes sooner", async () => {

@@ -227,6 +227,11 @@ describe("agent nodes (herd node sends heartbeats)", () => {
     expect([blob.status, ((await blob.json()) as any).error]).toEqual([400, "invalid heartbeat: ollama.models_available[1]: an entry longer than 4096 characters, got Object"]);
     const size = await post(JSON.stringify({ node_id: "x", ollama: { models_loaded: [{ name: "m:1b", size: "huge" }] } }));
     expect(((await size.json()) as any).error).toContain(`ollama.models_loaded[0].size: expected a number, got "huge"`);
+    // Sizes are bounded too: a thousand of them must add up to a figure routing can subtract from.
+    const vast = await post(JSON.stringify({ node_id: "x", ollama: { models_loaded: [{ name: "m:1b", size_gb: 1e300 }] } }));
+    expect([vast.status, ((await vast.json()) as any).error]).toEqual([400, expect.stringContaining("ollama.models_loaded[0].size_gb: ")]);
+    const bytes = await post(JSON.stringify({ node_id: "x", ollama: { models_loaded: [{ name: "m:1b", size: 1e300 }] } }));
+    expect([bytes.status, ((await bytes.json()) as any).error]).toEqual([400, expect.stringContaining("ollama.models_loaded[0].size: ")]);
     const ok = await post(JSON.stringify({ node_id: "x" }));
     expect(await ok.json()).toEqual({ status: "ok", node_status: "online" });
     expect((await post("{not json")).status).toBe(400);

@@ -18,7 +18,10 @@ const MAX_ENTRY_CHARS = 4096;
  */
 export const nodeText = (max: number) => v.pipe(v.string(), v.maxLength(max), v.transform(oneLine));
 const text = nodeText;
-const amount = v.pipe(v.number(), v.minValue(0));
+/** Bytes, tokens: a whole number's range, so a thousand of them still add up to a finite sum. */
+const amount = v.pipe(v.number(), v.minValue(0), v.maxValue(Number.MAX_SAFE_INTEGER));
+/** A size in GB past any machine, as the heartbeat's GB figures are bounded. */
+const MAX_MODEL_GB = 1_000_000;
 
 const modelName = v.pipe(text(512), v.nonEmpty("a model name must not be empty"));
 /** What a node's /api/version says. */
@@ -52,7 +55,7 @@ export const tagEntry = small(v.looseObject({ ...common, modified_at: v.optional
 
 /** An /api/ps entry, with seed 000's size_gb: what it takes in memory, in GB. */
 export const psEntry = small(
-  v.looseObject({ ...common, size_vram: v.optional(amount), context_length: v.optional(amount), expires_at: v.optional(text(64)), size_gb: v.optional(amount, 0) }),
+  v.looseObject({ ...common, size_vram: v.optional(amount), context_length: v.optional(amount), expires_at: v.optional(text(64)), size_gb: v.optional(v.pipe(amount, v.maxValue(MAX_MODEL_GB)), 0) }),
 );
 
 /** A node's list of models, held to MAX_MODELS. */

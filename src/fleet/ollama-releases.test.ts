@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { defaultContext, defaultParallel, effectiveContext, gpuMemoryGiB, parseVersion, servesImages } from "./ollama-releases.ts";
+import { automaticContextShown, defaultContext, defaultParallel, effectiveContext, gpuMemoryGiB, parseVersion, servesImages } from "./ollama-releases.ts";
 
 test("versions as Ollama prints them; anything else cannot be placed", () => {
   expect([parseVersion("0.9.7"), parseVersion("v0.33.0-rc2"), parseVersion("0.13"), parseVersion("dev"), parseVersion(null)]).toEqual([[0, 9, 7], [0, 33, 0], [0, 13, 0], null, null]);
@@ -18,6 +18,19 @@ test("the default context by release and memory; known only when herd can place 
   expect(defaultContext("0.15.4", 192)).toEqual({ numCtx: 4096, known: true });
   expect(defaultContext("0.15.5", null)).toEqual({ numCtx: 4096, known: false });
   expect(defaultContext("nightly", 192)).toEqual({ numCtx: 4096, known: false });
+});
+
+test("a loaded model's context shows a node's automatic tier, and the least memory that gives it", () => {
+  // Past 32768: only the biggest tier (a model's trained 131072 cut from 262144); 32768 exactly: the middle one or more.
+  expect([131072, 262144, 32768].map(automaticContextShown)).toEqual([
+    { numCtx: 262144, memoryGiB: 47 / 0.75 },
+    { numCtx: 262144, memoryGiB: 47 / 0.75 },
+    { numCtx: 32768, memoryGiB: 32 },
+  ]);
+  // What the tier needs: the memory whose working set reaches it.
+  expect(defaultContext("0.33.0", 47 / 0.75).numCtx).toBe(262144);
+  // Any other context (a model trained on 8192, a client's num_ctx) says nothing.
+  expect([0, 4096, 8192, 16384].map(automaticContextShown)).toEqual([null, null, null, null]);
 });
 
 test("a context past the trained one is cut to it", () => {

@@ -57,7 +57,28 @@ export function defaultContext(version: string | null | undefined, memoryGiB: nu
   if (byMemory === false) return { numCtx: 4096, known: true };
   if (byMemory === null || memoryGiB === null) return { numCtx: 4096, known: false };
   const gpu = gpuMemoryGiB(memoryGiB);
-  return { numCtx: gpu >= 47 ? 262144 : gpu >= 23 ? 32768 : 4096, known: true };
+  return { numCtx: AUTOMATIC_CONTEXTS.find((t) => gpu >= t.fromGpuGiB)!.numCtx, known: true };
+}
+
+/** The automatic contexts by GPU memory (server/routes.go Serve, commit 0334ffa62), the biggest first. */
+const AUTOMATIC_CONTEXTS = [
+  { fromGpuGiB: 47, numCtx: 262144 },
+  { fromGpuGiB: 23, numCtx: 32768 },
+  { fromGpuGiB: 0, numCtx: 4096 },
+] as const;
+
+/**
+ * What a model loaded with `contextLength` shows of a node whose memory herd does not know: the least automatic context
+ * it has and the least memory that gives (GiB). A context past the middle tier comes only from the biggest (cut to the
+ * model's trained context) or a client's ask; one of a tier's size exactly, from that tier or a bigger one; any other
+ * says nothing. Null when it shows nothing past the smallest tier.
+ */
+export function automaticContextShown(contextLength: number): { numCtx: number; memoryGiB: number } | null {
+  const tier = AUTOMATIC_CONTEXTS.find((t, i) => contextLength === t.numCtx || (i === 0 && contextLength > AUTOMATIC_CONTEXTS[1].numCtx));
+  if (!tier || tier.fromGpuGiB === 0) return null;
+  // gpuMemoryGiB turned around: two thirds up to 32 GiB, three quarters above.
+  const memoryGiB = tier.fromGpuGiB <= 64 / 3 ? tier.fromGpuGiB * 1.5 : Math.max(32, tier.fromGpuGiB / 0.75);
+  return { numCtx: tier.numCtx, memoryGiB };
 }
 
 /**

@@ -164,3 +164,49 @@ test("a model herd expects a load to evict is gone from the node's loaded list a
   quietly(() => registry.polled("studio", { ...report, models_loaded: loaded(["qwen3:8b", "llama3.2:3b"]) })); // the node still has it after all: its word wins
   expect(studio.ollama!.models_loaded.map((m) => m.name)).toEqual(["qwen3:8b", "llama3.2:3b"]);
 });
+
+test("the most a node's loaded models took together in any report is kept, an eviction herd expects leaves it, and it goes with the agent", () => {
+  const registry = new Registry(config);
+  quietly(() => {
+    registry.polled("studio", report({ "m0:1b": 10, "m1:1b": 5 }));
+    registry.polled("studio", report({ "m1:1b": 3 }));
+  });
+  const studio = registry.get("studio")!;
+  expect(studio.mostLoadedGb).toBe(15);
+  markEvicted(studio, ["m1:1b"]);
+  expect(studio.mostLoadedGb).toBe(15);
+  quietly(() => {
+    registry.heartbeat({ node_id: "den", ollama: report({ "a:1b": 8, "b:1b": 8 }) }, null, true);
+    registry.heartbeat({ node_id: "den", goodbye: true }, null, true);
+  });
+  expect(registry.get("den")!.mostLoadedGb).toBe(0);
+});
+
+test("a node's Ollama unloaded a model for room when a load came with more unloads than its count of models explains", () => {
+  const registry = new Registry(config);
+  const seen = (...reports: Record<string, number>[]) => {
+    quietly(() => {
+      for (const r of reports) registry.polled("studio", report(r));
+    });
+    return registry.get("studio")!.unloadedForRoom;
+  };
+  // A fourth model unloads one by the count (3); one unloaded with no load beside it ran out its keep_alive.
+  expect(seen({ a: 1, b: 1, c: 1 }, { b: 1, c: 1, d: 1 }, { c: 1, d: 1 })).toBe(false);
+  // A load that took two others with it: room.
+  expect(seen({ c: 1, d: 1, e: 1 }, { e: 1, f: 20 })).toBe(true);
+});
+
+const report = (sizes: Record<string, number>) => ({ ...down, reachable: true, error: null, models_loaded: Object.entries(sizes).map(([name, size_gb]) => ({ name, size_gb })) });
+
+test("a node of unknown memory takes the automatic context its loaded models show, kept once they unload", () => {
+  const registry = new Registry(config);
+  const ps = (context_length: number | undefined) => ({ ...down, reachable: true, error: null, version: "0.33.0", models_loaded: context_length === undefined ? [] : [{ name: "gemma3:12b", size_gb: 9, context_length }] });
+  quietly(() => registry.polled("studio", ps(8192)));
+  const studio = registry.get("studio")!;
+  expect(registry.defaultContextOf(studio)).toEqual({ numCtx: 4096, source: "assumed" });
+  quietly(() => {
+    registry.polled("studio", ps(131072));
+    registry.polled("studio", ps(undefined));
+  });
+  expect(registry.defaultContextOf(studio)).toEqual({ numCtx: 262144, source: "shown" });
+});

@@ -12,7 +12,7 @@ import { readSlots } from "../store/slots.ts";
 import { heldToDeclared, SERVICE_FIELDS } from "./declared-services.ts";
 import { sameModel } from "./model-name.ts";
 import { isCloud } from "./node-models.ts";
-import { defaultContext, defaultParallel } from "./ollama-releases.ts";
+import { automaticContextShown, defaultContext, defaultParallel, MAX_LOADED_MODELS } from "./ollama-releases.ts";
 import { LearnedSlots } from "./slots.ts";
 import type { Heartbeat, OllamaSection } from "./heartbeat.ts";
 
@@ -70,6 +70,15 @@ export interface NodeRecord {
   pulledAt: Map<string, number>;
   /** Loads and unloads seen between successive reports in the last hour, oldest first. */
   loadEvents: LoadEvent[];
+  /** The most memory its loaded models took together in any report, in GB: the least it has (its Ollama loaded them all). */
+  mostLoadedGb: number;
+  /** The biggest context a loaded model showed in any report: what it says of the node's automatic context (ollama-releases.ts automaticContextShown). */
+  mostContextShown: number;
+  /**
+   * Between two reports its Ollama loaded a model and unloaded more than its count of models (MAX_LOADED_MODELS)
+   * explains: it ran short of room, so its memory is about the most it held.
+   */
+  unloadedForRoom: boolean;
 }
 
 /** What is known of a node's machine, reported or declared; null where nothing says. */
@@ -129,12 +138,17 @@ export class Registry {
     return this.defaultContextOf(node).numCtx;
   }
 
-  /** defaultContext and where it comes from: the config, the node's release and memory, or the smallest tier assumed. */
-  defaultContextOf(node: NodeRecord): { numCtx: number; source: "config" | "release" | "assumed" } {
+  /**
+   * defaultContext and where it comes from: the config, the node's release and memory, the contexts its loaded models
+   * showed (its memory unknown), or the smallest tier assumed.
+   */
+  defaultContextOf(node: NodeRecord): { numCtx: number; source: "config" | "release" | "shown" | "assumed" } {
     const declared = this.declared.get(node.id)?.contextLength;
     if (declared !== undefined) return { numCtx: declared, source: "config" };
     const { numCtx, known } = defaultContext(node.ollama?.version, this.hardware(node).memoryTotalGb);
-    return { numCtx, source: known ? "release" : "assumed" };
+    if (known) return { numCtx, source: "release" };
+    const shown = automaticContextShown(node.mostContextShown);
+    return shown ? { numCtx: shown.numCtx, source: "shown" } : { numCtx, source: "assumed" };
   }
 
   /** Where the node's `parallel` comes from, in the words of the other figures' sources: its config entry, its answers, or the default. */
@@ -228,6 +242,9 @@ export class Registry {
     node.lastSeen = null;
     node.report = {};
     node.ollama = null;
+    node.mostLoadedGb = 0;
+    node.mostContextShown = 0;
+    node.unloadedForRoom = false;
     this.transition(node, "offline", "its agent stopped");
     return node;
   }
@@ -262,6 +279,8 @@ export class Registry {
     // The oldest first (a Map keeps insertion order): a report may unload a thousand new names a beat.
     for (const name of node.unloadedAt.keys()) if (node.unloadedAt.size > MAX_WARM) node.unloadedAt.delete(name);
     recordLoadEvents(node, next, now);
+    node.mostLoadedGb = Math.max(node.mostLoadedGb, next.models_loaded.reduce((sum, m) => sum + m.size_gb, 0));
+    node.mostContextShown = Math.max(node.mostContextShown, ...next.models_loaded.map((m) => m.context_length ?? 0));
     node.ollama = withRecentPulls(node, next, now);
   }
 
@@ -395,6 +414,9 @@ function blank(id: string): NodeRecord {
     unloadedAt: new Map(),
     pulledAt: new Map(),
     loadEvents: [],
+    mostLoadedGb: 0,
+    mostContextShown: 0,
+    unloadedForRoom: false,
   };
 }
 
@@ -414,8 +436,11 @@ function recordLoadEvents(node: NodeRecord, next: OllamaSection, now: number): v
   if (previous?.reachable && next.reachable) {
     const before = new Set(previous.models_loaded.map((m) => m.name));
     const after = new Set(next.models_loaded.map((m) => m.name));
-    for (const model of after) if (!before.has(model)) node.loadEvents.push({ model, event: "load", at: now });
-    for (const model of before) if (!after.has(model)) node.loadEvents.push({ model, event: "unload", at: now });
+    const loads = [...after].filter((model) => !before.has(model));
+    const unloads = [...before].filter((model) => !after.has(model));
+    for (const model of loads) node.loadEvents.push({ model, event: "load", at: now });
+    for (const model of unloads) node.loadEvents.push({ model, event: "unload", at: now });
+    if (loads.length && unloads.length > Math.max(0, before.size + loads.length - MAX_LOADED_MODELS)) node.unloadedForRoom = true;
   }
   const recent = node.loadEvents.findIndex((e) => now - e.at <= LOAD_EVENTS_FOR_MS);
   const stale = recent === -1 ? node.loadEvents.length : recent;

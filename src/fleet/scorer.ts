@@ -23,6 +23,13 @@ export interface NodeView {
   /** What the loaded models take together, and the biggest model on disk, in GB: worked out once per list the node reports. */
   loadedGb: number;
   largestOnDiskGb: number;
+  /**
+   * The least memory its reports showed it has, in GB: the most its loaded models took together, or what the contexts
+   * they were loaded with take (ollama-releases.ts automaticContextShown); and whether its Ollama has unloaded a model
+   * for room (fleet/registry.ts NodeRecord).
+   */
+  memoryShownGb: number;
+  unloadedForRoom: boolean;
   /** Models this node unloaded recently: a reload is faster (files in page cache). */
   recentlyLoaded: string[];
   /** The context its Ollama loads a model with when a request asks none, before the model's trained context caps it. */

@@ -101,7 +101,8 @@ const round1 = (n: number) => Math.round(n * 10) / 10;
  * Seed 000's optional `capacity`: how fast herd has found the node, per GB of model (decode ≈ its effective memory
  * bandwidth), the requests it runs at once per model, and the context its Ollama loads a model with when asked none;
  * `sources` says where each came from (parallel: `config`, `learned` from its answers, or the `prior`, its release's
- * default; default_context: `config`, its `release` and memory, or `assumed`, the smallest, when herd cannot place them).
+ * default; default_context: `config`, its `release` and memory, `shown` by its loaded models' contexts, or `assumed`, the smallest,
+ * when herd cannot place them).
  */
 function capacityJson(registry: Registry, speeds: Speeds, nodeId: string) {
   const f = speeds.factor(nodeId);

@@ -39,6 +39,7 @@ export function nodeView(id: string, over: Partial<Omit<NodeView, "id" | "loaded
     onlineForS: 3600,
     recentlyLoaded: [],
     defaultContext: 4096,
+    unloadedForRoom: false,
     ...over,
     loaded,
     available,
@@ -46,6 +47,7 @@ export function nodeView(id: string, over: Partial<Omit<NodeView, "id" | "loaded
     availableByKey: byKey(available),
     loadedGb: loaded.reduce((sum, m) => sum + m.sizeGb, 0),
     largestOnDiskGb: Math.max(0, ...available.map((m) => m.sizeGb)),
+    memoryShownGb: over.memoryShownGb ?? loaded.reduce((sum, m) => sum + m.sizeGb, 0),
   };
 }
 

@@ -137,6 +137,19 @@ test("a node of unknown memory that holds three models unloads one for a fourth 
   expect(rank([cold("n", { memoryTotalGb: null, memoryAvailableGb: null, loaded: three.slice(1) })])[0]!.evicts).toEqual([]);
 });
 
+test("a node of unknown memory that has unloaded a model for room has what it evidently held: the most its loaded models took together, or its biggest model on disk", () => {
+  const unknown = { memoryTotalGb: null, memoryAvailableGb: null, loaded: [{ name: OTHER, sizeGb: 10 }], unloadedForRoom: true };
+  const load = (over: Partial<NodeView>) => rank([cold("n", { ...unknown, ...over })])[0]!;
+  // 20 GB of weights beside 10 GB loaded: a node that once held 40 GB of models has room.
+  expect(load({ memoryShownGb: 40 }).evicts).toEqual([]);
+  // One that never held more than 25 GB, nor has a bigger model on disk, must evict the loaded one first.
+  expect(load({ memoryShownGb: 25 })).toMatchObject({ evicts: [OTHER], prediction: { breakdown: { evict_ms: 500 } } });
+  // Its biggest model on disk, 40 GB, it can hold: room beside the 10 GB.
+  expect(load({ memoryShownGb: 10, available: [{ name: MODEL, sizeGb: 20 }, { name: "big:70b", sizeGb: 40 }] }).evicts).toEqual([]);
+  // Before it has unloaded one for room, only its count of models is known: nothing to evict.
+  expect(load({ memoryShownGb: 25, unloadedForRoom: false }).evicts).toEqual([]);
+});
+
 test("a node:model with a request running counts as resident (loaded or loading) before the next report says so", async () => {
   const queues = new Queues();
   await queues.acquire("a", MODEL, 2, 1000);

@@ -187,7 +187,9 @@ const typicalReply = ({ speeds }: FinishSources, model: string) => speeds.typica
  */
 function memoryOf(sources: FinishSources, node: NodeView, model: string, now: number, views: readonly NodeView[], evictBusy: boolean): FinishCandidate["memory"] {
   const { registry, speeds, queues, modelFacts } = sources;
-  const reported = node.memoryAvailableGb ?? (node.memoryTotalGb === null ? null : node.memoryTotalGb - OS_RESERVE_GB - node.loadedGb);
+  // Of a node whose memory is unknown, once it has unloaded a model for room: about what it evidently held.
+  const total = node.memoryTotalGb === null ? (node.unloadedForRoom ? evidentMemoryGb(node) : null) : node.memoryTotalGb - OS_RESERVE_GB;
+  const reported = node.memoryAvailableGb ?? (total === null ? null : total - node.loadedGb);
   // A model herd is loading there (a request of it runs, the node has not reported it yet) takes its room and its place already.
   const loading = queues.runningModels(node.id).filter((m) => modelKey(m) !== modelKey(model) && !node.loadedByKey.has(modelKey(m)));
   const loadingGb = reported === null ? 0 : loading.reduce((sum, m) => sum + expectedLoadGb(node, m, views, modelFacts.answeredOf(m)?.contextLength ?? null), 0);
@@ -241,7 +243,10 @@ function busyModels(node: NodeView, model: string, queues: Queues): LoadedModel[
   });
 }
 
-/** The node's memory as reported or declared, else the least it must have: its loaded models together, or its biggest on disk. */
+/**
+ * The node's memory as reported or declared, else the least it must have: what its reports showed (NodeView
+ * memoryShownGb), its loaded models together, or its biggest model on disk.
+ */
 function evidentMemoryGb(node: NodeView): number {
-  return node.memoryTotalGb ?? Math.max(node.loadedGb, node.largestOnDiskGb);
+  return node.memoryTotalGb ?? Math.max(node.memoryShownGb, node.loadedGb, node.largestOnDiskGb);
 }

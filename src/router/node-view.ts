@@ -1,6 +1,7 @@
 // A node as the scorer and the estimate read it (fleet/scorer.ts:NodeView), from the registry's record: built per
 // request, so its model lists are viewed once per list the node reports, not once per request.
 import { modelKey } from "../fleet/model-name.ts";
+import { automaticContextShown } from "../fleet/ollama-releases.ts";
 import { diskGb, isCloud } from "../fleet/node-models.ts";
 import type { OllamaSection } from "../fleet/heartbeat.ts";
 import type { NodeRecord, Registry } from "../fleet/registry.ts";
@@ -25,6 +26,8 @@ export function nodeView(registry: Registry, node: NodeRecord): NodeView {
     availableByKey: available.byKey,
     loadedGb: loaded.totalGb,
     largestOnDiskGb: available.largestGb,
+    memoryShownGb: Math.max(node.mostLoadedGb, automaticContextShown(node.mostContextShown)?.memoryGiB ?? 0),
+    unloadedForRoom: node.unloadedForRoom,
     recentlyLoaded: [...node.unloadedAt.keys()],
     defaultContext: registry.defaultContext(node),
   };
