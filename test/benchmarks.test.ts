@@ -44,7 +44,8 @@ beforeAll(async () => {
   );
   const dir = tmpDir();
   const file = join(dir, "herd.config.ts");
-  const nodes = sims.map((s) => ({ id: s.id, ollama: s.url }));
+  // Alike Macs, declared alike: a node herd has not timed yet is then taken to be as fast as the one it has.
+  const nodes = sims.map((s) => ({ id: s.id, ollama: s.url, hardware: { bandwidthGbps: 400 } }));
   writeFileSync(file, `export default { nodes: ${JSON.stringify(nodes)}, heartbeat: { intervalMs: 30000, timeoutMs: 60000, offlineMs: 120000 } };\n`);
   url = (await startRouterProcess(["serve", "--config", file, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")])).url;
   await eventually(async () => (await getJson(`${url}/fleet/status`)).nodes.every((n: any) => n.status === "online"), 3000, "both nodes online");

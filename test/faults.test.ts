@@ -44,7 +44,8 @@ async function fleet(specs: NodeSpec[], timeouts: Record<string, number> = {}) {
   const dir = tmpDir();
   const file = join(dir, "herd.config.json");
   const config = {
-    nodes: nodes.map((n) => ({ id: n.id, ollama: n.url })),
+    // Alike Macs, declared alike: a node herd has not timed yet is then taken to be as fast as the one it has.
+    nodes: nodes.map((n) => ({ id: n.id, ollama: n.url, hardware: { bandwidthGbps: 400 } })),
     heartbeat: FAST,
     timeouts: { connectMs: 300, ...timeouts },
     // A model nobody has fails at once rather than being pulled; no fallback to another model.

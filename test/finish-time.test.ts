@@ -105,14 +105,15 @@ describe("exploring a node whose speed for the model herd has not learned", () =
 test("a load that must evict a model asked for lately pays its reload: it goes where the model it evicts was not asked for", async () => {
   const [used, unused, wanted] = ["llama3.2:3b", MODEL, "llama3.1:8b"];
   // Declared memory (herd leaves 6 GB to the OS) where the 5.2 GB wanted fits only by evicting: a's 2.2 GB `used`, or
-  // b's 1.5 GB `unused`. Were the evictions priced alike, the tie would go to a, the bigger machine. The sims hold what herd leaves.
+  // b's 1.5 GB `unused`. Were the evictions priced alike, the tie would go to a, the bigger machine. The sims hold what
+  // herd leaves; the bandwidths are alike, so b, not run yet, is taken to be as fast as a.
   const node = (id: string, memoryGb: number, loaded: string) => ({
     id,
     models: [loaded, wanted],
     loaded: [loaded],
     memoryGb: memoryGb - 6,
     contextLength: 4096,
-    config: { parallel: 1, contextLength: 4096, hardware: { memoryGb } },
+    config: { parallel: 1, contextLength: 4096, hardware: { memoryGb, bandwidthGbps: 400 } },
   });
   const { url, sims, seen } = await fleet([node("a", 12.6, used), node("b", 11.8, unused)]);
   expect((await ask(url, used)).node).toBe("a");

@@ -205,9 +205,10 @@ describe("a node that lies about its speed", () => {
     writeFileSync(
       join(dir, "herd.config.json"),
       JSON.stringify({
+        // Declared alike: until herd has timed the liar, it is taken to be as fast as the honest nodes.
         nodes: [
-          { id: "liar", ollama: `http://127.0.0.1:${liar.port}` },
-          ...honest.map((h) => ({ id: h.id, ollama: h.url })),
+          { id: "liar", ollama: `http://127.0.0.1:${liar.port}`, hardware: { bandwidthGbps: 400 } },
+          ...honest.map((h) => ({ id: h.id, ollama: h.url, hardware: { bandwidthGbps: 400 } })),
         ],
         routing: { sessionAffinity: false },
         features: { autoPull: false },

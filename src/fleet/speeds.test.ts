@@ -90,14 +90,23 @@ test("the share of its bandwidth a node decodes at, learned where the bandwidth 
 test("a node nothing is known of takes the rest of the fleet's factors, else the default", () => {
   const s = new Speeds();
   expect(s.predict("new", "m", 10 * GB).decodeTps).toBeCloseTo((DEFAULT_BANDWIDTH_GBPS * DECODE_EFFICIENCY) / 10);
-  s.observe("a", "m", { ...answer(30, 100, 1000, 600), loadNs: 2e9 }, 10 * GB);
-  s.observe("b", "m", { ...answer(10, 100, 1000, 200), loadNs: 4e9 }, 10 * GB);
+  s.observe("a", "m", { ...answer(12, 100, 1000, 240), loadNs: 2e9 }, 10 * GB);
+  s.observe("b", "m", { ...answer(4, 100, 1000, 80), loadNs: 4e9 }, 10 * GB);
   const p = s.predict("new", "m", 10 * GB);
-  expect(p.decodeTps).toBeCloseTo(20);
-  expect(p.prefillTps).toBeCloseTo(400);
+  expect(p.decodeTps).toBeCloseTo(8);
+  expect(p.prefillTps).toBeCloseTo(160);
   // Loads of 5 and 2.5 GB/s: 3.75 GB/s on average.
   expect(p.loadMs).toBeCloseTo((10 / 3.75) * 1000);
   expect(p.source).toBe("prior");
+});
+
+test("a node nothing is known of is never taken faster than a Mac of the default bandwidth, however fast the fleet", () => {
+  const s = new Speeds();
+  s.observe("ultra", "m", answer(60, 100, 1000, 1200), 10 * GB);
+  s.observe("max", "m", answer(40, 100, 1000, 800), 10 * GB);
+  const p = s.predict("new", "m", 10 * GB);
+  expect(p.decodeTps).toBeCloseTo((DEFAULT_BANDWIDTH_GBPS * DECODE_EFFICIENCY) / 10);
+  expect(p.prefillTps).toBeCloseTo(((DEFAULT_BANDWIDTH_GBPS * DECODE_EFFICIENCY) / 10) * 20);
 });
 
 test("a node's own learned decode factor sets its prefill by the fleet's prefill/decode ratio", () => {

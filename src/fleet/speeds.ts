@@ -188,7 +188,11 @@ export class Speeds {
     };
     const learnedDecode = own("decode");
     const bandwidth = this.bandwidthGbps(nodeId);
-    const decodeBytesPerS = learnedDecode ?? (bandwidth ? bandwidth * 1e9 * this.efficiency(tallies.nodes) : (fleet("decode") ?? DEFAULT_BANDWIDTH_GBPS * 1e9 * DECODE_EFFICIENCY));
+    const efficiency = this.efficiency(tallies.nodes);
+    // A node of unknown bandwidth is taken as the fleet's average, but never faster than a Pro-class Mac: taken too
+    // fast, a base chip keeps a request tens of seconds; too slow, a faster one serves less until herd learns it.
+    const unknown = Math.min(fleet("decode") ?? Infinity, DEFAULT_BANDWIDTH_GBPS * 1e9 * efficiency);
+    const decodeBytesPerS = learnedDecode ?? (bandwidth ? bandwidth * 1e9 * efficiency : unknown);
     // Prefill follows the node's decode speed by the ratio the fleet shows between the two.
     const fleetRatio = ratio(fleet("prefill"), fleet("decode"));
     const learnedPrefill = own("prefill");
