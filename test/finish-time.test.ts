@@ -2,7 +2,8 @@
 // a real router process over simulated Ollama nodes, read from the node that served each request (X-Fleet-Node) and
 // the estimate it was chosen by (X-Fleet-Prediction-Breakdown):
 // - explore: a node that has the model loaded but whose speed for it herd has not learned gets one in EXPLORE_EVERY
-//   of the model's requests, if it would cost at most EXPLORE_RATIO × the best; once learned, it is judged on it;
+//   of the model's requests, if it would cost at most EXPLORE_RATIO × the best (one of unknown bandwidth, at the
+//   fleet's speed); once learned, it is judged on it;
 // - eviction pricing: a load that would evict a model asked for within RECENT_USE_MS pays that model's reload in
 //   the choice, so it goes where the model it evicts was not asked for; and herd expects the victim Ollama picks
 //   (by its weights' blob path, /api/show's FROM, not the least recently used), a fourth model's included; a node of
@@ -64,14 +65,14 @@ describe("exploring a node whose speed for the model herd has not learned", () =
    * speed its declared bandwidth implies, so herd's prediction of a node before its answers (by bandwidth, against
    * fast's learned speed) is right, and the answer explored confirms it. Four slots: a request just finished never waits.
    */
-  const explored = async (slower: Record<string, number>, n: number) => {
+  const explored = async (slower: Record<string, number>, n: number, undeclared: string[] = []) => {
     const node = (id: string, bandwidthGbps: number) => ({
       id,
       models: [MODEL],
       loaded: [MODEL],
       numParallel: 4,
       tokensPerSecond: bandwidthGbps / 4,
-      config: { parallel: 4, hardware: { bandwidthGbps } },
+      config: { parallel: 4, ...(undeclared.includes(id) ? {} : { hardware: { bandwidthGbps } }) },
     });
     const { url } = await fleet([node("fast", 400), ...Object.entries(slower).map(([id, gbps]) => node(id, gbps))]);
     const served: Record<string, number> = {};
@@ -94,6 +95,12 @@ describe("exploring a node whose speed for the model herd has not learned", () =
     // Once learned, a near node is not the soonest: no second request.
     expect(Math.max(...near)).toBe(1);
     expect(served.fast).toBe(n - total);
+  }, 20_000);
+
+  test("a node of unknown bandwidth, taken to be no faster than a Pro-class Mac, is explored at the fleet's pace and then shares the load", async () => {
+    // Taken at 200 GB/s against fast's 400: twice the cost, but it may be as fast as fast, and is.
+    const served = await explored({ twin: 400 }, 16, ["twin"]);
+    expect(served.twin ?? 0).toBeGreaterThanOrEqual(4);
   }, 20_000);
 
   test("a node not learned but far slower (4× the cost) is not explored", async () => {

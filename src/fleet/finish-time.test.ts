@@ -133,6 +133,14 @@ describe("the estimate", () => {
     expect(order([known, close], { ...req, explore: true })).toEqual(["close", "known"]);
   });
 
+  test("with explore, a node whose prior is held below the fleet's is judged at the best herd hopes of it", () => {
+    const known = node("known", { speedKnown: true, speed: { decodeTps: 40, prefillTps: 1000, loadMs: 2000 } });
+    // Taken as half as fast (2×: too dear to explore), but it may be as fast as known.
+    const held = node("held", { speedKnown: false, speed: { decodeTps: 20, prefillTps: 500, loadMs: 2000, atBest: { decodeTps: 40, prefillTps: 1000 } } });
+    expect(order([known, held])).toEqual(["known", "held"]);
+    expect(order([known, held], { ...req, explore: true })).toEqual(["held", "known"]);
+  });
+
   test("near-ties go to the node dispatched to least recently, so equal nodes share the load", () => {
     const a = node("a", { queue: { pending: 0, inFlight: 0, lastDispatchAt: 2000 } });
     const b = node("b", { queue: { pending: 0, inFlight: 0, lastDispatchAt: 1000 }, speed: { decodeTps: 19.5, prefillTps: 500, loadMs: 5000 } });

@@ -24,7 +24,8 @@ export interface FinishCandidate {
   loading?: boolean;
   /** Requests the node runs at once per model. */
   slots: number;
-  speed: { decodeTps: number; prefillTps: number; loadMs: number };
+  /** `atBest`: what exploring the node may find, where its prior is held below the fleet's (fleet/speeds.ts). */
+  speed: { decodeTps: number; prefillTps: number; loadMs: number; atBest?: { decodeTps: number; prefillTps: number } };
   /**
    * Room for the model there: the GB free now (null: the node's memory is unknown), how many more models it loads
    * before Ollama unloads one (OLLAMA_MAX_LOADED_MODELS), and the loaded models a load may evict, in the order the
@@ -203,9 +204,9 @@ export function rankByFinishTime<C extends FinishCandidate>(candidates: readonly
   // A second copy is worth its load once the queue on the node that has the model costs more than the whole of it.
   const spills = hot && hot.breakdown.wait_ms > best.ms + SPILL_MIN_MS;
   const lead = hot && !best.candidate.resident && !spills ? hot : best;
-  // Exploring costs no load: only a node that has the model, nearly as soon.
+  // Exploring costs no load: only a node that has the model, nearly as soon at the best herd can hope of it.
   const unexplored = req.explore
-    ? ranked.find((e) => e.candidate.resident && e.candidate.speedKnown === false && e.costMs <= lead.costMs * EXPLORE_RATIO + TIE_MS)
+    ? ranked.find((e) => e.candidate.resident && e.candidate.speedKnown === false && hopedCostMs(e, req) <= lead.costMs * EXPLORE_RATIO + TIE_MS)
     : undefined;
   if (unexplored) return { ranked: [unexplored, ...ranked.filter((e) => e !== unexplored)], excluded };
   const tied = ranked.filter((e) => e.candidate.resident === lead.candidate.resident && e.costMs <= lead.costMs * TIE_RATIO + TIE_MS);
@@ -216,6 +217,14 @@ export function rankByFinishTime<C extends FinishCandidate>(candidates: readonly
     a.candidate.queue.lastDispatchAt - b.candidate.queue.lastDispatchAt || b.candidate.slots - a.candidate.slots || b.candidate.evidentMemoryGb - a.candidate.evidentMemoryGb;
   const first = tied.reduce((a, b) => (prefersB(a, b) > 0 ? b : a));
   return { ranked: [first, ...ranked.filter((e) => e !== first)], excluded };
+}
+
+/** The candidate's cost at the best herd can hope of its speed (FinishCandidate.speed.atBest), else its cost. */
+function hopedCostMs(e: Estimated<FinishCandidate>, req: FinishRequest): number {
+  const atBest = e.candidate.speed.atBest;
+  if (!atBest) return e.costMs;
+  const hoped = estimateFinish({ ...e.candidate, speed: { ...e.candidate.speed, ...atBest } }, req);
+  return "excluded" in hoped ? e.costMs : hoped.costMs;
 }
 
 function round(n: number): number {

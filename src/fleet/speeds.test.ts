@@ -98,6 +98,7 @@ test("a node nothing is known of takes the rest of the fleet's factors, else the
   // Loads of 5 and 2.5 GB/s: 3.75 GB/s on average.
   expect(p.loadMs).toBeCloseTo((10 / 3.75) * 1000);
   expect(p.source).toBe("prior");
+  expect(p.atBest).toBeUndefined();
 });
 
 test("a node nothing is known of is never taken faster than a Mac of the default bandwidth, however fast the fleet", () => {
@@ -107,6 +108,13 @@ test("a node nothing is known of is never taken faster than a Mac of the default
   const p = s.predict("new", "m", 10 * GB);
   expect(p.decodeTps).toBeCloseTo((DEFAULT_BANDWIDTH_GBPS * DECODE_EFFICIENCY) / 10);
   expect(p.prefillTps).toBeCloseTo(((DEFAULT_BANDWIDTH_GBPS * DECODE_EFFICIENCY) / 10) * 20);
+  // What exploring it may find: the fleet's average.
+  expect(p.atBest).toEqual({ decodeTps: expect.closeTo(50), prefillTps: expect.closeTo(1000) });
+  // Nothing to hope for where the prior is the fleet's, or the node's bandwidth is known.
+  expect(new Speeds().predict("new", "m", 10 * GB).atBest).toBeUndefined();
+  const declared = new Speeds((id) => (id === "new" ? 800 : null));
+  declared.observe("ultra", "m", answer(60), 10 * GB);
+  expect(declared.predict("new", "m", 10 * GB).atBest).toBeUndefined();
 });
 
 test("a node's own learned decode factor sets its prefill by the fleet's prefill/decode ratio", () => {

@@ -32,6 +32,11 @@ export interface SpeedPrediction {
   sources: { decode: SpeedSource; prefill: SpeedSource; load: SpeedSource };
   /** The decode rate was learned from this node:model's answers within STALE_MS: nothing to explore there. */
   fresh: boolean;
+  /**
+   * Where the node's prior was held below the rest of the fleet's factors (a node of unknown bandwidth is taken to be
+   * no faster than a Pro-class Mac), its decode and prefill at the fleet's: what exploring it may find. Absent otherwise.
+   */
+  atBest?: { decodeTps: number; prefillTps: number };
 }
 
 /** A node's speed factors, in bytes of model per second: decode (≈ effective memory bandwidth), prefill and load. */
@@ -40,6 +45,8 @@ export interface NodeFactor {
   prefillBytesPerS: number;
   loadBytesPerS: number;
   sources: { decode: SpeedSource; prefill: SpeedSource; load: SpeedSource };
+  /** The rest of the fleet's decode factor, where it is above the prior decodeBytesPerS holds the node to; else null. */
+  hopedDecodeBytesPerS: number | null;
 }
 
 /** How far each new sample moves an average: after 3 requests at a new speed, 78% of the way there. */
@@ -162,7 +169,7 @@ export class Speeds {
       prefill: prefillTps === null ? factor.sources.prefill : ("learned" as const),
       load: loadMs === null ? factor.sources.load : ("learned" as const),
     };
-    return {
+    const predicted = {
       decodeTps: decodeTps ?? factor.decodeBytesPerS / bytes,
       prefillTps: prefillTps ?? factor.prefillBytesPerS / bytes,
       loadMs: loadMs ?? (bytes / factor.loadBytesPerS) * 1000,
@@ -170,6 +177,11 @@ export class Speeds {
       sources,
       fresh,
     };
+    const hoped = decodeTps === null ? factor.hopedDecodeBytesPerS : null;
+    if (hoped === null) return predicted;
+    const scale = hoped / factor.decodeBytesPerS;
+    const atBest = { decodeTps: predicted.decodeTps * scale, prefillTps: sources.prefill === "prior" ? predicted.prefillTps * scale : predicted.prefillTps };
+    return { ...predicted, atBest };
   }
 
   /** How many tokens `model` usually answers with, on any node; null before its first answer. */
@@ -190,9 +202,11 @@ export class Speeds {
     const bandwidth = this.bandwidthGbps(nodeId);
     const efficiency = this.efficiency(tallies.nodes);
     // A node of unknown bandwidth is taken as the fleet's average, but never faster than a Pro-class Mac: taken too
-    // fast, a base chip keeps a request tens of seconds; too slow, a faster one serves less until herd learns it.
-    const unknown = Math.min(fleet("decode") ?? Infinity, DEFAULT_BANDWIDTH_GBPS * 1e9 * efficiency);
-    const decodeBytesPerS = learnedDecode ?? (bandwidth ? bandwidth * 1e9 * efficiency : unknown);
+    // fast, a base chip keeps a request tens of seconds; too slow, a faster one serves less until herd explores it,
+    // which hopes for the fleet's average (SpeedPrediction.atBest).
+    const average = fleet("decode");
+    const cap = DEFAULT_BANDWIDTH_GBPS * 1e9 * efficiency;
+    const decodeBytesPerS = learnedDecode ?? (bandwidth ? bandwidth * 1e9 * efficiency : Math.min(average ?? Infinity, cap));
     // Prefill follows the node's decode speed by the ratio the fleet shows between the two.
     const fleetRatio = ratio(fleet("prefill"), fleet("decode"));
     const learnedPrefill = own("prefill");
@@ -202,6 +216,7 @@ export class Speeds {
       prefillBytesPerS: learnedPrefill ?? decodeBytesPerS * (fleetRatio ?? PREFILL_PER_DECODE),
       loadBytesPerS: learnedLoad ?? fleet("load") ?? DEFAULT_LOAD_BYTES_PER_S,
       sources: { decode: learnedDecode === null ? "prior" : "predicted", prefill: learnedPrefill === null ? "prior" : "predicted", load: learnedLoad === null ? "prior" : "predicted" },
+      hopedDecodeBytesPerS: learnedDecode === null && !bandwidth && average !== null && average > cap ? average : null,
     };
   }
 
