@@ -208,7 +208,7 @@ export class Speeds {
     const cap = DEFAULT_BANDWIDTH_GBPS * 1e9 * efficiency;
     const decodeBytesPerS = learnedDecode ?? (bandwidth ? bandwidth * 1e9 * efficiency : Math.min(average ?? Infinity, cap));
     // Prefill follows the node's decode speed by the ratio the fleet shows between the two.
-    const fleetRatio = ratio(fleet("prefill"), fleet("decode"));
+    const fleetRatio = ratio(fleet("prefill"), average);
     const learnedPrefill = own("prefill");
     const learnedLoad = own("load");
     return {
