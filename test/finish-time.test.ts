@@ -7,7 +7,8 @@
 // - eviction pricing: a load that would evict a model asked for within RECENT_USE_MS pays that model's reload in
 //   the choice, so it goes where the model it evicts was not asked for; and herd expects the victim Ollama picks
 //   (by its weights' blob path, /api/show's FROM, not the least recently used), a fourth model's included; a node of
-//   unknown memory, once it has unloaded a model for room, is taken to hold the most it held;
+//   unknown memory, once it has unloaded a model for room, is taken to hold the most it held; the requests waiting at
+//   herd for a model a load evicts are routed again;
 // - streams: a stream is ranked by its first token and part of its decode (STREAM_DECODE_WEIGHT), so a node that
 //   starts sooner but decodes slower gets a stream, and not a whole answer.
 import { describe, expect, test } from "bun:test";
@@ -169,6 +170,31 @@ test("a node of unknown memory, once seen unloading a model for room, is priced 
   // Now herd takes the most it held as its memory: loading the one it unloaded evicts another.
   const gone = [small, big].find((m) => !kept.includes(m))!;
   expect((await ask(url, gone)).breakdown.evict_ms).toBe(EVICT_MS);
+}, 20_000);
+
+test("a load that evicts a busy model moves the requests waiting at herd for it there to another node, not after it to load it back", async () => {
+  const [busy, wanted] = ["llama3.2:1b", "llama3.1:8b"];
+  // a, the faster by what is declared (it decodes slower than that), has the only copy of `wanted`, which fits beside
+  // `busy` in none of the 6 GB herd leaves a model of the 12 declared (the sim holds that 6); b has `busy` on disk.
+  const node = (id: string, models: string[], loaded: string[], bandwidthGbps: number, tokensPerSecond: number): Node => ({
+    id,
+    models,
+    loaded,
+    memoryGb: 6,
+    tokensPerSecond,
+    contextLength: 4096,
+    config: { hardware: { memoryGb: 12, bandwidthGbps }, contextLength: 4096 },
+  });
+  const { url } = await fleet([node("a", [busy, wanted], [busy], 800, 20), node("b", [busy], [], 100, 400)]);
+  const running = ask(url, busy); // 64 tokens at 20/s: a's one slot for `busy` is taken for ~3 s
+  await Bun.sleep(200);
+  const waiting = ask(url, busy); // waits at herd behind it, on a where the model is loaded
+  await Bun.sleep(200);
+  const load = await ask(url, wanted);
+  expect(load.node).toBe("a");
+  expect(load.breakdown.evict_ms).toBe(EVICT_MS);
+  expect((await running).node).toBe("a");
+  expect((await waiting).node).toBe("b");
 }, 20_000);
 
 test("a stream goes to the node whose first token comes sooner; a whole answer to the one that finishes sooner", async () => {

@@ -149,13 +149,13 @@ test("raising a queue's concurrency lets its waiters in at once", async () => {
 test("the rebalancer's move takes the newest waiters off, which fail with Moved; the oldest keep their turn", async () => {
   await acquire(1);
   const waiting = [1, 2, 3, 4].map(() => outcome(acquire(1)));
-  expect(queues.move(NODE, MODEL, 2)).toBe(2);
+  expect(queues.move(NODE, MODEL, 2, "by the rebalancer")).toBe(2);
   const [third, fourth] = await Promise.all(waiting.slice(2));
-  expect(third).toEqual({ error: new Moved(NODE) });
+  expect(third).toEqual({ error: new Moved(NODE, "by the rebalancer") });
   expect((fourth as { error: Moved }).error.from).toBe(NODE);
   expect(entry()).toMatchObject({ pending: 2, rebalanced: 2 });
-  expect(queues.move(NODE, MODEL, 10)).toBe(2);
-  expect(queues.move("elsewhere", MODEL, 1)).toBe(0);
+  expect(queues.move(NODE, MODEL, 10, "by the rebalancer")).toBe(2);
+  expect(queues.move("elsewhere", MODEL, 1, "by the rebalancer")).toBe(0);
   expect(entry()).toMatchObject({ pending: 0, rebalanced: 4 });
 });
 

@@ -5,10 +5,13 @@ import type { QueueView } from "./scorer.ts";
 
 export type Outcome = "completed" | "failed";
 
-/** A waiting request taken off its queue by the rebalancer: it should be routed again. */
+/** A waiting request taken off its queue (`why`: by the rebalancer, or its model is being evicted there): it should be routed again. */
 export class Moved extends Error {
-  constructor(readonly from: string) {
-    super(`moved off ${from} by the rebalancer`);
+  constructor(
+    readonly from: string,
+    why: string,
+  ) {
+    super(`moved off ${from} ${why}`);
   }
 }
 
@@ -28,7 +31,7 @@ export class SlotTimeout extends Error {
 
 interface Waiter {
   turn(): void;
-  move(): void;
+  move(why: string): void;
 }
 
 export interface Slot {
@@ -243,12 +246,12 @@ export class Queues {
     return q;
   }
 
-  /** Takes up to `count` of the newest waiters off node:model (the oldest are next in line anyway). */
-  move(nodeId: string, model: string, count: number): number {
+  /** Takes up to `count` of the newest waiters off node:model (the oldest are next in line anyway), saying why. */
+  move(nodeId: string, model: string, count: number, why: string): number {
     const q = this.queues.get(Queues.key(nodeId, model));
     if (!q) return 0;
     const moved = q.waiters.splice(Math.max(0, q.waiters.length - count));
-    for (const w of moved) w.move();
+    for (const w of moved) w.move(why);
     q.moved += moved.length;
     return moved.length;
   }
@@ -262,7 +265,7 @@ export class Queues {
         if (error) reject(error);
         else resolve();
       };
-      const waiter: Waiter = { turn: () => settle(), move: () => settle(new Moved(q.nodeId)) };
+      const waiter: Waiter = { turn: () => settle(), move: (why) => settle(new Moved(q.nodeId, why)) };
       const leave = (error: Error) => {
         q.waiters.splice(q.waiters.indexOf(waiter), 1);
         settle(error);

@@ -30,7 +30,7 @@ export function rebalance(registry: Registry, queues: Queues, config: Config): n
       }, 0);
     const count = Math.min(spare, q.pending, maxPerCycle - moved);
     if (count <= 0) continue;
-    moved += queues.move(q.node_id, q.model, count);
+    moved += queues.move(q.node_id, q.model, count, "by the rebalancer");
     log.info(`rebalancer: moved ${count} waiting request(s) for ${q.model} off ${q.node_id} (${q.pending} were waiting)`);
   }
   return moved;

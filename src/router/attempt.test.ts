@@ -71,3 +71,24 @@ test("the first candidate is given the whole budget less its time in the queue, 
   }));
   expect(given[0]!).toBeGreaterThan(99);
 });
+
+test("a request moved off its node is not lost when the other candidates fail: it waits there again, once", async () => {
+  const queues = new Queues();
+  const busy = await queues.acquire("a", "m", 1, 0); // a's one slot is taken: the request waits there
+  const called: string[] = [];
+  const answer = attempt(nodes("a", "b"), loop({
+    queues,
+    waitMs: 1000,
+    async call(c) {
+      called.push(c.nodeId);
+      if (c.nodeId === "b") throw new NodeFailure("b refused");
+      return `answer from ${c.nodeId}`;
+    },
+  }));
+  await Bun.sleep(5);
+  expect(queues.move("a", "m", 1, "as a load there evicts its model")).toBe(1);
+  await Bun.sleep(5);
+  busy.release("completed");
+  expect(await answer).toBe("answer from a");
+  expect(called).toEqual(["b", "a"]);
+});

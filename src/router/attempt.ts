@@ -53,7 +53,8 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
   let deadline: number | null = null;
   /** No candidate has spent any of the budget yet. */
   let first = true;
-  for (const c of candidates) {
+  const movedFrom: C[] = [];
+  for (const c of thenAgain(candidates, movedFrom)) {
     if (attempts > a.maxRetries) break;
     if (tried?.excluded.includes(c.nodeId)) continue;
     // The first candidate always gets its try; a later one only while the budget lasts.
@@ -67,8 +68,11 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
     } catch (e) {
       first = false;
       if (a.signal.aborted) throw e;
-      // Moved by the rebalancer: not a failure of the node, so not a retry; the next candidate gets it.
-      if (e instanceof Moved) attempts--;
+      // Moved: not a failure of the node, so not a retry; the next candidate gets it, and this one again at the end.
+      if (e instanceof Moved) {
+        attempts--;
+        movedFrom.push(c);
+      }
       else if (e instanceof QueueFull) (tried ??= none()).full++;
       else if (e instanceof SlotTimeout) tried = failed(tried, c.nodeId, e);
       else throw e;
@@ -89,6 +93,16 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
     }
   }
   throw a.exhausted({ ...(tried ?? none()), retries: Math.max(0, attempts - 1) });
+}
+
+/**
+ * The candidates, then those a request was moved off, once more: a request moved off its node is not lost when the
+ * others cannot take it. Each is tried again once; `again` grows while the candidates are read.
+ */
+function* thenAgain<C>(candidates: Iterable<C>, again: readonly C[]): Generator<C> {
+  yield* candidates;
+  const retried = again.length;
+  for (let i = 0; i < retried; i++) yield again[i]!;
 }
 
 function none(): Tried {

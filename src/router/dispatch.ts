@@ -14,7 +14,8 @@ import { mlxModelOf } from "../fleet/catalog.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
 import { markPulled, notPullable, placePull, pullTargets } from "../fleet/pulls.ts";
 import { ollamaDown, START_OLLAMA } from "../fleet/ollama-down.ts";
-import { markEvicted, markRunnerContext, type Registry } from "../fleet/registry.ts";
+import type { Queues } from "../fleet/queues.ts";
+import { markEvicted, markRunnerContext, type NodeRecord, type Registry } from "../fleet/registry.ts";
 import { type Eligibility, type Eligible, eligibleNodes, type NodeView, type Scored, scoreEligible } from "../fleet/scorer.ts";
 import { attempt, type Tried } from "./attempt.ts";
 import { resolveAlias } from "./aliases.ts";
@@ -111,7 +112,7 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
       if (warning) log.warn(warning);
       const node = registry.get(candidate.nodeId)!;
       if (typeof options.num_ctx === "number") markRunnerContext(node, model, options.num_ctx);
-      if ("evicts" in candidate) markEvicted(node, candidate.evicts);
+      if ("evicts" in candidate) evict(queues, node, candidate.evicts);
       const call = await callOllama(registry.ollamaUrl(node)!, req.path, JSON.stringify(ollamaBody(req, model, options)), {
         firstByteMs: Math.max(1, Math.ceil(leftMs)), // up: a first attempt names the whole budget, not a millisecond less
         lines: lineLimits(config),
@@ -168,6 +169,19 @@ function cachedPrompt({ affinity, registry, queues }: RouterDeps, nodes: NodeVie
 }
 
 /** Each model's nodes in the routing order, lazily: a fallback model is ranked (and takes its round-robin turn) only once the ones before it failed. */
+/**
+ * herd sends a load that it expects to make the node evict these models: they are marked gone now, and the requests
+ * waiting at herd for one of them there are routed again, not sent after it to load it back (Ollama queues that load
+ * behind this one, and it evicts another in turn).
+ */
+function evict(queues: Queues, node: NodeRecord, models: readonly string[]): void {
+  markEvicted(node, models);
+  for (const model of models) {
+    const moved = queues.move(node.id, normalizeModelName(model), Infinity, "as a load there evicts its model");
+    if (moved) log.info(`moved ${moved} waiting request(s) for ${model} off ${node.id}: a load there evicts it`);
+  }
+}
+
 function* inOrder({ ordering, queues, config }: RouterDeps, models: string[], rank: (model: string) => Ranked[]): Generator<Ranked> {
   for (const model of models) yield* ordering.order(config.routing.strategy, model, rank(model), (id) => queues.nodeLoad(id).inFlight);
 }
