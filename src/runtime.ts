@@ -131,7 +131,11 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     clients: new ClientGate(),
     pulls: new Pulls(),
     pins: new Pins(store, live, registry),
-    warmer: new Warmer((url, model, timeoutMs, keep) => loadModel(url, model, timeoutMs, keep, nodeAnswerCap(live.config)), (nodeId, model, loadNs) => speeds.observe(nodeId, model, { loadNs }, diskBytes(registry.get(nodeId), model))),
+    warmer: new Warmer(
+      (url, model, timeoutMs, keep) => loadModel(url, model, timeoutMs, keep, nodeAnswerCap(live.config)),
+      (nodeId, model, loadNs) => speeds.observe(nodeId, model, { loadNs }, diskBytes(registry.get(nodeId), model)),
+      (nodeId, model) => queues.loads.begin(nodeId, 0, speeds.predict(nodeId, model, diskBytes(registry.get(nodeId), model), Date.now()).loadMs),
+    ),
     toolRepairs: new RepairStats(),
     afterAnswer: new AfterAnswer(),
     speeds,

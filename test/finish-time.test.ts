@@ -197,6 +197,18 @@ test("a load that evicts a busy model moves the requests waiting at herd for it 
   expect((await waiting).node).toBe("b");
 }, 20_000);
 
+test("a load sent to a node behind another waits for it there (Ollama loads one at a time): it goes to a node like it that loads nothing", async () => {
+  const [first, second] = ["llama3.2:1b", "llama3.2:3b"];
+  const node = (id: string): Node => ({ id, models: [first, second], loadTimeMs: 2000, memoryGb: 64, config: { hardware: { memoryGb: 64 } } });
+  const { url } = await fleet([node("a"), node("b")]);
+  const loading = ask(url, first); // a, the first by name of two alike: its load takes 2 s
+  await Bun.sleep(200);
+  const behind = await ask(url, second);
+  expect(behind.node).toBe("b");
+  expect(behind.breakdown.loads_ahead_ms).toBeUndefined();
+  expect((await loading).node).toBe("a");
+}, 20_000);
+
 test("a stream goes to the node whose first token comes sooner; a whole answer to the one that finishes sooner", async () => {
   // early loads in 0.2 s and decodes 25 tokens/s; late loads in 2 s and decodes 400/s. Neither has the model loaded.
   // Whole (a 64-token cap): late ~2.2 s, early ~2.8 s. A stream counts half the decode: late ~2.1 s, early ~1.5 s.

@@ -97,6 +97,14 @@ describe("the estimate", () => {
     expect(estimateFinish({ ...full, memory: { ...full.memory!, evictable: [] } }, req)).toEqual({ excluded: "the node holds as many models as Ollama loads at once, none of them free to unload" });
   });
 
+  test("a load waits for the loads sent to the node before it, one at a time; a model loaded there does not", () => {
+    const behind = estimateFinish(node("a", { resident: false, loadsAheadMs: 7000, memory: { freeGb: 64, modelsFree: 1, evictable: [] } }), req);
+    expect(behind).toMatchObject({ ms: 7000 + 5000 + 2000 + 10000, breakdown: { loads_ahead_ms: 7000, load_ms: 5000 } });
+    const loaded = estimateFinish(node("a", { loadsAheadMs: 7000 }), req);
+    expect(loaded).toMatchObject({ ms: 2000 + 10000 });
+    expect("breakdown" in loaded && loaded.breakdown.loads_ahead_ms).toBeUndefined();
+  });
+
   test("the request running there is partly done: the wait is what is left of it", () => {
     const c = node("a", { queue: { pending: 0, inFlight: 1, lastDispatchAt: 0 }, runningForMs: 9000 });
     // One ahead of 2 s prefill + 10 s decode, 9 s of it gone.

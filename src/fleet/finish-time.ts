@@ -22,6 +22,8 @@ export interface FinishCandidate {
   runningForMs?: number;
   /** Resident only because a request of it runs there, not yet reported loaded: that request began with its load. */
   loading?: boolean;
+  /** How long the loads herd sent the node before are still expected to take (fleet/node-loads.ts): a load or reload there waits for them. */
+  loadsAheadMs?: number;
   /** Requests the node runs at once per model. */
   slots: number;
   /** `atBest`: what exploring the node may find, where its prior is held below the fleet's (fleet/speeds.ts). */
@@ -85,6 +87,8 @@ export type FinishBreakdown = {
   evict_ms: number;
   /** The wait for a busy model the load evicts to finish its running requests; absent when none. */
   memory_wait_ms?: number;
+  /** The wait for the loads herd sent the node before this one (Ollama loads one at a time); absent when none. */
+  loads_ahead_ms?: number;
   /** The loads that evicting models asked for lately will cost their next requests. */
   reload_evicted_ms?: number;
   prefill_ms: number;
@@ -143,6 +147,7 @@ export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishReque
   }
   const reload = c.reloadsRunner;
   const cached = reload ? 0 : c.cachedPrefixTokens;
+  const loadsAheadMs = c.resident && !reload ? 0 : (c.loadsAheadMs ?? 0);
   // The requests ahead of this one (those queued, and those running beyond the slots but one) are taken to be typical.
   // A reload waits for all of them: the runner restarts only once idle, so the last batch runs whole first.
   const slots = Math.max(1, c.slots);
@@ -164,13 +169,14 @@ export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishReque
     reload_ms: reload ? round(c.speed.loadMs) : 0,
     evict_ms: evicts.length * EVICT_MS,
     ...(memoryWaitMs > 0 ? { memory_wait_ms: round(memoryWaitMs) } : {}),
+    ...(loadsAheadMs > 0 ? { loads_ahead_ms: round(loadsAheadMs) } : {}),
     ...(reloadEvictedMs > 0 ? { reload_evicted_ms: round(reloadEvictedMs) } : {}),
     prefill_ms: round(prefillMs(req.promptTokens - cached)),
     decode_ms: round(decodeMs(req.outputTokens)),
     ...(cached > 0 ? { cached_tokens: cached } : {}),
   };
-  // The load waits for a busy model's requests to end, and the slot wait runs beside it.
-  const ahead = Math.max(breakdown.wait_ms, breakdown.memory_wait_ms ?? 0);
+  // The load waits for the loads ahead of it and for a busy model's requests to end; the slot wait runs beside them.
+  const ahead = Math.max(breakdown.wait_ms, breakdown.memory_wait_ms ?? 0, breakdown.loads_ahead_ms ?? 0);
   const ms = round(ahead + breakdown.load_ms + breakdown.reload_ms + breakdown.evict_ms + breakdown.prefill_ms + breakdown.decode_ms);
   // The reloads an eviction causes fall on other requests: they weigh in the choice, not in this request's finish.
   const costMs = ms + reloadEvictedMs - (req.stream ? breakdown.decode_ms * (1 - STREAM_DECODE_WEIGHT) : 0);

@@ -55,6 +55,18 @@ test("a load's duration is told with the node it ran on, once for a shared warm:
   expect(loads[1]![2]).toBeGreaterThanOrEqual(25e6);
 });
 
+test("each load is told as it goes and as it ends, failed or not, once for a shared warm: the loads routed behind it wait for it", async () => {
+  const told: string[] = [];
+  warmer = new Warmer(load, undefined, (node, model) => (told.push(`sent ${node} ${model}`), () => told.push(`ended ${node} ${model}`)));
+  answer = async () => (await Bun.sleep(30), Response.json({ done: true }));
+  const shared = [warm("http://studio.test:11434", "qwen3:8b", 1000), warm("http://studio.test:11434", "qwen3:8b", 1000)];
+  expect(told).toEqual(["sent studio qwen3:8b"]);
+  await Promise.all(shared);
+  answer = async () => new Response("boom", { status: 500 });
+  await warm("http://studio.test:11434", "qwen3:8b", 1000).catch(() => {});
+  expect(told).toEqual(["sent studio qwen3:8b", "ended studio qwen3:8b", "sent studio qwen3:8b", "ended studio qwen3:8b"]);
+});
+
 test("a load_duration is held to the call's own time: never longer, nor much shorter", async () => {
   const loads: number[] = [];
   warmer = new Warmer(load, (_node, _model, ns) => loads.push(ns));

@@ -43,10 +43,14 @@ export class Warmer {
   private readonly loading = new Map<string, { promise: Promise<void>; state: LoadState }>();
   private readonly failed = new Map<string, LoadState>();
 
-  /** `loaded`: told of each load's duration (what the learned speeds keep). */
+  /**
+   * `loaded`: told of each load's duration (what the learned speeds keep). `sent`: told of each load as it goes, and
+   * returns what to tell as it ends (the node's loads, fleet/node-loads.ts, which the ones routed behind it wait for).
+   */
   constructor(
     private readonly load: LoadModel,
     private readonly loaded: (nodeId: string, model: string, loadNs: number) => void = () => {},
+    private readonly sent: (nodeId: string, model: string) => () => void = () => () => {},
   ) {}
 
   /** Rejects with the node's error as one bounded line. */
@@ -55,7 +59,8 @@ export class Warmer {
     const node = `${nodeId} ${normalizeModelName(model)}`;
     let load = this.loading.get(key);
     if (!load) {
-      const promise = this.load(url, model, timeoutMs, keep).then(
+      const ended = this.sent(nodeId, model);
+      const promise = this.load(url, model, timeoutMs, keep).finally(ended).then(
         (ns) => {
           this.failed.delete(node);
           this.loaded(nodeId, model, ns);

@@ -1,6 +1,7 @@
 // One queue per node:model. At most `concurrency` requests run at once (the
 // node's Ollama parallelism); the rest wait in order. The counts are exact:
 // every acquired slot is released once, whatever happened to its request.
+import { NodeLoads } from "./node-loads.ts";
 import type { QueueView } from "./scorer.ts";
 
 export type Outcome = "completed" | "failed";
@@ -89,6 +90,8 @@ const blend = (average: number, sample: number) => average * (1 - EWMA) + sample
 
 export class Queues {
   private queues = new Map<string, Queue>();
+  /** Beside the node:model queues, the one inside each node that its loads wait in. */
+  readonly loads = new NodeLoads();
 
   static key(nodeId: string, model: string): string {
     return `${nodeId}:${model}`;

@@ -113,12 +113,13 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
       const node = registry.get(candidate.nodeId)!;
       if (typeof options.num_ctx === "number") markRunnerContext(node, model, options.num_ctx);
       if ("evicts" in candidate) evict(queues, node, candidate.evicts);
+      const loaded = "prediction" in candidate ? sendLoad(queues, candidate) : NO_LOAD;
       const call = await callOllama(registry.ollamaUrl(node)!, req.path, JSON.stringify(ollamaBody(req, model, options)), {
         firstByteMs: Math.max(1, Math.ceil(leftMs)), // up: a first attempt names the whole budget, not a millisecond less
         lines: lineLimits(config),
         whole: nodeAnswerCap(config),
         signal,
-      });
+      }).finally(loaded);
       return {
         call,
         backend: "ollama",
@@ -181,6 +182,14 @@ function evict(queues: Queues, node: NodeRecord, models: readonly string[]): voi
     if (moved) log.info(`moved ${moved} waiting request(s) for ${model} off ${node.id}: a load there evicts it`);
   }
 }
+
+/** A request that loads (or reloads) its model joins the node's loads (fleet/node-loads.ts) until its first byte. */
+function sendLoad(queues: Queues, { nodeId, prediction: { breakdown: b } }: Timed): () => void {
+  const loadMs = b.load_ms + b.reload_ms;
+  return loadMs > 0 ? queues.loads.begin(nodeId, b.memory_wait_ms ?? 0, b.evict_ms + loadMs) : NO_LOAD;
+}
+
+const NO_LOAD = () => {};
 
 function* inOrder({ ordering, queues, config }: RouterDeps, models: string[], rank: (model: string) => Ranked[]): Generator<Ranked> {
   for (const model of models) yield* ordering.order(config.routing.strategy, model, rank(model), (id) => queues.nodeLoad(id).inFlight);

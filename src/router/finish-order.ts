@@ -162,6 +162,7 @@ function finishCandidates(
       queue: q,
       runningForMs: oldest === null ? 0 : Math.max(0, now - oldest),
       loading: !e.loaded && !e.remote && q.inFlight > 0,
+      loadsAheadMs: queues.loads.aheadMs(e.nodeId, now),
       slots,
       speed,
       speedKnown: speed.fresh,

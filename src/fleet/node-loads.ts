@@ -1,0 +1,40 @@
+// The loads herd has sent each node and not yet seen end. Ollama runs a node's loads one at a time, in the order they
+// came (server/sched.go v0.32.15 processPending: one pending queue, each request in it waiting until its model is
+// loaded, a busy model it evicts waited for first), while a request for a model already loaded is served at once
+// (GetRunner): so a load sent behind others waits for them, and the finish-time estimate counts that wait.
+
+interface Load {
+  /** When it is expected done (ms epoch). */
+  until: number;
+}
+
+export class NodeLoads {
+  private readonly byNode = new Map<string, Set<Load>>();
+
+  /**
+   * A load sent to the node now, expected to wait `waitMs` (for a busy model it evicts) and then take `loadMs`, behind
+   * the loads sent before it. Returns its end: call it once the load is seen done (the node's first byte) or failed.
+   */
+  begin(nodeId: string, waitMs: number, loadMs: number, now = Date.now()): () => void {
+    const load = { until: Math.max(now + waitMs, now + this.aheadMs(nodeId, now)) + loadMs };
+    let loads = this.byNode.get(nodeId);
+    if (!loads) this.byNode.set(nodeId, (loads = new Set()));
+    loads.add(load);
+    return () => {
+      loads.delete(load);
+      if (!loads.size && this.byNode.get(nodeId) === loads) this.byNode.delete(nodeId);
+    };
+  }
+
+  /** How long until the loads sent to the node are expected done: 0 when none is, or all are late (those are forgotten). */
+  aheadMs(nodeId: string, now = Date.now()): number {
+    const loads = this.byNode.get(nodeId);
+    let ahead = 0;
+    for (const load of loads ?? []) {
+      if (load.until <= now) loads!.delete(load);
+      else ahead = Math.max(ahead, load.until - now);
+    }
+    if (loads && !loads.size) this.byNode.delete(nodeId);
+    return ahead;
+  }
+}
