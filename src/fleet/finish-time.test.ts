@@ -167,7 +167,7 @@ describe("the estimate", () => {
     expect(order([node("a-small", { ...cold, evidentMemoryGb: 12.6 }), node("z-big", { ...cold, evidentMemoryGb: 20 })])[0]).toBe("z-big");
   });
 
-  test("a node that has the model keeps it until the wait there is longer than the whole request elsewhere, load included", () => {
+  test("a node that has the model keeps it until the wait there is longer than the whole request elsewhere, load and the reloads it causes included", () => {
     const idle = node("hot"); // 12 s
     const fastCold = node("cold", { resident: false, speed: { decodeTps: 40, prefillTps: 1000, loadMs: 3000 } }); // 9 s
     expect(order([idle, fastCold])).toEqual(["hot", "cold"]); // no queue to save: the model stays where it is
@@ -175,6 +175,9 @@ describe("the estimate", () => {
     const cold = node("cold", { resident: false, speed: { decodeTps: 20, prefillTps: 500, loadMs: 12000 } }); // 24 s
     expect(order([busy, cold])).toEqual(["hot", "cold"]); // sooner by 12 s, but the wait (24 s) is not 1 s past its whole
     expect(order([busy, fastCold])).toEqual(["cold", "hot"]); // 24 s of wait against 9 s
+    // Loading there evicts a model asked for lately, whose next request pays its 16 s load: 24 s is not 1 s past 9 + 16.
+    const evicting = node("cold", { ...fastCold, memory: { freeGb: 0, modelsFree: 1, evictable: [{ name: "used", sizeGb: 20, reloadMs: 16000, busyMs: 0 }] } });
+    expect(order([busy, evicting])).toEqual(["hot", "cold"]);
   });
 
   test("a prefix the node holds cached is not prefilled again (session affinity's input)", () => {

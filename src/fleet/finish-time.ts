@@ -115,7 +115,7 @@ export const TIE_RATIO = 1.05;
 export const TIE_MS = 50;
 /**
  * A cold load elsewhere beats the node that has the model only when the wait there is longer than the whole of the
- * request elsewhere, load included, by this much: a second copy is loaded when the queue costs more than it, and a
+ * request elsewhere, load and the reloads its evictions cause included, by this much: a second copy is loaded when the queue costs more than it, and a
  * model is not traded back and forth between two idle nodes.
  */
 export const SPILL_MIN_MS = 1000;
@@ -208,7 +208,7 @@ export function rankByFinishTime<C extends FinishCandidate>(candidates: readonly
   const hot = ranked.find((e) => e.candidate.resident);
   const best = ranked[0]!;
   // A second copy is worth its load once the queue on the node that has the model costs more than the whole of it.
-  const spills = hot && hot.breakdown.wait_ms > best.ms + SPILL_MIN_MS;
+  const spills = hot && hot.breakdown.wait_ms > best.ms + (best.breakdown.reload_evicted_ms ?? 0) + SPILL_MIN_MS;
   const lead = hot && !best.candidate.resident && !spills ? hot : best;
   // Exploring costs no load: only a node that has the model, nearly as soon at the best herd can hope of it.
   const unexplored = req.explore
