@@ -111,6 +111,13 @@ describe("the estimate", () => {
     expect(estimateFinish(c, req)).toMatchObject({ breakdown: { wait_ms: 3000 } });
   });
 
+  test("a request running past its expected time is expected to run as long again as it is late: the wait behind it grows", () => {
+    const late = (runningForMs: number) => estimateFinish(node("a", { queue: { pending: 0, inFlight: 1, lastDispatchAt: 0 }, runningForMs }), req);
+    // 12 s expected; at 20 s it is 8 s late, so 8 s more are expected; at 40 s, 28 s more.
+    expect(late(20000)).toMatchObject({ breakdown: { wait_ms: 8000 } });
+    expect(late(40000)).toMatchObject({ breakdown: { wait_ms: 28000 } });
+  });
+
   test("while the model loads there, a request behind the one that loads it waits for the rest of the load too", () => {
     // Its load takes 5 s, 2 s of it gone: 3 s left, then the request ahead (2 s prefill + 10 s decode) whole.
     const c = node("a", { queue: { pending: 0, inFlight: 1, lastDispatchAt: 0 }, runningForMs: 2000, loading: true });

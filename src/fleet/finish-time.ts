@@ -155,7 +155,10 @@ export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishReque
   const serviceMs = prefillMs(req.promptTokens) + decodeMs(req.typicalOutputTokens);
   const runningFor = c.runningForMs ?? 0;
   const loadLeftMs = c.loading ? Math.max(0, c.speed.loadMs - runningFor) : 0;
-  const begun = Math.min(serviceMs, Math.max(0, runningFor - (c.loading ? c.speed.loadMs : 0)));
+  // One running past its expected time is expected to run as long again as it is late (stuck behind a load inside the
+  // node, or a reply far longer than usual): the longer it runs, the longer the wait behind it, not the shorter.
+  const elapsed = Math.max(0, runningFor - (c.loading ? c.speed.loadMs : 0));
+  const begun = elapsed <= serviceMs ? elapsed : 2 * serviceMs - elapsed;
   const waitMs =
     loadLeftMs +
     (reload
