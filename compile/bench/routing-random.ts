@@ -8,8 +8,8 @@ import { DURATION_MS } from "./workload.ts";
 
 /**
  * The seeds the routing was tuned on (looked at while changing it), and those held out: the report's figures. Each
- * held-out set joined the tuning seeds once looked at (201–212 in session 10, 301–312 in session 12, 401–412 in session 14) and a new one
- * replaced it.
+ * held-out set joined the tuning seeds once looked at (201–212 in session 10, 301–312 in session 12, 401–412 in
+ * session 14) and a new one replaced it.
  */
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 export const TUNING_SEEDS = [...range(101, 105), ...range(201, 212), ...range(301, 312), ...range(401, 412)];

@@ -115,8 +115,8 @@ export const TIE_RATIO = 1.05;
 export const TIE_MS = 50;
 /**
  * A cold load elsewhere beats the node that has the model only when the wait there is longer than the whole of the
- * request elsewhere, load and the reloads its evictions cause included, by this much: a second copy is loaded when the queue costs more than it, and a
- * model is not traded back and forth between two idle nodes.
+ * request elsewhere, load and the reloads its evictions cause included, by this much: a second copy is loaded when the
+ * queue costs more than it, and a model is not traded back and forth between two idle nodes.
  */
 export const SPILL_MIN_MS = 1000;
 /** Of a stream's decode, the share its ranking counts: the client reads the tokens as they come. */

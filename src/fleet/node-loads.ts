@@ -16,7 +16,7 @@ export class NodeLoads {
    * the loads sent before it. Returns its end: call it once the load is seen done (the node's first byte) or failed.
    */
   begin(nodeId: string, waitMs: number, loadMs: number, now = Date.now()): () => void {
-    const load = { until: Math.max(now + waitMs, now + this.aheadMs(nodeId, now)) + loadMs };
+    const load = { until: now + Math.max(waitMs, this.aheadMs(nodeId, now)) + loadMs };
     let loads = this.byNode.get(nodeId);
     if (!loads) this.byNode.set(nodeId, (loads = new Set()));
     loads.add(load);

@@ -72,8 +72,7 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
       if (e instanceof Moved) {
         attempts--;
         movedFrom.push(c);
-      }
-      else if (e instanceof QueueFull) (tried ??= none()).full++;
+      } else if (e instanceof QueueFull) (tried ??= none()).full++;
       else if (e instanceof SlotTimeout) tried = failed(tried, c.nodeId, e);
       else throw e;
       continue;

@@ -169,7 +169,6 @@ function cachedPrompt({ affinity, registry, queues }: RouterDeps, nodes: NodeVie
   return (nodeId) => (nodeId === holder ? tokens : 0);
 }
 
-/** Each model's nodes in the routing order, lazily: a fallback model is ranked (and takes its round-robin turn) only once the ones before it failed. */
 /**
  * herd sends a load that it expects to make the node evict these models: they are marked gone now, and the requests
  * waiting at herd for one of them there are routed again, not sent after it to load it back (Ollama queues that load
@@ -191,6 +190,7 @@ function sendLoad(queues: Queues, { nodeId, prediction: { breakdown: b } }: Time
 
 const NO_LOAD = () => {};
 
+/** Each model's nodes in the routing order, lazily: a fallback model is ranked (and takes its round-robin turn) only once the ones before it failed. */
 function* inOrder({ ordering, queues, config }: RouterDeps, models: string[], rank: (model: string) => Ranked[]): Generator<Ranked> {
   for (const model of models) yield* ordering.order(config.routing.strategy, model, rank(model), (id) => queues.nodeLoad(id).inFlight);
 }
