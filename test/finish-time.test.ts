@@ -8,7 +8,7 @@
 //   the choice, so it goes where the model it evicts was not asked for; and herd expects the victim Ollama picks
 //   (by its weights' blob path, /api/show's FROM, not the least recently used), a fourth model's included; a node of
 //   unknown memory, once it has unloaded a model for room, is taken to hold the most it held; the requests waiting at
-//   herd for a model a load evicts are routed again;
+//   herd for a model a load evicts are routed again, and so is one that comes while that load waits;
 // - streams: a stream is ranked by its first token and part of its decode (STREAM_DECODE_WEIGHT), so a node that
 //   starts sooner but decodes slower gets a stream, and not a whole answer.
 import { describe, expect, test } from "bun:test";
@@ -195,6 +195,29 @@ test("a load that evicts a busy model moves the requests waiting at herd for it 
   expect(load.breakdown.evict_ms).toBe(EVICT_MS);
   expect((await running).node).toBe("a");
   expect((await waiting).node).toBe("b");
+}, 20_000);
+
+test("a model a load there evicts once its running request ends is not sent there meanwhile: Ollama would serve it at once and starve the load", async () => {
+  const [busy, wanted] = ["llama3.2:1b", "llama3.1:8b"];
+  // As above: a has the only copy of `wanted`, which fits beside `busy` in none of a's memory; b has `busy` on disk.
+  const node = (id: string, models: string[], loaded: string[], bandwidthGbps: number, tokensPerSecond: number): Node => ({
+    id,
+    models,
+    loaded,
+    memoryGb: 6,
+    tokensPerSecond,
+    contextLength: 4096,
+    config: { hardware: { memoryGb: 12, bandwidthGbps }, contextLength: 4096 },
+  });
+  const { url } = await fleet([node("a", [busy, wanted], [busy], 800, 20), node("b", [busy], [], 100, 400)]);
+  const running = ask(url, busy); // 64 tokens at 20/s: a's one slot for `busy` is taken for ~3 s
+  await Bun.sleep(200);
+  const load = ask(url, wanted); // a: waits there for `running` to end, then evicts `busy`
+  await Bun.sleep(1000);
+  const after = await ask(url, busy);
+  expect(after.node).toBe("b");
+  expect((await load).node).toBe("a");
+  expect((await running).node).toBe("a");
 }, 20_000);
 
 test("a load sent to a node behind another waits for it there (Ollama loads one at a time): it goes to a node like it that loads nothing", async () => {

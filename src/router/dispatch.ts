@@ -183,9 +183,9 @@ function evict(queues: Queues, node: NodeRecord, models: readonly string[]): voi
 }
 
 /** A request that loads (or reloads) its model joins the node's loads (fleet/node-loads.ts) until its first byte. */
-function sendLoad(queues: Queues, { nodeId, prediction: { breakdown: b } }: Timed): () => void {
+function sendLoad(queues: Queues, { nodeId, prediction: { breakdown: b }, evicts }: Timed): () => void {
   const loadMs = b.load_ms + b.reload_ms;
-  return loadMs > 0 ? queues.loads.begin(nodeId, b.memory_wait_ms ?? 0, b.evict_ms + loadMs) : NO_LOAD;
+  return loadMs > 0 ? queues.loads.begin(nodeId, { waitMs: b.memory_wait_ms ?? 0, loadMs: b.evict_ms + loadMs, evicts }) : NO_LOAD;
 }
 
 const NO_LOAD = () => {};

@@ -156,6 +156,23 @@ test("a node:model with a request running counts as resident (loaded or loading)
   expect(rank([cold("a")], chat(), null, queues)[0]!.prediction.breakdown.load_ms).toBe(0);
 });
 
+test("a model loading there (its request runs, not reported yet) takes its room, and a load that needs that room evicts it once its request ends", async () => {
+  const queues = new Queues();
+  await queues.acquire("a", OTHER, 1, 1000);
+  const [only] = rank([cold("a", { memoryTotalGb: 32, memoryAvailableGb: 14, available: [{ name: MODEL, sizeGb: 12 }, { name: OTHER, sizeGb: 10 }] })], chat(), null, queues);
+  expect(only!.evicts).toEqual([OTHER]);
+  expect(only!.prediction.breakdown.memory_wait_ms).toBeGreaterThan(0);
+});
+
+test("a model a load herd sent there evicts is not resident though its request still runs: a request of it is priced at its load again", async () => {
+  const queues = new Queues();
+  await queues.acquire("a", MODEL, 2, 1000);
+  queues.loads.begin("a", { waitMs: 3000, loadMs: 2000, evicts: [MODEL] });
+  const [only] = rank([cold("a", { loaded: [{ name: MODEL, sizeGb: 20 }] })], chat(), null, queues);
+  expect(only!.prediction.breakdown.load_ms).toBe(2000);
+  expect(only!.prediction.breakdown.loads_ahead_ms).toBeGreaterThan(4000);
+});
+
 describe("session affinity", () => {
   const hot = (id: string) => nodeView(id, { available: [{ name: MODEL, sizeGb: 5 }], loaded: [{ name: MODEL, sizeGb: 5, contextLength: 8192 }] });
   // A later agent turn: 6,000 prompt tokens, 5,000 of them cached on "last" (the node of the session's last turn).

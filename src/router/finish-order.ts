@@ -145,9 +145,10 @@ function finishCandidates(
   return eligible.map((e) => {
     const q = queues.view(e.nodeId, model);
     const bytes = diskBytes(registry.get(e.nodeId), model) || e.modelSizeGb * GB;
-    // A request running there means the model is loaded or loading, before the next report says so; a cloud model
-    // is never loaded there at all.
-    const resident = e.loaded || e.remote || q.inFlight > 0;
+    // A request running there means the model is loaded or loading, before the next report says so, unless a load
+    // herd sent there evicts it once that request ends (fleet/node-loads.ts); a cloud model is never loaded there at all.
+    const leaving = !e.remote && queues.loads.evicting(e.nodeId, model, now);
+    const resident = e.remote || ((e.loaded || q.inFlight > 0) && !leaving);
     const slots = registry.parallel(e.nodeId);
     const speed = speeds.predict(e.nodeId, model, bytes, now);
     const oldest = queues.oldestRunningSince(e.nodeId, model);
@@ -161,7 +162,7 @@ function finishCandidates(
       sizeGb: resident ? e.modelSizeGb : loadedSizeGb(e.modelSizeGb, kvPerToken!, context(e), slots),
       queue: q,
       runningForMs: oldest === null ? 0 : Math.max(0, now - oldest),
-      loading: !e.loaded && !e.remote && q.inFlight > 0,
+      loading: resident && !e.loaded && !e.remote,
       loadsAheadMs: queues.loads.aheadMs(e.nodeId, now),
       slots,
       speed,
@@ -179,7 +180,7 @@ const typicalReply = ({ speeds }: FinishSources, model: string) => speeds.typica
 
 /**
  * Room for `model` on the node: what its agent reports free, else its declared memory less the OS's share and the
- * models loaded; and the loaded models a load may evict, in the order Ollama's scheduler does (server/sched.go v0.32.15
+ * models loaded; and the models loaded (or loading) there that a load may evict, in the order Ollama's scheduler does (server/sched.go v0.32.15
  * findRunnerToUnload: the runners by keep_alive, then by the path of their weights' blob, the first idle one, else the
  * first busy one once its requests end; herd takes every keep_alive to be the same, and puts a model whose blob it has
  * not learned yet last, least recently used first). Each asked for within RECENT_USE_MS is priced at its load there,
@@ -191,21 +192,23 @@ function memoryOf(sources: FinishSources, node: NodeView, model: string, now: nu
   // Of a node whose memory is unknown, once it has unloaded a model for room: about what it evidently held.
   const total = node.memoryTotalGb === null ? (node.unloadedForRoom ? evidentMemoryGb(node) : null) : node.memoryTotalGb - OS_RESERVE_GB;
   const reported = node.memoryAvailableGb ?? (total === null ? null : total - node.loadedGb);
-  // A model herd is loading there (a request of it runs, the node has not reported it yet) takes its room and its place already.
-  const loading = queues.runningModels(node.id).filter((m) => modelKey(m) !== modelKey(model) && !node.loadedByKey.has(modelKey(m)));
-  const loadingGb = reported === null ? 0 : loading.reduce((sum, m) => sum + expectedLoadGb(node, m, views, modelFacts.answeredOf(m)?.contextLength ?? null), 0);
+  // A model herd is loading there (a request of it runs, the node has not reported it yet) takes its room and its place
+  // already; one a load herd sent there evicts (its request still runs) gives both to that load's model.
+  const loading = queues.runningModels(node.id).filter((m) => modelKey(m) !== modelKey(model) && !node.loadedByKey.has(modelKey(m)) && !queues.loads.evicting(node.id, m, now));
   const busy = busyModels(node, model, queues);
-  const evictable = node.loaded
-    .filter((m) => modelKey(m.name) !== modelKey(model) && (evictBusy || !busy.includes(m)))
+  // One loading is busy too (its request runs), and as much a runner Ollama may evict as one loaded.
+  const loadingModels = loading.map((name) => ({ name, sizeGb: expectedLoadGb(node, name, views, modelFacts.answeredOf(name)?.contextLength ?? null), loading: true }));
+  const evictable = [...node.loaded.filter((m) => modelKey(m.name) !== modelKey(model) && (evictBusy || !busy.includes(m))), ...(evictBusy ? loadingModels : [])]
     .map((m) => {
-      const isBusy = busy.includes(m);
+      const isLoading = "loading" in m;
+      const isBusy = isLoading || busy.includes(m);
       const name = normalizeModelName(m.name);
       const queue = queues.view(node.id, name);
       const usedAt = queue.lastDispatchAt;
       const bytes = diskBytes(registry.get(node.id), m.name) || m.sizeGb * GB;
       const speed = speeds.predict(node.id, m.name, bytes, now);
       const since = isBusy ? queues.oldestRunningSince(node.id, name) : null;
-      const replyMs = ((speeds.typicalReply(m.name) ?? DEFAULT_REPLY_TOKENS) / speed.decodeTps) * 1000;
+      const replyMs = ((speeds.typicalReply(m.name) ?? DEFAULT_REPLY_TOKENS) / speed.decodeTps) * 1000 + (isLoading ? speed.loadMs : 0);
       const victim: EvictableModel = {
         name: m.name,
         sizeGb: m.sizeGb,
@@ -217,6 +220,7 @@ function memoryOf(sources: FinishSources, node: NodeView, model: string, now: nu
     })
     .sort((a, b) => Number(a.busy) - Number(b.busy) || byBlob(a.blob, b.blob) || a.usedAt - b.usedAt)
     .map((v) => v.victim);
+  const loadingGb = reported === null ? 0 : loadingModels.reduce((sum, m) => sum + m.sizeGb, 0);
   return { freeGb: reported === null ? null : reported - loadingGb, modelsFree: MAX_LOADED_MODELS - node.loaded.length - loading.length, evictable, evictsAll: evictBusy };
 }
 
