@@ -172,10 +172,13 @@ test("a node of unknown memory, once seen unloading a model for room, is priced 
   expect((await ask(url, gone)).breakdown.evict_ms).toBe(EVICT_MS);
 }, 20_000);
 
-test("a load that evicts a busy model moves the requests waiting at herd for it there to another node, not after it to load it back", async () => {
-  const [busy, wanted] = ["llama3.2:1b", "llama3.1:8b"];
-  // a, the faster by what is declared (it decodes slower than that), has the only copy of `wanted`, which fits beside
-  // `busy` in none of the 6 GB herd leaves a model of the 12 declared (the sim holds that 6); b has `busy` on disk.
+const [busy, wanted] = ["llama3.2:1b", "llama3.1:8b"];
+
+/**
+ * a, the faster by what is declared (it decodes slower than that), has the only copy of `wanted`, which fits beside
+ * `busy` in none of the 6 GB herd leaves a model of the 12 declared (the sim holds that 6); b has `busy` on disk.
+ */
+function busyFleet() {
   const node = (id: string, models: string[], loaded: string[], bandwidthGbps: number, tokensPerSecond: number): Node => ({
     id,
     models,
@@ -185,7 +188,11 @@ test("a load that evicts a busy model moves the requests waiting at herd for it 
     contextLength: 4096,
     config: { hardware: { memoryGb: 12, bandwidthGbps }, contextLength: 4096 },
   });
-  const { url } = await fleet([node("a", [busy, wanted], [busy], 800, 20), node("b", [busy], [], 100, 400)]);
+  return fleet([node("a", [busy, wanted], [busy], 800, 20), node("b", [busy], [], 100, 400)]);
+}
+
+test("a load that evicts a busy model moves the requests waiting at herd for it there to another node, not after it to load it back", async () => {
+  const { url } = await busyFleet();
   const running = ask(url, busy); // 64 tokens at 20/s: a's one slot for `busy` is taken for ~3 s
   await Bun.sleep(200);
   const waiting = ask(url, busy); // waits at herd behind it, on a where the model is loaded
@@ -198,18 +205,7 @@ test("a load that evicts a busy model moves the requests waiting at herd for it 
 }, 20_000);
 
 test("a model a load there evicts once its running request ends is not sent there meanwhile: Ollama would serve it at once and starve the load", async () => {
-  const [busy, wanted] = ["llama3.2:1b", "llama3.1:8b"];
-  // As above: a has the only copy of `wanted`, which fits beside `busy` in none of a's memory; b has `busy` on disk.
-  const node = (id: string, models: string[], loaded: string[], bandwidthGbps: number, tokensPerSecond: number): Node => ({
-    id,
-    models,
-    loaded,
-    memoryGb: 6,
-    tokensPerSecond,
-    contextLength: 4096,
-    config: { hardware: { memoryGb: 12, bandwidthGbps }, contextLength: 4096 },
-  });
-  const { url } = await fleet([node("a", [busy, wanted], [busy], 800, 20), node("b", [busy], [], 100, 400)]);
+  const { url } = await busyFleet();
   const running = ask(url, busy); // 64 tokens at 20/s: a's one slot for `busy` is taken for ~3 s
   await Bun.sleep(200);
   const load = ask(url, wanted); // a: waits there for `running` to end, then evicts `busy`
