@@ -34,9 +34,9 @@ export class NodeLoads {
 
   /** A load sent to the node, not yet done nor late, evicts the model there. */
   evicting(nodeId: string, model: string, now = Date.now()): boolean {
-    if (!this.aheadMs(nodeId, now)) return false;
     const key = modelKey(model);
-    return [...this.byNode.get(nodeId)!].some((load) => load.evicts.has(key));
+    for (const load of this.byNode.get(nodeId) ?? []) if (load.until > now && load.evicts.has(key)) return true;
+    return false;
   }
 
   /** How long until the loads sent to the node are expected done: 0 when none is, or all are late (those are forgotten). */

@@ -180,10 +180,10 @@ const typicalReply = ({ speeds }: FinishSources, model: string) => speeds.typica
 
 /**
  * Room for `model` on the node: what its agent reports free, else its declared memory less the OS's share and the
- * models loaded; and the models loaded (or loading) there that a load may evict, in the order Ollama's scheduler does (server/sched.go v0.32.15
- * findRunnerToUnload: the runners by keep_alive, then by the path of their weights' blob, the first idle one, else the
- * first busy one once its requests end; herd takes every keep_alive to be the same, and puts a model whose blob it has
- * not learned yet last, least recently used first). Each asked for within RECENT_USE_MS is priced at its load there,
+ * models loaded; and the models loaded (or loading) there that a load may evict, in the order Ollama's scheduler does
+ * (server/sched.go v0.32.15 findRunnerToUnload: the runners by keep_alive, then by the path of their weights' blob, the
+ * first idle one, else the first busy one once its requests end; herd takes every keep_alive to be the same, and puts a
+ * model whose blob it has not learned yet last, least recently used first). Each asked for within RECENT_USE_MS is priced at its load there,
  * a busy one at its load for each request waiting for it there.
  * `evictBusy` false: only the idle ones (a replica warm). The free GB is null when the node's memory is unknown.
  */
