@@ -8,7 +8,8 @@
 //   the choice, so it goes where the model it evicts was not asked for; and herd expects the victim Ollama picks
 //   (by its weights' blob path, /api/show's FROM, not the least recently used), a fourth model's included; a node of
 //   unknown memory, once it has unloaded a model for room, is taken to hold the most it held; the requests waiting at
-//   herd for a model a load evicts are routed again, and so is one that comes while that load waits;
+//   herd for a model a load evicts are routed again, and so is one that comes while that load waits; a request that
+//   fails on its node after waiting there is ranked again, by the queues as they are by then;
 // - streams: a stream is ranked by its first token and part of its decode (STREAM_DECODE_WEIGHT), so a node that
 //   starts sooner but decodes slower gets a stream, and not a whole answer.
 import { describe, expect, test } from "bun:test";
@@ -250,4 +251,21 @@ test("a stream goes to the node whose first token comes sooner; a whole answer t
   expect((await ask(url, MODEL, true)).node).toBe("early");
   await unload();
   expect((await ask(url, MODEL)).node).toBe("late");
+}, 20_000);
+
+test("a request whose node fails once it had waited there is ranked again: it goes to the node soonest by then, not the one next when it came", async () => {
+  // Speeds as herd predicts them from the bandwidths (64, 25.6, 20 tokens/s): 64 tokens take a 1 s, b 2.5 s, c 3.2 s; one slot each.
+  const node = (id: string, bandwidthGbps: number): Node => ({ id, models: [MODEL], loaded: [MODEL], tokensPerSecond: bandwidthGbps / 2, config: { parallel: 1, hardware: { bandwidthGbps } } });
+  const { url, sims } = await fleet([node("a", 128), node("b", 51.2), node("c", 40)]);
+  expect((await ask(url, MODEL)).node).toBe("a"); // herd learns the reply's length: the queue ahead is priced by it
+  const running = ask(url, MODEL); // a, idle and fastest
+  await Bun.sleep(50);
+  const failing = ask(url, MODEL); // waits at herd behind it on a (~2 s), sooner than b (2.5 s) or c (3.2 s)
+  await Bun.sleep(50);
+  const second = ask(url, MODEL); // b: a's queue (~3 s) is longer now
+  await Bun.sleep(300);
+  sims[0]!.setFaults({ error500: true }); // a fails the waiting request when its turn comes; the running one is answered
+  expect((await running).node).toBe("a");
+  expect((await second).node).toBe("b");
+  expect((await failing).node).toBe("c"); // by then b is busy with `second` for ~2 s more: c finishes sooner
 }, 20_000);

@@ -22,9 +22,9 @@ async function load(nodeId: string, running: number, waiting = 0): Promise<Promi
   return Array.from({ length: waiting }, () => Promise.resolve(queues.acquire(nodeId, MODEL, running, 60_000, testOver.signal)).then(() => "slot", (e: unknown) => e));
 }
 
-/** One rebalancer pass over a fleet of `nodes`. */
-function pass(nodes: NodeSpec[], rebalancer: Record<string, number> = {}): number {
-  const { registry, config } = testFleet(nodes, { rebalancer });
+/** One rebalancer pass over a fleet of `nodes`, by default under the point scorer (which moves onto a node that would load the model). */
+function pass(nodes: NodeSpec[], rebalancer: Record<string, number> = {}, strategy = "score"): number {
+  const { registry, config } = testFleet(nodes, { rebalancer, routing: { strategy } });
   return quietly(() => rebalance(registry, queues, config));
 }
 
@@ -82,6 +82,13 @@ test("not a node whose memory is too small for the model", async () => {
   const small = { id: "small", onDisk: big, parallel: 4, memory: { totalGb: 16, availableGb: 12 } };
   expect(pass([{ id: "busy", loaded: big }, small])).toBe(0);
   expect(pass([{ id: "busy", loaded: big }, { ...small, memory: { totalGb: 64, availableGb: 50 } }])).toBe(3);
+});
+
+test("under finish-time, only onto a node with the model loaded: a cold copy is the replica pass's to weigh", async () => {
+  await load("busy", 1, 5);
+  const cold = { id: "cold", onDisk: { [MODEL]: 5 }, parallel: 4 };
+  expect(pass([busy, cold], {}, "finish-time")).toBe(0);
+  expect(pass([busy, cold, { id: "warm", loaded: { [MODEL]: 5 }, parallel: 2 }], {}, "finish-time")).toBe(2);
 });
 
 describe("the replica pass", () => {

@@ -1,7 +1,8 @@
 // Two answers to a backed-up node:model, each cycle. It moves waiting requests onto another node that has
 // the model, room for it, and a free slot right now (a moved request is routed again from its next candidate,
 // so it is never lost and never runs twice). And under the finish-time strategy it warms a second replica
-// where a cold load would finish clearly sooner than the queue (replicas.ts decides).
+// where a cold load would finish clearly sooner than the queue (replicas.ts decides); there a move goes only
+// where the model is loaded: a cold copy is the estimate's to weigh (its load, what it evicts, the node's busy models).
 import type { Config } from "../config/schema.ts";
 import { log } from "../log.ts";
 import type { FinishRequest } from "./finish-time.ts";
@@ -16,13 +17,14 @@ import { toGb } from "./node-models.ts";
 /** One pass; returns how many requests were moved. */
 export function rebalance(registry: Registry, queues: Queues, config: Config): number {
   const { threshold, maxPerCycle } = config.rebalancer;
+  const estimated = config.routing.strategy === "finish-time";
   let moved = 0;
   for (const q of queues.entries()) {
     if (q.pending < threshold || moved >= maxPerCycle) continue;
     const spare = registry
       .all()
       .filter((n) => n.id !== q.node_id && n.status === "online" && !registry.isDraining(n) && n.ollama?.reachable)
-      .filter((n) => onDisk(n, q.model) && fits(registry, n, q.model))
+      .filter((n) => (estimated ? loadedOn(n, q.model) : onDisk(n, q.model) && fits(registry, n, q.model)))
       .reduce((free, n) => {
         const there = queues.view(n.id, q.model);
         const parallel = registry.parallel(n.id);

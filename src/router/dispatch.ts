@@ -96,9 +96,18 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
   const trained = await trainedContexts(deps, req, models);
   const optionsOf = optionsFor(req, deps.promptCounts, config.features.contextProtection);
   const sendOptions = (e: Eligible) => optionsOf(e.model, contextAt(e, trained.get(e.model) ?? null));
+  // A request ranked again (inOrder) takes its turn to explore once: the share explored stays one in so many requests.
+  const turns = new Map<string, boolean>();
+  const exploreTurns = {
+    due(model: string): boolean {
+      let due = turns.get(model);
+      if (due === undefined) turns.set(model, (due = deps.exploreTurns.due(model)));
+      return due;
+    },
+  };
   const rank = (model: string): Ranked[] => {
     if (config.routing.strategy !== "finish-time") return scoreEligible(nodes, eligible(model), (id) => queues.view(id, model), config.scoring);
-    return byFinishTime(deps, eligible(model), req, config.routing.sessionAffinity ? cachedOn(model) : undefined, sendOptions, trained.get(model) ?? null);
+    return byFinishTime({ ...deps, exploreTurns }, eligible(model), req, config.routing.sessionAffinity ? cachedOn(model) : undefined, sendOptions, trained.get(model) ?? null);
   };
   return attempt(inOrder(deps, models, rank), {
     queues,
@@ -190,9 +199,23 @@ function sendLoad(queues: Queues, { nodeId, prediction: { breakdown: b }, evicts
 
 const NO_LOAD = () => {};
 
-/** Each model's nodes in the routing order, lazily: a fallback model is ranked (and takes its round-robin turn) only once the ones before it failed. */
+/**
+ * Each model's nodes in the routing order, lazily: a fallback model is ranked (and takes its round-robin turn) only once
+ * the ones before it failed. Under finish-time the nodes not tried yet are ranked again for each next try: a request
+ * moved off its node or failed there has waited, and the estimate of the others has changed meanwhile.
+ */
 function* inOrder({ ordering, queues, config }: RouterDeps, models: string[], rank: (model: string) => Ranked[]): Generator<Ranked> {
-  for (const model of models) yield* ordering.order(config.routing.strategy, model, rank(model), (id) => queues.nodeLoad(id).inFlight);
+  for (const model of models) {
+    if (config.routing.strategy !== "finish-time") {
+      yield* ordering.order(config.routing.strategy, model, rank(model), (id) => queues.nodeLoad(id).inFlight);
+      continue;
+    }
+    const tried = new Set<string>();
+    for (let next: Ranked | undefined = rank(model)[0]; next; next = rank(model).find((c) => !tried.has(c.nodeId))) {
+      tried.add(next.nodeId);
+      yield next;
+    }
+  }
 }
 
 /** A candidate as the scorer ranked it, or by its finish time. */
