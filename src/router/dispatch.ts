@@ -96,18 +96,11 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
   const trained = await trainedContexts(deps, req, models);
   const optionsOf = optionsFor(req, deps.promptCounts, config.features.contextProtection);
   const sendOptions = (e: Eligible) => optionsOf(e.model, contextAt(e, trained.get(e.model) ?? null));
-  // A request ranked again (inOrder) takes its turn to explore once: the share explored stays one in so many requests.
-  const turns = new Map<string, boolean>();
-  const exploreTurns = {
-    due(model: string): boolean {
-      let due = turns.get(model);
-      if (due === undefined) turns.set(model, (due = deps.exploreTurns.due(model)));
-      return due;
-    },
-  };
-  const rank = (model: string): Ranked[] => {
+  // Ranked again (inOrder), a request that has waited explores nothing: it goes where it finishes soonest, and its first
+  // ranking alone took its turn to explore.
+  const rank = (model: string, again = false): Ranked[] => {
     if (config.routing.strategy !== "finish-time") return scoreEligible(nodes, eligible(model), (id) => queues.view(id, model), config.scoring);
-    return byFinishTime({ ...deps, exploreTurns }, eligible(model), req, config.routing.sessionAffinity ? cachedOn(model) : undefined, sendOptions, trained.get(model) ?? null);
+    return byFinishTime(again ? { ...deps, exploreTurns: NO_EXPLORING } : deps, eligible(model), req, config.routing.sessionAffinity ? cachedOn(model) : undefined, sendOptions, trained.get(model) ?? null);
   };
   return attempt(inOrder(deps, models, rank), {
     queues,
@@ -198,20 +191,21 @@ function sendLoad(queues: Queues, { nodeId, prediction: { breakdown: b }, evicts
 }
 
 const NO_LOAD = () => {};
+const NO_EXPLORING = { due: () => false };
 
 /**
  * Each model's nodes in the routing order, lazily: a fallback model is ranked (and takes its round-robin turn) only once
  * the ones before it failed. Under finish-time the nodes not tried yet are ranked again for each next try: a request
  * moved off its node or failed there has waited, and the estimate of the others has changed meanwhile.
  */
-function* inOrder({ ordering, queues, config }: RouterDeps, models: string[], rank: (model: string) => Ranked[]): Generator<Ranked> {
+function* inOrder({ ordering, queues, config }: RouterDeps, models: string[], rank: (model: string, again?: boolean) => Ranked[]): Generator<Ranked> {
   for (const model of models) {
     if (config.routing.strategy !== "finish-time") {
       yield* ordering.order(config.routing.strategy, model, rank(model), (id) => queues.nodeLoad(id).inFlight);
       continue;
     }
     const tried = new Set<string>();
-    for (let next: Ranked | undefined = rank(model)[0]; next; next = rank(model).find((c) => !tried.has(c.nodeId))) {
+    for (let next: Ranked | undefined = rank(model)[0]; next; next = rank(model, true).find((c) => !tried.has(c.nodeId))) {
       tried.add(next.nodeId);
       yield next;
     }
