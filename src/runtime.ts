@@ -134,7 +134,7 @@ export async function startRouter(live: LiveConfig): Promise<RouterHandle> {
     warmer: new Warmer(
       (url, model, timeoutMs, keep) => loadModel(url, model, timeoutMs, keep, nodeAnswerCap(live.config)),
       (nodeId, model, loadNs) => speeds.observe(nodeId, model, { loadNs }, diskBytes(registry.get(nodeId), model)),
-      (nodeId, model) => queues.loads.begin(nodeId, { loadMs: speeds.predict(nodeId, model, diskBytes(registry.get(nodeId), model), Date.now()).loadMs }),
+      (nodeId, model) => queues.loads.begin(nodeId, { model, loadMs: speeds.predict(nodeId, model, diskBytes(registry.get(nodeId), model), Date.now()).loadMs }),
     ),
     toolRepairs: new RepairStats(),
     afterAnswer: new AfterAnswer(),

@@ -8,8 +8,10 @@
 //   the choice, so it goes where the model it evicts was not asked for; and herd expects the victim Ollama picks
 //   (by its weights' blob path, /api/show's FROM, not the least recently used), a fourth model's included; a node of
 //   unknown memory, once it has unloaded a model for room, is taken to hold the most it held; the requests waiting at
-//   herd for a model a load evicts are routed again, and so is one that comes while that load waits; a request that
-//   fails on its node after waiting there is ranked again, by the queues as they are by then;
+//   herd for a model a load evicts are routed again, and so is one that comes while that load waits, the node they
+//   were moved off among the others (its reload priced); one sent there still waits at herd for that load, so Ollama
+//   does not serve it from the runner it is evicting and starve the load; a request that fails on its node after
+//   waiting there is ranked again, by the queues as they are by then;
 // - streams: a stream is ranked by its first token and part of its decode (STREAM_DECODE_WEIGHT), so a node that
 //   starts sooner but decodes slower gets a stream, and not a whole answer.
 import { describe, expect, test } from "bun:test";
@@ -205,6 +207,31 @@ test("a load that evicts a busy model moves the requests waiting at herd for it 
   expect((await waiting).node).toBe("b");
 }, 20_000);
 
+test("a request moved off its node as a load there evicts its model may go back there: the reload there is sooner than a load elsewhere", async () => {
+  // a as in busyFleet; b has `busy` on disk only, and is taken to decode it at 5 tokens/s (10 GB/s): 64 tokens take 13 s,
+  // against a's wait for its load of `wanted` and then its reload of `busy`, a few seconds.
+  const node = (id: string, models: string[], loaded: string[], bandwidthGbps: number): Node => ({
+    id,
+    models,
+    loaded,
+    memoryGb: 6,
+    tokensPerSecond: 20,
+    contextLength: 4096,
+    config: { hardware: { memoryGb: 12, bandwidthGbps }, contextLength: 4096 },
+  });
+  const { url } = await fleet([node("a", [busy, wanted], [busy], 800), node("b", [busy], [], 10)]);
+  const running = ask(url, busy); // 64 tokens at 20/s: a's one slot for `busy` is taken for ~3 s
+  await Bun.sleep(200);
+  const waiting = ask(url, busy); // waits at herd behind it on a
+  await Bun.sleep(200);
+  const load = await ask(url, wanted); // evicts `busy` on a once `running` ends: `waiting` is moved off a, and ranked again
+  expect(load.node).toBe("a");
+  expect((await running).node).toBe("a");
+  const back = await waiting;
+  expect(back.node).toBe("a");
+  expect(back.breakdown.load_ms).toBeGreaterThan(0);
+}, 30_000);
+
 test("a model a load there evicts once its running request ends is not sent there meanwhile: Ollama would serve it at once and starve the load", async () => {
   const { url } = await busyFleet();
   const running = ask(url, busy); // 64 tokens at 20/s: a's one slot for `busy` is taken for ~3 s
@@ -216,6 +243,23 @@ test("a model a load there evicts once its running request ends is not sent ther
   expect((await load).node).toBe("a");
   expect((await running).node).toBe("a");
 }, 20_000);
+
+test("a model a load there evicts, on the only node that has it, waits at herd for that load: Ollama would serve it at once and starve the load", async () => {
+  const { url } = await fleet([
+    { id: "a", models: [busy, wanted], loaded: [busy], memoryGb: 6, tokensPerSecond: 20, contextLength: 4096, numParallel: 2, config: { hardware: { memoryGb: 12 }, contextLength: 4096, parallel: 2 } },
+  ]);
+  const finished: string[] = [];
+  const timed = (name: string, model: string) => ask(url, model).then((answer) => (finished.push(name), answer));
+  const running = timed("running", busy); // 64 tokens at 20/s: ~3 s; a has a second slot for `busy`
+  await Bun.sleep(200);
+  const load = timed("load", wanted); // evicts `busy` once `running` ends
+  await Bun.sleep(500);
+  const after = timed("after", busy); // only a has `busy`, and a load there evicts it: it waits for that load
+  expect((await load).node).toBe("a");
+  expect((await running).node).toBe("a");
+  expect((await after).node).toBe("a");
+  expect(finished).toEqual(["running", "load", "after"]);
+}, 30_000);
 
 test("a load sent to a node behind another waits for it there (Ollama loads one at a time): it goes to a node like it that loads nothing", async () => {
   const [first, second] = ["llama3.2:1b", "llama3.2:3b"];

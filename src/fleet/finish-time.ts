@@ -16,12 +16,17 @@ export interface FinishCandidate {
   resident: boolean;
   /** What the model takes in memory loaded there: its weights and the KV cache of the context it would get. */
   sizeGb: number;
-  /** Its node:model queue: waiting, running, and when it last got a request (ms epoch; 0 = never). */
-  queue: { pending: number; inFlight: number; lastDispatchAt: number };
+  /**
+   * Its node:model queue: waiting, running, when it last got a request (ms epoch; 0 = never), and the prompt tokens of
+   * those waiting and running (absent: each taken to be this request's).
+   */
+  queue: { pending: number; inFlight: number; lastDispatchAt: number; promptTokens?: number };
   /** How long the oldest request running there has run (0 or absent: none), which is that much nearer its end. */
   runningForMs?: number;
   /** Resident only because a request of it runs there, not yet reported loaded: that request began with its load. */
   loading?: boolean;
+  /** Of a model loading there, how long until herd expects the load it sent done, its wait for room and the loads ahead of it included; absent: the load's own time, less what the request has run. */
+  loadLeftMs?: number;
   /** How long the loads herd sent the node before are still expected to take (fleet/node-loads.ts): a load or reload there waits for them. */
   loadsAheadMs?: number;
   /** Requests the node runs at once per model. */
@@ -64,6 +69,11 @@ export interface EvictableModel {
   reloadMs: number;
   /** Its requests running there end in about this long (ms): Ollama unloads it then; 0 when none runs. */
   busyMs: number;
+  /**
+   * Its requests waiting at herd there: moved off as the load is sent (router/dispatch.ts), each waits for that load and
+   * the request that brings it before its model can load there again, unless another node is sooner; 0 when none.
+   */
+  waiting: number;
 }
 
 export interface FinishRequest {
@@ -124,6 +134,15 @@ export const STREAM_DECODE_WEIGHT = 0.5;
 /** A node whose speed for the model herd has not learned is explored when it would cost at most this × the best (and TIE_MS). */
 export const EXPLORE_RATIO = 1.5;
 
+/**
+ * What is left of a request expected to take `expectedMs`, `elapsedMs` in. One past its expected time is expected to
+ * run as long again as it is late (stuck behind a load inside the node, or a reply far longer than usual): the longer
+ * it runs, the longer the wait behind it, not the shorter.
+ */
+export function leftOfMs(expectedMs: number, elapsedMs: number): number {
+  return elapsedMs <= expectedMs ? expectedMs - elapsedMs : elapsedMs - expectedMs;
+}
+
 /** The estimate for one candidate, or why it cannot serve at all. */
 export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishRequest): Estimated<C> | { excluded: string } {
   const prefillMs = (tokens: number) => (Math.max(0, tokens) / c.speed.prefillTps) * 1000;
@@ -135,11 +154,13 @@ export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishReque
     // Ollama unloads one model per model past its count, then more until the new one fits.
     const unloads = Math.max(0, 1 - c.memory.modelsFree);
     let room = c.memory.freeGb ?? Infinity;
+    // What this request holds the node for, the load first: each request waiting for a model it evicts waits that long.
+    const holdMs = c.speed.loadMs + prefillMs(req.promptTokens) + decodeMs(req.outputTokens);
     for (const m of c.memory.evictable) {
       if (room >= c.sizeGb && evicts.length >= unloads) break;
       room += m.sizeGb;
       evicts.push(m.name);
-      reloadEvictedMs += m.reloadMs;
+      reloadEvictedMs += m.reloadMs + m.waiting * holdMs;
       memoryWaitMs = Math.max(memoryWaitMs, m.busyMs);
     }
     if (room < c.sizeGb && !c.memory.evictsAll) return { excluded: `model needs ${round(c.sizeGb)} GB; ${round(room)} GB free even after evicting the models loaded there` };
@@ -148,17 +169,19 @@ export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishReque
   const reload = c.reloadsRunner;
   const cached = reload ? 0 : c.cachedPrefixTokens;
   const loadsAheadMs = c.resident && !reload ? 0 : (c.loadsAheadMs ?? 0);
-  // The requests ahead of this one (those queued, and those running beyond the slots but one) are taken to be typical.
+  // The requests ahead of this one (those queued, and those running beyond the slots but one) are taken to be of the
+  // queue's mean prompt and the usual reply: a long prompt ahead delays a short one behind it by its prefill.
   // A reload waits for all of them: the runner restarts only once idle, so the last batch runs whole first.
   const slots = Math.max(1, c.slots);
-  // The oldest request running is partly done; while the model loads, every request there waits for what is left of it.
-  const serviceMs = prefillMs(req.promptTokens) + decodeMs(req.typicalOutputTokens);
+  // The oldest request running is partly done; while the model loads, every request there waits for what is left of it,
+  // and the one that loads it has begun nothing else.
+  const queued = c.queue.pending + c.queue.inFlight;
+  const aheadPrompt = c.queue.promptTokens !== undefined && queued > 0 ? c.queue.promptTokens / queued : req.promptTokens;
+  const serviceMs = prefillMs(aheadPrompt) + decodeMs(req.typicalOutputTokens);
   const runningFor = c.runningForMs ?? 0;
-  const loadLeftMs = c.loading ? Math.max(0, c.speed.loadMs - runningFor) : 0;
-  // One running past its expected time is expected to run as long again as it is late (stuck behind a load inside the
-  // node, or a reply far longer than usual): the longer it runs, the longer the wait behind it, not the shorter.
-  const elapsed = Math.max(0, runningFor - (c.loading ? c.speed.loadMs : 0));
-  const begun = elapsed <= serviceMs ? elapsed : 2 * serviceMs - elapsed;
+  const loadLeftMs = c.loading ? (c.loadLeftMs ?? Math.max(0, c.speed.loadMs - runningFor)) : 0;
+  const elapsed = loadLeftMs > 0 ? 0 : Math.max(0, runningFor - (c.loading ? c.speed.loadMs : 0));
+  const begun = serviceMs - leftOfMs(serviceMs, elapsed);
   const waitMs =
     loadLeftMs +
     (reload

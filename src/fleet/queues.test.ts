@@ -151,7 +151,7 @@ test("the rebalancer's move takes the newest waiters off, which fail with Moved;
   const waiting = [1, 2, 3, 4].map(() => outcome(acquire(1)));
   expect(queues.move(NODE, MODEL, 2, "by the rebalancer")).toBe(2);
   const [third, fourth] = await Promise.all(waiting.slice(2));
-  expect(third).toEqual({ error: new Moved(NODE, "by the rebalancer") });
+  expect(third).toEqual({ error: new Moved(NODE, "by the rebalancer", false) });
   expect((fourth as { error: Moved }).error.from).toBe(NODE);
   expect(entry()).toMatchObject({ pending: 2, rebalanced: 2 });
   expect(queues.move(NODE, MODEL, 10, "by the rebalancer")).toBe(2);
@@ -160,7 +160,7 @@ test("the rebalancer's move takes the newest waiters off, which fail with Moved;
 });
 
 test("an unused queue looks idle: nothing waiting or running, one slot, a 5 s latency guess, never dispatched", () => {
-  expect(queues.view("new-node", MODEL)).toEqual({ pending: 0, inFlight: 0, concurrency: 1, avgLatencyMs: 5000, lastDispatchAt: 0 });
+  expect(queues.view("new-node", MODEL)).toEqual({ pending: 0, inFlight: 0, concurrency: 1, avgLatencyMs: 5000, lastDispatchAt: 0, promptTokens: 0 });
 });
 
 test("a node's load counts the requests running and waiting on all its models, and no other node's", async () => {
@@ -212,4 +212,18 @@ test("token usage is summed per node:model, prompts with nothing cached counted 
     warmPromptTokens: 1200,
     warmCachedTokens: 900,
   });
+});
+
+test("a queue counts the prompt tokens of the requests waiting and running on it, until each leaves", async () => {
+  const q = new Queues();
+  const tokens = () => q.view("n", MODEL).promptTokens;
+  const running = (await q.acquire("n", MODEL, 1, 1000, undefined, undefined, 2000)) as Slot;
+  const waiting = q.acquire("n", MODEL, 1, 1000, undefined, undefined, 30) as Promise<Slot>;
+  const leaving = q.acquire("n", MODEL, 1, 20, undefined, undefined, 500) as Promise<Slot>;
+  expect(tokens()).toBe(2530);
+  await expect(leaving).rejects.toBeInstanceOf(SlotTimeout);
+  expect(tokens()).toBe(2030);
+  running.release("completed");
+  (await waiting).release("completed");
+  expect(tokens()).toBe(0);
 });

@@ -11,6 +11,8 @@ export class Moved extends Error {
   constructor(
     readonly from: string,
     why: string,
+    /** Its model leaves that node (a load there evicts it): the node is not the worse for it, and may take the request back once it loads the model again. */
+    readonly evicted: boolean,
   ) {
     super(`moved off ${from} ${why}`);
   }
@@ -32,7 +34,7 @@ export class SlotTimeout extends Error {
 
 interface Waiter {
   turn(): void;
-  move(why: string): void;
+  move(why: string, evicted: boolean): void;
 }
 
 export interface Slot {
@@ -62,6 +64,8 @@ interface Queue {
   lastDispatchAt: number;
   /** When each request now running got its slot, oldest first (a Set keeps insertion order). */
   running: Set<{ since: number }>;
+  /** The prompt tokens of the requests waiting and running there: the estimate's work ahead (fleet/finish-time.ts). */
+  promptTokens: number;
   /** The admission cap on waiting requests, for queues that have one (MLX servers). */
   maxPending: number | null;
   usage: UsageTotals;
@@ -101,8 +105,9 @@ export class Queues {
    * Waits for a free slot on node:model: rejects with SlotTimeout after `waitMs`, or with the
    * signal's reason if it aborts first. A free slot is taken at once, with no timer at all.
    * With `maxPending`, a request that would wait behind that many others is refused at once (QueueFull).
+   * `promptTokens`: the request's, counted in the queue's while it waits and runs there.
    */
-  acquire(nodeId: string, model: string, concurrency: number, waitMs: number, signal?: AbortSignal, maxPending?: number): Slot | Promise<Slot> {
+  acquire(nodeId: string, model: string, concurrency: number, waitMs: number, signal?: AbortSignal, maxPending?: number, promptTokens = 0): Slot | Promise<Slot> {
     // A client already gone takes no slot, free or not: nothing would read the answer.
     if (signal?.aborted) return Promise.reject(signal.reason);
     const q = this.queue(nodeId, model);
@@ -113,14 +118,23 @@ export class Queues {
     // A free slot is handed over at once, not a turn of the event loop later.
     if (q.inFlight < q.concurrency && !q.waiters.length) {
       q.inFlight++;
-      return this.slot(q, queuedAt);
+      q.promptTokens += promptTokens;
+      return this.slot(q, queuedAt, promptTokens);
     }
     if (maxPending !== undefined && q.waiters.length >= maxPending) return Promise.reject(new QueueFull(maxPending));
-    return this.wait(q, waitMs, signal).then(() => this.slot(q, queuedAt)); // the slot is taken for us when our turn comes
+    q.promptTokens += promptTokens;
+    // The slot is taken for us when our turn comes.
+    return this.wait(q, waitMs, signal).then(
+      () => this.slot(q, queuedAt, promptTokens),
+      (e) => {
+        q.promptTokens -= promptTokens;
+        throw e;
+      },
+    );
   }
 
-  /** The slot a request took on `q` (its inFlight already counted). */
-  private slot(q: Queue, queuedAt: number): Slot {
+  /** The slot a request took on `q` (its inFlight and prompt already counted). */
+  private slot(q: Queue, queuedAt: number, promptTokens: number): Slot {
     q.lastDispatchAt = Date.now();
     const running = { since: q.lastDispatchAt };
     q.running.add(running);
@@ -135,6 +149,7 @@ export class Queues {
         released = true;
         q.running.delete(running);
         q.inFlight--;
+        q.promptTokens -= promptTokens;
         q[outcome]++;
         if (latencyMs !== undefined && outcome === "completed") {
           q.avgLatencyMs = blend(q.avgLatencyMs, latencyMs);
@@ -162,8 +177,8 @@ export class Queues {
   view(nodeId: string, model: string): QueueView {
     const q = this.queues.get(Queues.key(nodeId, model));
     return q
-      ? { pending: q.waiters.length, inFlight: q.inFlight, concurrency: q.concurrency, avgLatencyMs: q.avgLatencyMs, lastDispatchAt: q.lastDispatchAt }
-      : { pending: 0, inFlight: 0, concurrency: 1, avgLatencyMs: DEFAULT_LATENCY_MS, lastDispatchAt: 0 };
+      ? { pending: q.waiters.length, inFlight: q.inFlight, concurrency: q.concurrency, avgLatencyMs: q.avgLatencyMs, lastDispatchAt: q.lastDispatchAt, promptTokens: q.promptTokens }
+      : { pending: 0, inFlight: 0, concurrency: 1, avgLatencyMs: DEFAULT_LATENCY_MS, lastDispatchAt: 0, promptTokens: 0 };
   }
 
   /** When the longest-running request on node:model got its slot (ms epoch), or null when none runs. */
@@ -241,6 +256,7 @@ export class Queues {
         measuredLatencyMs: null,
         lastDispatchAt: 0,
         running: new Set(),
+        promptTokens: 0,
         maxPending: null,
         usage: { samples: 0, latencyMs: 0, promptTokens: 0, completionTokens: 0, cachedTokens: 0, coldRequests: 0, warmPromptTokens: 0, warmCachedTokens: 0 },
       };
@@ -249,12 +265,12 @@ export class Queues {
     return q;
   }
 
-  /** Takes up to `count` of the newest waiters off node:model (the oldest are next in line anyway), saying why. */
-  move(nodeId: string, model: string, count: number, why: string): number {
+  /** Takes up to `count` of the newest waiters off node:model (the oldest are next in line anyway), saying why; `evicted`: as its model leaves the node (Moved.evicted). */
+  move(nodeId: string, model: string, count: number, why: string, evicted = false): number {
     const q = this.queues.get(Queues.key(nodeId, model));
     if (!q) return 0;
     const moved = q.waiters.splice(Math.max(0, q.waiters.length - count));
-    for (const w of moved) w.move(why);
+    for (const w of moved) w.move(why, evicted);
     q.moved += moved.length;
     return moved.length;
   }
@@ -268,7 +284,7 @@ export class Queues {
         if (error) reject(error);
         else resolve();
       };
-      const waiter: Waiter = { turn: () => settle(), move: (why) => settle(new Moved(q.nodeId, why)) };
+      const waiter: Waiter = { turn: () => settle(), move: (why, evicted) => settle(new Moved(q.nodeId, why, evicted)) };
       const leave = (error: Error) => {
         q.waiters.splice(q.waiters.indexOf(waiter), 1);
         settle(error);

@@ -33,7 +33,7 @@ test("waiting requests move to another node with the model and free slots, the n
   expect(pass([busy, { id: "spare", onDisk: { [MODEL]: 5 }, parallel: 2 }])).toBe(2);
   testOver.abort(new Error("test over"));
   const outcomes = await Promise.all(waiters);
-  expect(outcomes.slice(3)).toEqual([new Moved("busy", "by the rebalancer"), new Moved("busy", "by the rebalancer")]);
+  expect(outcomes.slice(3)).toEqual([new Moved("busy", "by the rebalancer", false), new Moved("busy", "by the rebalancer", false)]);
   expect(outcomes.slice(0, 3).every((o) => !(o instanceof Moved))).toBe(true);
 });
 

@@ -5,7 +5,7 @@ import { nodeView, testConfig } from "./test-fixtures.ts";
 const MODEL = "qwen3:8b";
 /** The default weights: hot 50, warm 30, cold 10, memoryFit 20, queueDepth -30, waitTime -25, roleAffinity 15, availability 10, contextFit 15. */
 const scoring = testConfig().scoring;
-const idle: QueueView = { pending: 0, inFlight: 0, concurrency: 4, avgLatencyMs: 5000, lastDispatchAt: 0 };
+const idle: QueueView = { pending: 0, inFlight: 0, concurrency: 4, avgLatencyMs: 5000, lastDispatchAt: 0, promptTokens: 0 };
 const hot = (sizeGb = 5, contextLength?: number) => ({ loaded: [{ name: MODEL, sizeGb, contextLength }], available: [{ name: MODEL, sizeGb }] });
 const cold = (sizeGb = 5) => ({ available: [{ name: MODEL, sizeGb }] });
 

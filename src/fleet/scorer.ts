@@ -56,6 +56,8 @@ export interface QueueView {
   avgLatencyMs: number;
   /** When this node:model last got a request (ms epoch; 0 = never): ties go to the one idle longest. */
   lastDispatchAt: number;
+  /** The prompt tokens of the requests waiting and running there (those herd knew). */
+  promptTokens: number;
 }
 
 export interface ScoreRequest {

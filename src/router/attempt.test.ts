@@ -92,3 +92,23 @@ test("a request moved off its node is not lost when the other candidates fail: i
   expect(await answer).toBe("answer from a");
   expect(called).toEqual(["b", "a"]);
 });
+
+test("a generator of candidates is told the node the last was moved off as a load there evicts its model, and not one the rebalancer moved it off", async () => {
+  const queues = new Queues();
+  const busy = await queues.acquire("a", "m", 1, 0); // a's one slot is taken: the request waits there
+  const told: (string | undefined)[] = [];
+  function* source(): Generator<Candidate, void, string | undefined> {
+    told.push(yield { nodeId: "a", model: "m" });
+    told.push(yield { nodeId: "a", model: "m" });
+    told.push(yield { nodeId: "a", model: "m" });
+  }
+  const answer = attempt(source(), loop({ queues, waitMs: 1000 }));
+  await Bun.sleep(5);
+  expect(queues.move("a", "m", 1, "as a load there evicts its model", true)).toBe(1);
+  await Bun.sleep(5);
+  expect(queues.move("a", "m", 1, "by the rebalancer")).toBe(1);
+  await Bun.sleep(5);
+  busy.release("completed");
+  expect(await answer).toBe("answer");
+  expect(told).toEqual(["a", undefined]);
+});

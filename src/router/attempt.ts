@@ -36,6 +36,8 @@ export interface Attempt<C extends Candidate, T> {
   slots: { parallel(nodeId: string): number };
   /** The most requests that may wait on a queue (MLX servers' admission control); none: no cap. */
   maxPending?: number;
+  /** The request's prompt tokens, counted in each queue it waits and runs on (the estimate's work ahead); none: 0. */
+  promptTokens?: number;
   /** Calls the candidate once it holds its slot; `excluded` lists the nodes that failed before it, `leftMs` what is left of the budget. */
   call(c: C, slot: Slot, excluded: string[], leftMs: number): Promise<T>;
   exhausted(tried: Tried): RouteError;
@@ -44,8 +46,12 @@ export interface Attempt<C extends Candidate, T> {
 /** For the node services, which take their jobs in their own order (one image, one transcription at a time). */
 export const UNCAPPED = { parallel: () => Infinity };
 
-/** The first answer a candidate gives; it holds its slot, for the caller to release. */
-export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a: Attempt<C, T>): Promise<T> {
+/**
+ * The first answer a candidate gives; it holds its slot, for the caller to release. A generator of candidates is told,
+ * as it is asked for the next, the node the last was moved off as a load there evicts its model (Moved.evicted): that
+ * node may take the request back, and a source that ranks the nodes again may send it there.
+ */
+export async function attempt<C extends Candidate, T>(candidates: Iterable<C, unknown, string | undefined>, a: Attempt<C, T>): Promise<T> {
   // Made at the first failure: most requests are answered by their first candidate.
   let tried: Tried | null = null;
   let attempts = 0;
@@ -54,7 +60,11 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
   /** No candidate has spent any of the budget yet. */
   let first = true;
   const movedFrom: C[] = [];
-  for (const c of thenAgain(candidates, movedFrom)) {
+  const source = thenAgain(candidates, movedFrom);
+  let back: string | undefined;
+  for (let next = source.next(); !next.done; next = source.next(back)) {
+    const c = next.value;
+    back = undefined;
     if (attempts > a.maxRetries) break;
     if (tried?.excluded.includes(c.nodeId)) continue;
     // The first candidate always gets its try; a later one only while the budget lasts.
@@ -63,7 +73,7 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
     attempts++;
     let slot: Slot;
     try {
-      const taken = a.queues.acquire(c.nodeId, c.model, a.slots.parallel(c.nodeId), Math.max(0, Math.round(deadline - performance.now())), a.signal, a.maxPending);
+      const taken = a.queues.acquire(c.nodeId, c.model, a.slots.parallel(c.nodeId), Math.max(0, Math.round(deadline - performance.now())), a.signal, a.maxPending, a.promptTokens);
       slot = taken instanceof Promise ? await taken : taken;
     } catch (e) {
       first = false;
@@ -72,6 +82,7 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
       if (e instanceof Moved) {
         attempts--;
         movedFrom.push(c);
+        if (e.evicted) back = c.nodeId;
       } else if (e instanceof QueueFull) (tried ??= none()).full++;
       else if (e instanceof SlotTimeout) tried = failed(tried, c.nodeId, e);
       else throw e;
@@ -98,7 +109,7 @@ export async function attempt<C extends Candidate, T>(candidates: Iterable<C>, a
  * The candidates, then those a request was moved off, once more: a request moved off its node is not lost when the
  * others cannot take it. Each is tried again once; `again` grows while the candidates are read.
  */
-function* thenAgain<C>(candidates: Iterable<C>, again: readonly C[]): Generator<C> {
+function* thenAgain<C>(candidates: Iterable<C, unknown, string | undefined>, again: readonly C[]): Generator<C, void, string | undefined> {
   yield* candidates;
   const retried = again.length;
   for (let i = 0; i < retried; i++) yield again[i]!;

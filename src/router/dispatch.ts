@@ -108,8 +108,12 @@ async function onOllama(deps: RouterDeps, req: InferenceRequest, signal: AbortSi
     waitMs: config.timeouts.firstByteMs,
     signal,
     slots: registry,
+    promptTokens: req.promptTokens,
     async call(candidate, slot, excluded, leftMs) {
       const { model, loadedContext } = candidate;
+      // A load herd sent there evicts the model: the request waits for it here, as its estimate has it (fleet/node-loads.ts).
+      const evicting = queues.loads.evicted(candidate.nodeId, model, leftMs, signal);
+      if (evicting) leftMs -= await evicting;
       const { options, thinkingBudget, notes, overflow, warning } = sendOptions(candidate);
       if (warning) log.warn(warning);
       const node = registry.get(candidate.nodeId)!;
@@ -179,15 +183,15 @@ function cachedPrompt({ affinity, registry, queues }: RouterDeps, nodes: NodeVie
 function evict(queues: Queues, node: NodeRecord, models: readonly string[]): void {
   markEvicted(node, models);
   for (const model of models) {
-    const moved = queues.move(node.id, normalizeModelName(model), Infinity, "as a load there evicts its model");
+    const moved = queues.move(node.id, normalizeModelName(model), Infinity, "as a load there evicts its model", true);
     if (moved) log.info(`moved ${moved} waiting request(s) for ${model} off ${node.id}: a load there evicts it`);
   }
 }
 
 /** A request that loads (or reloads) its model joins the node's loads (fleet/node-loads.ts) until its first byte. */
-function sendLoad(queues: Queues, { nodeId, prediction: { breakdown: b }, evicts }: Timed): () => void {
+function sendLoad(queues: Queues, { nodeId, model, prediction: { breakdown: b }, evicts }: Timed): () => void {
   const loadMs = b.load_ms + b.reload_ms;
-  return loadMs > 0 ? queues.loads.begin(nodeId, { waitMs: b.memory_wait_ms ?? 0, loadMs: b.evict_ms + loadMs, evicts }) : NO_LOAD;
+  return loadMs > 0 ? queues.loads.begin(nodeId, { model, waitMs: b.memory_wait_ms ?? 0, loadMs: b.evict_ms + loadMs, evicts }) : NO_LOAD;
 }
 
 const NO_LOAD = () => {};
@@ -196,9 +200,11 @@ const NO_EXPLORING = { due: () => false };
 /**
  * Each model's nodes in the routing order, lazily: a fallback model is ranked (and takes its round-robin turn) only once
  * the ones before it failed. Under finish-time the nodes not tried yet are ranked again for each next try: a request
- * moved off its node or failed there has waited, and the estimate of the others has changed meanwhile.
+ * moved off its node or failed there has waited, and the estimate of the others has changed meanwhile. A node the
+ * request was moved off as a load there evicts its model (attempt.ts: the node it is told) is among them again: it may
+ * still be the soonest, its model's load there priced now.
  */
-function* inOrder({ ordering, queues, config }: RouterDeps, models: string[], rank: (model: string, again?: boolean) => Ranked[]): Generator<Ranked> {
+function* inOrder({ ordering, queues, config }: RouterDeps, models: string[], rank: (model: string, again?: boolean) => Ranked[]): Generator<Ranked, void, string | undefined> {
   for (const model of models) {
     if (config.routing.strategy !== "finish-time") {
       yield* ordering.order(config.routing.strategy, model, rank(model), (id) => queues.nodeLoad(id).inFlight);
@@ -207,7 +213,8 @@ function* inOrder({ ordering, queues, config }: RouterDeps, models: string[], ra
     const tried = new Set<string>();
     for (let next: Ranked | undefined = rank(model)[0]; next; next = rank(model, true).find((c) => !tried.has(c.nodeId))) {
       tried.add(next.nodeId);
-      yield next;
+      const back = yield next;
+      if (back !== undefined) tried.delete(back);
     }
   }
 }

@@ -5,7 +5,7 @@
 // means them (higher = better fit, fitOf).
 import type { Config } from "../config/schema.ts";
 import { replyCapOf } from "../core/request.ts";
-import { type Estimated, type FinishBreakdown, type FinishCandidate, type FinishRequest, type EvictableModel, rankByFinishTime } from "../fleet/finish-time.ts";
+import { type Estimated, type FinishBreakdown, type FinishCandidate, type FinishRequest, type EvictableModel, leftOfMs, rankByFinishTime } from "../fleet/finish-time.ts";
 import { kvGbPerToken, loadedSizeGb } from "../fleet/loaded-size.ts";
 import { modelKey, normalizeModelName } from "../fleet/model-name.ts";
 import { GB } from "../fleet/node-models.ts";
@@ -163,6 +163,7 @@ function finishCandidates(
       queue: q,
       runningForMs: oldest === null ? 0 : Math.max(0, now - oldest),
       loading: resident && !e.loaded && !e.remote,
+      loadLeftMs: queues.loads.loadLeftMs(e.nodeId, model, now) ?? undefined,
       loadsAheadMs: queues.loads.aheadMs(e.nodeId, now),
       slots,
       speed,
@@ -214,7 +215,8 @@ function memoryOf(sources: FinishSources, node: NodeView, model: string, now: nu
         sizeGb: m.sizeGb,
         // A busy model's requests waiting there each wait for its reload; an idle one asked for lately, its next.
         reloadMs: isBusy ? speed.loadMs * Math.max(1, queue.pending) : usedAt > 0 && now - usedAt < RECENT_USE_MS ? speed.loadMs : 0,
-        busyMs: since === null ? 0 : Math.max(0, replyMs - (now - since)),
+        busyMs: since === null ? 0 : leftOfMs(replyMs, now - since),
+        waiting: isBusy ? queue.pending : 0,
       };
       return { victim, busy: isBusy, blob: modelFacts.answeredOf(m.name)?.blob ?? null, usedAt };
     })
