@@ -52,7 +52,7 @@ describe("the estimate", () => {
   });
 
   test("a model that does not fit, even after evicting the models loaded there, is excluded", () => {
-    const full = node("full", { resident: false, sizeGb: 20, memory: { freeGb: 4, modelsFree: 3, evictable: [{ name: "m6", sizeGb: 6, reloadMs: 0, busyMs: 0, waiting: 0 }] } });
+    const full = node("full", { resident: false, sizeGb: 20, memory: { freeGb: 4, modelsFree: 3, evictable: [{ name: "m6", sizeGb: 6, reloadMs: 0, busyMs: 0 }] } });
     const roomy = node("roomy", { resident: false, sizeGb: 20, memory: { freeGb: 40, modelsFree: 3, evictable: [] } });
     const { ranked, excluded } = rankByFinishTime([full, roomy], req);
     expect(ranked.map((e) => e.candidate.nodeId)).toEqual(["roomy"]);
@@ -67,14 +67,14 @@ describe("the estimate", () => {
   });
 
   test("evicting models to make room costs their unloads, in the order the node evicts them", () => {
-    const evictable = [3, 12, 4].map((sizeGb) => ({ name: `m${sizeGb}`, sizeGb, reloadMs: 0, busyMs: 0, waiting: 0 }));
+    const evictable = [3, 12, 4].map((sizeGb) => ({ name: `m${sizeGb}`, sizeGb, reloadMs: 0, busyMs: 0 }));
     const c = node("a", { resident: false, sizeGb: 20, memory: { freeGb: 5, modelsFree: 3, evictable } });
     // 5 + 3 + 12 = 20: the first two go.
     expect(estimateFinish(c, req)).toMatchObject({ breakdown: { evict_ms: 2 * EVICT_MS }, evicts: ["m3", "m12"] });
   });
 
   test("evicting a model asked for lately costs its next request a load: the choice weighs it, the finish does not", () => {
-    const evicts = node("evicts", { resident: false, sizeGb: 20, memory: { freeGb: 5, modelsFree: 3, evictable: [{ name: "m20", sizeGb: 20, reloadMs: 8000, busyMs: 0, waiting: 0 }] } });
+    const evicts = node("evicts", { resident: false, sizeGb: 20, memory: { freeGb: 5, modelsFree: 3, evictable: [{ name: "m20", sizeGb: 20, reloadMs: 8000, busyMs: 0 }] } });
     const roomy = node("roomy", { resident: false, sizeGb: 20, memory: { freeGb: 40, modelsFree: 3, evictable: [] }, speed: { decodeTps: 15, prefillTps: 400, loadMs: 5000 } });
     const e = estimateFinish(evicts, req);
     expect(e).toMatchObject({ ms: 5000 + EVICT_MS + 2000 + 10000, breakdown: { reload_evicted_ms: 8000 } });
@@ -83,13 +83,10 @@ describe("the estimate", () => {
   });
 
   test("a load that must evict a busy model waits for its running requests to end, and costs its next one a load", () => {
-    const busy = { name: "m20", sizeGb: 20, reloadMs: 8000, busyMs: 6000, waiting: 0 };
-    const c = node("a", { resident: false, sizeGb: 20, memory: { freeGb: 5, modelsFree: 3, evictable: [{ name: "m3", sizeGb: 3, reloadMs: 0, busyMs: 0, waiting: 0 }, busy] } });
+    const busy = { name: "m20", sizeGb: 20, reloadMs: 8000, busyMs: 6000 };
+    const c = node("a", { resident: false, sizeGb: 20, memory: { freeGb: 5, modelsFree: 3, evictable: [{ name: "m3", sizeGb: 3, reloadMs: 0, busyMs: 0 }, busy] } });
     // The idle one goes first (Ollama's order), then the busy one once its requests end: 6 s, then the load.
     expect(estimateFinish(c, req)).toMatchObject({ ms: 6000 + 5000 + 2 * EVICT_MS + 2000 + 10000, evicts: ["m3", "m20"], breakdown: { memory_wait_ms: 6000, reload_evicted_ms: 8000 } });
-    // Two of its requests wait at herd: each waits for this load and request (5 s + 2 s + 10 s) before its reload.
-    const queued = { ...c, memory: { ...c.memory!, evictable: [c.memory!.evictable[0]!, { ...busy, waiting: 2 }] } };
-    expect(estimateFinish(queued, req)).toMatchObject({ breakdown: { reload_evicted_ms: 8000 + 2 * 17000 } });
   });
 
   test("the requests ahead are taken to be of the queue's mean prompt: a short request behind a long one waits for its prefill", () => {
@@ -106,7 +103,7 @@ describe("the estimate", () => {
   });
 
   test("a node that holds as many models as Ollama loads at once unloads one first, room or not, or none can load there", () => {
-    const evictable = [{ name: "m3", sizeGb: 3, reloadMs: 4000, busyMs: 0, waiting: 0 }];
+    const evictable = [{ name: "m3", sizeGb: 3, reloadMs: 4000, busyMs: 0 }];
     const full = node("full", { resident: false, memory: { freeGb: null, modelsFree: 0, evictable } });
     expect(estimateFinish(full, req)).toMatchObject({ evicts: ["m3"], breakdown: { evict_ms: EVICT_MS, reload_evicted_ms: 4000 } });
     expect(estimateFinish({ ...full, memory: { ...full.memory!, modelsFree: 1 } }, req)).toMatchObject({ evicts: [] });
@@ -201,7 +198,7 @@ describe("the estimate", () => {
     expect(order([busy, cold])).toEqual(["hot", "cold"]); // sooner by 12 s, but the wait (24 s) is not 1 s past its whole
     expect(order([busy, fastCold])).toEqual(["cold", "hot"]); // 24 s of wait against 9 s
     // Loading there evicts a model asked for lately, whose next request pays its 16 s load: 24 s is not 1 s past 9 + 16.
-    const evicting = node("cold", { ...fastCold, memory: { freeGb: 0, modelsFree: 1, evictable: [{ name: "used", sizeGb: 20, reloadMs: 16000, busyMs: 0, waiting: 0 }] } });
+    const evicting = node("cold", { ...fastCold, memory: { freeGb: 0, modelsFree: 1, evictable: [{ name: "used", sizeGb: 20, reloadMs: 16000, busyMs: 0 }] } });
     expect(order([busy, evicting])).toEqual(["hot", "cold"]);
   });
 

@@ -69,11 +69,6 @@ export interface EvictableModel {
   reloadMs: number;
   /** Its requests running there end in about this long (ms): Ollama unloads it then; 0 when none runs. */
   busyMs: number;
-  /**
-   * Its requests waiting at herd there: moved off as the load is sent (router/dispatch.ts), each waits for that load and
-   * the request that brings it before its model can load there again, unless another node is sooner; 0 when none.
-   */
-  waiting: number;
 }
 
 export interface FinishRequest {
@@ -154,13 +149,11 @@ export function estimateFinish<C extends FinishCandidate>(c: C, req: FinishReque
     // Ollama unloads one model per model past its count, then more until the new one fits.
     const unloads = Math.max(0, 1 - c.memory.modelsFree);
     let room = c.memory.freeGb ?? Infinity;
-    // What this request holds the node for, the load first: each request waiting for a model it evicts waits that long.
-    const holdMs = c.speed.loadMs + prefillMs(req.promptTokens) + decodeMs(req.outputTokens);
     for (const m of c.memory.evictable) {
       if (room >= c.sizeGb && evicts.length >= unloads) break;
       room += m.sizeGb;
       evicts.push(m.name);
-      reloadEvictedMs += m.reloadMs + m.waiting * holdMs;
+      reloadEvictedMs += m.reloadMs;
       memoryWaitMs = Math.max(memoryWaitMs, m.busyMs);
     }
     if (room < c.sizeGb && !c.memory.evictsAll) return { excluded: `model needs ${round(c.sizeGb)} GB; ${round(room)} GB free even after evicting the models loaded there` };

@@ -53,7 +53,7 @@ describe("a second replica", () => {
     // 2 GB free, the rest taken by a busy model (not evictable: a warm leaves busy models alone): the estimate excludes it.
     expect(choose([hot(3), node("busy", { memory: { freeGb: 2, modelsFree: 3, evictable: [] }, busyGb: 30 })])).toBeNull();
     // Evicting an idle 10 GB model makes room.
-    expect(choose([hot(3), node("idle", { memory: { freeGb: 2, modelsFree: 3, evictable: [{ name: "m10", sizeGb: 10, reloadMs: 0, busyMs: 0, waiting: 0 }] } })])).toMatchObject({ to: "idle" });
+    expect(choose([hot(3), node("idle", { memory: { freeGb: 2, modelsFree: 3, evictable: [{ name: "m10", sizeGb: 10, reloadMs: 0, busyMs: 0 }] } })])).toMatchObject({ to: "idle" });
   });
 
   test("on a node of unknown memory, only beside its busy models within the most it evidently holds", () => {

@@ -216,7 +216,6 @@ function memoryOf(sources: FinishSources, node: NodeView, model: string, now: nu
         // A busy model's requests waiting there each wait for its reload; an idle one asked for lately, its next.
         reloadMs: isBusy ? speed.loadMs * Math.max(1, queue.pending) : usedAt > 0 && now - usedAt < RECENT_USE_MS ? speed.loadMs : 0,
         busyMs: since === null ? 0 : leftOfMs(replyMs, now - since),
-        waiting: isBusy ? queue.pending : 0,
       };
       return { victim, busy: isBusy, blob: modelFacts.answeredOf(m.name)?.blob ?? null, usedAt };
     })
