@@ -166,6 +166,8 @@ describe("herd CLI", () => {
     const dir = tmpDir();
     writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [{ id: "mini" }, { id: "studio", ollama: "http://127.0.0.1:9" }] };\n`);
     const router = await startRouterProcess(["serve", "--port", "0", "--data-dir", join(dir, "data")], { cwd: dir });
+    // The lines after "serving on" may come in a later read of the pipe: the announcement ends with the store's.
+    await eventually(async () => router.output().includes("store: "), 5000, "the start's announcement");
     expect(router.output()).toMatch(/listening on 127\.0\.0\.1:\d+\)/);
     expect(router.output()).toContain('listening on this machine only: to serve other Macs and their agents, set server.host: "0.0.0.0" (or --host 0.0.0.0), which opens herd to everyone on the network until auth is set');
     expect(router.output()).toContain("node(s) mini report by their agent's heartbeat, which cannot reach a router listening on 127.0.0.1: set server.host");
