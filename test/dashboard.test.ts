@@ -9,6 +9,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { LiveConfig } from "../src/config/live.ts";
+import { SNAPSHOT_EVERY_MS } from "../src/surfaces/dashboard.ts";
 import { type AgentHandle, postTo, startAgent } from "../src/node/agent.ts";
 import { simCollector } from "../src/sim/collector.ts";
 import { openStore } from "../src/store/db.ts";
@@ -162,7 +163,8 @@ describe("GET /dashboard/events", () => {
     const closed = () => router.output().match(/live stream closed/g)?.length ?? 0;
     const before = closed();
     abort.abort();
-    await eventually(async () => closed() === before + 1, 3000, "the stream's timer to stop");
+    // The router may learn of the close only when a snapshot fails to go out: the second after it, at worst.
+    await eventually(async () => closed() === before + 1, 2 * SNAPSHOT_EVERY_MS + 1000, "the stream's timer to stop");
   }, 10_000);
 });
 

@@ -38,7 +38,7 @@ async function fleet(nodes: Node[], heartbeat = FAST) {
   const entries = nodes.map((n, i) => JSON.stringify({ id: n.id, ollama: sims[i]!.url, ...n.config }));
   writeFileSync(join(dir, "herd.config.ts"), `export default { nodes: [${entries.join(", ")}], ${heartbeat} };\n`);
   const { url } = await startRouterProcess(["serve", "--config", join(dir, "herd.config.ts"), "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]);
-  const seen = (id: string, loaded: string[]) => eventually(async () => (await loadedOn(url, id)).join() === loaded.join(), 5000, `${id} online with ${loaded.join(", ") || "nothing"} loaded`);
+  const seen = (id: string, loaded: string[]) => eventually(async () => (await loadedOn(url, id)).join() === loaded.join(), 10_000, `${id} online with ${loaded.join(", ") || "nothing"} loaded`);
   await Promise.all(nodes.map((n) => seen(n.id, n.loaded ?? [])));
   return { url, sims, seen };
 }
@@ -153,7 +153,9 @@ test("a fourth model evicts the one Ollama picks, the first by its weights' blob
   const { url, sims } = await fleet([{ id: "n", models: [...idle, wanted], loaded: idle, memoryGb: 186, config: { hardware: { memoryGb: 192 } } }], "heartbeat: { intervalMs: 60000, timeoutMs: 120000, offlineMs: 240000 }");
   // Used in an order that puts the first by blob last: the least recently used would be another.
   for (const m of [...rest, first!]) await ask(url, m);
-  await Bun.sleep(2 * FACTS_OF_LOADED_MS + 500); // herd asks /api/show after the models loaded there, the blobs among it
+  // herd asks /api/show of the models loaded there (each FACTS_OF_LOADED_MS), the blobs among it, and reads the answers.
+  await eventually(async () => sims[0]!.state().counters.shows! >= idle.length, 10_000, "herd to ask /api/show of the loaded models");
+  await Bun.sleep(FACTS_OF_LOADED_MS);
   const load = await ask(url, wanted);
   expect(load.breakdown.evict_ms).toBe(EVICT_MS);
   expect([...(sims[0]!.state().loaded ?? [])].sort()).toEqual([...rest, wanted].sort());

@@ -28,7 +28,7 @@ export interface SimState {
   machine: SimMachine;
   /** Requests being answered right now (streams count until their last byte). */
   inFlight: number;
-  /** requests, errors, tokens, dropped, hung; Ollama adds loads, evictions, pulls; both add promptCacheHits, cachedPromptTokens (prompt tokens whose prefill a KV cache saved). */
+  /** requests, errors, tokens, dropped, hung; Ollama adds loads, evictions, pulls, shows (/api/show answers); both add promptCacheHits, cachedPromptTokens (prompt tokens whose prefill a KV cache saved). */
   counters: Record<string, number>;
   // Ollama nodes
   memoryGb?: number;
