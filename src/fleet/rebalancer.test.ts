@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { Warmer } from "./preloader.ts";
 import { Moved, Queues } from "./queues.ts";
-import { rebalance, type ReplicaSources, warmReplicas } from "./rebalancer.ts";
+import { rebalance, type ReplicaSources, soonerElsewhere, warmReplicas } from "./rebalancer.ts";
 import { type ReplicaCandidate, ReplicaHolds } from "./replicas.ts";
 import { type NodeSpec, quietly, testFleet } from "./test-fixtures.ts";
 
@@ -84,11 +84,48 @@ test("not a node whose memory is too small for the model", async () => {
   expect(pass([{ id: "busy", loaded: big }, { ...small, memory: { totalGb: 64, availableGb: 50 } }])).toBe(3);
 });
 
-test("under finish-time, only onto a node with the model loaded: a cold copy is the replica pass's to weigh", async () => {
-  await load("busy", 1, 5);
-  const cold = { id: "cold", onDisk: { [MODEL]: 5 }, parallel: 4 };
-  expect(pass([busy, cold], {}, "finish-time")).toBe(0);
-  expect(pass([busy, cold, { id: "warm", loaded: { [MODEL]: 5 }, parallel: 2 }], {}, "finish-time")).toBe(2);
+describe("under finish-time", () => {
+  /** The estimate's view: a 3 s request (1 s prefill, 2 s decode) on one slot per node; `queue` and `runningForMs` per node. */
+  const node = (nodeId: string, resident: boolean, pending: number, inFlight: number, runningForMs = 0): ReplicaCandidate => ({
+    nodeId,
+    resident,
+    sizeGb: 5,
+    slots: 1,
+    speed: { decodeTps: 50, prefillTps: 500, loadMs: 1000 },
+    memory: null,
+    cachedPrefixTokens: 0,
+    reloadsRunner: false,
+    evidentMemoryGb: 64,
+    busyGb: 0,
+    weightsGb: 5,
+    queue: { pending, inFlight, lastDispatchAt: 1 },
+    runningForMs,
+  });
+  const request = { promptTokens: 500, outputTokens: 100, typicalOutputTokens: 100 };
+
+  test("the newest waiters move while the last would finish at least SPILL_MIN_MS sooner on a node with the model loaded, each move counted there", () => {
+    // busy's last of 5 waiting finishes in 18 s; idle's next in 3, then 6, 9, 12: three moves, the fourth would not gain.
+    expect(soonerElsewhere("busy", { candidates: [node("busy", true, 5, 1), node("idle", true, 0, 0)], request }, 5)).toBe(3);
+    expect(soonerElsewhere("busy", { candidates: [node("busy", true, 5, 1), node("idle", true, 0, 0)], request }, 2)).toBe(2);
+    // A node that would load the model first is the ranking's to weigh, not a move's.
+    expect(soonerElsewhere("busy", { candidates: [node("busy", true, 5, 1), node("cold", false, 0, 0)], request }, 5)).toBe(0);
+  });
+
+  test("a node whose running request is long overdue (stuck behind a load inside it) is left by the requests waiting for it", () => {
+    const other = node("other", true, 0, 2); // its next in 9 s
+    expect(soonerElsewhere("stuck", { candidates: [node("stuck", true, 1, 1), other], request }, 5)).toBe(0);
+    // 20 s into a 3 s request: expected to run as long again as it is late, so the one waiting finishes in 20 s there.
+    expect(soonerElsewhere("stuck", { candidates: [node("stuck", true, 1, 1, 20_000), other], request }, 5)).toBe(1);
+  });
+
+  test("the pass moves what the estimate says, from a queue of rebalancer.threshold or more", async () => {
+    await load("busy", 1, 5);
+    const { registry, config } = testFleet([busy, { id: "idle", loaded: { [MODEL]: 5 } }], { rebalancer: { maxPerCycle: 5 }, routing: { strategy: "finish-time" } });
+    const inputs = () => ({ candidates: [node("busy", true, queues.view("busy", MODEL).pending, 1), node("idle", true, 0, 0)], request });
+    expect(quietly(() => rebalance(registry, queues, config, inputs))).toBe(3);
+    expect(queues.view("busy", MODEL).pending).toBe(2);
+    expect(quietly(() => rebalance(registry, queues, config, inputs))).toBe(0); // 2 waiting: under the threshold
+  });
 });
 
 describe("the replica pass", () => {

@@ -1,11 +1,12 @@
-// Two answers to a backed-up node:model, each cycle. It moves waiting requests onto another node that has
-// the model, room for it, and a free slot right now (a moved request is routed again from its next candidate,
-// so it is never lost and never runs twice). And under the finish-time strategy it warms a second replica
-// where a cold load would finish clearly sooner than the queue (replicas.ts decides); there a move goes only
-// where the model is loaded: a cold copy is the estimate's to weigh (its load, what it evicts, the node's busy models).
+// Two answers to a backed-up node:model, each cycle. It moves waiting requests off it: under the finish-time
+// strategy while the estimate says the last of them would finish clearly sooner on another node that has the model
+// loaded; under the others onto nodes that have the model, room for it, and a free slot right now (a moved request
+// is routed again from its next candidate, so it is never lost and never runs twice). And under finish-time it warms
+// a second replica where a cold load would finish clearly sooner than the queue (replicas.ts decides): a cold copy is
+// the estimate's to weigh (its load, what it evicts, the node's busy models), never a move's.
 import type { Config } from "../config/schema.ts";
 import { log } from "../log.ts";
-import type { FinishRequest } from "./finish-time.ts";
+import { estimateFinish, type FinishCandidate, type FinishRequest, SPILL_MIN_MS } from "./finish-time.ts";
 import { loadableUrl } from "./pins.ts";
 import type { Warmer } from "./preloader.ts";
 import type { Queues } from "./queues.ts";
@@ -14,28 +15,70 @@ import { chooseReplica, type ReplicaCandidate, type ReplicaChoice, ReplicaHolds 
 import { OS_RESERVE_GB } from "./scorer.ts";
 import { toGb } from "./node-models.ts";
 
-/** One pass; returns how many requests were moved. */
-export function rebalance(registry: Registry, queues: Queues, config: Config): number {
+/**
+ * One pass; returns how many requests were moved. Under finish-time (`inputs` given: the estimate's view of a model),
+ * a queue's newest waiters move while the last of them would finish clearly sooner on a node that has the model
+ * loaded: a node stuck inside (its running request long overdue, behind a load or a reload there) is left by the
+ * requests herd holds for it, not only by those still to come. Otherwise onto free slots of nodes that can load it.
+ */
+export function rebalance(registry: Registry, queues: Queues, config: Config, inputs?: ReplicaSources["inputs"]): number {
   const { threshold, maxPerCycle } = config.rebalancer;
   const estimated = config.routing.strategy === "finish-time";
   let moved = 0;
   for (const q of queues.entries()) {
     if (q.pending < threshold || moved >= maxPerCycle) continue;
-    const spare = registry
-      .all()
-      .filter((n) => n.id !== q.node_id && n.status === "online" && !registry.isDraining(n) && n.ollama?.reachable)
-      .filter((n) => (estimated ? loadedOn(n, q.model) : onDisk(n, q.model) && fits(registry, n, q.model)))
-      .reduce((free, n) => {
-        const there = queues.view(n.id, q.model);
-        const parallel = registry.parallel(n.id);
-        return free + (there.pending ? 0 : Math.max(0, parallel - there.inFlight));
-      }, 0);
-    const count = Math.min(spare, q.pending, maxPerCycle - moved);
+    const most = Math.min(q.pending, maxPerCycle - moved);
+    const count = estimated ? (inputs ? soonerElsewhere(q.node_id, inputs(q.model, typicalPrompt(q)), most) : 0) : Math.min(spareSlots(registry, queues, q.node_id, q.model), most);
     if (count <= 0) continue;
     moved += queues.move(q.node_id, q.model, count, "by the rebalancer");
     log.info(`rebalancer: moved ${count} waiting request(s) for ${q.model} off ${q.node_id} (${q.pending} were waiting)`);
   }
   return moved;
+}
+
+/** The free slots, on the nodes that have the model on disk and room for it, of those with none of its requests waiting. */
+function spareSlots(registry: Registry, queues: Queues, from: string, model: string): number {
+  return registry
+    .all()
+    .filter((n) => n.id !== from && n.status === "online" && !registry.isDraining(n) && n.ollama?.reachable && onDisk(n, model) && fits(registry, n, model))
+    .reduce((free, n) => {
+      const there = queues.view(n.id, model);
+      return free + (there.pending ? 0 : Math.max(0, registry.parallel(n.id) - there.inFlight));
+    }, 0);
+}
+
+/**
+ * How many of the newest of `most` waiters on `from` to move: one at a time, while the last of them would finish
+ * at least SPILL_MIN_MS later there than on another node that has the model loaded, each move counted in both queues.
+ */
+export function soonerElsewhere(from: string, { candidates, request }: { candidates: readonly FinishCandidate[]; request: FinishRequest }, most: number): number {
+  let home = candidates.find((c) => c.nodeId === from && c.resident);
+  if (!home) return 0;
+  const hot = candidates.filter((c) => c.nodeId !== from && c.resident);
+  let moved = 0;
+  for (; moved < most && home.queue.pending > 0; moved++) {
+    home = withPending(home, -1);
+    const last = estimateFinish(home, request);
+    if ("excluded" in last) break;
+    let best = -1;
+    let bestMs = last.ms - SPILL_MIN_MS;
+    for (const [i, c] of hot.entries()) {
+      const e = estimateFinish(c, request);
+      if (!("excluded" in e) && e.ms <= bestMs) [best, bestMs] = [i, e.ms];
+    }
+    if (best < 0) break;
+    hot[best] = joined(hot[best]!);
+  }
+  return moved;
+}
+
+const withPending = <C extends FinishCandidate>(c: C, more: number): C => ({ ...c, queue: { ...c.queue, pending: c.queue.pending + more } });
+/** The candidate with one more request: on a free slot, else waiting. */
+const joined = <C extends FinishCandidate>(c: C): C => (c.queue.inFlight < c.slots ? { ...c, queue: { ...c.queue, inFlight: c.queue.inFlight + 1 } } : withPending(c, 1));
+
+/** The prompt the estimate takes for a queue's requests to come: the mean of those it served (nothing yet: the reply alone). */
+function typicalPrompt(q: ReturnType<Queues["entries"]>[number]): number {
+  return q.usage.samples ? q.usage.promptTokens / q.usage.samples : 0;
 }
 
 /** The model is resident on the node, or fits in its memory as far as herd knows it: a move must not send requests where it cannot load. */
@@ -58,7 +101,7 @@ export function warmReplicas(registry: Registry, queues: Queues, config: Config,
   for (const q of queues.entries()) {
     if (q.pending === 0 || holds.modelHeld(q.model)) continue;
     // The requests to come are taken to be like those the queue served (nothing yet: the reply alone).
-    const { candidates, request } = sources.inputs(q.model, q.usage.samples ? q.usage.promptTokens / q.usage.samples : 0);
+    const { candidates, request } = sources.inputs(q.model, typicalPrompt(q));
     const choice = chooseReplica(q.model, q.node_id, candidates, request, (id) => holds.nodeHeld(id));
     const node = choice && registry.get(choice.to);
     const url = node && loadableUrl(registry, node);
@@ -76,7 +119,7 @@ export function startRebalancer(registry: Registry, queues: Queues, config: () =
   const holds = new ReplicaHolds();
   const loop = () => {
     warmReplicas(registry, queues, config(), replicas, holds);
-    rebalance(registry, queues, config());
+    rebalance(registry, queues, config(), replicas.inputs);
     timer = setTimeout(loop, config().rebalancer.intervalMs);
   };
   timer = setTimeout(loop, config().rebalancer.intervalMs);
