@@ -1,8 +1,8 @@
 // The compiled herd binary as a user runs it: `herd serve` in a folder of its
 // own with a herd.config.json, ready once /healthz answers. Each start gets a
 // fresh data dir, so no run sees another's traces, pins or queues; removed when
-// it stops, unless HERD_BENCH_KEEP_DATA=1 keeps it to read the traces after.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+// it stops, unless HERD_BENCH_KEEP_DATA=1 keeps it (and herd's log beside it, herd.log) to read after.
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { HerdConfig } from "../../src/config/types.ts";
@@ -12,7 +12,7 @@ export interface HerdProcess {
   pid: number;
   /** Spawn → first 200 from /healthz. */
   readyMs: number;
-  /** Its data dir (the store with its traces), gone once stopped unless HERD_BENCH_KEEP_DATA=1. */
+  /** Its data dir (the store with its traces), gone once stopped unless HERD_BENCH_KEEP_DATA=1 (then its log is in ../herd.log). */
   dataDir: string;
   stop(): Promise<void>;
 }
@@ -37,15 +37,17 @@ export async function startHerd(bin: string, config: HerdConfig, env: Record<str
     if (!m) continue;
     const url = m[1]!;
     while (!(await fetch(`${url}/healthz`).then((r) => r.ok).catch(() => false))) await Bun.sleep(5);
-    void drain(reader); // a log nobody reads must not fill the pipe and block herd
+    const log = process.env.HERD_BENCH_KEEP_DATA === "1" ? join(dir, "herd.log") : null;
+    if (log) writeFileSync(log, out);
+    void drain(reader, log); // a log nobody reads must not fill the pipe and block herd
     return { url, pid: proc.pid, readyMs: performance.now() - started, dataDir: join(dir, "data"), stop };
   }
   await stop();
   throw new Error(`herd did not start:\n${out}`);
 }
 
-async function drain(reader: { read(): Promise<{ done: boolean }> }): Promise<void> {
-  while (!(await reader.read()).done);
+async function drain(reader: { read(): Promise<{ done: boolean; value?: Uint8Array }> }, log: string | null): Promise<void> {
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) if (log && chunk.value) appendFileSync(log, chunk.value);
 }
 
 /** Resident memory of a process, in MiB. */
