@@ -47,8 +47,7 @@ export class NodeLoads {
    * Null when none does; else the ms it waited. Rejects with the signal's reason if it is aborted meanwhile.
    */
   evicted(nodeId: string, model: string, withinMs: number, signal: AbortSignal, now = Date.now()): Promise<number> | null {
-    const key = modelKey(model);
-    const ahead = [...(this.byNode.get(nodeId) ?? [])].filter((load) => load.until > now && load.evicts.has(key));
+    const ahead = this.evictingLoads(nodeId, model, now);
     if (!ahead.length) return null;
     const waitMs = Math.min(withinMs, Math.max(...ahead.map((load) => load.until)) - now);
     const since = performance.now();
@@ -69,9 +68,13 @@ export class NodeLoads {
 
   /** A load sent to the node, not yet done nor late, evicts the model there. */
   evicting(nodeId: string, model: string, now = Date.now()): boolean {
+    return this.evictingLoads(nodeId, model, now).length > 0;
+  }
+
+  /** The loads sent to the node, not yet done nor late, that evict `model` there. */
+  private evictingLoads(nodeId: string, model: string, now: number) {
     const key = modelKey(model);
-    for (const load of this.byNode.get(nodeId) ?? []) if (load.until > now && load.evicts.has(key)) return true;
-    return false;
+    return [...(this.byNode.get(nodeId) ?? [])].filter((load) => load.until > now && load.evicts.has(key));
   }
 
   /**
