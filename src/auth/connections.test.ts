@@ -12,8 +12,8 @@ function fakeServer() {
     requestIP: (r) => (open.has(r) ? { address: "10.0.0.1", port: 1 } : null),
     timeout: (r, s) => void timers.set(r, s),
   };
-  const arrive = () => {
-    const r = new Request("http://herd/healthz");
+  const arrive = (body?: string) => {
+    const r = body === undefined ? new Request("http://herd/healthz") : new Request("http://herd/api/chat", { method: "POST", body, headers: { "content-length": String(body.length) } });
     open.add(r);
     return r;
   };
@@ -30,6 +30,20 @@ test("past the cap answering at once, a new connection's request is refused; the
   expect(c.admit(server, arrive(), from(1), conf, 0)).toBeNull();
   // Another address has its own.
   expect(c.admit(server, arrive(), { address: "10.0.0.2", port: 3 }, conf, 0)).toBeNull();
+});
+
+test("a port of a connection herd closed behind its answer is a new connection when it comes again, and counts against the cap", () => {
+  const { server, arrive, done } = fakeServer();
+  const c = new ClientConnections();
+  const from = (port: number) => ({ address: "10.0.0.1", port });
+  const unread = arrive("{}"); // refused before its body was read: its connection is closed behind the answer
+  expect(c.admit(server, unread, from(1), conf, 0)).toBeNull();
+  done(unread);
+  expect(closesAfter(unread, false)).toBe(true);
+  expect(c.admit(server, arrive(), from(2), conf, 0)).toBeNull();
+  expect(c.admit(server, arrive(), from(3), conf, 0)).toBeNull();
+  // The client's system gives port 1 to its next connection: two are answering, so it is refused.
+  expect(c.admit(server, arrive(), from(1), conf, 0)).toContain("too many connections");
 });
 
 test("past the cap open, a new connection is answered and then closed; once the others idle past the keep-alive, it is kept again", () => {

@@ -6,7 +6,8 @@
 // body would otherwise hold it. And one client address may hold at most server.clientMaxConnections: past that many
 // answering at once, a new connection's request is refused with a 429 and closed; past that many open (answering, or
 // idle within the keep-alive), a new connection is answered and then closed rather than kept. Bun offers no count of
-// connections per address: herd counts each connection by its address and port from its requests.
+// connections per address: herd counts each connection by its address and port from its requests (a port that comes
+// again once herd closed its connection is a new connection: the client's system may hand it out at once).
 import type { Config } from "../config/schema.ts";
 
 /** What herd needs of Bun's server: who sent a request (null once it is answered), and its connection's idle timer. */
@@ -64,7 +65,8 @@ export class ClientConnections {
     const cap = config.server.clientMaxConnections;
     const connections = this.byAddress.get(from.address) ?? this.byAddress.set(from.address, new Map()).get(from.address)!;
     const seen = connections.get(from.port);
-    if (seen) {
+    // Its port again after herd closed its connection behind the answer: the client's system gave it to a new one.
+    if (seen && (server.requestIP(seen.request) || !(seen.closing || closesAfter(seen.request, false)))) {
       // The next request on a connection kept alive.
       [seen.request, seen.at] = [request, now];
       if (seen.closing) closing.add(request);
@@ -96,7 +98,7 @@ export class ClientConnections {
   /** Drops the connections that are gone: answered, and closed or idle past the keep-alive. */
   private forget(server: ConnectionServer, connections: Map<number, Seen>, now: number, windowMs: number): void {
     for (const [port, seen] of connections) {
-      if ((seen.closing || now - seen.at > windowMs) && !server.requestIP(seen.request)) connections.delete(port);
+      if ((seen.closing || closesAfter(seen.request, false) || now - seen.at > windowMs) && !server.requestIP(seen.request)) connections.delete(port);
     }
   }
 }

@@ -9,7 +9,7 @@ import { log } from "../log.ts";
 import { jsonError } from "../core/wire-errors.ts";
 import { sse } from "./sse.ts";
 
-export const SNAPSHOT_EVERY_MS = 2000;
+const SNAPSHOT_EVERY_MS = 2000;
 /** The pages and their assets are static shells, open to anyone: the data they show comes from routes that need a key. */
 const PAGE: RouteFacts = { access: "open", body: "json", errors: "herd" };
 
