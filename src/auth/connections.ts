@@ -21,8 +21,6 @@ interface Seen {
   request: Request;
   /** When it last answered, or its latest request came: ms, herd's clock. */
   at: number;
-  /** Answered with Connection: close: gone once its answer is. */
-  closing: boolean;
 }
 
 /** How often the connections answering have their idle timer re-armed, and the idle ones are forgotten. */
@@ -66,10 +64,10 @@ export class ClientConnections {
     const connections = this.byAddress.get(from.address) ?? this.byAddress.set(from.address, new Map()).get(from.address)!;
     const seen = connections.get(from.port);
     // Its port again after herd closed its connection behind the answer: the client's system gave it to a new one.
-    if (seen && (server.requestIP(seen.request) || !(seen.closing || closesAfter(seen.request, false)))) {
-      // The next request on a connection kept alive.
+    if (seen && (server.requestIP(seen.request) || !closesAfter(seen.request, false))) {
+      // The next request on a connection kept alive; one answered with Connection: close goes with its answer too.
+      if (closing.has(seen.request)) closing.add(request);
       [seen.request, seen.at] = [request, now];
-      if (seen.closing) closing.add(request);
       return null;
     }
     if (connections.size >= cap) this.forget(server, connections, now, windowMs(config));
@@ -77,7 +75,7 @@ export class ClientConnections {
       return `too many connections from ${from.address}: ${cap} are already waiting for an answer (server.clientMaxConnections); send requests over fewer connections, or raise the cap`;
     }
     const past = connections.size >= cap;
-    connections.set(from.port, { request, at: now, closing: past });
+    connections.set(from.port, { request, at: now });
     if (past) closing.add(request);
     return null;
   }
@@ -98,7 +96,7 @@ export class ClientConnections {
   /** Drops the connections that are gone: answered, and closed or idle past the keep-alive. */
   private forget(server: ConnectionServer, connections: Map<number, Seen>, now: number, windowMs: number): void {
     for (const [port, seen] of connections) {
-      if ((seen.closing || closesAfter(seen.request, false) || now - seen.at > windowMs) && !server.requestIP(seen.request)) connections.delete(port);
+      if ((closesAfter(seen.request, false) || now - seen.at > windowMs) && !server.requestIP(seen.request)) connections.delete(port);
     }
   }
 }

@@ -47,7 +47,8 @@ export class NodeLoads {
    * Null when none does; else the ms it waited. Rejects with the signal's reason if it is aborted meanwhile.
    */
   evicted(nodeId: string, model: string, withinMs: number, signal: AbortSignal, now = Date.now()): Promise<number> | null {
-    const ahead = this.evictingLoads(nodeId, model, now);
+    const key = modelKey(model);
+    const ahead = [...(this.byNode.get(nodeId) ?? [])].filter((load) => evictsNow(load, key, now));
     if (!ahead.length) return null;
     const waitMs = Math.min(withinMs, Math.max(...ahead.map((load) => load.until)) - now);
     const since = performance.now();
@@ -68,13 +69,10 @@ export class NodeLoads {
 
   /** A load sent to the node, not yet done nor late, evicts the model there. */
   evicting(nodeId: string, model: string, now = Date.now()): boolean {
-    return this.evictingLoads(nodeId, model, now).length > 0;
-  }
-
-  /** The loads sent to the node, not yet done nor late, that evict `model` there. */
-  private evictingLoads(nodeId: string, model: string, now: number) {
+    // Asked per model of each candidate while ranking: no list built, the first such load answers.
     const key = modelKey(model);
-    return [...(this.byNode.get(nodeId) ?? [])].filter((load) => load.until > now && load.evicts.has(key));
+    for (const load of this.byNode.get(nodeId) ?? []) if (evictsNow(load, key, now)) return true;
+    return false;
   }
 
   /**
@@ -100,3 +98,6 @@ export class NodeLoads {
     return ahead;
   }
 }
+
+/** The load, not yet done nor late, evicts the model (key) there. */
+const evictsNow = (load: Load, key: string, now: number) => load.until > now && load.evicts.has(key);
